@@ -1,0 +1,1 @@
+"""jeirt-lite: tells which LLM will answer a question correctly, before you ask any of them."""

@@ -1,0 +1,1 @@
+//! JE-IRT scoring and top-k routing kernels (placeholder until the kernels land).
