@@ -204,9 +204,11 @@ def save_artifact(
 
 
 def _write_llm_table(path: Path, vectors: np.ndarray) -> None:
-    from safetensors.numpy import save_file
+    from safetensors.numpy import save
 
-    save_file({LLM_TENSOR: vectors}, str(path))
+    # Serialise to bytes and write with open(): safetensors' save_file creates the file owner-only (0600), which
+    # would make a router installed system-wide unreadable to other users.
+    path.write_bytes(save({LLM_TENSOR: vectors}))
 
 
 def _move_into_place(staging: Path, target: Path) -> None:
