@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
 
@@ -12,6 +13,7 @@ from . import kernels
 from .artifact import Artifact, load_artifact, save_artifact
 from .encoder import DEFAULT_BATCH_SIZE, OnnxEncoder, check_texts
 from .errors import JeirtError
+from .onboarding import DEFAULT_L2, fit_llm_vector
 from .results import RouteResult
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -166,6 +168,72 @@ class Router:
         if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
             raise JeirtError(f"question vectors must be numeric, got dtype {array.dtype}")
         return np.ascontiguousarray(array, dtype=np.float32)
+
+    # -- changing the set of LLMs (the question side stays frozen) --------------------------------------------------
+
+    def add_llm(
+        self, name: str, texts: Sequence[str], correct: Sequence[Union[int, bool]], *, l2: float = DEFAULT_L2
+    ) -> "Router":
+        """A router that also holds a new LLM, fitted from its answers to some questions.
+
+        Only the new LLM's vector is fitted (an exact, convex logistic regression with a Gaussian prior centred
+        on the mean existing LLM); the encoder and the other LLMs are unchanged. Milliseconds on a CPU.
+
+        Args:
+            name: the new LLM's name (must not be in the router yet).
+            texts: questions the LLM answered.
+            correct: 1/True where it answered correctly, 0/False where not; one per text.
+            l2: prior strength (see `jeirt_lite.onboarding.fit_llm_vector`).
+        """
+        return self.add_llm_vectors(name, self.embed(texts), correct, l2=l2)
+
+    def add_llm_vectors(
+        self, name: str, vectors: np.ndarray, correct: Sequence[Union[int, bool]], *, l2: float = DEFAULT_L2
+    ) -> "Router":
+        """`add_llm` for question vectors embedded elsewhere."""
+        if not isinstance(name, str) or not name.strip():
+            raise JeirtError(f"the new LLM needs a non-empty name, got {name!r}")
+        if name in self.llms:
+            raise JeirtError(f"LLM {name!r} is already in this router")
+        questions = self._check_vectors(vectors)
+        vector = fit_llm_vector(questions, np.asarray(correct), prior_mean=self._llm_vectors.mean(axis=0), l2=l2)
+        table = np.vstack([self._llm_vectors, vector[None, :]])
+        record = {"name": name, "answers": int(questions.shape[0]), "l2": float(l2)}
+        onboarded = list(self.manifest.get("onboarded") or []) + [record]
+        return self._with_llms(self.llms + (name,), table, onboarded=onboarded)
+
+    def select_llms(self, names: Sequence[str]) -> "Router":
+        """A router restricted to `names` (in that order), e.g. the LLMs a service actually has."""
+        wanted = list(names)
+        if not wanted:
+            raise JeirtError("select at least one LLM")
+        rows = [self.llm_index(name) for name in wanted]
+        if len(set(rows)) != len(rows):
+            raise JeirtError("each LLM may be selected once")
+        return self._with_llms(tuple(wanted), self._llm_vectors[rows])
+
+    def remove_llm(self, name: str) -> "Router":
+        """A router without the LLM `name`."""
+        index = self.llm_index(name)
+        return self.select_llms([llm for i, llm in enumerate(self.llms) if i != index])
+
+    def llm_index(self, name: str) -> int:
+        """Row of LLM `name` in the table; a clear error for an unknown name."""
+        try:
+            return self.llms.index(name)
+        except ValueError:
+            raise JeirtError(f"unknown LLM {name!r}; this router holds {', '.join(self.llms)}") from None
+
+    def _with_llms(self, names: tuple[str, ...], table: np.ndarray, **manifest_changes: Any) -> "Router":
+        table = np.ascontiguousarray(table, dtype=np.float32)
+        table.setflags(write=False)
+        manifest = {**self.manifest, "llms": list(names), **manifest_changes}
+        router = object.__new__(Router)
+        router._artifact = replace(self._artifact, manifest=manifest, llm_names=names, llm_vectors=table)
+        router._llm_vectors = table
+        router._threads = self._threads
+        router._encoder = self._encoder  # ONNX Runtime sessions may be shared and run from several threads
+        return router
 
     # -- persistence -------------------------------------------------------------------------------------------
 
