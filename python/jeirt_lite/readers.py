@@ -76,6 +76,9 @@ def text_problem(value: Any) -> Optional[str]:
 class TextReader:
     """Base class: chunked iteration, bad-row policy and progress information."""
 
+    # How data rows are counted, said in every bad-row message.
+    row_note = "1-based"
+
     def __init__(self, path: Path, text_column: str, id_column: Optional[str], chunk_size: int, skip_bad: bool):
         if chunk_size < 1:
             raise JeirtError(f"chunk size must be at least 1, got {chunk_size}")
@@ -99,7 +102,7 @@ class TextReader:
             self.skipped += 1
             return
         raise JeirtError(
-            f"{self.path}: data row {row} (1-based, header not counted{where}): {problem}; "
+            f"{self.path}: data row {row} ({self.row_note}{where}): {problem}; "
             "fix the row or pass --skip-bad to skip such rows"
         )
 
@@ -131,6 +134,8 @@ class _ByteCounter:
 
 
 class CsvTextReader(TextReader):
+    row_note = "1-based, header not counted"
+
     def __init__(self, path: Path, text_column: str, id_column: Optional[str], chunk_size: int, skip_bad: bool):
         super().__init__(path, text_column, id_column, chunk_size, skip_bad)
         csv.field_size_limit(CSV_FIELD_LIMIT)
@@ -205,6 +210,8 @@ class CsvTextReader(TextReader):
 
 class JsonlTextReader(TextReader):
     """One JSON object per line; blank lines are ignored (they are not data rows)."""
+
+    row_note = "1-based, blank lines not counted"
 
     def __init__(self, path: Path, text_column: str, id_column: Optional[str], chunk_size: int, skip_bad: bool):
         super().__init__(path, text_column, id_column, chunk_size, skip_bad)
