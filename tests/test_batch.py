@@ -14,7 +14,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from jeirt_lite import JeirtError, Router
 from jeirt_lite.batch import ScoreOptions, ScoreState, score_file
 from jeirt_lite.progress import Progress
@@ -45,8 +44,7 @@ def write_bank(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
             writer.writerows(rows)
     elif kind == ".jsonl":
         with open(path, "w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(json.dumps(row) + "\n")
+            handle.writelines(json.dumps(row) + "\n" for row in rows)
     else:
         pq.write_table(pa.Table.from_pylist(list(rows)), path)
     return path
@@ -102,7 +100,7 @@ def test_every_format_in_and_out_matches_one_shot_scoring(
 def test_chunk_size_does_not_change_the_scores(
     router: Router, bank: tuple[list[str], list[str]], tmp_path: Path, chunk_size: int
 ) -> None:
-    ids, texts = bank
+    _, texts = bank
     path = write_bank(tmp_path / "bank.jsonl", [{"question_id": n, "text": t} for n, t in enumerate(texts)])
     output = tmp_path / "scores.parquet"
     summary = score_file(
@@ -395,3 +393,19 @@ def test_progress_line_shows_rate_share_and_eta() -> None:
     silent.advance(5)
     silent.close()
     assert quiet.getvalue() == ""
+
+
+def test_unusable_vector_files(router: Router, tmp_path: Path) -> None:
+    np.save(tmp_path / "objects.npy", np.array([[1, "a", 2, 3]], dtype=object), allow_pickle=True)
+    np.save(tmp_path / "fortran.npy", np.asfortranarray(np.ones((3, router.dim))))
+    full = np.ones((5, router.dim), dtype=np.float32)
+    np.save(tmp_path / "full.npy", full)
+    (tmp_path / "cut.npy").write_bytes((tmp_path / "full.npy").read_bytes()[:-10])
+    (tmp_path / "junk.npy").write_bytes(b"not an array")
+    for name, message in [
+        ("objects.npy", "holds Python objects"), ("fortran.npy", "Fortran order"), ("cut.npy", "file ends early"),
+        ("junk.npy", "not a readable .npy array"), ("absent.npy", "no such file"),
+    ]:
+        with pytest.raises(JeirtError, match=message):
+            score_file(router, vectors_path=tmp_path / name, output=tmp_path / "s.csv", options=ScoreOptions(chunk_size=2))
+        assert not (tmp_path / "s.csv").exists()

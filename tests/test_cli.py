@@ -12,11 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import jeirt_lite
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-
-import jeirt_lite
 from jeirt_lite import Router
 from jeirt_lite.cli import build_parser, main
 
@@ -35,7 +34,7 @@ def run_cli(*args: str, stdin: str = "", timeout: float = 60) -> subprocess.Comp
     env["PYTHONPATH"] = os.pathsep.join([package_root, env.get("PYTHONPATH", "")])
     return subprocess.run(
         [sys.executable, "-m", "jeirt_lite", *args], input=stdin, capture_output=True, text=True, timeout=timeout,
-        env=env,
+        env=env, check=False,
     )
 
 
@@ -264,7 +263,7 @@ def test_a_signal_mid_run_leaves_no_output_and_says_how_far_it_got(
         with open(bank, "w", encoding="utf-8") as feed:
             feed.write("text\n" + "what is the price of a market\n" * 25)
             feed.flush()
-            partials = lambda: list(tmp_path.glob(".scores.csv.partial-*"))  # noqa: E731
+            partials = lambda: list(tmp_path.glob(".scores.csv.partial-*"))
             _wait_for(lambda: bool(partials()) and len(partials()[0].read_text().splitlines()) == 21)
             process.send_signal(sent)
             _, stderr = process.communicate(timeout=30)

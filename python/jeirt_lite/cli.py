@@ -195,8 +195,7 @@ def run_route(args: argparse.Namespace, out: TextIO) -> int:
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
             else:
                 out.write(f"{_short(text)}\n")
-                for rank, (name, p) in enumerate(pairs, 1):
-                    out.write(f"  {rank}. {name:<{width}}  P(correct) {p:.3f}\n")
+                out.writelines(f"  {rank}. {name:<{width}}  P(correct) {p:.3f}\n" for rank, (name, p) in enumerate(pairs, 1))
                 out.write(f"  difficulty {difficulty[i]:.3f}\n")
         out.flush()
     return 0
@@ -234,8 +233,7 @@ def run_score(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if summary.forecast is not None:
         out.write(f"expected accuracy on {summary.rows:,} questions (mean P(correct)):\n")
         width = max(len(name) for name in summary.forecast)
-        for name, value in sorted(summary.forecast.items(), key=lambda item: -item[1]):
-            out.write(f"  {name:<{width}}  {value:.6f}\n")
+        out.writelines(f"  {name:<{width}}  {value:.6f}\n" for name, value in sorted(summary.forecast.items(), key=lambda item: -item[1]))
     if not args.quiet:
         rate = summary.rows / summary.seconds if summary.seconds > 0 else float("inf")
         where = f" to {summary.output}" if summary.output is not None else ""
@@ -267,25 +265,22 @@ def run_info(args: argparse.Namespace, out: TextIO) -> int:
     lines = [
         ("router", str(router.path)),
         ("label", str(manifest.get("label") or "-")),
-        ("format", f"{manifest.get('format')} v{manifest.get('format_version')} "
-                   f"(written by jeirt-lite {manifest.get('package_version', '?')})"),
+        ("format", (f"{manifest.get('format')} v{manifest.get('format_version')} "
+                    f"(written by jeirt-lite {manifest.get('package_version', '?')})")),
         ("dimension", f"d = {router.dim}"),
         ("encoder", f"{encoder.get('name')} (max {encoder.get('max_seq_length')} tokens"
                     + (f", {encoder['pooling']} pooling" if encoder.get("pooling") else "") + ")"),
     ]
-    for key, value in lines:
-        out.write(f"{key:<10} {value}\n")
+    out.writelines(f"{key:<10} {value}\n" for key, value in lines)
     out.write(f"LLMs ({len(router.llms)}):\n")
-    for name in router.llms:
-        out.write(f"  {name}\n")
+    out.writelines(f"  {name}\n" for name in router.llms)
     for section in ("training", "metrics"):
         block = manifest.get(section)
         if not block:
             out.write(f"{section}: none recorded\n")
             continue
         out.write(f"{section}:\n")
-        for key, value in _flatten(block):
-            out.write(f"  {key}: {value}\n")
+        out.writelines(f"  {key}: {value}\n" for key, value in _flatten(block))
     return 0
 
 

@@ -41,7 +41,7 @@ def require_pyarrow() -> Any:
     """Import pyarrow (Parquet support is an optional extra)."""
     try:
         import pyarrow
-        import pyarrow.parquet  # noqa: F401 - the submodule must be importable too
+        import pyarrow.parquet
     except ImportError as err:
         raise JeirtError(
             "Parquet files need pyarrow, which is not installed: pip install 'jeirt-lite[parquet]'"
@@ -112,7 +112,7 @@ class TextReader:
     def close(self) -> None:
         pass
 
-    def __enter__(self) -> "TextReader":
+    def __enter__(self) -> TextReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -341,6 +341,56 @@ def open_text_reader(
 # -- precomputed question vectors --------------------------------------------------------------------------------
 
 
+class NpyRows:
+    """Reads a C-ordered .npy array a block of rows at a time with plain file reads.
+
+    Not memory-mapped on purpose: mapped pages that were read count toward the process's resident memory until the
+    kernel evicts them, so a mapped 1M-row file makes peak RSS grow with the file; reads keep it flat.
+    """
+
+    def __init__(self, path: Path):
+        from numpy.lib import format as npy
+
+        self.path = path
+        try:
+            self.handle: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed by close()
+        except FileNotFoundError:
+            raise JeirtError(f"{path}: no such file") from None
+        try:
+            version = npy.read_magic(self.handle)
+            if version == (1, 0):
+                shape, fortran_order, dtype = npy.read_array_header_1_0(self.handle)
+            elif version == (2, 0):
+                shape, fortran_order, dtype = npy.read_array_header_2_0(self.handle)
+            else:  # format 3.0 (UTF-8 field names) has no public header reader
+                shape, fortran_order, dtype = npy._read_array_header(self.handle, version)
+        except (ValueError, OSError, SyntaxError) as err:
+            self.handle.close()
+            raise JeirtError(f"{path}: not a readable .npy array ({err})") from err
+        if dtype.hasobject:
+            self.handle.close()
+            raise JeirtError(f"{path}: holds Python objects; only numeric arrays are read (no pickle)")
+        if fortran_order and len(shape) > 1:
+            self.handle.close()
+            raise JeirtError(f"{path}: is stored in Fortran order; save it with np.save(path, np.ascontiguousarray(a))")
+        self.shape: tuple[int, ...] = tuple(shape)
+        self.dtype = dtype
+        self.row_items = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+        self.rows_left = int(shape[0]) if shape else 0
+
+    def read(self, rows: int) -> np.ndarray:
+        rows = min(rows, self.rows_left)
+        count = rows * self.row_items
+        block = np.fromfile(self.handle, dtype=self.dtype, count=count)
+        if block.size != count:
+            raise JeirtError(f"{self.path}: file ends early (truncated .npy)")
+        self.rows_left -= rows
+        return block.reshape((rows, *self.shape[1:]))
+
+    def close(self) -> None:
+        self.handle.close()
+
+
 @dataclass
 class VectorChunk:
     ids: list[Any]
@@ -348,38 +398,40 @@ class VectorChunk:
 
 
 class VectorReader:
-    """Chunks of an (N, d) .npy file, memory-mapped so only the current chunk is in memory."""
+    """Chunks of an (N, d) .npy file of question vectors; only the current chunk is in memory."""
 
     def __init__(self, path: Path, dim: int, chunk_size: int, skip_bad: bool, ids_path: Optional[Path] = None):
         if chunk_size < 1:
             raise JeirtError(f"chunk size must be at least 1, got {chunk_size}")
         if path.suffix.lower() != ".npy":
             raise JeirtError(f"{path}: --vectors needs a .npy file holding an (N, d) array")
-        try:
-            self.array = np.load(path, mmap_mode="r", allow_pickle=False)
-        except FileNotFoundError:
-            raise JeirtError(f"{path}: no such file") from None
-        except (OSError, ValueError) as err:
-            raise JeirtError(f"{path}: not a readable .npy array ({err})") from err
-        if self.array.ndim != 2 or self.array.shape[1] != dim:
-            raise JeirtError(f"{path}: vectors must have shape (N, {dim}) for this router, got {self.array.shape}")
-        if not (np.issubdtype(self.array.dtype, np.floating) or np.issubdtype(self.array.dtype, np.integer)):
-            raise JeirtError(f"{path}: vectors must be numeric, got dtype {self.array.dtype}")
+        self.rows = NpyRows(path)
+        shape, dtype = self.rows.shape, self.rows.dtype
+        if len(shape) != 2 or shape[1] != dim:
+            self.rows.close()
+            raise JeirtError(f"{path}: vectors must have shape (N, {dim}) for this router, got {shape}")
+        if not (np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.integer)):
+            self.rows.close()
+            raise JeirtError(f"{path}: vectors must be numeric, got dtype {dtype}")
         self.path = path
         self.chunk_size = chunk_size
         self.skip_bad = skip_bad
-        self.total_rows: Optional[int] = int(self.array.shape[0])
+        self.total_rows: Optional[int] = int(shape[0])
         self.rows_read = 0
         self.skipped = 0
-        self.ids = IdReader(ids_path, self.array.shape[0]) if ids_path is not None else None
+        try:
+            self.ids = IdReader(ids_path, int(shape[0])) if ids_path is not None else None
+        except JeirtError:
+            self.rows.close()
+            raise
 
     def fraction_read(self) -> Optional[float]:
         return self.rows_read / self.total_rows if self.total_rows else None
 
     def __iter__(self) -> Iterator[VectorChunk]:
-        n = self.array.shape[0]
-        for start in range(0, n, self.chunk_size):
-            block = np.ascontiguousarray(self.array[start : start + self.chunk_size], dtype=np.float32)
+        while self.rows.rows_left:
+            start = self.rows_read
+            block = np.ascontiguousarray(self.rows.read(self.chunk_size), dtype=np.float32)
             ids = self.ids.take(len(block)) if self.ids is not None else list(range(start, start + len(block)))
             finite = np.isfinite(block).all(axis=1)
             if not finite.all():
@@ -398,10 +450,11 @@ class VectorReader:
             self.ids.finish()
 
     def close(self) -> None:
+        self.rows.close()
         if self.ids is not None:
             self.ids.close()
 
-    def __enter__(self) -> "VectorReader":
+    def __enter__(self) -> VectorReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -409,37 +462,43 @@ class VectorReader:
 
 
 class IdReader:
-    """Ids for --vectors rows: a .npy array (memory-mapped) or a text file with one id per line."""
+    """Ids for --vectors rows: a 1-D .npy array or a text file with one id per line, read as the rows go."""
 
     def __init__(self, path: Path, expected: int):
         self.path = path
         self.expected = expected
         self.taken = 0
-        self.array: Optional[np.ndarray] = None
+        self.array: Optional[NpyRows] = None
         self.handle: Optional[IO[str]] = None
-        try:
-            if path.suffix.lower() == ".npy":
-                self.array = np.load(path, mmap_mode="r", allow_pickle=False)
-                if self.array.ndim != 1 or self.array.shape[0] != expected:
-                    raise JeirtError(f"{path}: ids must be a 1-D array of {expected} entries, got {self.array.shape}")
-            else:
+        if path.suffix.lower() == ".npy":
+            self.array = NpyRows(path)
+            if len(self.array.shape) != 1 or self.array.shape[0] != expected:
+                self.array.close()
+                raise JeirtError(f"{path}: ids must be a 1-D array of {expected} entries, got {self.array.shape}")
+        else:
+            try:
                 self.handle = open(path, encoding="utf-8", newline="")  # noqa: SIM115 - closed by close()
-        except FileNotFoundError:
-            raise JeirtError(f"{path}: no such file") from None
-        except (OSError, ValueError) as err:
-            raise JeirtError(f"{path}: cannot read ids ({err})") from err
+            except FileNotFoundError:
+                raise JeirtError(f"{path}: no such file") from None
+            except OSError as err:
+                raise JeirtError(f"{path}: cannot read ids ({err.strerror or err})") from err
 
     def take(self, n: int) -> list[Any]:
         if self.array is not None:
-            out: list[Any] = self.array[self.taken : self.taken + n].tolist()
+            out: list[Any] = self.array.read(n).tolist()
         else:
             assert self.handle is not None
             out = []
-            for _ in range(n):
-                line = self.handle.readline()
-                if not line:
-                    raise JeirtError(f"{self.path}: has {self.taken + len(out)} ids but the vectors have {self.expected} rows")
-                out.append(line.rstrip("\r\n"))
+            try:
+                for _ in range(n):
+                    line = self.handle.readline()
+                    if not line:
+                        raise JeirtError(
+                            f"{self.path}: has {self.taken + len(out)} ids but the vectors have {self.expected} rows"
+                        )
+                    out.append(line.rstrip("\r\n"))
+            except UnicodeDecodeError as err:
+                raise JeirtError(f"{self.path}: id line {self.taken + len(out) + 1} is not valid UTF-8") from err
         self.taken += n
         return out
 
@@ -448,5 +507,7 @@ class IdReader:
             raise JeirtError(f"{self.path}: has more ids than the {self.expected} vector rows")
 
     def close(self) -> None:
+        if self.array is not None:
+            self.array.close()
         if self.handle is not None:
             self.handle.close()
