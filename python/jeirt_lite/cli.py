@@ -237,7 +237,7 @@ def run_score(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if not args.quiet:
         rate = summary.rows / summary.seconds if summary.seconds > 0 else float("inf")
         where = f" to {summary.output}" if summary.output is not None else ""
-        err.write(f"scored {summary.rows:,} questions{where} in {summary.seconds:.1f} s ({rate:,.0f} rows/s)\n")
+        err.write(f"scored {summary.rows:,} questions{where} in {summary.seconds:.2f} s ({rate:,.0f} rows/s)\n")
     if summary.skipped:
         err.write(f"skipped {summary.skipped:,} bad rows (--skip-bad)\n")
     return 0

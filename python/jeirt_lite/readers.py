@@ -9,12 +9,13 @@ error naming that row, or, with `skip_bad`, is dropped and counted.
 from __future__ import annotations
 
 import csv
+import importlib
 import io
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator, Optional
+from typing import IO, Any, Iterator, Optional, cast
 
 import numpy as np
 
@@ -40,8 +41,9 @@ def format_of(path: Path, what: str = "input") -> str:
 def require_pyarrow() -> Any:
     """Import pyarrow (Parquet support is an optional extra)."""
     try:
-        import pyarrow
-        import pyarrow.parquet
+        # import_module keeps the optional, untyped dependency out of mypy's import checks.
+        pyarrow = importlib.import_module("pyarrow")
+        importlib.import_module("pyarrow.parquet")  # makes pyarrow.parquet an attribute
     except ImportError as err:
         raise JeirtError(
             "Parquet files need pyarrow, which is not installed: pip install 'jeirt-lite[parquet]'"
@@ -197,7 +199,7 @@ class CsvTextReader(TextReader):
                 chunk.ids.append(row - 1)
             else:
                 chunk.ids.append(fields[id_index] if id_index < len(fields) else None)
-            chunk.texts.append(text)  # type: ignore[arg-type] - text_problem ruled out None
+            chunk.texts.append(cast(str, text))  # text_problem ruled out None
             if len(chunk.texts) >= self.chunk_size:
                 yield chunk
                 chunk = TextChunk([], [])
@@ -363,7 +365,7 @@ class NpyRows:
             elif version == (2, 0):
                 shape, fortran_order, dtype = npy.read_array_header_2_0(self.handle)
             else:  # format 3.0 (UTF-8 field names) has no public header reader
-                shape, fortran_order, dtype = npy._read_array_header(self.handle, version)
+                shape, fortran_order, dtype = npy._read_array_header(self.handle, version)  # type: ignore[attr-defined]
         except (ValueError, OSError, SyntaxError) as err:
             self.handle.close()
             raise JeirtError(f"{path}: not a readable .npy array ({err})") from err
@@ -433,7 +435,7 @@ class VectorReader:
             start = self.rows_read
             block = np.ascontiguousarray(self.rows.read(self.chunk_size), dtype=np.float32)
             ids = self.ids.take(len(block)) if self.ids is not None else list(range(start, start + len(block)))
-            finite = np.isfinite(block).all(axis=1)
+            finite = np.asarray(np.isfinite(block).all(axis=1))
             if not finite.all():
                 for bad in np.flatnonzero(~finite).tolist():
                     if not self.skip_bad:
@@ -443,7 +445,8 @@ class VectorReader:
                         )
                     self.skipped += 1
                 block = block[finite]
-                ids = [ident for ident, keep in zip(ids, finite.tolist()) if keep]
+                keep = [bool(flag) for flag in finite]
+                ids = [ident for ident, kept in zip(ids, keep) if kept]
             self.rows_read += int(finite.size)
             yield VectorChunk(ids, block)
         if self.ids is not None:
