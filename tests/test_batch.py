@@ -385,7 +385,7 @@ def test_progress_line_shows_rate_share_and_eta() -> None:
     assert line.startswith("250/1,000 rows   25%  250 rows/s  ETA 0:03")
     progress.close()
     assert stream.getvalue().startswith("\r250/1,000 rows") and stream.getvalue().endswith("\n")
-    unknown = Progress(fraction=lambda: 0.5, stream=stream)
+    unknown = Progress(estimate_total=lambda: 20.0, stream=stream)
     unknown.advance(10)
     assert " 50%" in unknown.line(unknown.started + 2.0) and "ETA 0:02" in unknown.line(unknown.started + 2.0)
     quiet = io.StringIO()

@@ -177,7 +177,10 @@ def score_file(
         assert vectors_path is not None
         reader = VectorReader(vectors_path, router.dim, options.chunk_size, options.skip_bad, ids_path)
     progress = Progress(
-        reader.total_rows, fraction=reader.fraction_read, enabled=show_progress, stream=progress_stream
+        reader.total_rows,
+        estimate_total=reader.estimated_rows if isinstance(reader, TextReader) else None,
+        enabled=show_progress,
+        stream=progress_stream,
     )
     chunks = (
         _embedded_chunks(router, reader, progress, state)

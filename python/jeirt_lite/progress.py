@@ -22,8 +22,8 @@ class Progress:
 
     Args:
         total: rows expected, when known (Parquet, .npy).
-        fraction: otherwise a callable telling how far through the input the reader is (bytes read / file size),
-            which gives a percentage and an ETA for CSV and JSONL too.
+        estimate_total: otherwise a callable estimating the total (for CSV and JSONL: rows read so far divided by
+            the share of the file's bytes read), which gives a percentage and an ETA there too.
         enabled: draw at all; callers pass `stream.isatty() and not quiet`, so pipes and logs stay clean.
     """
 
@@ -31,13 +31,13 @@ class Progress:
         self,
         total: Optional[int] = None,
         *,
-        fraction: Optional[Callable[[], Optional[float]]] = None,
+        estimate_total: Optional[Callable[[], Optional[float]]] = None,
         enabled: bool = True,
         stream: Optional[TextIO] = None,
         unit: str = "rows",
     ):
         self.total = total
-        self.fraction = fraction
+        self.estimate_total = estimate_total
         self.enabled = enabled
         self.stream = stream if stream is not None else sys.stderr
         self.unit = unit
@@ -62,7 +62,9 @@ class Progress:
             share = self.done / self.total
         else:
             count = f"{self.done:,} {self.unit}"
-            share = self.fraction() if self.fraction is not None else None
+            estimate = self.estimate_total() if self.estimate_total is not None else None
+            if estimate:
+                share = min(1.0, self.done / estimate)
         parts = [count]
         if share is not None:
             parts.append(f"{100 * share:3.0f}%")

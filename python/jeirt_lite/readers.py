@@ -98,6 +98,13 @@ class TextReader:
         """How far through the file the reader is (0..1), when that can be told."""
         return None
 
+    def estimated_rows(self) -> Optional[float]:
+        """The total row count: known (Parquet) or extrapolated from the share of the file read so far."""
+        if self.total_rows is not None:
+            return float(self.total_rows)
+        share = self.fraction_read()
+        return self.rows_read / share if share and self.rows_read else None
+
     def bad_row(self, row: int, problem: str, where: str = "") -> None:
         """Count a bad row when skipping them, else stop with its row number."""
         if self.skip_bad:
@@ -294,8 +301,6 @@ class ParquetTextReader(TextReader):
             self.id_column = next((name for name in DEFAULT_ID_COLUMNS if name in names), None)
         self.total_rows = int(self.file.metadata.num_rows)
 
-    def fraction_read(self) -> Optional[float]:
-        return self.rows_read / self.total_rows if self.total_rows else None
 
     def __iter__(self) -> Iterator[TextChunk]:
         pa = require_pyarrow()
@@ -427,8 +432,6 @@ class VectorReader:
             self.rows.close()
             raise
 
-    def fraction_read(self) -> Optional[float]:
-        return self.rows_read / self.total_rows if self.total_rows else None
 
     def __iter__(self) -> Iterator[VectorChunk]:
         while self.rows.rows_left:
