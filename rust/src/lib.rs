@@ -69,3 +69,6 @@ pub fn build_profile() -> &'static str {
 pub fn simd_level() -> &'static str {
     SimdLevel::detect().name()
 }
+
+#[cfg(test)]
+mod tests;

@@ -24,9 +24,13 @@ fn to_py(error: KernelError) -> PyErr {
 
 /// Borrows a C-contiguous float32 array as a matrix view, naming `name` in errors.
 fn view<'a>(array: &'a PyReadonlyArray2<'_, f32>, name: &'static str) -> PyResult<MatrixView<'a>> {
-    let slice = array
-        .as_slice()
-        .map_err(|_| JeirtError::new_err(format!("{name} must be a C-contiguous float32 array")))?;
+    // `as_slice` also accepts Fortran order, which would be read transposed: insist on C order.
+    let slice = Some(array)
+        .filter(|a| a.is_c_contiguous())
+        .and_then(|a| a.as_slice().ok())
+        .ok_or_else(|| {
+            JeirtError::new_err(format!("{name} must be a C-contiguous float32 array"))
+        })?;
     let shape = array.shape();
     let (rows, cols) = match shape {
         [rows, cols] => (*rows, *cols),

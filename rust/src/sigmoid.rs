@@ -32,7 +32,7 @@ unsafe fn exp_nonpositive<S: Simd>(x: S::V) -> S::V {
     p = S::mul_add(p, r, S::splat(8.333_452e-3));
     p = S::mul_add(p, r, S::splat(4.166_579_6e-2));
     p = S::mul_add(p, r, S::splat(1.666_666_5e-1));
-    p = S::mul_add(p, r, S::splat(5.000_000_1e-1));
+    p = S::mul_add(p, r, S::splat(0.5));
     let r2 = S::mul(r, r);
     let y = S::add(S::mul_add(p, r2, r), S::splat(1.0));
     S::mul(y, S::pow2(n))

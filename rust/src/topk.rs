@@ -14,6 +14,9 @@ use crate::sigmoid::sigmoid_slice;
 use crate::simd::Simd;
 use crate::Config;
 
+/// One chunk's slices of the index and value outputs.
+type ChunkOutput<'a> = (&'a mut [u32], &'a mut [f32]);
+
 /// Running top-k for a chunk of rows, kept directly in the output slices (`values` holds logits until
 /// [`TileSink::finish`] turns them into probabilities).
 struct TopKSink<'a> {
@@ -130,7 +133,7 @@ pub fn top_k(
     let (n, d) = (questions.rows(), llms.cols());
     let mut indices: Vec<u32> = zeroed(n, k)?;
     let mut values: Vec<f32> = zeroed(n, k)?;
-    let items: Vec<(usize, (&mut [u32], &mut [f32]))> = indices
+    let items: Vec<(usize, ChunkOutput<'_>)> = indices
         .chunks_mut(CHUNK_ROWS * k)
         .zip(values.chunks_mut(CHUNK_ROWS * k))
         .enumerate()
