@@ -133,6 +133,19 @@ def test_without_an_id_column_ids_are_row_numbers(router: Router, bank: tuple[li
     assert [row["id"] for row in read_scores(tmp_path / "s.jsonl")] == list(range(10))
 
 
+def test_parquet_ids_keep_their_type_and_dates_survive_every_format(router: Router, tmp_path: Path) -> None:
+    import datetime
+
+    days = [datetime.date(2024, 1, d) for d in (1, 2, 3)]
+    path = tmp_path / "bank.parquet"
+    pq.write_table(pa.table({"id": days, "text": ["what is the price", "acid base", "law"]}), path)
+    for target in FORMATS:
+        score_file(router, input_path=path, output=tmp_path / f"s.{target}", options=ScoreOptions(chunk_size=2))
+    assert pq.read_table(tmp_path / "s.parquet").column("id").to_pylist() == days
+    assert [row["id"] for row in read_scores(tmp_path / "s.jsonl")] == [str(day) for day in days]
+    assert [row["id"] for row in read_scores(tmp_path / "s.csv")] == [str(day) for day in days]
+
+
 def test_named_columns(router: Router, bank: tuple[list[str], list[str]], tmp_path: Path) -> None:
     ids, texts = bank
     rows = [{"qid": i, "question": t, "id": "ignored"} for i, t in zip(ids[:5], texts[:5])]

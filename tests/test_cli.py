@@ -80,6 +80,17 @@ def test_route_reads_stdin_one_question_per_line(router: Router, tiny_router_pat
     assert [r["route"][0]["llm"] for r in records] == router.route(QUESTIONS).best
 
 
+def test_route_stdin_that_is_not_utf8_is_named(tiny_router_path: Path) -> None:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(jeirt_lite.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, "-m", "jeirt_lite", "route", "--router", str(tiny_router_path)],
+        input=b"what is the price\ncaf\xe9\n", capture_output=True, env=env, timeout=60, check=False,
+    )
+    assert done.returncode == 1
+    assert b"stdin line 2 is not valid UTF-8" in done.stderr and b"Traceback" not in done.stderr
+
+
 def test_route_errors_exit_1_with_the_message(tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["route", "--router", str(tiny_router_path), "--k", "6", "x"]) == 1
     assert "--k 6 is more than the router's 5 LLMs" in capsys.readouterr().err

@@ -149,9 +149,17 @@ def _load_router(path: Optional[Path], threads: Optional[int]) -> Any:
 
 
 def _stdin_batches(stream: TextIO) -> Iterator[list[str]]:
+    """Non-blank stdin lines in batches; a line that is not UTF-8 stops with its line number."""
     interactive = stream.isatty()
+    raw = getattr(stream, "buffer", None)
+    lines: Iterator[Any] = iter(raw) if raw is not None else iter(stream)
     batch: list[str] = []
-    for line in stream:
+    for number, line in enumerate(lines, 1):
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError:
+                raise JeirtError(f"stdin line {number} is not valid UTF-8") from None
         text = line.rstrip("\r\n")
         if not text.strip():
             continue

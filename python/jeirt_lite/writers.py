@@ -93,7 +93,8 @@ class JsonlWriter(Writer):
         self.quoted_names = np.asarray([json.dumps(name) for name in self.llm_names], dtype=object)
 
     def write(self, chunk: ScoredChunk) -> None:
-        columns: list[list[str]] = [[json.dumps(ident) for ident in chunk.ids]]
+        # default=str: ids such as Parquet dates or decimals have no JSON form of their own.
+        columns: list[list[str]] = [[json.dumps(ident, default=str) for ident in chunk.ids]]
         for rank in range(self.k):
             columns.append(self.quoted_names[chunk.indices[:, rank]].tolist())
             columns.append(_floats(chunk.probabilities[:, rank]))
