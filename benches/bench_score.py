@@ -10,7 +10,7 @@ RSS must not grow with the row count: the 1M/10k ratio is printed (about 1.0 mea
 bench_results/score.json. Nothing is asserted about time (it depends on the machine and its load).
 
     python benches/bench_score.py                       # the router shipped in the package
-    python benches/bench_score.py --router PATH --text-rows 2000 --vector-rows 10000 1000000
+    python benches/bench_score.py --router PATH --text-rows 2000 20000 --vector-rows 10000 1000000
 """
 
 from __future__ import annotations
@@ -116,7 +116,9 @@ def measure(name: str, rows: int, n_llms: int, args: list[str]) -> dict[str, Any
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--router", type=Path, default=None, help="router folder (default: the shipped router)")
-    parser.add_argument("--text-rows", type=int, default=10_000, help="rows of real texts (default 10000)")
+    parser.add_argument("--text-rows", type=int, nargs="*", default=[10_000],
+                        help="row counts for runs on real texts; with two or more the RSS ratio last/first is printed "
+                             "too (default 10000; none to skip)")
     parser.add_argument("--vector-rows", type=int, nargs="+", default=[10_000, 1_000_000],
                         help="row counts for --vectors runs; the RSS ratio is last/first (default 10000 1000000)")
     parser.add_argument("--chunk-size", type=int, default=4096)
@@ -144,10 +146,11 @@ def main() -> None:
         # A tiny run first: the fixed cost of starting Python, importing and loading the router.
         write_text_bank(scratch / "startup.csv", 10)
         runs.append(measure("startup (10 texts)", 10, n_llms, [str(scratch / "startup.csv"), "-o", str(out), *common]))
-        if options.text_rows > 0:
-            bank = scratch / "texts.csv"
-            write_text_bank(bank, options.text_rows)
-            runs.append(measure("texts", options.text_rows, n_llms, [str(bank), "-o", str(out), *common]))
+        for rows in options.text_rows:
+            bank = scratch / f"texts-{rows}.csv"
+            write_text_bank(bank, rows)
+            runs.append(measure("texts", rows, n_llms, [str(bank), "-o", str(out), *common]))
+            bank.unlink()
         seed = router.embed([text for _, text in real_texts(256)])
         for rows in options.vector_rows:
             bank = scratch / f"vectors-{rows}.npy"
@@ -159,17 +162,20 @@ def main() -> None:
         runs.append(measure("vectors forecast", options.vector_rows[-1], n_llms,
                             ["--vectors", str(forecast_bank), "--forecast", *common]))
 
-    vector_runs = [run for run in runs if run["run"] == "vectors"]
-    ratio = vector_runs[-1]["peak_rss_mb"] / vector_runs[0]["peak_rss_mb"] if len(vector_runs) > 1 else None
-    if ratio is not None:
-        print(f"peak RSS {vector_runs[-1]['rows']:,} rows / {vector_runs[0]['rows']:,} rows: {ratio:.3f}")
+    ratios: dict[str, Optional[float]] = {}
+    for kind in ("texts", "vectors"):
+        same = [run for run in runs if run["run"] == kind]
+        ratios[kind] = same[-1]["peak_rss_mb"] / same[0]["peak_rss_mb"] if len(same) > 1 else None
+        if ratios[kind] is not None:
+            print(f"peak RSS {kind} {same[-1]['rows']:,} rows / {same[0]['rows']:,} rows: {ratios[kind]:.3f}")
     report = {
         "machine": {"cores": usable_cores(), "platform": platform.platform(), "python": platform.python_version()},
         "router": {"path": str(router.path), "llms": n_llms, "dim": router.dim, "label": router.manifest.get("label")},
         "settings": {"k": min(options.k, n_llms), "chunk_size": options.chunk_size, "threads": router.threads,
                      "output_format": options.format},
         "runs": runs,
-        "peak_rss_ratio_vectors_last_over_first": ratio,
+        "peak_rss_ratio_vectors_last_over_first": ratios["vectors"],
+        "peak_rss_ratio_texts_last_over_first": ratios["texts"],
     }
     options.output.parent.mkdir(parents=True, exist_ok=True)
     options.output.write_text(json.dumps(report, indent=2) + "\n")
