@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--skip-bad", action="store_true",
                        help="skip rows without a usable text (empty, not text, not UTF-8) and count them, "
                             "instead of stopping at the first with its row number")
-    score.add_argument("-q", "--quiet", action="store_true", help="no progress line and no summary on stderr")
+    score.add_argument("-q", "--quiet", action="store_true", help="no progress line and no summary on stderr (errors and the --skip-bad count still are)")
 
     info = commands.add_parser(
         "info", parents=[common], formatter_class=formatter,
