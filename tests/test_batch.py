@@ -1,4 +1,4 @@
-"""Streaming batch scoring (jeirt_lite.batch) against one-shot Router calls on the same texts, in every format."""
+"""Streaming batch scoring (jeirt_lite.batch) against one-shot Router calls on the same texts, every format."""
 
 from __future__ import annotations
 
@@ -64,12 +64,16 @@ def column(rows: list[dict[str, Any]], name: str) -> np.ndarray:
     return np.asarray([float(row[name]) for row in rows])
 
 
-def check_against_one_shot(router: Router, texts: list[str], rows: list[dict[str, Any]], k: int, everything: bool) -> None:
+def check_against_one_shot(
+    router: Router, texts: list[str], rows: list[dict[str, Any]], k: int, everything: bool
+) -> None:
     expected = router.route(texts, k=k)
     assert len(rows) == len(texts)
     for rank in range(k):
         assert [row[f"llm_{rank + 1}"] for row in rows] == [names[rank] for names in expected.names]
-        np.testing.assert_allclose(column(rows, f"p_{rank + 1}"), expected.probabilities[:, rank], rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(
+            column(rows, f"p_{rank + 1}"), expected.probabilities[:, rank], rtol=1e-5, atol=1e-7
+        )
     np.testing.assert_allclose(column(rows, "difficulty"), router.difficulty(texts), rtol=1e-5)
     if everything:
         probabilities = router.predict_proba(texts)
@@ -85,7 +89,9 @@ def test_every_format_in_and_out_matches_one_shot_scoring(
     router: Router, bank: tuple[list[str], list[str]], tmp_path: Path, source: str, target: str
 ) -> None:
     ids, texts = bank
-    path = write_bank(tmp_path / f"bank.{source}", [{"id": i, "text": t, "other": 1} for i, t in zip(ids, texts)])
+    path = write_bank(
+        tmp_path / f"bank.{source}", [{"id": i, "text": t, "other": 1} for i, t in zip(ids, texts)]
+    )
     output = tmp_path / f"scores.{target}"
     summary = score_file(router, input_path=path, output=output, options=ScoreOptions(k=2, chunk_size=17))
     assert summary.rows == len(texts) and summary.skipped == 0
@@ -104,7 +110,9 @@ def test_chunk_size_does_not_change_the_scores(
     path = write_bank(tmp_path / "bank.jsonl", [{"question_id": n, "text": t} for n, t in enumerate(texts)])
     output = tmp_path / "scores.parquet"
     summary = score_file(
-        router, input_path=path, output=output,
+        router,
+        input_path=path,
+        output=output,
         options=ScoreOptions(k=3, all_probabilities=True, forecast=True, chunk_size=chunk_size),
     )
     rows = read_scores(output)
@@ -117,7 +125,9 @@ def test_chunk_size_does_not_change_the_scores(
     np.testing.assert_allclose(list(summary.forecast.values()), list(expected.values()), rtol=1e-5, atol=1e-7)
 
 
-def test_forecast_without_an_output_file(router: Router, bank: tuple[list[str], list[str]], tmp_path: Path) -> None:
+def test_forecast_without_an_output_file(
+    router: Router, bank: tuple[list[str], list[str]], tmp_path: Path
+) -> None:
     _, texts = bank
     path = write_bank(tmp_path / "bank.csv", [{"text": t} for t in texts])
     summary = score_file(router, input_path=path, options=ScoreOptions(forecast=True, chunk_size=50))
@@ -126,7 +136,9 @@ def test_forecast_without_an_output_file(router: Router, bank: tuple[list[str], 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.csv"]
 
 
-def test_without_an_id_column_ids_are_row_numbers(router: Router, bank: tuple[list[str], list[str]], tmp_path: Path) -> None:
+def test_without_an_id_column_ids_are_row_numbers(
+    router: Router, bank: tuple[list[str], list[str]], tmp_path: Path
+) -> None:
     _, texts = bank
     path = write_bank(tmp_path / "bank.csv", [{"text": t, "label": "x"} for t in texts[:10]])
     score_file(router, input_path=path, output=tmp_path / "s.jsonl", options=ScoreOptions(chunk_size=3))
@@ -140,7 +152,9 @@ def test_parquet_ids_keep_their_type_and_dates_survive_every_format(router: Rout
     path = tmp_path / "bank.parquet"
     pq.write_table(pa.table({"id": days, "text": ["what is the price", "acid base", "law"]}), path)
     for target in FORMATS:
-        score_file(router, input_path=path, output=tmp_path / f"s.{target}", options=ScoreOptions(chunk_size=2))
+        score_file(
+            router, input_path=path, output=tmp_path / f"s.{target}", options=ScoreOptions(chunk_size=2)
+        )
     assert pq.read_table(tmp_path / "s.parquet").column("id").to_pylist() == days
     assert [row["id"] for row in read_scores(tmp_path / "s.jsonl")] == [str(day) for day in days]
     assert [row["id"] for row in read_scores(tmp_path / "s.csv")] == [str(day) for day in days]
@@ -155,15 +169,25 @@ def test_named_columns(router: Router, bank: tuple[list[str], list[str]], tmp_pa
     with pytest.raises(JeirtError, match=r"no column 'text' \(columns: qid, question, id\)"):
         score_file(router, input_path=path, output=tmp_path / "t.csv")
     with pytest.raises(JeirtError, match="no id column 'nope'"):
-        score_file(router, input_path=path, output=tmp_path / "t.csv", text_column="question", id_column="nope")
+        score_file(
+            router, input_path=path, output=tmp_path / "t.csv", text_column="question", id_column="nope"
+        )
     assert not (tmp_path / "t.csv").exists()
 
 
-# -- bad rows ---------------------------------------------------------------------------------------------------
+# -- bad rows ------------------------------------------------------------------------------------------------
 
 
 def _bad_csv(path: Path) -> Path:
-    lines = [b"id,text", b"a,what is the price", b"b,", b"c,acid base", b'd,"  "', b"e,caf\xe9 and \xff market", b"f,law"]
+    lines = [
+        b"id,text",
+        b"a,what is the price",
+        b"b,",
+        b"c,acid base",
+        b'd,"  "',
+        b"e,caf\xe9 and \xff market",
+        b"f,law",
+    ]
     path.write_bytes(b"\n".join(lines) + b"\n")
     return path
 
@@ -197,11 +221,15 @@ def test_bad_rows_stop_the_run_with_their_row_number_or_are_skipped_and_counted(
 ) -> None:
     path = make(tmp_path / ("bank.csv" if make is _bad_csv else "bank.jsonl"))
     output = tmp_path / "scores.csv"
-    with pytest.raises(JeirtError, match=rf"data row {row} \(1-based, .* not counted.*\): {problem}.*--skip-bad"):
+    with pytest.raises(
+        JeirtError, match=rf"data row {row} \(1-based, .* not counted.*\): {problem}.*--skip-bad"
+    ):
         score_file(router, input_path=path, output=output)
     assert not output.exists() and not partial_path(output).exists()
 
-    summary = score_file(router, input_path=path, output=output, options=ScoreOptions(skip_bad=True, chunk_size=2))
+    summary = score_file(
+        router, input_path=path, output=output, options=ScoreOptions(skip_bad=True, chunk_size=2)
+    )
     assert summary.skipped == skipped and summary.rows == len(kept)
     assert [r["id"] for r in read_scores(output)] == kept
 
@@ -210,7 +238,11 @@ def test_each_kind_of_bad_jsonl_row_is_named(router: Router, tmp_path: Path) -> 
     path = _bad_jsonl(tmp_path / "bank.jsonl")
     lines = path.read_bytes().split(b"\n")
     expected = {
-        2: "text is a int", 4: "has no text", 5: "not valid UTF-8", 6: "not valid JSON", 7: "JSON list, not an object",
+        2: "text is a int",
+        4: "has no text",
+        5: "not valid UTF-8",
+        6: "not valid JSON",
+        7: "JSON list, not an object",
         8: "no field 'text' (fields: id, question)",
     }
     good = [line for n, line in enumerate(lines, 1) if line]
@@ -233,7 +265,9 @@ def test_null_and_non_text_parquet_values(router: Router, tmp_path: Path) -> Non
     pq.write_table(pa.table({"text": ["what is the price", None, "acid base"]}), path)
     with pytest.raises(JeirtError, match=r"data row 2 .*has no text"):
         score_file(router, input_path=path, output=tmp_path / "s.csv")
-    summary = score_file(router, input_path=path, output=tmp_path / "s.csv", options=ScoreOptions(skip_bad=True))
+    summary = score_file(
+        router, input_path=path, output=tmp_path / "s.csv", options=ScoreOptions(skip_bad=True)
+    )
     assert (summary.rows, summary.skipped) == (2, 1)
     assert [r["id"] for r in read_scores(tmp_path / "s.csv")] == ["0", "2"]  # row numbers keep the gap
     numbers = tmp_path / "numbers.parquet"
@@ -242,7 +276,7 @@ def test_null_and_non_text_parquet_values(router: Router, tmp_path: Path) -> Non
         score_file(router, input_path=numbers, output=tmp_path / "s.csv")
 
 
-# -- all or nothing -----------------------------------------------------------------------------------------------
+# -- all or nothing ------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("target", FORMATS)
@@ -290,9 +324,18 @@ def test_empty_bank(router: Router, tmp_path: Path) -> None:
     path = tmp_path / "bank.csv"
     path.write_text("id,text\n")
     for target in FORMATS:
-        summary = score_file(router, input_path=path, output=tmp_path / f"s.{target}", options=ScoreOptions(k=2))
+        summary = score_file(
+            router, input_path=path, output=tmp_path / f"s.{target}", options=ScoreOptions(k=2)
+        )
         assert summary.rows == 0 and read_scores(tmp_path / f"s.{target}") == []
-    assert pq.read_schema(tmp_path / "s.parquet").names == ["id", "llm_1", "p_1", "llm_2", "p_2", "difficulty"]
+    assert pq.read_schema(tmp_path / "s.parquet").names == [
+        "id",
+        "llm_1",
+        "p_1",
+        "llm_2",
+        "p_2",
+        "difficulty",
+    ]
     with pytest.raises(JeirtError, match="no question was scored"):
         score_file(router, input_path=path, output=tmp_path / "f.csv", options=ScoreOptions(forecast=True))
     assert not (tmp_path / "f.csv").exists()
@@ -315,7 +358,9 @@ def test_unusable_inputs(router: Router, tmp_path: Path, name: str, content: Any
         score_file(router, input_path=path, output=tmp_path / "s.csv")
 
 
-def test_unusable_outputs_and_arguments(router: Router, bank: tuple[list[str], list[str]], tmp_path: Path) -> None:
+def test_unusable_outputs_and_arguments(
+    router: Router, bank: tuple[list[str], list[str]], tmp_path: Path
+) -> None:
     path = write_bank(tmp_path / "bank.csv", [{"text": t} for t in bank[1][:3]])
     with pytest.raises(JeirtError, match="output format from the suffix '.xlsx'"):
         score_file(router, input_path=path, output=tmp_path / "s.xlsx")
@@ -339,7 +384,7 @@ def test_parquet_without_pyarrow_names_the_extra(
     assert len(read_scores(tmp_path / "s.csv")) == 3
 
 
-# -- precomputed vectors -------------------------------------------------------------------------------------------
+# -- precomputed vectors -------------------------------------------------------------------------------------
 
 
 def test_vectors_mode_matches_route_vectors(router: Router, tmp_path: Path) -> None:
@@ -348,7 +393,9 @@ def test_vectors_mode_matches_route_vectors(router: Router, tmp_path: Path) -> N
     np.save(tmp_path / "q.npy", vectors)
     output = tmp_path / "s.parquet"
     summary = score_file(
-        router, vectors_path=tmp_path / "q.npy", output=output,
+        router,
+        vectors_path=tmp_path / "q.npy",
+        output=output,
         options=ScoreOptions(k=2, all_probabilities=True, forecast=True, chunk_size=10),
     )
     rows = read_scores(output)
@@ -368,26 +415,39 @@ def test_vectors_mode_ids_and_bad_rows(router: Router, tmp_path: Path) -> None:
     with pytest.raises(JeirtError, match=r"vector row 4 \(0-based, as in the array\) contains NaN"):
         score_file(router, vectors_path=tmp_path / "q.npy", output=tmp_path / "s.csv")
     summary = score_file(
-        router, vectors_path=tmp_path / "q.npy", ids_path=tmp_path / "ids.txt", output=tmp_path / "s.csv",
+        router,
+        vectors_path=tmp_path / "q.npy",
+        ids_path=tmp_path / "ids.txt",
+        output=tmp_path / "s.csv",
         options=ScoreOptions(skip_bad=True, chunk_size=4),
     )
     assert summary.skipped == 1
     assert [row["id"] for row in read_scores(tmp_path / "s.csv")] == ["id-0", "id-1", "id-2", "id-3", "id-5"]
     np.save(tmp_path / "ids.npy", np.arange(100, 106))
-    score_file(router, vectors_path=tmp_path / "q.npy", ids_path=tmp_path / "ids.npy", output=tmp_path / "s.jsonl",
-               options=ScoreOptions(skip_bad=True))
+    score_file(
+        router,
+        vectors_path=tmp_path / "q.npy",
+        ids_path=tmp_path / "ids.npy",
+        output=tmp_path / "s.jsonl",
+        options=ScoreOptions(skip_bad=True),
+    )
     assert [row["id"] for row in read_scores(tmp_path / "s.jsonl")] == [100, 101, 102, 103, 105]
     (tmp_path / "short.txt").write_text("a\nb\n")
     with pytest.raises(JeirtError, match="has 2 ids but the vectors have 6 rows"):
-        score_file(router, vectors_path=tmp_path / "q.npy", ids_path=tmp_path / "short.txt",
-                   output=tmp_path / "t.csv", options=ScoreOptions(skip_bad=True))
+        score_file(
+            router,
+            vectors_path=tmp_path / "q.npy",
+            ids_path=tmp_path / "short.txt",
+            output=tmp_path / "t.csv",
+            options=ScoreOptions(skip_bad=True),
+        )
     np.save(tmp_path / "wrong.npy", np.ones((3, router.dim + 1)))
     with pytest.raises(JeirtError, match=r"shape \(N, 4\) for this router, got \(3, 5\)"):
         score_file(router, vectors_path=tmp_path / "wrong.npy", output=tmp_path / "t.csv")
     assert not (tmp_path / "t.csv").exists()
 
 
-# -- progress line ---------------------------------------------------------------------------------------------
+# -- progress line -------------------------------------------------------------------------------------------
 
 
 def test_progress_line_shows_rate_share_and_eta() -> None:
@@ -416,9 +476,17 @@ def test_unusable_vector_files(router: Router, tmp_path: Path) -> None:
     (tmp_path / "cut.npy").write_bytes((tmp_path / "full.npy").read_bytes()[:-10])
     (tmp_path / "junk.npy").write_bytes(b"not an array")
     for name, message in [
-        ("objects.npy", "holds Python objects"), ("fortran.npy", "Fortran order"), ("cut.npy", "file ends early"),
-        ("junk.npy", "not a readable .npy array"), ("absent.npy", "no such file"),
+        ("objects.npy", "holds Python objects"),
+        ("fortran.npy", "Fortran order"),
+        ("cut.npy", "file ends early"),
+        ("junk.npy", "not a readable .npy array"),
+        ("absent.npy", "no such file"),
     ]:
         with pytest.raises(JeirtError, match=message):
-            score_file(router, vectors_path=tmp_path / name, output=tmp_path / "s.csv", options=ScoreOptions(chunk_size=2))
+            score_file(
+                router,
+                vectors_path=tmp_path / name,
+                output=tmp_path / "s.csv",
+                options=ScoreOptions(chunk_size=2),
+            )
         assert not (tmp_path / "s.csv").exists()

@@ -1,5 +1,5 @@
-"""The `jeirt-lite` command line: in-process through cli.main for speed, and as `python -m jeirt_lite` subprocesses
-where the process itself matters (stdin, exit codes, signals)."""
+"""The `jeirt-lite` command line: in-process through cli.main for speed, and as `python -m jeirt_lite`
+subprocesses where the process itself matters (stdin, exit codes, signals)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,11 @@ import pytest
 from jeirt_lite import Router
 from jeirt_lite.cli import build_parser, main
 
-QUESTIONS = ["What is the derivative of a function", "Which court decides a contract law case", "acid base reaction"]
+QUESTIONS = [
+    "What is the derivative of a function",
+    "Which court decides a contract law case",
+    "acid base reaction",
+]
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +37,13 @@ def run_cli(*args: str, stdin: str = "", timeout: float = 60) -> subprocess.Comp
     package_root = str(Path(jeirt_lite.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join([package_root, env.get("PYTHONPATH", "")])
     return subprocess.run(
-        [sys.executable, "-m", "jeirt_lite", *args], input=stdin, capture_output=True, text=True, timeout=timeout,
-        env=env, check=False,
+        [sys.executable, "-m", "jeirt_lite", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
     )
 
 
@@ -44,10 +53,12 @@ def parse_forecast(stdout: str) -> dict[str, float]:
     return {name: float(value) for name, value in (line.split() for line in lines[1:])}
 
 
-# -- route ------------------------------------------------------------------------------------------------------
+# -- route ---------------------------------------------------------------------------------------------------
 
 
-def test_route_arguments_human_output(router: Router, tiny_router_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_route_arguments_human_output(
+    router: Router, tiny_router_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["route", "--router", str(tiny_router_path), "--k", "2", "--threads", "1", *QUESTIONS]) == 0
     out = capsys.readouterr().out.splitlines()
     expected = router.route(QUESTIONS, k=2)
@@ -67,7 +78,9 @@ def test_route_json_lines(router: Router, tiny_router_path: Path, capsys: pytest
     assert [r["text"] for r in records] == QUESTIONS
     for i, record in enumerate(records):
         assert [item["llm"] for item in record["route"]] == expected.names[i]
-        np.testing.assert_allclose([item["p"] for item in record["route"]], expected.probabilities[i], atol=1e-6)
+        np.testing.assert_allclose(
+            [item["p"] for item in record["route"]], expected.probabilities[i], atol=1e-6
+        )
     np.testing.assert_allclose([r["difficulty"] for r in records], router.difficulty(QUESTIONS), atol=1e-6)
 
 
@@ -82,16 +95,24 @@ def test_route_reads_stdin_one_question_per_line(router: Router, tiny_router_pat
 
 def test_route_stdin_that_is_not_utf8_is_named(tiny_router_path: Path) -> None:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(jeirt_lite.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(jeirt_lite.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
+    )
     done = subprocess.run(
         [sys.executable, "-m", "jeirt_lite", "route", "--router", str(tiny_router_path)],
-        input=b"what is the price\ncaf\xe9\n", capture_output=True, env=env, timeout=60, check=False,
+        input=b"what is the price\ncaf\xe9\n",
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 1
     assert b"stdin line 2 is not valid UTF-8" in done.stderr and b"Traceback" not in done.stderr
 
 
-def test_route_errors_exit_1_with_the_message(tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_route_errors_exit_1_with_the_message(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["route", "--router", str(tiny_router_path), "--k", "6", "x"]) == 1
     assert "--k 6 is more than the router's 5 LLMs" in capsys.readouterr().err
     assert main(["route", "--router", str(tiny_router_path), "fine", " "]) == 1
@@ -100,7 +121,7 @@ def test_route_errors_exit_1_with_the_message(tiny_router_path: Path, tmp_path: 
     assert "no router folder here" in capsys.readouterr().err
 
 
-# -- info -------------------------------------------------------------------------------------------------------
+# -- info ----------------------------------------------------------------------------------------------------
 
 
 def test_info(tiny_router_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -114,14 +135,21 @@ def test_info(tiny_router_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert manifest["llms"] == [f"llm-{i}" for i in range(5)] and manifest["dim"] == 4
 
 
-def test_info_shows_training_and_metrics(tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_info_shows_training_and_metrics(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from jeirt_lite.artifact import load_artifact, save_artifact
 
     artifact = load_artifact(tiny_router_path)
     folder = save_artifact(
-        tmp_path / "r", llm_names=artifact.llm_names, llm_vectors=artifact.llm_vectors,
-        tokenizer_json=artifact.tokenizer_path, encoder_onnx=artifact.encoder_path, encoder=artifact.encoder,
-        training={"data": "mmlu_pro", "questions": 12032, "split": {"test": 0.1}}, metrics={"test": {"auc": 0.751}},
+        tmp_path / "r",
+        llm_names=artifact.llm_names,
+        llm_vectors=artifact.llm_vectors,
+        tokenizer_json=artifact.tokenizer_path,
+        encoder_onnx=artifact.encoder_path,
+        encoder=artifact.encoder,
+        training={"data": "mmlu_pro", "questions": 12032, "split": {"test": 0.1}},
+        metrics={"test": {"auc": 0.751}},
     )
     assert main(["info", str(folder)]) == 0
     out = capsys.readouterr().out
@@ -139,12 +167,24 @@ def test_help_explains_each_command_with_examples(capsys: pytest.CaptureFixture[
     with pytest.raises(SystemExit):
         parser.parse_args(["score", "--help"])
     text = capsys.readouterr().out
-    for option in ("--k", "--all", "--forecast", "--text-column", "--id-column", "--vectors", "--ids",
-                   "--chunk-size", "--skip-bad", "--quiet", "--router", "-o OUTPUT"):
+    for option in (
+        "--k",
+        "--all",
+        "--forecast",
+        "--text-column",
+        "--id-column",
+        "--vectors",
+        "--ids",
+        "--chunk-size",
+        "--skip-bad",
+        "--quiet",
+        "--router",
+        "-o OUTPUT",
+    ):
         assert option in text
 
 
-# -- score ------------------------------------------------------------------------------------------------------
+# -- score ---------------------------------------------------------------------------------------------------
 
 
 def _bank(tmp_path: Path, texts: list[str], name: str = "bank.csv") -> Path:
@@ -159,12 +199,32 @@ def _bank(tmp_path: Path, texts: list[str], name: str = "bank.csv") -> Path:
 
 
 def test_score_forecast_equals_router_forecast(
-    router: Router, tiny_router_path: Path, real_texts: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    router: Router,
+    tiny_router_path: Path,
+    real_texts: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     bank = _bank(tmp_path, real_texts)
     output = tmp_path / "scores.parquet"
-    code = main(["score", str(bank), "-o", str(output), "--router", str(tiny_router_path), "--k", "2", "--all",
-                 "--forecast", "--chunk-size", "33", "--threads", "1"])
+    code = main(
+        [
+            "score",
+            str(bank),
+            "-o",
+            str(output),
+            "--router",
+            str(tiny_router_path),
+            "--k",
+            "2",
+            "--all",
+            "--forecast",
+            "--chunk-size",
+            "33",
+            "--threads",
+            "1",
+        ]
+    )
     assert code == 0
     captured = capsys.readouterr()
     forecast = parse_forecast(captured.out)
@@ -178,20 +238,40 @@ def test_score_forecast_equals_router_forecast(
     assert table.column_names[-5:] == [f"p[llm-{i}]" for i in range(5)]
 
 
-def test_score_quiet_prints_nothing_on_stderr(tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_score_quiet_prints_nothing_on_stderr(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bank = _bank(tmp_path, QUESTIONS)
-    assert main(["score", str(bank), "-o", str(tmp_path / "s.jsonl"), "--router", str(tiny_router_path), "-q"]) == 0
+    assert (
+        main(["score", str(bank), "-o", str(tmp_path / "s.jsonl"), "--router", str(tiny_router_path), "-q"])
+        == 0
+    )
     captured = capsys.readouterr()
     assert captured.err == "" and captured.out == ""
     assert len((tmp_path / "s.jsonl").read_text().splitlines()) == 3
 
 
-def test_score_vectors_mode(router: Router, tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_score_vectors_mode(
+    router: Router, tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     vectors = router.embed(QUESTIONS)
     np.save(tmp_path / "q.npy", vectors)
     (tmp_path / "ids.txt").write_text("a\nb\nc\n")
-    code = main(["score", "--vectors", str(tmp_path / "q.npy"), "--ids", str(tmp_path / "ids.txt"),
-                 "-o", str(tmp_path / "s.csv"), "--router", str(tiny_router_path), "--k", "2"])
+    code = main(
+        [
+            "score",
+            "--vectors",
+            str(tmp_path / "q.npy"),
+            "--ids",
+            str(tmp_path / "ids.txt"),
+            "-o",
+            str(tmp_path / "s.csv"),
+            "--router",
+            str(tiny_router_path),
+            "--k",
+            "2",
+        ]
+    )
     assert code == 0
     lines = (tmp_path / "s.csv").read_text().splitlines()
     assert lines[0] == "id,llm_1,p_1,llm_2,p_2,difficulty"
@@ -214,22 +294,29 @@ def test_score_usage_errors_exit_1(
     tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
 ) -> None:
     bank = _bank(tmp_path, QUESTIONS)
-    argv = [str(bank) if a == "BANK" else str(tmp_path / a) if a.endswith((".csv", ".npy", ".txt")) else a for a in args]
+    argv = [
+        str(bank) if a == "BANK" else str(tmp_path / a) if a.endswith((".csv", ".npy", ".txt")) else a
+        for a in args
+    ]
     assert main([*argv, "--router", str(tiny_router_path)]) == 1
     assert message in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.csv"]
 
 
-def test_bad_row_exits_1_without_traceback_and_skip_bad_counts(tiny_router_path: Path, tmp_path: Path) -> None:
+def test_bad_row_exits_1_without_traceback_and_skip_bad_counts(
+    tiny_router_path: Path, tmp_path: Path
+) -> None:
     bank = tmp_path / "bank.csv"
-    bank.write_text("text\nwhat is the price\n\"\"\nacid base\n\"\"\n")
+    bank.write_text('text\nwhat is the price\n""\nacid base\n""\n')
     done = run_cli("score", str(bank), "-o", str(tmp_path / "s.csv"), "--router", str(tiny_router_path))
     assert done.returncode == 1
     assert "data row 2 (1-based, header not counted, ending on line 3): text is empty" in done.stderr
     assert "Traceback" not in done.stderr
     assert "stopped after scoring 0 rows" in done.stderr
     assert not (tmp_path / "s.csv").exists()
-    done = run_cli("score", str(bank), "-o", str(tmp_path / "s.csv"), "--router", str(tiny_router_path), "--skip-bad")
+    done = run_cli(
+        "score", str(bank), "-o", str(tmp_path / "s.csv"), "--router", str(tiny_router_path), "--skip-bad"
+    )
     assert done.returncode == 0, done.stderr
     assert "skipped 2 bad rows" in done.stderr
     assert len((tmp_path / "s.csv").read_text().splitlines()) == 3
@@ -242,7 +329,7 @@ def test_argparse_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "must be at least 1" in capsys.readouterr().err
 
 
-# -- interrupted runs -----------------------------------------------------------------------------------------------
+# -- interrupted runs ----------------------------------------------------------------------------------------
 
 
 def _wait_for(condition: Any, timeout: float = 30.0) -> None:
@@ -254,21 +341,39 @@ def _wait_for(condition: Any, timeout: float = 30.0) -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
-@pytest.mark.parametrize(("sent", "code", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+@pytest.mark.parametrize(
+    ("sent", "code", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
 def test_a_signal_mid_run_leaves_no_output_and_says_how_far_it_got(
     tiny_router_path: Path, tmp_path: Path, sent: int, code: int, word: str
 ) -> None:
-    # The bank is a named pipe fed by the test, so the run is stopped at a known point: after 2 chunks of 10 rows
-    # were written, while it waits for more input.
+    # The bank is a named pipe fed by the test, so the run is stopped at a known point: after 2 chunks of 10
+    # rows were written, while it waits for more input.
     bank = tmp_path / "bank.csv"
     os.mkfifo(bank)
     output = tmp_path / "scores.csv"
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(jeirt_lite.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(jeirt_lite.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
+    )
     process = subprocess.Popen(
-        [sys.executable, "-m", "jeirt_lite", "score", str(bank), "-o", str(output), "--router", str(tiny_router_path),
-         "--chunk-size", "10"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "jeirt_lite",
+            "score",
+            str(bank),
+            "-o",
+            str(output),
+            "--router",
+            str(tiny_router_path),
+            "--chunk-size",
+            "10",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         with open(bank, "w", encoding="utf-8") as feed:
@@ -282,7 +387,10 @@ def test_a_signal_mid_run_leaves_no_output_and_says_how_far_it_got(
         if process.poll() is None:
             process.kill()
     assert process.returncode == code, stderr
-    assert f"{word} after scoring 20 rows (of 25 read)" in stderr or f"{word} after scoring 20 rows (of 20 read)" in stderr
+    assert (
+        f"{word} after scoring 20 rows (of 25 read)" in stderr
+        or f"{word} after scoring 20 rows (of 20 read)" in stderr
+    )
     assert "Traceback" not in stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.csv"]
 

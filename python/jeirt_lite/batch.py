@@ -1,9 +1,9 @@
-"""Batch scoring of question banks of any size: read a chunk, encode it, score it with the Rust kernels, write it,
-repeat. Memory holds one chunk at a time; output rows keep the input order; the output file appears only when the
-run is complete (see `writers.atomic_output`).
+"""Batch scoring of question banks of any size: read a chunk, encode it, score it with the Rust kernels, write
+it, repeat. Memory holds one chunk at a time; output rows keep the input order; the output file appears only when
+the run is complete (see `writers.atomic_output`).
 
-One thread does it all, in turn: profiled on 10k real texts with the (very fast) tiny test encoder, reading took
-about 5% of the time, scoring and writing 1%, tokenizing and encoding the rest; with a transformer encoder the
+One thread does it all, in turn: profiled on 10k real texts with the (very fast) tiny test encoder, reading
+took about 5% of the time, scoring and writing 1%, tokenizing and encoding the rest; with a transformer encoder the
 encoder is over 99%, and it already uses every core. A background reader thread would save at most those few
 percent, so there is none.
 
@@ -34,9 +34,9 @@ from .router import Router
 from .writers import ScoredChunk, atomic_output, check_output_path, open_writer
 
 DEFAULT_CHUNK_SIZE = 4096
-# Texts go to the encoder in slices of this many rows so the progress line moves during a chunk: a 4096-row chunk
-# takes minutes with a transformer encoder on a small CPU. The router sorts each slice by length, and 256 texts
-# already give batches of similar lengths.
+# Texts go to the encoder in slices of this many rows so the progress line moves during a chunk: a 4096-row
+# chunk takes minutes with a transformer encoder on a small CPU. The router sorts each slice by length, and
+# 256 texts already give batches of similar lengths.
 ENCODE_SLICE = 256
 
 
@@ -78,14 +78,17 @@ class ForecastSums:
     def add(self, vectors: np.ndarray) -> None:
         if len(vectors) == 0:
             return
-        # The kernel's per-chunk mean times the chunk size is that chunk's sum; float64 keeps 1M rows exact enough.
+        # The kernel's per-chunk mean times the chunk size is that chunk's sum; float64 keeps 1M rows exact
+        # enough.
         means = self.router.forecast_vectors(vectors)
         self.sums += np.fromiter(means.values(), dtype=np.float64, count=len(means)) * len(vectors)
         self.count += len(vectors)
 
     def result(self) -> dict[str, float]:
         if self.count == 0:
-            raise JeirtError("no question was scored, so there is no forecast (empty bank, or every row skipped)")
+            raise JeirtError(
+                "no question was scored, so there is no forecast (empty bank, or every row skipped)"
+            )
         return {name: float(total / self.count) for name, total in zip(self.router.llms, self.sums.tolist())}
 
 
@@ -147,8 +150,8 @@ def score_file(
         vectors_path: an (N, d) .npy of question vectors already embedded with this router's encoder.
         ids_path: ids for the vector rows (.npy or one per line); default: the row numbers.
         output: .csv, .jsonl or .parquet file for the scores; None only with `options.forecast`.
-        text_column, id_column: column names in the input; the id column defaults to `id` or `question_id` when
-            present, else the 0-based row number.
+        text_column, id_column: column names in the input; the id column defaults to `id` or `question_id`
+            when present, else the 0-based row number.
         options: k, all probabilities, forecast, chunk size, skip bad rows.
         state: counters to read after an interruption (rows done so far).
         show_progress: draw a progress line on `progress_stream` (default stderr).
@@ -159,7 +162,9 @@ def score_file(
     options = options or ScoreOptions()
     state = state if state is not None else ScoreState()
     if (input_path is None) == (vectors_path is None):
-        raise JeirtError("give either an input file of texts or a .npy of question vectors, not both or neither")
+        raise JeirtError(
+            "give either an input file of texts or a .npy of question vectors, not both or neither"
+        )
     if output is None and not options.forecast:
         raise JeirtError("nothing to do: give an output file, or ask for the forecast")
     if not 1 <= options.k <= len(router.llms):
@@ -168,14 +173,17 @@ def score_file(
     fmt = check_output_path(output, sources) if output is not None else None
 
     if "parquet" in (fmt, input_path and format_of(input_path)):
-        # Import pyarrow before the clock starts (its first array conversion also imports pandas when installed,
-        # up to a second), so the reported time is the scoring loop's.
+        # Import pyarrow before the clock starts (its first array conversion also imports pandas when
+        # installed, up to a second), so the reported time is the scoring loop's.
         require_pyarrow().array([0])
     started = time.perf_counter()
     reader: Any
     if input_path is not None:
         reader = open_text_reader(
-            input_path, text_column=text_column, id_column=id_column, chunk_size=options.chunk_size,
+            input_path,
+            text_column=text_column,
+            id_column=id_column,
+            chunk_size=options.chunk_size,
             skip_bad=options.skip_bad,
         )
     else:
@@ -195,7 +203,7 @@ def score_file(
     forecast = ForecastSums(router) if options.forecast else None
     result: Optional[dict[str, float]] = None
     try:
-        with reader, (atomic_output(output) if output is not None else contextlib.nullcontext()) as temporary:
+        with reader, atomic_output(output) if output is not None else contextlib.nullcontext() as temporary:
             writer = (
                 open_writer(temporary, fmt, options.k, router.llms, options.all_probabilities)
                 if temporary is not None and fmt is not None

@@ -1,8 +1,8 @@
 """The `jeirt-lite` command line: route questions, score question banks, describe a router.
 
-Exit codes: 0 done; 1 a bad input, argument or router folder (the message says which, no traceback); 2 a command
-line argparse cannot parse; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM). An interrupted or failed `score`
-leaves no output file.
+Exit codes: 0 done; 1 a bad input, argument or router folder (the message says which, no traceback); 2 a
+command line argparse cannot parse; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM). An interrupted or failed
+`score` leaves no output file.
 """
 
 from __future__ import annotations
@@ -40,12 +40,19 @@ def _positive_int(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "--threads", type=_positive_int, default=None, metavar="N",
-        help="cores for encoding and scoring (sizes both ONNX Runtime and the Rust pool); default: all usable cores",
+        "--threads",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="cores for encoding and scoring (sizes both ONNX Runtime and the Rust pool); "
+        "default: all usable cores",
     )
     router_option = argparse.ArgumentParser(add_help=False)
     router_option.add_argument(
-        "--router", type=Path, default=None, metavar="PATH",
+        "--router",
+        type=Path,
+        default=None,
+        metavar="PATH",
         help="router folder to use; default: the router shipped inside the package",
     )
     formatter = argparse.RawDescriptionHelpFormatter
@@ -69,7 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands.required = True
 
     route = commands.add_parser(
-        "route", parents=[common, router_option], formatter_class=formatter,
+        "route",
+        parents=[common, router_option],
+        formatter_class=formatter,
         help="the LLMs most likely to answer each question correctly",
         description="Route questions given as arguments, or one per line on stdin when none is given.",
         epilog=(
@@ -80,20 +89,26 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     route.add_argument("texts", nargs="*", metavar="QUESTION", help="question texts (default: read stdin)")
-    route.add_argument("--k", type=_positive_int, default=1, help="how many LLMs to list per question (default 1)")
     route.add_argument(
-        "--json", action="store_true",
+        "--k", type=_positive_int, default=1, help="how many LLMs to list per question (default 1)"
+    )
+    route.add_argument(
+        "--json",
+        action="store_true",
         help='one JSON object per question: {"text", "route": [{"llm", "p"}...], "difficulty"}',
     )
 
     score = commands.add_parser(
-        "score", parents=[common, router_option], formatter_class=formatter,
+        "score",
+        parents=[common, router_option],
+        formatter_class=formatter,
         help="score a question bank file (CSV, JSONL, Parquet) or precomputed vectors, streaming",
         description=(
-            "Score every question of a bank, chunk by chunk (memory stays flat whatever its size). The output has\n"
-            "per question: id, llm_1, p_1, ... llm_k, p_k (best first), difficulty (the question vector's norm)\n"
-            "and with --all one p[<llm>] column per LLM. It is written to a temporary file and renamed at the end:\n"
-            "an interrupted or failed run leaves no output. Row order is the input order."
+            "Score every question of a bank, chunk by chunk (memory stays flat whatever its size).\n"
+            "The output has per question: id, llm_1, p_1, ... llm_k, p_k (best first), difficulty\n"
+            "(the question vector's norm) and with --all one p[<llm>] column per LLM. It is written to a\n"
+            "temporary file and renamed at the end: an interrupted or failed run leaves no output.\n"
+            "Row order is the input order."
         ),
         epilog=(
             "examples:\n"
@@ -103,38 +118,97 @@ def build_parser() -> argparse.ArgumentParser:
             f"  {PROG} score --vectors bank.npy --ids ids.txt -o scores.parquet"
         ),
     )
-    score.add_argument("input", nargs="?", type=Path, metavar="INPUT",
-                       help="question bank: .csv, .jsonl or .parquet (format from the suffix)")
-    score.add_argument("-o", "--output", type=Path, default=None, metavar="OUTPUT",
-                       help="scores file: .parquet, .csv or .jsonl (format from the suffix); optional with --forecast")
-    score.add_argument("--k", type=_positive_int, default=1, help="LLMs per question in the output (default 1)")
-    score.add_argument("--all", action="store_true", dest="all_probabilities",
-                       help="also write P(correct) of every LLM, one column p[<llm>] each")
-    score.add_argument("--forecast", action="store_true",
-                       help="print each LLM's expected accuracy on the bank (mean P(correct), computed streaming)")
-    score.add_argument("--text-column", default="text", metavar="NAME",
-                       help="column (or JSON field) holding the question text (default: text)")
-    score.add_argument("--id-column", default=None, metavar="NAME",
-                       help="column carried to the output as id (default: id or question_id when present, "
-                            "else the 0-based row number)")
-    score.add_argument("--vectors", type=Path, default=None, metavar="FILE.npy",
-                       help="score an (N, d) .npy of question vectors embedded with this router, instead of texts")
-    score.add_argument("--ids", type=Path, default=None, metavar="FILE",
-                       help="with --vectors: ids for the rows, a .npy array or one id per line (default: row numbers)")
-    score.add_argument("--chunk-size", type=_positive_int, default=DEFAULT_CHUNK_SIZE, metavar="ROWS",
-                       help=f"rows read, encoded and written at a time (default {DEFAULT_CHUNK_SIZE})")
-    score.add_argument("--skip-bad", action="store_true",
-                       help="skip rows without a usable text (empty, not text, not UTF-8) and count them, "
-                            "instead of stopping at the first with its row number")
-    score.add_argument("-q", "--quiet", action="store_true", help="no progress line and no summary on stderr (errors and the --skip-bad count still are)")
+    score.add_argument(
+        "input",
+        nargs="?",
+        type=Path,
+        metavar="INPUT",
+        help="question bank: .csv, .jsonl or .parquet (format from the suffix)",
+    )
+    score.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="OUTPUT",
+        help="scores file: .parquet, .csv or .jsonl (format from the suffix); optional with --forecast",
+    )
+    score.add_argument(
+        "--k", type=_positive_int, default=1, help="LLMs per question in the output (default 1)"
+    )
+    score.add_argument(
+        "--all",
+        action="store_true",
+        dest="all_probabilities",
+        help="also write P(correct) of every LLM, one column p[<llm>] each",
+    )
+    score.add_argument(
+        "--forecast",
+        action="store_true",
+        help="print each LLM's expected accuracy on the bank (mean P(correct), computed streaming)",
+    )
+    score.add_argument(
+        "--text-column",
+        default="text",
+        metavar="NAME",
+        help="column (or JSON field) holding the question text (default: text)",
+    )
+    score.add_argument(
+        "--id-column",
+        default=None,
+        metavar="NAME",
+        help="column carried to the output as id (default: id or question_id when present, "
+        "else the 0-based row number)",
+    )
+    score.add_argument(
+        "--vectors",
+        type=Path,
+        default=None,
+        metavar="FILE.npy",
+        help="score an (N, d) .npy of question vectors embedded with this router, instead of texts",
+    )
+    score.add_argument(
+        "--ids",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="with --vectors: ids for the rows, a .npy array or one id per line (default: row numbers)",
+    )
+    score.add_argument(
+        "--chunk-size",
+        type=_positive_int,
+        default=DEFAULT_CHUNK_SIZE,
+        metavar="ROWS",
+        help=f"rows read, encoded and written at a time (default {DEFAULT_CHUNK_SIZE})",
+    )
+    score.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="skip rows without a usable text (empty, not text, not UTF-8) and count them, "
+        "instead of stopping at the first with its row number",
+    )
+    score.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress line and no summary on stderr (errors and the --skip-bad count still are)",
+    )
 
     info = commands.add_parser(
-        "info", parents=[common], formatter_class=formatter,
+        "info",
+        parents=[common],
+        formatter_class=formatter,
         help="what a router holds: LLMs, d, encoder, training data and metrics",
         epilog=f"examples:\n  {PROG} info\n  {PROG} info path/to/router --json",
     )
-    info.add_argument("router", nargs="?", type=Path, default=None, metavar="ROUTER",
-                      help="router folder (default: the router shipped inside the package)")
+    info.add_argument(
+        "router",
+        nargs="?",
+        type=Path,
+        default=None,
+        metavar="ROUTER",
+        help="router folder (default: the router shipped inside the package)",
+    )
     info.add_argument("--json", action="store_true", help="print the router's manifest (router.json) as JSON")
     return parser
 
@@ -145,7 +219,7 @@ def _load_router(path: Optional[Path], threads: Optional[int]) -> Any:
     return Router.load(path, threads=threads)
 
 
-# -- route ---------------------------------------------------------------------------------------------------------
+# -- route ---------------------------------------------------------------------------------------------------
 
 
 def _stdin_batches(stream: TextIO) -> Iterator[list[str]]:
@@ -203,13 +277,16 @@ def run_route(args: argparse.Namespace, out: TextIO) -> int:
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
             else:
                 out.write(f"{_short(text)}\n")
-                out.writelines(f"  {rank}. {name:<{width}}  P(correct) {p:.3f}\n" for rank, (name, p) in enumerate(pairs, 1))
+                out.writelines(
+                    f"  {rank}. {name:<{width}}  P(correct) {p:.3f}\n"
+                    for rank, (name, p) in enumerate(pairs, 1)
+                )
                 out.write(f"  difficulty {difficulty[i]:.3f}\n")
         out.flush()
     return 0
 
 
-# -- score ---------------------------------------------------------------------------------------------------------
+# -- score ---------------------------------------------------------------------------------------------------
 
 
 def run_score(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -218,10 +295,15 @@ def run_score(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.ids is not None and args.vectors is None:
         raise JeirtError("--ids goes with --vectors (a text bank carries its ids in --id-column)")
     if args.output is None and not args.forecast:
-        raise JeirtError("give an output file with -o OUTPUT (or --forecast to print expected accuracies only)")
+        raise JeirtError(
+            "give an output file with -o OUTPUT (or --forecast to print expected accuracies only)"
+        )
     router = _load_router(args.router, args.threads)
     options = ScoreOptions(
-        k=args.k, all_probabilities=args.all_probabilities, forecast=args.forecast, chunk_size=args.chunk_size,
+        k=args.k,
+        all_probabilities=args.all_probabilities,
+        forecast=args.forecast,
+        chunk_size=args.chunk_size,
         skip_bad=args.skip_bad,
     )
     state = ScoreState()
@@ -241,17 +323,22 @@ def run_score(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if summary.forecast is not None:
         out.write(f"expected accuracy on {summary.rows:,} questions (mean P(correct)):\n")
         width = max(len(name) for name in summary.forecast)
-        out.writelines(f"  {name:<{width}}  {value:.6f}\n" for name, value in sorted(summary.forecast.items(), key=lambda item: -item[1]))
+        out.writelines(
+            f"  {name:<{width}}  {value:.6f}\n"
+            for name, value in sorted(summary.forecast.items(), key=lambda item: -item[1])
+        )
     if not args.quiet:
         rate = summary.rows / summary.seconds if summary.seconds > 0 else float("inf")
         where = f" to {summary.output}" if summary.output is not None else ""
-        err.write(f"scored {summary.rows:,} questions{where} in {summary.seconds:.2f} s ({rate:,.0f} rows/s)\n")
+        err.write(
+            f"scored {summary.rows:,} questions{where} in {summary.seconds:.2f} s ({rate:,.0f} rows/s)\n"
+        )
     if summary.skipped:
         err.write(f"skipped {summary.skipped:,} bad rows (--skip-bad)\n")
     return 0
 
 
-# -- info ----------------------------------------------------------------------------------------------------------
+# -- info ----------------------------------------------------------------------------------------------------
 
 
 def _flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
@@ -273,11 +360,20 @@ def run_info(args: argparse.Namespace, out: TextIO) -> int:
     lines = [
         ("router", str(router.path)),
         ("label", str(manifest.get("label") or "-")),
-        ("format", (f"{manifest.get('format')} v{manifest.get('format_version')} "
-                    f"(written by jeirt-lite {manifest.get('package_version', '?')})")),
+        (
+            "format",
+            (
+                f"{manifest.get('format')} v{manifest.get('format_version')} "
+                f"(written by jeirt-lite {manifest.get('package_version', '?')})"
+            ),
+        ),
         ("dimension", f"d = {router.dim}"),
-        ("encoder", f"{encoder.get('name')} (max {encoder.get('max_seq_length')} tokens"
-                    + (f", {encoder['pooling']} pooling" if encoder.get("pooling") else "") + ")"),
+        (
+            "encoder",
+            f"{encoder.get('name')} (max {encoder.get('max_seq_length')} tokens"
+            + (f", {encoder['pooling']} pooling" if encoder.get("pooling") else "")
+            + ")",
+        ),
     ]
     out.writelines(f"{key:<10} {value}\n" for key, value in lines)
     out.write(f"LLMs ({len(router.llms)}):\n")
@@ -292,7 +388,7 @@ def run_info(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-# -- entry point ---------------------------------------------------------------------------------------------------
+# -- entry point ---------------------------------------------------------------------------------------------
 
 
 def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:

@@ -1,4 +1,4 @@
-"""A dependency-free progress line on stderr: rows done, rows/s and, when the end is known, percent and ETA."""
+"""A dependency-free progress line on stderr: rows done, rows/s and, when the end is known, percent, ETA."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ class Progress:
 
     Args:
         total: rows expected, when known (Parquet, .npy).
-        estimate_total: otherwise a callable estimating the total (for CSV and JSONL: rows read so far divided by
-            the share of the file's bytes read), which gives a percentage and an ETA there too.
+        estimate_total: otherwise a callable estimating the total (for CSV and JSONL: rows read so far divided
+            by the share of the file's bytes read), which gives a percentage and an ETA there too.
         enabled: draw at all; callers pass `stream.isatty() and not quiet`, so pipes and logs stay clean.
     """
 

@@ -1,9 +1,9 @@
 """Streaming readers for question banks: CSV, JSONL and Parquet texts, and .npy question vectors.
 
-Each reader yields chunks of at most `chunk_size` rows and never holds more than one chunk, so memory stays flat
-whatever the file size. Rows are numbered from 1 over the data rows (a CSV header is not counted); a bad row (no
-text, an empty or non-text value, bytes that are not UTF-8, a line that is not JSON) either stops the run with an
-error naming that row, or, with `skip_bad`, is dropped and counted.
+Each reader yields chunks of at most `chunk_size` rows and never holds more than one chunk, so memory stays
+flat whatever the file size. Rows are numbered from 1 over the data rows (a CSV header is not counted); a bad row
+(no text, an empty or non-text value, bytes that are not UTF-8, a line that is not JSON) either stops the run with
+an error naming that row, or, with `skip_bad`, is dropped and counted.
 """
 
 from __future__ import annotations
@@ -21,11 +21,17 @@ import numpy as np
 
 from .errors import JeirtError
 
-TEXT_SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
+TEXT_SUFFIXES = {
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 # Tried in this order when the user names no id column.
 DEFAULT_ID_COLUMNS = ("id", "question_id")
-# MMLU-style texts carry the question and all options in one field; the csv module's 128 KiB default is too small
-# for some banks. 2**31 - 1 is the largest value every platform's C long accepts.
+# MMLU-style texts carry the question and all options in one field; the csv module's 128 KiB default is too
+# small for some banks. 2**31 - 1 is the largest value every platform's C long accepts.
 CSV_FIELD_LIMIT = 2**31 - 1
 
 
@@ -34,7 +40,9 @@ def format_of(path: Path, what: str = "input") -> str:
     kind = TEXT_SUFFIXES.get(path.suffix.lower())
     if kind is None:
         known = ", ".join(sorted(TEXT_SUFFIXES))
-        raise JeirtError(f"{path}: cannot tell the {what} format from the suffix {path.suffix!r} (use one of {known})")
+        raise JeirtError(
+            f"{path}: cannot tell the {what} format from the suffix {path.suffix!r} (use one of {known})"
+        )
     return kind
 
 
@@ -81,7 +89,9 @@ class TextReader:
     # How data rows are counted, said in every bad-row message.
     row_note = "1-based"
 
-    def __init__(self, path: Path, text_column: str, id_column: Optional[str], chunk_size: int, skip_bad: bool):
+    def __init__(
+        self, path: Path, text_column: str, id_column: Optional[str], chunk_size: int, skip_bad: bool
+    ):
         if chunk_size < 1:
             raise JeirtError(f"chunk size must be at least 1, got {chunk_size}")
         self.path = path
@@ -129,7 +139,7 @@ class TextReader:
 
 
 class _ByteCounter:
-    """Fraction of a regular file read so far, from the raw file's position (read-ahead makes it approximate)."""
+    """Share of a regular file read so far, from the raw file's position (read-ahead makes it approximate)."""
 
     def __init__(self, raw: IO[bytes], path: Path):
         self.raw = raw
@@ -145,12 +155,15 @@ class _ByteCounter:
 class CsvTextReader(TextReader):
     row_note = "1-based, header not counted"
 
-    def __init__(self, path: Path, text_column: str, id_column: Optional[str], chunk_size: int, skip_bad: bool):
+    def __init__(
+        self, path: Path, text_column: str, id_column: Optional[str], chunk_size: int, skip_bad: bool
+    ):
         super().__init__(path, text_column, id_column, chunk_size, skip_bad)
         csv.field_size_limit(CSV_FIELD_LIMIT)
         self.raw = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
         self.counter = _ByteCounter(self.raw, path)
-        # utf-8-sig drops a BOM; surrogateescape keeps undecodable bytes so the bad row, not the file, is reported.
+        # utf-8-sig drops a BOM; surrogateescape keeps undecodable bytes so the bad row, not the file, is
+        # reported.
         buffered = io.BufferedReader(self.raw, buffer_size=1 << 16)
         self.handle = io.TextIOWrapper(buffered, encoding="utf-8-sig", errors="surrogateescape", newline="")
         self.reader = csv.reader(self.handle)
@@ -164,7 +177,9 @@ class CsvTextReader(TextReader):
             raise JeirtError(f"{path}: header row is not valid CSV ({err})") from err
         if text_column not in header:
             self.close()
-            raise JeirtError(f"{path}: no column {text_column!r} (columns: {', '.join(header)}); see --text-column")
+            raise JeirtError(
+                f"{path}: no column {text_column!r} (columns: {', '.join(header)}); see --text-column"
+            )
         self.text_index = header.index(text_column)
         self.id_index: Optional[int] = None
         if id_column is not None:
@@ -191,9 +206,11 @@ class CsvTextReader(TextReader):
                 break
             except csv.Error as err:
                 self.rows_read += 1
-                # A malformed record cannot be resynchronised reliably, so it stops the run even with --skip-bad.
+                # A malformed record cannot be resynchronised reliably, so it stops the run even with
+                # --skip-bad.
                 raise JeirtError(
-                    f"{self.path}: data row {self.rows_read} (near line {self.reader.line_num}) is not valid CSV ({err})"
+                    f"{self.path}: data row {self.rows_read} (near line {self.reader.line_num}) "
+                    f"is not valid CSV ({err})"
                 ) from err
             self.rows_read += 1
             row = self.rows_read
@@ -222,7 +239,9 @@ class JsonlTextReader(TextReader):
 
     row_note = "1-based, blank lines not counted"
 
-    def __init__(self, path: Path, text_column: str, id_column: Optional[str], chunk_size: int, skip_bad: bool):
+    def __init__(
+        self, path: Path, text_column: str, id_column: Optional[str], chunk_size: int, skip_bad: bool
+    ):
         super().__init__(path, text_column, id_column, chunk_size, skip_bad)
         self.raw = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
         self.counter = _ByteCounter(self.raw, path)
@@ -263,7 +282,9 @@ class JsonlTextReader(TextReader):
                 continue
             if self.text_column not in record:
                 fields = ", ".join(list(record)[:10])
-                self.bad_row(row, f"no field {self.text_column!r} (fields: {fields}); see --text-column", where)
+                self.bad_row(
+                    row, f"no field {self.text_column!r} (fields: {fields}); see --text-column", where
+                )
                 continue
             text = record[self.text_column]
             problem = text_problem(text)
@@ -285,7 +306,9 @@ class JsonlTextReader(TextReader):
 
 
 class ParquetTextReader(TextReader):
-    def __init__(self, path: Path, text_column: str, id_column: Optional[str], chunk_size: int, skip_bad: bool):
+    def __init__(
+        self, path: Path, text_column: str, id_column: Optional[str], chunk_size: int, skip_bad: bool
+    ):
         super().__init__(path, text_column, id_column, chunk_size, skip_bad)
         pa = require_pyarrow()
         try:
@@ -294,13 +317,14 @@ class ParquetTextReader(TextReader):
             raise JeirtError(f"{path}: not a readable Parquet file ({err})") from err
         names = self.file.schema_arrow.names
         if text_column not in names:
-            raise JeirtError(f"{path}: no column {text_column!r} (columns: {', '.join(names)}); see --text-column")
+            raise JeirtError(
+                f"{path}: no column {text_column!r} (columns: {', '.join(names)}); see --text-column"
+            )
         if id_column is not None and id_column not in names:
             raise JeirtError(f"{path}: no id column {id_column!r} (columns: {', '.join(names)})")
         if id_column is None:
             self.id_column = next((name for name in DEFAULT_ID_COLUMNS if name in names), None)
         self.total_rows = int(self.file.metadata.num_rows)
-
 
     def __iter__(self) -> Iterator[TextChunk]:
         pa = require_pyarrow()
@@ -322,14 +346,20 @@ class ParquetTextReader(TextReader):
                 if chunk.texts:
                     yield chunk
         except pa.ArrowException as err:
-            raise JeirtError(f"{self.path}: cannot read row group after data row {self.rows_read} ({err})") from err
+            raise JeirtError(
+                f"{self.path}: cannot read row group after data row {self.rows_read} ({err})"
+            ) from err
 
     def close(self) -> None:
         self.file.close()
 
 
 def open_text_reader(
-    path: Path, *, text_column: str = "text", id_column: Optional[str] = None, chunk_size: int = 4096,
+    path: Path,
+    *,
+    text_column: str = "text",
+    id_column: Optional[str] = None,
+    chunk_size: int = 4096,
     skip_bad: bool = False,
 ) -> TextReader:
     """A chunked reader for a CSV, JSONL or Parquet question bank, chosen by the file's suffix."""
@@ -345,14 +375,14 @@ def open_text_reader(
         raise JeirtError(f"{path}: cannot read it ({err.strerror or err})") from err
 
 
-# -- precomputed question vectors --------------------------------------------------------------------------------
+# -- precomputed question vectors ----------------------------------------------------------------------------
 
 
 class NpyRows:
     """Reads a C-ordered .npy array a block of rows at a time with plain file reads.
 
-    Not memory-mapped on purpose: mapped pages that were read count toward the process's resident memory until the
-    kernel evicts them, so a mapped 1M-row file makes peak RSS grow with the file; reads keep it flat.
+    Not memory-mapped on purpose: mapped pages that were read count toward the process's resident memory until
+    the kernel evicts them, so a mapped 1M-row file makes peak RSS grow with the file; reads keep it flat.
     """
 
     def __init__(self, path: Path):
@@ -379,7 +409,9 @@ class NpyRows:
             raise JeirtError(f"{path}: holds Python objects; only numeric arrays are read (no pickle)")
         if fortran_order and len(shape) > 1:
             self.handle.close()
-            raise JeirtError(f"{path}: is stored in Fortran order; save it with np.save(path, np.ascontiguousarray(a))")
+            raise JeirtError(
+                f"{path}: is stored in Fortran order; save it with np.save(path, np.ascontiguousarray(a))"
+            )
         self.shape: tuple[int, ...] = tuple(shape)
         self.dtype = dtype
         self.row_items = int(np.prod(shape[1:])) if len(shape) > 1 else 1
@@ -407,7 +439,9 @@ class VectorChunk:
 class VectorReader:
     """Chunks of an (N, d) .npy file of question vectors; only the current chunk is in memory."""
 
-    def __init__(self, path: Path, dim: int, chunk_size: int, skip_bad: bool, ids_path: Optional[Path] = None):
+    def __init__(
+        self, path: Path, dim: int, chunk_size: int, skip_bad: bool, ids_path: Optional[Path] = None
+    ):
         if chunk_size < 1:
             raise JeirtError(f"chunk size must be at least 1, got {chunk_size}")
         if path.suffix.lower() != ".npy":
@@ -432,18 +466,20 @@ class VectorReader:
             self.rows.close()
             raise
 
-
     def __iter__(self) -> Iterator[VectorChunk]:
         while self.rows.rows_left:
             start = self.rows_read
             block = np.ascontiguousarray(self.rows.read(self.chunk_size), dtype=np.float32)
-            ids = self.ids.take(len(block)) if self.ids is not None else list(range(start, start + len(block)))
+            ids = (
+                self.ids.take(len(block)) if self.ids is not None else list(range(start, start + len(block)))
+            )
             finite = np.asarray(np.isfinite(block).all(axis=1))
             if not finite.all():
                 for bad in np.flatnonzero(~finite).tolist():
                     if not self.skip_bad:
                         raise JeirtError(
-                            f"{self.path}: vector row {start + bad} (0-based, as in the array) contains NaN or inf; "
+                            f"{self.path}: vector row {start + bad} (0-based, as in the array) "
+                            "contains NaN or inf; "
                             "fix it or pass --skip-bad to skip such rows"
                         )
                     self.skipped += 1
@@ -480,7 +516,9 @@ class IdReader:
             self.array = NpyRows(path)
             if len(self.array.shape) != 1 or self.array.shape[0] != expected:
                 self.array.close()
-                raise JeirtError(f"{path}: ids must be a 1-D array of {expected} entries, got {self.array.shape}")
+                raise JeirtError(
+                    f"{path}: ids must be a 1-D array of {expected} entries, got {self.array.shape}"
+                )
         else:
             try:
                 self.handle = open(path, encoding="utf-8", newline="")  # noqa: SIM115 - closed by close()
@@ -500,11 +538,14 @@ class IdReader:
                     line = self.handle.readline()
                     if not line:
                         raise JeirtError(
-                            f"{self.path}: has {self.taken + len(out)} ids but the vectors have {self.expected} rows"
+                            f"{self.path}: has {self.taken + len(out)} ids "
+                            f"but the vectors have {self.expected} rows"
                         )
                     out.append(line.rstrip("\r\n"))
             except UnicodeDecodeError as err:
-                raise JeirtError(f"{self.path}: id line {self.taken + len(out) + 1} is not valid UTF-8") from err
+                raise JeirtError(
+                    f"{self.path}: id line {self.taken + len(out) + 1} is not valid UTF-8"
+                ) from err
         self.taken += n
         return out
 

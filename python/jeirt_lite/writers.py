@@ -1,7 +1,7 @@
 """Chunk-by-chunk writers for scored question banks (CSV, JSONL, Parquet), and the write-then-rename guard.
 
-Columns, in order: id, llm_1, p_1, ..., llm_k, p_k, difficulty, and with all probabilities one `p[<llm>]` column
-per LLM in the router's table order. Probabilities and difficulties are float32 values; the text formats print
+Columns, in order: id, llm_1, p_1, ..., llm_k, p_k, difficulty, and with all probabilities one `p[<llm>]`
+column per LLM in the router's table order. Probabilities and difficulties are float32 values; the text formats print
 them with 7 significant digits (float32 carries about 7).
 """
 
@@ -102,7 +102,10 @@ class JsonlWriter(Writer):
         if chunk.all_probabilities is not None:
             columns += [_floats(chunk.all_probabilities[:, j]) for j in range(len(self.llm_names))]
         keys = self.keys
-        lines = ["{" + ", ".join(f"{key}: {value}" for key, value in zip(keys, row)) + "}\n" for row in zip(*columns)]
+        lines = [
+            "{" + ", ".join(f"{key}: {value}" for key, value in zip(keys, row)) + "}\n"
+            for row in zip(*columns)
+        ]
         self.handle.writelines(lines)
         self.handle.flush()
 
@@ -111,14 +114,15 @@ class JsonlWriter(Writer):
 
 
 class ParquetWriter(Writer):
-    """Appends one row group per chunk. The id column's type comes from the first chunk (string when mixed)."""
+    """Appends one row group per chunk. The id column's type comes from the first chunk (text when mixed)."""
 
     def __init__(self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool):
         super().__init__(path, k, llm_names, all_probabilities)
         self.pa = require_pyarrow()
         self.writer: Any = None
         self.id_type: Any = None
-        # Names are looked up with Arrow's `take` on the index column: 80x faster than converting Python strings.
+        # Names are looked up with Arrow's `take` on the index column: 80x faster than converting Python
+        # strings.
         self.name_array = self.pa.array(self.llm_names, type=self.pa.string())
 
     def _ids(self, ids: list[Any]) -> Any:
@@ -138,7 +142,8 @@ class ParquetWriter(Writer):
             if pa.types.is_string(self.id_type):
                 return pa.array([None if ident is None else str(ident) for ident in ids], type=pa.string())
             raise JeirtError(
-                f"{self.path}: the id column changes type part way through (first rows were {self.id_type}): {err}"
+                f"{self.path}: the id column changes type part way through "
+                f"(first rows were {self.id_type}): {err}"
             ) from err
 
     def _table(self, chunk: ScoredChunk) -> Any:
@@ -149,7 +154,9 @@ class ParquetWriter(Writer):
             arrays.append(pa.array(chunk.probabilities[:, rank], type=pa.float32()))
         arrays.append(pa.array(chunk.difficulty, type=pa.float32()))
         if chunk.all_probabilities is not None:
-            arrays += [pa.array(chunk.all_probabilities[:, j], type=pa.float32()) for j in range(len(self.llm_names))]
+            arrays += [
+                pa.array(chunk.all_probabilities[:, j], type=pa.float32()) for j in range(len(self.llm_names))
+            ]
         return pa.Table.from_arrays(arrays, names=self.columns)
 
     def write(self, chunk: ScoredChunk) -> None:
@@ -197,8 +204,8 @@ def partial_path(output: Path) -> Path:
 def atomic_output(output: Path) -> Iterator[Path]:
     """Yield a temporary path next to `output`; rename it into place on success, delete it on any failure.
 
-    Readers of `output` therefore see either nothing (or the previous file) or the complete new file, never half
-    of one, even when the run is interrupted.
+    Readers of `output` therefore see either nothing (or the previous file) or the complete new file, never
+    half of one, even when the run is interrupted.
     """
     temporary = partial_path(output)
     try:
