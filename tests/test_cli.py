@@ -116,7 +116,7 @@ def test_route_errors_exit_1_with_the_message(
     assert main(["route", "--router", str(tiny_router_path), "--k", "6", "x"]) == 1
     assert "--k 6 is more than the router's 5 LLMs" in capsys.readouterr().err
     assert main(["route", "--router", str(tiny_router_path), "fine", " "]) == 1
-    assert "question argument 2 is empty" in capsys.readouterr().err
+    assert "question argument 2: text is empty" in capsys.readouterr().err
     assert main(["route", "--router", str(tmp_path / "nowhere"), "x"]) == 1
     assert "no router folder here" in capsys.readouterr().err
 

@@ -17,6 +17,7 @@ from typing import Any, Iterator, Optional, Sequence, TextIO
 
 from .batch import DEFAULT_CHUNK_SIZE, ScoreOptions, ScoreState, score_file, stderr_is_terminal
 from .errors import JeirtError
+from .readers import text_problem
 
 PROG = "jeirt-lite"
 # Lines of stdin routed together when stdin is a pipe; at a terminal each line is answered as it is typed.
@@ -256,10 +257,13 @@ def run_route(args: argparse.Namespace, out: TextIO) -> int:
         raise JeirtError(f"--k {args.k} is more than the router's {len(router.llms)} LLMs")
     if args.texts:
         for i, text in enumerate(args.texts):
-            if not text.strip():
-                raise JeirtError(f"question argument {i + 1} is empty")
+            problem = text_problem(text)  # empty, or bytes that were not UTF-8 in argv
+            if problem is not None:
+                raise JeirtError(f"question argument {i + 1}: {problem}")
         batches: Iterator[list[str]] = iter([list(args.texts)])
     else:
+        if sys.stdin.isatty():  # a person at a terminal, not a pipe: say what is expected
+            sys.stderr.write("reading questions from stdin, one per line (Ctrl-D to end)\n")
         batches = _stdin_batches(sys.stdin)
     width = max(len(name) for name in router.llms)
     for texts in batches:
