@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
 from jeirt_lite import _core, kernels
 
 F32 = npt.NDArray[np.float32]
@@ -48,7 +47,8 @@ def best_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
 
 
 def question_norms(q: F32) -> F32:
-    return np.sqrt(np.einsum("ij,ij->i", q, q))
+    norms: F32 = np.sqrt(np.einsum("ij,ij->i", q, q))
+    return norms
 
 
 def reference_logits(q: F32, m: F32) -> F32:
@@ -78,7 +78,8 @@ def reference_top1(q: F32, m: F32) -> tuple[npt.NDArray[np.intp], F32]:
 
 
 def reference_mean(q: F32, m: F32) -> npt.NDArray[np.float64]:
-    return reference_probabilities(q, m).mean(axis=0, dtype=np.float64)
+    mean: npt.NDArray[np.float64] = reference_probabilities(q, m).mean(axis=0, dtype=np.float64)
+    return mean
 
 
 def bench_one_k(q: F32, k: int, repeats: int, threads: int, rng: np.random.Generator) -> list[dict[str, Any]]:
@@ -144,7 +145,9 @@ def bench_one_k(q: F32, k: int, repeats: int, threads: int, rng: np.random.Gener
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=1_000_000, help="questions (rows of Q)")
     parser.add_argument("--d", type=int, default=256, help="vector dimension")
     parser.add_argument("--ks", type=int, nargs="+", default=[112, 1000], help="LLM counts K")
