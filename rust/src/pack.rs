@@ -65,7 +65,7 @@ pub(crate) fn pack_llms(llms: MatrixView<'_>, width: usize) -> Result<PackedLlms
     }
     let panels = count.div_ceil(width);
     let rest = count % width;
-    let half_last = width % 2 == 0 && rest != 0 && rest <= width / 2;
+    let half_last = width.is_multiple_of(2) && rest != 0 && rest <= width / 2;
     let last_width = if half_last { width / 2 } else { width };
     let mut data = vec![0.0f32; (panels - 1) * d * width + d * last_width];
     for (j, row) in llms.data().chunks_exact(d).enumerate() {
