@@ -123,10 +123,11 @@ fn prepare_row(row: &[f32], index: usize, max_llm_norm: f64) -> Result<RowScale,
     })
 }
 
-/// `R` rows x `2 * S::LANES` LLMs: broadcast one question component, FMA it into two vectors of the
-/// panel. Each LLM's dot product stays in its own lane; the epilogue applies `dot * a - b`.
+/// `R` rows x `V * S::LANES` LLMs (`V` = 1 or 2 vectors): broadcast one question component, FMA it into the
+/// `V` vectors of the panel row. Each LLM's dot product stays in its own lane, accumulated in the same
+/// order whatever `V` or its lane; the epilogue applies `dot * a - b`.
 #[inline(always)]
-unsafe fn micro_kernel<S: Simd, const R: usize>(
+unsafe fn micro_kernel<S: Simd, const R: usize, const V: usize>(
     q: *const f32,
     d: usize,
     panel: *const f32,
@@ -135,23 +136,23 @@ unsafe fn micro_kernel<S: Simd, const R: usize>(
 ) {
     let l = S::LANES;
     let zero = S::splat(0.0);
-    let mut acc0 = [zero; R];
-    let mut acc1 = [zero; R];
+    let mut acc = [[zero; V]; R];
     for t in 0..d {
-        let m0 = S::load(panel.add(t * 2 * l));
-        let m1 = S::load(panel.add(t * 2 * l + l));
-        for r in 0..R {
+        let m: [S::V; V] = std::array::from_fn(|v| S::load(panel.add((t * V + v) * l)));
+        for (r, acc_row) in acc.iter_mut().enumerate() {
             let qv = S::splat(*q.add(r * d + t));
-            acc0[r] = S::mul_add(qv, m0, acc0[r]);
-            acc1[r] = S::mul_add(qv, m1, acc1[r]);
+            for (a, &mv) in acc_row.iter_mut().zip(&m) {
+                *a = S::mul_add(qv, mv, *a);
+            }
         }
     }
-    for r in 0..R {
+    for (r, acc_row) in acc.iter().enumerate() {
         let a = S::splat(scales[r].a);
         let b = S::splat(scales[r].b);
         let dst = out.v[r].as_mut_ptr();
-        S::store(dst, S::mul_sub(acc0[r], a, b));
-        S::store(dst.add(l), S::mul_sub(acc1[r], a, b));
+        for (v, &dot) in acc_row.iter().enumerate() {
+            S::store(dst.add(v * l), S::mul_sub(dot, a, b));
+        }
     }
 }
 
@@ -224,13 +225,21 @@ unsafe fn run_generic<S: Simd, const R: usize, T: TileSink>(
         let (scratch_ptr, data_ptr) = (scratch.as_ptr(), questions.data().as_ptr());
         for p in 0..llms.panels {
             let panel = llms.panel(p).as_ptr();
+            let half = llms.panel_width(p) == S::LANES;
             for tile in &tiles {
                 let base = if tile.in_scratch {
                     scratch_ptr
                 } else {
                     data_ptr
                 };
-                micro_kernel::<S, R>(base.add(tile.offset), d, panel, &tile.scales, &mut logits);
+                let q = base.add(tile.offset);
+                if half {
+                    // The second vector's lanes keep the previous tile's values: the sinks never read
+                    // columns at or beyond K, and only the last panel can be a half one.
+                    micro_kernel::<S, R, 1>(q, d, panel, &tile.scales, &mut logits);
+                } else {
+                    micro_kernel::<S, R, 2>(q, d, panel, &tile.scales, &mut logits);
+                }
                 sink.consume::<S>(tile.first_row, tile.valid, p, &logits);
             }
         }

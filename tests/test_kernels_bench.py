@@ -1,0 +1,45 @@
+"""The kernel benchmark runs once, tiny, as a plain test (its numbers are checked for sanity, not speed)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from jeirt_lite import _core
+
+BENCH = Path(__file__).resolve().parents[1] / "benches" / "bench_kernels.py"
+
+
+def load_bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_kernels", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_runs_small_and_writes_json(tmp_path: Path) -> None:
+    bench = load_bench()
+    out = tmp_path / "kernels.json"
+    argv = ["--n", "3000", "--d", "24", "--ks", "5", "40", "--repeats", "1", "--out", str(out)]
+    if _core.build_profile() != "release":
+        with pytest.raises(SystemExit):
+            bench.main(argv)
+        return
+    bench.main(argv)
+    report = json.loads(out.read_text())
+    assert report["machine"]["simd_level"] == _core.simd_level()
+    rows = report["results"]
+    assert {(r["K"], r["kernel"]) for r in rows} == {
+        (k, name) for k in (5, 40) for name in ("top_k(k=1)", "mean_probability", "probabilities")
+    }
+    for r in rows:
+        assert r["rust_s"] > 0 and r["speedup_vs_reference"] > 0
+        for key in ("max_abs_prob_diff", "max_abs_diff", "max_abs_diff_first_100k_rows"):
+            if key in r:
+                assert r[key] < 1e-4, (key, r)
+        if "top1_agreement" in r:
+            assert r["top1_agreement"] > 0.99
