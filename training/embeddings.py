@@ -16,8 +16,8 @@ import os
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence, Union
 
 import numpy as np
 
@@ -111,7 +111,7 @@ def embed_texts(
 
 
 def embed_dataset(
-    dataset_or_texts: Union[Dataset, Sequence[str]],
+    dataset_or_texts: Dataset | Sequence[str],
     encoder: str = DEFAULT_ENCODER,
     max_length: int = DEFAULT_MAX_LENGTH,
     progress: bool = False,
@@ -136,7 +136,9 @@ def _main(argv: list[str]) -> int:
         texts = pd.read_csv(d / "questions.csv", usecols=["text"])["text"].astype(str).tolist()
         t0 = time.perf_counter()
         emb = embed_texts(texts, args.encoder, args.max_length, progress=True)
-        print(f"{d}: {emb.shape} in {time.perf_counter() - t0:.0f}s -> {cache_dir(args.encoder, args.max_length)}")
+        print(
+            f"{d}: {emb.shape} in {time.perf_counter() - t0:.0f}s -> {cache_dir(args.encoder, args.max_length)}"
+        )
     return 0
 
 
