@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from training.model import Adapter, JeirtModel, JeirtPredictor, jeirt_logit_matrix, jeirt_logits  # noqa: E402
-from training.types import Responses  # noqa: E402
+from training.model import Adapter, JeirtModel, JeirtPredictor, jeirt_logit_matrix, jeirt_logits
+from training.types import Responses
 
 
 def test_logit_matches_hand_computation() -> None:
@@ -79,7 +79,7 @@ def _synthetic(n_q: int = 120, n_llms: int = 6, dim_in: int = 12, seed: int = 0)
 
 def test_same_seed_same_model_other_seed_other_model() -> None:
     emb, train, val, k = _synthetic()
-    kw = dict(dim=8, max_epochs=5, patience=5, batch_size=64)
+    kw = {"dim": 8, "max_epochs": 5, "patience": 5, "batch_size": 64}
     a = JeirtPredictor(seed=3, **kw).fit(emb, train, val, k)
     b = JeirtPredictor(seed=3, **kw).fit(emb, train, val, k)
     c = JeirtPredictor(seed=4, **kw).fit(emb, train, val, k)
