@@ -7,13 +7,14 @@ from __future__ import annotations
 import copy
 import math
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch import nn
 
-from training.model import JeirtModel, jeirt_logit_matrix
+from training.model import JeirtModel, jeirt_logit_matrix, jeirt_logits
 from training.types import Responses
 
 if TYPE_CHECKING:
@@ -68,6 +69,46 @@ def init_llm_vectors(
             raise ValueError(f"llm_init must be 'accuracy' or 'random', got {how!r}")
 
 
+Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def cell_batches(
+    train: Responses, batching: str, batch_size: int, rng: np.random.Generator
+) -> Iterator[Batch]:
+    """Shuffled mini-batches of training cells as (question rows, row of each cell, llm, correct).
+
+    "cells": any `batch_size` cells, the adapter runs once per cell. "questions": all cells of a shuffled run of
+    questions, about `batch_size` cells a batch, the adapter runs once per question (≈K times less work).
+    """
+    if batching == "cells":
+        perm = rng.permutation(len(train))
+        for s in range(0, len(perm), batch_size):
+            idx = perm[s : s + batch_size]
+            yield (
+                torch.from_numpy(train.question[idx]),
+                torch.arange(len(idx)),
+                torch.from_numpy(train.llm[idx]),
+                torch.from_numpy(train.correct[idx].astype(np.float32)),
+            )
+    elif batching == "questions":
+        order = np.argsort(train.question, kind="stable")
+        questions, starts, counts = np.unique(train.question[order], return_index=True, return_counts=True)
+        per_batch = max(1, round(batch_size * len(questions) / len(train)))
+        perm = rng.permutation(len(questions))
+        for s in range(0, len(perm), per_batch):
+            pick = perm[s : s + per_batch]
+            cells = order[np.concatenate([np.arange(starts[i], starts[i] + counts[i]) for i in pick])]
+            local = np.repeat(np.arange(len(pick)), counts[pick])
+            yield (
+                torch.from_numpy(questions[pick]),
+                torch.from_numpy(local),
+                torch.from_numpy(train.llm[cells]),
+                torch.from_numpy(train.correct[cells].astype(np.float32)),
+            )
+    else:
+        raise ValueError(f"batching must be 'cells' or 'questions', got {batching!r}")
+
+
 def mean_bce(model: JeirtModel, emb: torch.Tensor, cells: Responses, chunk: int = 4096) -> float:
     """Mean validation BCE, encoding each question once (eval mode, no dropout)."""
     model.eval()
@@ -107,11 +148,7 @@ def train_model(
     init_llm_vectors(model, train, n_llms, cfg.llm_init, gen)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
 
-    tq = torch.from_numpy(train.question.astype(np.int64))
-    tl = torch.from_numpy(train.llm.astype(np.int64))
-    ty = torch.from_numpy(train.correct.astype(np.float32))
     n = len(train)
-
     best_state = copy.deepcopy(model.state_dict())
     best_loss = mean_bce(model, emb, val)
     best_epoch = 0
@@ -123,16 +160,15 @@ def train_model(
         bar = tqdm(total=cfg.max_epochs, desc=f"JE-IRT d={cfg.dim}", unit="epoch")
     for epoch in range(1, cfg.max_epochs + 1):
         model.train()
-        perm = torch.from_numpy(rng.permutation(n))
         running = 0.0
-        for s in range(0, n, cfg.batch_size):
-            idx = perm[s : s + cfg.batch_size]
-            logits = model(emb[tq[idx]], tl[idx])
-            loss = nn.functional.binary_cross_entropy_with_logits(logits, ty[idx])
+        for rows, local, llm, y in cell_batches(train, cfg.batching, cfg.batch_size, rng):
+            q = model.adapter(emb[rows])
+            logits = jeirt_logits(q[local], model.llms(llm))
+            loss = nn.functional.binary_cross_entropy_with_logits(logits, y)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            running += loss.item() * len(idx)
+            running += loss.item() * len(y)
         val_loss = mean_bce(model, emb, val)
         history.append({"epoch": epoch, "train_loss": running / n, "val_loss": val_loss})
         if val_loss < best_loss - 1e-5:
