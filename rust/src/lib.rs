@@ -1,1 +1,74 @@
-//! JE-IRT scoring and top-k routing kernels (placeholder until the kernels land).
+//! JE-IRT scoring and top-k routing kernels.
+//!
+//! For a question vector `q` and an LLM vector `m` (both in R^d), the model predicts
+//! `P(correct) = sigmoid(q.m/|q| - |q|)`. This crate computes, for a question table Q (N x d) and an LLM
+//! table M (K x d), all float32 and row-major:
+//!
+//! - [`probabilities`]: the N x K matrix of P;
+//! - [`top_k`]: the k most likely-correct LLMs per question, without materialising N x K;
+//! - [`mean_probability`]: the mean P per LLM over the questions, without materialising N x K.
+//!
+//! All three share one fused, blocked, multi-threaded pass (see `engine`), with AVX-512F, AVX2+FMA or
+//! portable code chosen at run time. The pure Rust API here never touches Python; the PyO3 bindings live
+//! in `py.rs` behind the `python` feature.
+
+mod alloc;
+mod engine;
+mod error;
+mod forecast;
+mod matrix;
+mod norm;
+mod pack;
+mod pool;
+mod score;
+mod sigmoid;
+mod simd;
+mod topk;
+
+#[cfg(feature = "python")]
+mod py;
+
+pub use error::KernelError;
+pub use forecast::mean_probability;
+pub use matrix::MatrixView;
+pub use pool::resolve_threads;
+pub use score::probabilities;
+pub use sigmoid::sigmoid;
+pub use simd::SimdLevel;
+pub use topk::top_k;
+
+/// How a kernel call runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    /// Worker threads; 0 means every available core. Small problems run on the calling thread.
+    pub threads: usize,
+    /// The SIMD code path; must be supported by this CPU (see [`SimdLevel::is_supported`]).
+    pub simd: SimdLevel,
+}
+
+impl Config {
+    /// `threads` workers and the best SIMD level of this CPU.
+    pub fn new(threads: usize) -> Self {
+        Self {
+            threads,
+            simd: SimdLevel::detect(),
+        }
+    }
+}
+
+/// "release" or "debug": how this library was compiled (benchmarks refuse debug builds).
+pub fn build_profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
+}
+
+/// Name of the SIMD code path the kernels use on this CPU: "avx512f", "avx2+fma" or "portable".
+pub fn simd_level() -> &'static str {
+    SimdLevel::detect().name()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,301 @@
+"""The router artifact: a folder of plain, inspectable files.
+
+    router.json        manifest: format version, d, LLM names, encoder description, file hashes, training
+                       summary and metrics
+    tokenizer.json     Hugging Face `tokenizers` file
+    encoder.onnx       input_ids + attention_mask (int64) in, question vectors (N, d) float32 out
+    llms.safetensors   the (K, d) float32 table of LLM vectors, tensor name "llm_vectors"
+
+Loading checks every file against the manifest and names the file at fault; saving writes a temporary folder and
+renames it into place, so a reader never sees half a router.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from .errors import JeirtError
+
+FORMAT_NAME = "jeirt-lite-router"
+FORMAT_VERSION = 1
+MANIFEST_FILE = "router.json"
+TOKENIZER_FILE = "tokenizer.json"
+ENCODER_FILE = "encoder.onnx"
+LLMS_FILE = "llms.safetensors"
+LLM_TENSOR = "llm_vectors"
+
+# Encoder fields the runtime relies on; anything else in the encoder block is descriptive.
+REQUIRED_ENCODER_FIELDS = ("name", "max_seq_length", "input_names", "output_name")
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A validated router folder: the manifest and the LLM table, with paths to the tokenizer and encoder."""
+
+    path: Path
+    manifest: Mapping[str, Any]
+    llm_names: tuple[str, ...]
+    llm_vectors: np.ndarray  # (K, d) float32, C-contiguous, read-only
+
+    @property
+    def dim(self) -> int:
+        return int(self.llm_vectors.shape[1])
+
+    @property
+    def encoder(self) -> Mapping[str, Any]:
+        encoder: Mapping[str, Any] = self.manifest["encoder"]
+        return encoder
+
+    @property
+    def tokenizer_path(self) -> Path:
+        return self.path / self.manifest["files"]["tokenizer"]["path"]
+
+    @property
+    def encoder_path(self) -> Path:
+        return self.path / self.manifest["files"]["encoder"]["path"]
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def package_version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def validate_llm_table(llm_names: Sequence[str], llm_vectors: np.ndarray, where: str) -> np.ndarray:
+    """Check names and table agree; return the table as C-contiguous float32."""
+    names = list(llm_names)
+    if not names:
+        raise JeirtError(f"{where}: a router needs at least one LLM")
+    for i, name in enumerate(names):
+        if not isinstance(name, str) or not name.strip():
+            raise JeirtError(f"{where}: LLM name {i} must be a non-empty string, got {name!r}")
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            raise JeirtError(f"{where}: LLM name {name!r} appears twice (rows {seen[name]} and {i})")
+        seen[name] = i
+    vectors = np.asarray(llm_vectors)
+    if vectors.ndim != 2:
+        raise JeirtError(f"{where}: LLM table must be 2-D (K, d), got shape {vectors.shape}")
+    if vectors.shape[0] != len(names):
+        raise JeirtError(f"{where}: LLM table has {vectors.shape[0]} rows but there are {len(names)} LLM names")
+    if vectors.shape[1] < 1:
+        raise JeirtError(f"{where}: LLM table has dimension 0")
+    if not np.issubdtype(vectors.dtype, np.floating):
+        raise JeirtError(f"{where}: LLM table must be floating point, got {vectors.dtype}")
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    bad_rows = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+    if bad_rows.size:
+        raise JeirtError(f"{where}: LLM row {int(bad_rows[0])} ({names[bad_rows[0]]!r}) contains NaN or inf")
+    return vectors
+
+
+def _json_safe(value: Any) -> Any:
+    """Metrics may carry numpy scalars or NaN: store plain JSON (NaN as null) so any reader can parse it."""
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def save_artifact(
+    path: PathLike,
+    *,
+    llm_names: Sequence[str],
+    llm_vectors: np.ndarray,
+    tokenizer_json: PathLike,
+    encoder_onnx: PathLike,
+    encoder: Mapping[str, Any],
+    training: Optional[Mapping[str, Any]] = None,
+    metrics: Optional[Mapping[str, Any]] = None,
+    label: Optional[str] = None,
+    extra: Optional[Mapping[str, Any]] = None,
+    overwrite: bool = False,
+) -> Path:
+    """Write a router folder atomically and return its path.
+
+    The tokenizer and encoder files are copied in; the LLM table is written as safetensors; the manifest records
+    the sha256 of each file. Everything goes to a temporary sibling folder first and is renamed into place at the
+    end, so an interrupted save leaves no half router at `path`.
+
+    Args:
+        path: the folder to create.
+        llm_names: one unique name per row of `llm_vectors`.
+        llm_vectors: (K, d) float table.
+        tokenizer_json: a Hugging Face tokenizers file.
+        encoder_onnx: ONNX graph mapping `encoder["input_names"]` to `encoder["output_name"]`, shape (N, d).
+        encoder: description of the encoder; needs name, max_seq_length, input_names, output_name.
+        training: summary of the training run (data, split, hyper-parameters).
+        metrics: evaluation results (test metrics).
+        label: a human-readable note, e.g. that a router is a placeholder.
+        extra: further top-level manifest fields (later features such as calibration or costs).
+        overwrite: replace an existing folder at `path` (the old one is removed only after the new one is in place).
+    """
+    target = Path(path)
+    vectors = validate_llm_table(llm_names, llm_vectors, str(target))
+    missing = [field for field in REQUIRED_ENCODER_FIELDS if field not in encoder]
+    if missing:
+        raise JeirtError(f"{target}: encoder description lacks {', '.join(missing)}")
+    for source in (Path(tokenizer_json), Path(encoder_onnx)):
+        if not source.is_file():
+            raise JeirtError(f"{target}: cannot save, {source} does not exist")
+    if target.exists() and not overwrite:
+        raise JeirtError(f"{target} already exists (pass overwrite=True to replace it)")
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
+    staging.mkdir()
+    try:
+        shutil.copyfile(tokenizer_json, staging / TOKENIZER_FILE)
+        shutil.copyfile(encoder_onnx, staging / ENCODER_FILE)
+        _write_llm_table(staging / LLMS_FILE, vectors)
+        manifest: dict[str, Any] = {
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "package_version": package_version(),
+            "label": label,
+            "dim": int(vectors.shape[1]),
+            "llms": list(llm_names),
+            "encoder": dict(encoder),
+            "files": {
+                role: {"path": name, "sha256": sha256_of(staging / name)}
+                for role, name in (("tokenizer", TOKENIZER_FILE), ("encoder", ENCODER_FILE), ("llms", LLMS_FILE))
+            },
+            "training": dict(training) if training is not None else None,
+            "metrics": dict(metrics) if metrics is not None else None,
+        }
+        for key, value in (extra or {}).items():
+            if key in manifest:
+                raise JeirtError(f"{target}: extra manifest field {key!r} would overwrite a standard field")
+            manifest[key] = value
+        with open(staging / MANIFEST_FILE, "w", encoding="utf-8") as handle:
+            json.dump(_json_safe(manifest), handle, indent=2, allow_nan=False)
+            handle.write("\n")
+        _move_into_place(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return target
+
+
+def _write_llm_table(path: Path, vectors: np.ndarray) -> None:
+    from safetensors.numpy import save
+
+    # Serialise to bytes and write with open(): safetensors' save_file creates the file owner-only (0600), which
+    # would make a router installed system-wide unreadable to other users.
+    path.write_bytes(save({LLM_TENSOR: vectors}))
+
+
+def _move_into_place(staging: Path, target: Path) -> None:
+    if not target.exists():
+        os.replace(staging, target)
+        return
+    # A folder cannot be atomically swapped for another; move the old one aside first so that at every moment
+    # `target` is either the complete old router or the complete new one (or briefly absent, never half).
+    retired = target.parent / f".{target.name}.old-{uuid.uuid4().hex}"
+    os.replace(target, retired)
+    os.replace(staging, target)
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+def load_artifact(path: PathLike) -> Artifact:
+    """Read and validate a router folder; every problem names the file at fault."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise JeirtError(f"{folder}: no router folder here")
+    manifest = _read_manifest(folder / MANIFEST_FILE)
+    files = manifest["files"]
+    for role in ("tokenizer", "encoder", "llms"):
+        entry = files.get(role)
+        if not isinstance(entry, Mapping) or "path" not in entry or "sha256" not in entry:
+            raise JeirtError(f"{folder / MANIFEST_FILE}: files.{role} must give a path and a sha256")
+        file_path = folder / str(entry["path"])
+        if not file_path.is_file():
+            raise JeirtError(f"{file_path}: missing (router.json lists it as the {role} file)")
+        actual = sha256_of(file_path)
+        if actual != entry["sha256"]:
+            raise JeirtError(
+                f"{file_path}: sha256 {actual[:12]}… does not match router.json ({str(entry['sha256'])[:12]}…); "
+                "the file is corrupt or belongs to another router"
+            )
+    llm_path = folder / str(files["llms"]["path"])
+    vectors = _read_llm_table(llm_path)
+    names = manifest["llms"]
+    vectors = validate_llm_table(names, vectors, str(llm_path))
+    if vectors.shape[1] != manifest["dim"]:
+        raise JeirtError(f"{llm_path}: LLM vectors have dimension {vectors.shape[1]}, router.json says {manifest['dim']}")
+    vectors.setflags(write=False)
+    return Artifact(path=folder, manifest=manifest, llm_names=tuple(names), llm_vectors=vectors)
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise JeirtError(f"{path}: missing; a router folder needs its manifest")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            manifest = json.load(handle)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise JeirtError(f"{path}: not readable JSON ({err})") from err
+    if not isinstance(manifest, dict):
+        raise JeirtError(f"{path}: must hold a JSON object")
+    if manifest.get("format") != FORMAT_NAME:
+        raise JeirtError(f"{path}: format is {manifest.get('format')!r}, expected {FORMAT_NAME!r}")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
+        raise JeirtError(
+            f"{path}: format_version {version!r} is not supported by jeirt-lite {package_version()} "
+            f"(supports 1..{FORMAT_VERSION})"
+        )
+    for field, kind in (("dim", int), ("llms", list), ("encoder", dict), ("files", dict)):
+        if not isinstance(manifest.get(field), kind):
+            raise JeirtError(f"{path}: field {field!r} must be a {kind.__name__}")
+    if manifest["dim"] < 1:
+        raise JeirtError(f"{path}: dim must be positive, got {manifest['dim']}")
+    missing = [field for field in REQUIRED_ENCODER_FIELDS if field not in manifest["encoder"]]
+    if missing:
+        raise JeirtError(f"{path}: encoder lacks {', '.join(missing)}")
+    max_length = manifest["encoder"]["max_seq_length"]
+    if not isinstance(max_length, int) or max_length < 1:
+        raise JeirtError(f"{path}: encoder.max_seq_length must be a positive integer, got {max_length!r}")
+    return manifest
+
+
+def _read_llm_table(path: Path) -> np.ndarray:
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    try:
+        tensors = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as err:
+        raise JeirtError(f"{path}: not a readable safetensors file ({err})") from err
+    if LLM_TENSOR not in tensors:
+        raise JeirtError(f"{path}: has no tensor {LLM_TENSOR!r} (found {sorted(tensors)})")
+    table = tensors[LLM_TENSOR]
+    if table.dtype != np.float32:
+        raise JeirtError(f"{path}: {LLM_TENSOR} must be float32, got {table.dtype}")
+    return table

@@ -1,0 +1,125 @@
+"""Texts to question vectors: a Hugging Face tokenizer and one ONNX Runtime session, batched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .errors import JeirtError
+
+# Small batches of length-sorted texts: on a CPU, big padded batches cost more than they save (see FACTS.md).
+DEFAULT_BATCH_SIZE = 8
+
+
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """Validate a batch of question texts; return it as a list."""
+    if isinstance(texts, (str, bytes)):
+        raise JeirtError("texts must be a list of strings, not a single string (wrap it: [text])")
+    try:
+        items = list(texts)
+    except TypeError as err:
+        raise JeirtError(f"texts must be a sequence of strings, got {type(texts).__name__}") from err
+    for i, text in enumerate(items):
+        if not isinstance(text, str):
+            raise JeirtError(f"text {i} is a {type(text).__name__}, not a string")
+        if not text.strip():
+            raise JeirtError(f"text {i} is empty")
+    return items
+
+
+class OnnxEncoder:
+    """Encodes texts with the router's tokenizer and ONNX graph (encoder + pooling + adapter)."""
+
+    def __init__(self, tokenizer_path: Path, onnx_path: Path, spec: Mapping[str, Any], dim: int, threads: int):
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.max_length = int(spec["max_seq_length"])
+        self.input_names = [str(name) for name in spec["input_names"]]
+        if len(self.input_names) != 2:
+            raise JeirtError(
+                f"encoder.input_names must name two inputs (token ids, attention mask), got {self.input_names}"
+            )
+        self.output_name = str(spec["output_name"])
+        self.dim = dim
+        try:
+            tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        except Exception as err:  # tokenizers raises a bare Exception on a bad file
+            raise JeirtError(f"{tokenizer_path}: not a readable tokenizers file ({err})") from err
+        # tokenizer.json files often carry their own truncation (128 for MiniLM) and a fixed padding length; the
+        # manifest's max_seq_length is what the encoder was trained and exported with, so it wins.
+        tokenizer.enable_truncation(max_length=self.max_length)
+        # Padding happens per length-sorted batch below, not over the whole call.
+        self.pad_id = _pad_id(tokenizer)
+        tokenizer.no_padding()
+        self.tokenizer = tokenizer
+
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1  # one graph at a time; the cores go to intra-op work
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        try:
+            self.session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
+        except Exception as err:  # onnxruntime raises its own non-ValueError types for bad graphs
+            raise JeirtError(f"{onnx_path}: ONNX Runtime cannot load it ({err})") from err
+        self._check_graph(onnx_path)
+
+    def _check_graph(self, onnx_path: Path) -> None:
+        graph_inputs = {node.name: node for node in self.session.get_inputs()}
+        for name in self.input_names:
+            if name not in graph_inputs:
+                raise JeirtError(f"{onnx_path}: has no input {name!r} (inputs: {sorted(graph_inputs)})")
+        required = [name for name, node in graph_inputs.items() if name not in self.input_names]
+        if required:
+            raise JeirtError(f"{onnx_path}: needs inputs {required} that the router does not provide")
+        outputs = {node.name: node for node in self.session.get_outputs()}
+        if self.output_name not in outputs:
+            raise JeirtError(f"{onnx_path}: has no output {self.output_name!r} (outputs: {sorted(outputs)})")
+        shape = outputs[self.output_name].shape
+        if len(shape) != 2 or (isinstance(shape[1], int) and shape[1] != self.dim):
+            raise JeirtError(f"{onnx_path}: output {self.output_name!r} has shape {shape}, expected (N, {self.dim})")
+
+    def encode(self, texts: Sequence[str], batch_size: int = DEFAULT_BATCH_SIZE) -> np.ndarray:
+        """Question vectors (N, d) float32 for already validated texts, in input order."""
+        if batch_size < 1:
+            raise JeirtError(f"batch_size must be at least 1, got {batch_size}")
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        token_ids = [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
+        lengths = np.fromiter((len(ids) for ids in token_ids), dtype=np.int64, count=len(token_ids))
+        # Sorting by length keeps padding small inside each batch; results go back to their input positions.
+        order = np.argsort(lengths, kind="stable")
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            width = int(lengths[rows].max())
+            ids = np.full((len(rows), width), self.pad_id, dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for row, text_index in enumerate(rows):
+                n = int(lengths[text_index])
+                ids[row, :n] = token_ids[text_index]
+                mask[row, :n] = 1
+            feeds = dict(zip(self.input_names, (ids, mask)))
+            vectors = self.session.run([self.output_name], feeds)[0]
+            if vectors.shape != (len(rows), self.dim):
+                raise JeirtError(f"encoder returned shape {vectors.shape}, expected ({len(rows)}, {self.dim})")
+            out[rows] = vectors
+        if not np.isfinite(out).all():
+            bad = int(np.flatnonzero(~np.isfinite(out).all(axis=1))[0])
+            raise JeirtError(f"encoder produced NaN or inf for text {bad}")
+        return out
+
+
+def _pad_id(tokenizer: Any) -> int:
+    """The tokenizer's own pad id; the attention mask hides padding, so any valid id would do."""
+    padding = tokenizer.padding
+    if padding:
+        return int(padding["pad_id"])
+    for token in ("[PAD]", "<pad>"):
+        token_id = tokenizer.token_to_id(token)
+        if token_id is not None:
+            return int(token_id)
+    return 0

@@ -1,0 +1,126 @@
+"""Fast JE-IRT scoring and routing kernels (Rust, multi-threaded, SIMD).
+
+For a question vector ``q`` and an LLM vector ``m`` the model's logit is ``q.m/|q| - |q|`` and
+``P(correct) = sigmoid(logit)``. A zero question vector has no direction and no difficulty: its logit is 0
+(P = 0.5 for every LLM). Inputs are converted once to C-contiguous float32 (no copy when they already are).
+NaN or inf in any row, or a question whose norm overflows float32, raises :class:`JeirtError` naming the
+row. ``threads=None`` (or 0) uses every core; small problems run on the calling thread.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from jeirt_lite import _core
+from jeirt_lite.errors import JeirtError
+
+__all__ = ["JeirtError", "mean_probability", "probabilities", "top_k"]
+
+
+def _as_matrix(x: npt.ArrayLike, name: str) -> npt.NDArray[np.float32]:
+    """``x`` as a C-contiguous float32 2-D array with at least one column, or a JeirtError naming ``name``."""
+    try:
+        raw = np.asarray(x)
+    except (TypeError, ValueError) as e:
+        raise JeirtError(f"{name} must be a numeric 2-D array: {e}") from None
+    if raw.dtype == np.bool_ or raw.dtype.kind not in "iuf":
+        raise JeirtError(f"{name} must hold real numbers, got dtype {raw.dtype}")
+    if raw.ndim != 2:
+        raise JeirtError(f"{name} must be 2-D, got {raw.ndim}-D with shape {raw.shape}")
+    if raw.shape[1] == 0:
+        raise JeirtError(f"{name} must have dimension d >= 1, got shape {raw.shape}")
+    return np.ascontiguousarray(raw, dtype=np.float32)
+
+
+def _threads(threads: int | None) -> int:
+    if threads is None:
+        return 0
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
+        raise JeirtError(f"threads must be an int or None, got {type(threads).__name__}")
+    if threads < 0:
+        raise JeirtError(f"threads must be >= 0 (0 or None = all cores), got {threads}")
+    return int(threads)
+
+
+def probabilities(
+    questions: npt.ArrayLike, llms: npt.ArrayLike, *, threads: int | None = None
+) -> npt.NDArray[np.float32]:
+    """P(correct) for every question x LLM pair.
+
+    Args:
+        questions: ``(N, d)`` question vectors; ``N`` may be 0.
+        llms: ``(K, d)`` LLM vectors, ``K >= 1``.
+        threads: worker threads; ``None`` or 0 = all cores.
+
+    Returns:
+        float32 array ``(N, K)`` of ``sigmoid(q.m/|q| - |q|)``.
+
+    Raises:
+        JeirtError: non-2-D or non-numeric input, ``d`` mismatch or ``d = 0``, ``K = 0``, NaN/inf rows.
+
+    >>> import numpy as np
+    >>> probabilities(np.array([[3.0, 4.0]]), np.array([[5.0, 0.0], [0.0, 0.0]])).round(4)
+    array([[0.1192, 0.0067]], dtype=float32)
+    """
+    q, m = _as_matrix(questions, "questions"), _as_matrix(llms, "llms")
+    return _core.probabilities(q, m, _threads(threads))
+
+
+def top_k(
+    questions: npt.ArrayLike, llms: npt.ArrayLike, k: int = 1, *, threads: int | None = None
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
+    """The ``k`` most likely-correct LLMs for each question, without building the ``N x K`` matrix.
+
+    Ranked by logit (which keeps the order where float32 probabilities round to 1.0), best first; equal
+    logits are broken by the lower LLM index.
+
+    Args:
+        questions: ``(N, d)`` question vectors; ``N`` may be 0.
+        llms: ``(K, d)`` LLM vectors, ``K >= 1``.
+        k: how many LLMs per question, ``1 <= k <= K``.
+        threads: worker threads; ``None`` or 0 = all cores.
+
+    Returns:
+        ``(indices, probabilities)``: uint32 ``(N, k)`` LLM indices and float32 ``(N, k)`` P(correct).
+
+    Raises:
+        JeirtError: as :func:`probabilities`, and ``k`` outside ``1..=K``.
+
+    >>> import numpy as np
+    >>> idx, p = top_k(np.array([[1.0, 0.0]]), np.array([[0.0, 1.0], [2.0, 0.0]]), k=1)
+    >>> idx, p.round(4)
+    (array([[1]], dtype=uint32), array([[0.7311]], dtype=float32))
+    """
+    q, m = _as_matrix(questions, "questions"), _as_matrix(llms, "llms")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise JeirtError(f"k must be an int, got {type(k).__name__}")
+    if not 1 <= k <= m.shape[0]:
+        raise JeirtError(f"k must be in 1..=K (K = {m.shape[0]}), got {k}")
+    return _core.top_k(q, m, int(k), _threads(threads))
+
+
+def mean_probability(
+    questions: npt.ArrayLike, llms: npt.ArrayLike, *, threads: int | None = None
+) -> npt.NDArray[np.float32]:
+    """Mean P(correct) of each LLM over a question bank (a forecast of its accuracy).
+
+    Sums are accumulated in float64 in a fixed order, so the result does not depend on ``threads``.
+
+    Args:
+        questions: ``(N, d)`` question vectors, ``N >= 1``.
+        llms: ``(K, d)`` LLM vectors, ``K >= 1``.
+        threads: worker threads; ``None`` or 0 = all cores.
+
+    Returns:
+        float32 array ``(K,)``.
+
+    Raises:
+        JeirtError: as :func:`probabilities`, and an empty question bank.
+
+    >>> import numpy as np
+    >>> mean_probability(np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[1.0, 0.0]])).round(4)
+    array([0.5], dtype=float32)
+    """
+    q, m = _as_matrix(questions, "questions"), _as_matrix(llms, "llms")
+    return _core.mean_probability(q, m, _threads(threads))

@@ -1,0 +1,255 @@
+"""The Router: question texts in, which LLM will answer correctly out."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import kernels
+from .artifact import Artifact, load_artifact, save_artifact
+from .encoder import DEFAULT_BATCH_SIZE, OnnxEncoder, check_texts
+from .errors import JeirtError
+from .onboarding import DEFAULT_L2, fit_llm_vector
+from .results import RouteResult
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+DEFAULT_ROUTER_PATH = Path(__file__).parent / "default_router"
+
+# Manifest fields that save_artifact writes itself; everything else is carried over by Router.save.
+_STANDARD_FIELDS = {
+    "format", "format_version", "package_version", "label", "dim", "llms", "encoder", "files", "training", "metrics",
+}
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (respects CPU affinity, e.g. in containers pinned to a subset)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def resolve_threads(threads: Optional[int]) -> int:
+    if threads is None:
+        return usable_cores()
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise JeirtError(f"threads must be a positive integer or None (all cores), got {threads!r}")
+    return threads
+
+
+class Router:
+    """Predicts, for any question text, which LLMs will answer it correctly.
+
+    A router holds an encoder (tokenizer + ONNX graph: text -> question vector q in R^d) and a table of LLM vectors
+    m (K x d). P(LLM answers correctly) = sigmoid(q.m/|q| - |q|): the direction of q is the question's subject
+    matter, its norm its difficulty.
+
+    Example:
+        >>> from jeirt_lite import Router
+        >>> router = Router.load()                     # the router shipped with the package
+        >>> router.route(["What is the derivative of x**3?"], k=2)[0]   # doctest: +SKIP
+        [('Meta-Llama-3.1-70B-Instruct', 0.91), ('gemma-2-27b-it', 0.88)]
+    """
+
+    def __init__(self, artifact: Artifact, *, threads: Optional[int] = None):
+        self._artifact = artifact
+        self._llm_vectors = artifact.llm_vectors
+        self._threads = resolve_threads(threads)
+        # One setting sizes both ONNX Runtime's pool and the Rust kernels' pool so they never fight for cores.
+        self._encoder = OnnxEncoder(
+            artifact.tokenizer_path, artifact.encoder_path, artifact.encoder, artifact.dim, self._threads
+        )
+
+    @classmethod
+    def load(cls, path: Optional[PathLike] = None, *, threads: Optional[int] = None) -> "Router":
+        """Load a router folder (`None`: the default router that ships inside the package).
+
+        Args:
+            path: a folder written by `Router.save` or by training.
+            threads: cores for encoding and scoring; None uses every core this process may run on.
+
+        Raises:
+            JeirtError: the folder is missing, incomplete, corrupt or inconsistent; the message names the file.
+        """
+        return cls(load_artifact(DEFAULT_ROUTER_PATH if path is None else Path(path)), threads=threads)
+
+    # -- what the router holds ---------------------------------------------------------------------------------
+
+    @property
+    def llms(self) -> tuple[str, ...]:
+        """LLM names in table order (the columns of `predict_proba`)."""
+        return self._artifact.llm_names
+
+    @property
+    def dim(self) -> int:
+        """d, the dimension of the joint question/LLM space."""
+        return self._artifact.dim
+
+    @property
+    def llm_vectors(self) -> np.ndarray:
+        """The (K, d) float32 table of LLM vectors (read-only)."""
+        return self._llm_vectors
+
+    @property
+    def manifest(self) -> Mapping[str, Any]:
+        """The parsed router.json: encoder description, training summary, metrics."""
+        return self._artifact.manifest
+
+    @property
+    def path(self) -> Path:
+        return self._artifact.path
+
+    @property
+    def threads(self) -> int:
+        return self._threads
+
+    def __repr__(self) -> str:
+        label = self.manifest.get("label")
+        note = f", label={label!r}" if label else ""
+        return f"Router(path={str(self.path)!r}, llms={len(self.llms)}, dim={self.dim}{note})"
+
+    # -- texts -------------------------------------------------------------------------------------------------
+
+    def embed(self, texts: Sequence[str], *, batch_size: int = DEFAULT_BATCH_SIZE) -> np.ndarray:
+        """Question vectors (N, d) float32 for a list of texts, in input order."""
+        return self._encoder.encode(check_texts(texts), batch_size=batch_size)
+
+    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
+        """P(correct) (N, K) float32 for every text and every LLM."""
+        return self.predict_proba_vectors(self.embed(texts))
+
+    def route(self, texts: Sequence[str], k: int = 1) -> RouteResult:
+        """The k LLMs most likely to answer each text correctly, best first (ties: lower table index)."""
+        return self.route_vectors(self.embed(texts), k=k)
+
+    def difficulty(self, texts: Sequence[str]) -> np.ndarray:
+        """Difficulty of each text: the norm of its question vector (N,) float32; larger is harder."""
+        return self.difficulty_vectors(self.embed(texts))
+
+    def forecast(self, texts: Sequence[str]) -> dict[str, float]:
+        """Expected accuracy of each LLM on a question bank: the mean P(correct) over the texts."""
+        return self.forecast_vectors(self.embed(texts))
+
+    # -- precomputed question vectors ----------------------------------------------------------------------------
+
+    def predict_proba_vectors(self, vectors: np.ndarray) -> np.ndarray:
+        """`predict_proba` for question vectors (N, d) embedded elsewhere."""
+        return kernels.probabilities(self._check_vectors(vectors), self._llm_vectors, threads=self._threads)
+
+    def route_vectors(self, vectors: np.ndarray, k: int = 1) -> RouteResult:
+        """`route` for question vectors (N, d) embedded elsewhere."""
+        indices, probabilities = kernels.top_k(
+            self._check_vectors(vectors), self._llm_vectors, k, threads=self._threads
+        )
+        return RouteResult(indices=indices, probabilities=probabilities, llm_names=self.llms)
+
+    def difficulty_vectors(self, vectors: np.ndarray) -> np.ndarray:
+        """`difficulty` for question vectors (N, d) embedded elsewhere."""
+        questions = self._check_vectors(vectors)
+        norms = np.linalg.norm(questions, axis=1).astype(np.float32)
+        bad = np.flatnonzero(~np.isfinite(norms))
+        if bad.size:
+            raise JeirtError(f"question row {int(bad[0])} contains NaN or inf")
+        return norms
+
+    def forecast_vectors(self, vectors: np.ndarray) -> dict[str, float]:
+        """`forecast` for question vectors (N, d) embedded elsewhere."""
+        means = kernels.mean_probability(self._check_vectors(vectors), self._llm_vectors, threads=self._threads)
+        return {name: float(p) for name, p in zip(self.llms, means.tolist())}
+
+    def _check_vectors(self, vectors: np.ndarray) -> np.ndarray:
+        array = np.asarray(vectors)
+        if array.ndim != 2 or array.shape[1] != self.dim:
+            raise JeirtError(f"question vectors must have shape (N, {self.dim}), got {array.shape}")
+        if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+            raise JeirtError(f"question vectors must be numeric, got dtype {array.dtype}")
+        return np.ascontiguousarray(array, dtype=np.float32)
+
+    # -- changing the set of LLMs (the question side stays frozen) --------------------------------------------------
+
+    def add_llm(
+        self, name: str, texts: Sequence[str], correct: Sequence[Union[int, bool]], *, l2: float = DEFAULT_L2
+    ) -> "Router":
+        """A router that also holds a new LLM, fitted from its answers to some questions.
+
+        Only the new LLM's vector is fitted (an exact, convex logistic regression with a Gaussian prior centred
+        on the mean existing LLM); the encoder and the other LLMs are unchanged. Milliseconds on a CPU.
+
+        Args:
+            name: the new LLM's name (must not be in the router yet).
+            texts: questions the LLM answered.
+            correct: 1/True where it answered correctly, 0/False where not; one per text.
+            l2: prior strength (see `jeirt_lite.onboarding.fit_llm_vector`).
+        """
+        return self.add_llm_vectors(name, self.embed(texts), correct, l2=l2)
+
+    def add_llm_vectors(
+        self, name: str, vectors: np.ndarray, correct: Sequence[Union[int, bool]], *, l2: float = DEFAULT_L2
+    ) -> "Router":
+        """`add_llm` for question vectors embedded elsewhere."""
+        if not isinstance(name, str) or not name.strip():
+            raise JeirtError(f"the new LLM needs a non-empty name, got {name!r}")
+        if name in self.llms:
+            raise JeirtError(f"LLM {name!r} is already in this router")
+        questions = self._check_vectors(vectors)
+        vector = fit_llm_vector(questions, np.asarray(correct), prior_mean=self._llm_vectors.mean(axis=0), l2=l2)
+        table = np.vstack([self._llm_vectors, vector[None, :]])
+        record = {"name": name, "answers": int(questions.shape[0]), "l2": float(l2)}
+        onboarded = list(self.manifest.get("onboarded") or []) + [record]
+        return self._with_llms(self.llms + (name,), table, onboarded=onboarded)
+
+    def select_llms(self, names: Sequence[str]) -> "Router":
+        """A router restricted to `names` (in that order), e.g. the LLMs a service actually has."""
+        wanted = list(names)
+        if not wanted:
+            raise JeirtError("select at least one LLM")
+        rows = [self.llm_index(name) for name in wanted]
+        if len(set(rows)) != len(rows):
+            raise JeirtError("each LLM may be selected once")
+        return self._with_llms(tuple(wanted), self._llm_vectors[rows])
+
+    def remove_llm(self, name: str) -> "Router":
+        """A router without the LLM `name`."""
+        index = self.llm_index(name)
+        return self.select_llms([llm for i, llm in enumerate(self.llms) if i != index])
+
+    def llm_index(self, name: str) -> int:
+        """Row of LLM `name` in the table; a clear error for an unknown name."""
+        try:
+            return self.llms.index(name)
+        except ValueError:
+            raise JeirtError(f"unknown LLM {name!r}; this router holds {', '.join(self.llms)}") from None
+
+    def _with_llms(self, names: tuple[str, ...], table: np.ndarray, **manifest_changes: Any) -> "Router":
+        table = np.ascontiguousarray(table, dtype=np.float32)
+        table.setflags(write=False)
+        manifest = {**self.manifest, "llms": list(names), **manifest_changes}
+        router = object.__new__(Router)
+        router._artifact = replace(self._artifact, manifest=manifest, llm_names=names, llm_vectors=table)
+        router._llm_vectors = table
+        router._threads = self._threads
+        router._encoder = self._encoder  # ONNX Runtime sessions may be shared and run from several threads
+        return router
+
+    # -- persistence -------------------------------------------------------------------------------------------
+
+    def save(self, path: PathLike, *, overwrite: bool = False) -> Path:
+        """Write this router as a folder, atomically (a temporary folder renamed into place)."""
+        manifest = self.manifest
+        return save_artifact(
+            path,
+            llm_names=self.llms,
+            llm_vectors=self._llm_vectors,
+            tokenizer_json=self._artifact.tokenizer_path,
+            encoder_onnx=self._artifact.encoder_path,
+            encoder=manifest["encoder"],
+            training=manifest.get("training"),
+            metrics=manifest.get("metrics"),
+            label=manifest.get("label"),
+            extra={key: value for key, value in manifest.items() if key not in _STANDARD_FIELDS},
+            overwrite=overwrite,
+        )

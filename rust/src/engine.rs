@@ -1,0 +1,297 @@
+//! The fused pass shared by all kernels: for a chunk of question rows, compute norms (validating each
+//! row), then logits `q.m/|q| - |q|` tile by tile with a register-blocked micro-kernel, and hand each tile
+//! of logits to a [`TileSink`] (sigmoid + store, running top-k, or per-LLM sums) while it is hot.
+//!
+//! Loop order: block of `R * TILES_PER_BLOCK` rows (stays in L2) -> LLM panel (stays in L1) -> tile of
+//! `R` rows x one panel (accumulators stay in registers).
+
+use std::ops::Range;
+
+use crate::error::KernelError;
+use crate::matrix::MatrixView;
+use crate::norm::sum_squares_f64;
+use crate::pack::PackedLlms;
+use crate::simd::{Portable, Simd, SimdLevel};
+
+/// Largest tile height any level uses.
+pub(crate) const MAX_ROWS: usize = 16;
+/// Largest panel width any level uses (two vectors of 16 lanes).
+pub(crate) const MAX_WIDTH: usize = 32;
+/// Tiles per block of rows.
+const TILES_PER_BLOCK: usize = 4;
+/// Rows per unit of parallel work. Fixed (not derived from the thread count) so that the summation order
+/// of `mean_probability` does not depend on how many threads run. A multiple of every level's block size.
+pub(crate) const CHUNK_ROWS: usize = 960;
+
+/// Logits of one tile: `rows x panel width`, row-major.
+#[repr(C, align(64))]
+pub(crate) struct TileLogits {
+    pub v: [[f32; MAX_WIDTH]; MAX_ROWS],
+}
+
+/// Consumes tiles of logits as the fused pass produces them.
+pub(crate) trait TileSink {
+    /// `first_row`: chunk-local index of the tile's first row; `valid`: how many of its rows are real
+    /// (the rest is padding); `panel`: which LLM panel (LLMs `panel * width ..`).
+    ///
+    /// # Safety
+    /// Only called from inside the `#[target_feature]` function of level `S`.
+    unsafe fn consume<S: Simd>(
+        &mut self,
+        first_row: usize,
+        valid: usize,
+        panel: usize,
+        logits: &TileLogits,
+    );
+
+    /// Called once after the last tile of the chunk, still inside the SIMD context.
+    ///
+    /// # Safety
+    /// Only called from inside the `#[target_feature]` function of level `S`.
+    unsafe fn finish<S: Simd>(&mut self) {}
+}
+
+/// Panel width (LLMs per panel) the micro-kernel of `level` expects: two SIMD vectors.
+pub(crate) fn panel_width(level: SimdLevel) -> usize {
+    match level {
+        SimdLevel::Avx512 => 32,
+        SimdLevel::Avx2Fma | SimdLevel::Portable => 16,
+    }
+}
+
+/// Checks the shapes every kernel shares.
+pub(crate) fn check_shapes(
+    questions: MatrixView<'_>,
+    llms: MatrixView<'_>,
+) -> Result<(), KernelError> {
+    if questions.cols() != llms.cols() {
+        return Err(KernelError::DimensionMismatch {
+            questions: questions.cols(),
+            llms: llms.cols(),
+        });
+    }
+    if llms.cols() == 0 {
+        return Err(KernelError::EmptyDimension);
+    }
+    if llms.rows() == 0 {
+        return Err(KernelError::NoLlms);
+    }
+    Ok(())
+}
+
+/// How one question row enters the micro-kernel: `logit = dot(row * scale, m) * a - b`.
+#[derive(Clone, Copy, Default)]
+struct RowScale {
+    a: f32,
+    b: f32,
+    /// `Some(s)`: the row is copied multiplied by the power of two `s` first (tiny or huge norms), so the
+    /// float32 dot products neither underflow nor overflow.
+    scale: Option<f64>,
+}
+
+/// Below/above these norms (or when `|q| * max|m|` could overflow) a row is rescaled by a power of two.
+const SMALL_NORM: f64 = 1.0 / (1u64 << 40) as f64;
+const LARGE_NORM: f64 = (1u64 << 40) as f64;
+const LARGE_DOT: f64 = 1e30;
+
+/// Norm of question row `index`, validated; the zero vector gets logit 0 (`a = b = 0`).
+#[inline(always)]
+fn prepare_row(row: &[f32], index: usize, max_llm_norm: f64) -> Result<RowScale, KernelError> {
+    let norm = sum_squares_f64(row).sqrt();
+    if !norm.is_finite() {
+        return Err(KernelError::NonFiniteQuestion { row: index });
+    }
+    if norm > f64::from(f32::MAX) {
+        return Err(KernelError::QuestionNormOverflow { row: index });
+    }
+    if norm == 0.0 {
+        return Ok(RowScale::default());
+    }
+    if (SMALL_NORM..=LARGE_NORM).contains(&norm) && norm * max_llm_norm <= LARGE_DOT {
+        return Ok(RowScale {
+            a: (1.0 / norm) as f32,
+            b: norm as f32,
+            scale: None,
+        });
+    }
+    // s = 2^-floor(log2 |q|): the scaled row has norm in [1, 2), and scaling by a power of two is exact.
+    let s = (-norm.log2().floor()).exp2();
+    Ok(RowScale {
+        a: (1.0 / (norm * s)) as f32,
+        b: norm as f32,
+        scale: Some(s),
+    })
+}
+
+/// `R` rows x `2 * S::LANES` LLMs: broadcast one question component, FMA it into two vectors of the
+/// panel. Each LLM's dot product stays in its own lane; the epilogue applies `dot * a - b`.
+#[inline(always)]
+unsafe fn micro_kernel<S: Simd, const R: usize>(
+    q: *const f32,
+    d: usize,
+    panel: *const f32,
+    scales: &[RowScale; R],
+    out: &mut TileLogits,
+) {
+    let l = S::LANES;
+    let zero = S::splat(0.0);
+    let mut acc0 = [zero; R];
+    let mut acc1 = [zero; R];
+    for t in 0..d {
+        let m0 = S::load(panel.add(t * 2 * l));
+        let m1 = S::load(panel.add(t * 2 * l + l));
+        for r in 0..R {
+            let qv = S::splat(*q.add(r * d + t));
+            acc0[r] = S::mul_add(qv, m0, acc0[r]);
+            acc1[r] = S::mul_add(qv, m1, acc1[r]);
+        }
+    }
+    for r in 0..R {
+        let a = S::splat(scales[r].a);
+        let b = S::splat(scales[r].b);
+        let dst = out.v[r].as_mut_ptr();
+        S::store(dst, S::mul_sub(acc0[r], a, b));
+        S::store(dst.add(l), S::mul_sub(acc1[r], a, b));
+    }
+}
+
+/// One tile of a block: where its rows are read from and how to scale them.
+struct Tile<const R: usize> {
+    /// Offset of its first row in the question data (in place) or, with `in_scratch`, in the scratch.
+    offset: usize,
+    in_scratch: bool,
+    first_row: usize,
+    valid: usize,
+    scales: [RowScale; R],
+}
+
+/// The fused pass over question rows `rows` (global indices) for level `S` with tiles of `R` rows.
+#[inline(always)]
+unsafe fn run_generic<S: Simd, const R: usize, T: TileSink>(
+    questions: MatrixView<'_>,
+    rows: Range<usize>,
+    llms: &PackedLlms,
+    sink: &mut T,
+) -> Result<(), KernelError> {
+    debug_assert!(R <= MAX_ROWS && 2 * S::LANES == llms.width);
+    let d = questions.cols();
+    let block_rows = R * TILES_PER_BLOCK;
+    // Tiles that cannot be read in place (padding rows, rescaled rows) are copied here.
+    let mut scratch = vec![0.0f32; block_rows * d];
+    let mut logits = TileLogits {
+        v: [[0.0; MAX_WIDTH]; MAX_ROWS],
+    };
+    let mut tiles: Vec<Tile<R>> = Vec::with_capacity(TILES_PER_BLOCK);
+    let mut block_start = rows.start;
+    while block_start < rows.end {
+        let block_end = (block_start + block_rows).min(rows.end);
+        tiles.clear();
+        for (tile_index, tile_start) in (block_start..block_end).step_by(R).enumerate() {
+            let valid = (block_end - tile_start).min(R);
+            let mut scales = [RowScale::default(); R];
+            for (r, scale) in scales.iter_mut().enumerate().take(valid) {
+                *scale = prepare_row(questions.row(tile_start + r), tile_start + r, llms.max_norm)?;
+            }
+            let in_place = valid == R && scales.iter().all(|s| s.scale.is_none());
+            let offset = if in_place {
+                tile_start * d
+            } else {
+                let offset = tile_index * R * d;
+                let dst = scratch.get_mut(offset..offset + R * d).unwrap_or(&mut []);
+                dst.fill(0.0);
+                for (r, dst_row) in dst.chunks_exact_mut(d).enumerate().take(valid) {
+                    let src = questions.row(tile_start + r);
+                    match scales[r].scale {
+                        None => dst_row.copy_from_slice(src),
+                        Some(s) => {
+                            for (y, &x) in dst_row.iter_mut().zip(src) {
+                                *y = (f64::from(x) * s) as f32;
+                            }
+                        }
+                    }
+                }
+                offset
+            };
+            tiles.push(Tile {
+                offset,
+                in_scratch: !in_place,
+                first_row: tile_start - rows.start,
+                valid,
+                scales,
+            });
+        }
+        // Pointers are taken only now, after the scratch writes, from the whole buffers.
+        let (scratch_ptr, data_ptr) = (scratch.as_ptr(), questions.data().as_ptr());
+        for p in 0..llms.panels {
+            let panel = llms.panel(p).as_ptr();
+            for tile in &tiles {
+                let base = if tile.in_scratch {
+                    scratch_ptr
+                } else {
+                    data_ptr
+                };
+                micro_kernel::<S, R>(base.add(tile.offset), d, panel, &tile.scales, &mut logits);
+                sink.consume::<S>(tile.first_row, tile.valid, p, &logits);
+            }
+        }
+        block_start = block_end;
+    }
+    sink.finish::<S>();
+    Ok(())
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn run_avx512<T: TileSink>(
+    questions: MatrixView<'_>,
+    rows: Range<usize>,
+    llms: &PackedLlms,
+    sink: &mut T,
+) -> Result<(), KernelError> {
+    run_generic::<crate::simd::Avx512, 12, T>(questions, rows, llms, sink)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn run_avx2<T: TileSink>(
+    questions: MatrixView<'_>,
+    rows: Range<usize>,
+    llms: &PackedLlms,
+    sink: &mut T,
+) -> Result<(), KernelError> {
+    run_generic::<crate::simd::Avx2Fma, 6, T>(questions, rows, llms, sink)
+}
+
+/// Runs the fused pass over `rows` with the code path of `level`.
+///
+/// `llms` must have been packed with [`panel_width`]`(level)`, and `level` must be supported by this CPU
+/// (both are checked; a mismatch is reported, never executed).
+pub(crate) fn run_rows<T: TileSink>(
+    level: SimdLevel,
+    questions: MatrixView<'_>,
+    rows: Range<usize>,
+    llms: &PackedLlms,
+    sink: &mut T,
+) -> Result<(), KernelError> {
+    if !level.is_supported() {
+        return Err(KernelError::UnsupportedSimd(level.name()));
+    }
+    if llms.width != panel_width(level) || llms.d != questions.cols() {
+        return Err(KernelError::DimensionMismatch {
+            questions: questions.cols(),
+            llms: llms.d,
+        });
+    }
+    let rows = rows.start.min(questions.rows())..rows.end.min(questions.rows());
+    // SAFETY: the CPU supports `level` (checked above); the packed table matches its panel width and d,
+    // and every row pointer handed to the micro-kernel covers `R * d` floats (in place or in scratch).
+    unsafe {
+        match level {
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx512 => run_avx512(questions, rows, llms, sink),
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx2Fma => run_avx2(questions, rows, llms, sink),
+            _ => run_generic::<Portable, 4, T>(questions, rows, llms, sink),
+        }
+    }
+}

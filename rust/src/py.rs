@@ -1,0 +1,146 @@
+//! PyO3 bindings: the `jeirt_lite._core` extension module. All Python-facing code lives here.
+//!
+//! Arrays arrive as C-contiguous float32 `PyReadonlyArray2` and are read in place (no copy); the GIL is
+//! released for the computation; results are Rust vectors handed to NumPy without copying.
+
+use numpy::ndarray::Array2;
+use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::{Config, KernelError, MatrixView};
+
+create_exception!(
+    _core,
+    JeirtError,
+    PyValueError,
+    "Bad input to a jeirt-lite kernel (shapes, NaN/inf rows, k, threads); a ValueError."
+);
+
+fn to_py(error: KernelError) -> PyErr {
+    JeirtError::new_err(error.to_string())
+}
+
+/// Borrows a C-contiguous float32 array as a matrix view, naming `name` in errors.
+fn view<'a>(array: &'a PyReadonlyArray2<'_, f32>, name: &'static str) -> PyResult<MatrixView<'a>> {
+    // `as_slice` also accepts Fortran order, which would be read transposed: insist on C order.
+    let slice = Some(array)
+        .filter(|a| a.is_c_contiguous())
+        .and_then(|a| a.as_slice().ok())
+        .ok_or_else(|| {
+            JeirtError::new_err(format!("{name} must be a C-contiguous float32 array"))
+        })?;
+    let shape = array.shape();
+    let (rows, cols) = match shape {
+        [rows, cols] => (*rows, *cols),
+        _ => return Err(JeirtError::new_err(format!("{name} must be 2-D"))),
+    };
+    MatrixView::new(name, slice, rows, cols).map_err(to_py)
+}
+
+fn config(threads: i64) -> PyResult<Config> {
+    let threads = usize::try_from(threads)
+        .map_err(|_| JeirtError::new_err(format!("threads must be >= 0, got {threads}")))?;
+    Ok(Config::new(threads))
+}
+
+fn matrix<T: numpy::Element>(
+    py: Python<'_>,
+    data: Vec<T>,
+    rows: usize,
+    cols: usize,
+) -> PyResult<Bound<'_, PyArray2<T>>> {
+    let array = Array2::from_shape_vec((rows, cols), data)
+        .map_err(|e| JeirtError::new_err(format!("internal shape error: {e}")))?;
+    Ok(array.into_pyarray(py))
+}
+
+/// P(correct) for every question x LLM pair, float32 (N, K).
+#[pyfunction]
+#[pyo3(signature = (questions, llms, threads))]
+fn probabilities<'py>(
+    py: Python<'py>,
+    questions: PyReadonlyArray2<'py, f32>,
+    llms: PyReadonlyArray2<'py, f32>,
+    threads: i64,
+) -> PyResult<Bound<'py, PyArray2<f32>>> {
+    let (q, m, cfg) = (
+        view(&questions, "questions")?,
+        view(&llms, "llms")?,
+        config(threads)?,
+    );
+    let out = py
+        .detach(|| crate::probabilities(q, m, &cfg))
+        .map_err(to_py)?;
+    matrix(py, out, q.rows(), m.rows())
+}
+
+/// The k most likely-correct LLMs per question: (uint32 (N, k) indices, float32 (N, k) probabilities).
+#[pyfunction]
+#[pyo3(signature = (questions, llms, k, threads))]
+#[allow(clippy::type_complexity)]
+fn top_k<'py>(
+    py: Python<'py>,
+    questions: PyReadonlyArray2<'py, f32>,
+    llms: PyReadonlyArray2<'py, f32>,
+    k: i64,
+    threads: i64,
+) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray2<f32>>)> {
+    let (q, m, cfg) = (
+        view(&questions, "questions")?,
+        view(&llms, "llms")?,
+        config(threads)?,
+    );
+    let k_rows = m.rows();
+    let k = usize::try_from(k)
+        .map_err(|_| JeirtError::new_err(format!("k must be in 1..=K (K = {k_rows}), got {k}")))?;
+    let (indices, values) = py.detach(|| crate::top_k(q, m, k, &cfg)).map_err(to_py)?;
+    Ok((
+        matrix(py, indices, q.rows(), k)?,
+        matrix(py, values, q.rows(), k)?,
+    ))
+}
+
+/// Mean P(correct) per LLM over the questions, float32 (K,).
+#[pyfunction]
+#[pyo3(signature = (questions, llms, threads))]
+fn mean_probability<'py>(
+    py: Python<'py>,
+    questions: PyReadonlyArray2<'py, f32>,
+    llms: PyReadonlyArray2<'py, f32>,
+    threads: i64,
+) -> PyResult<Bound<'py, PyArray1<f32>>> {
+    let (q, m, cfg) = (
+        view(&questions, "questions")?,
+        view(&llms, "llms")?,
+        config(threads)?,
+    );
+    let out = py
+        .detach(|| crate::mean_probability(q, m, &cfg))
+        .map_err(to_py)?;
+    Ok(out.into_pyarray(py))
+}
+
+/// "release" or "debug".
+#[pyfunction]
+fn build_profile() -> &'static str {
+    crate::build_profile()
+}
+
+/// The SIMD code path the kernels use on this CPU.
+#[pyfunction]
+fn simd_level() -> &'static str {
+    crate::simd_level()
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("JeirtError", m.py().get_type::<JeirtError>())?;
+    m.add_function(wrap_pyfunction!(probabilities, m)?)?;
+    m.add_function(wrap_pyfunction!(top_k, m)?)?;
+    m.add_function(wrap_pyfunction!(mean_probability, m)?)?;
+    m.add_function(wrap_pyfunction!(build_profile, m)?)?;
+    m.add_function(wrap_pyfunction!(simd_level, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,83 @@
+//! `probabilities`: the full N x K matrix of P(correct), sigmoid applied in SIMD lanes as tiles finish.
+
+use crate::alloc::zeroed;
+use crate::engine::{check_shapes, panel_width, run_rows, TileLogits, TileSink, CHUNK_ROWS};
+use crate::error::KernelError;
+use crate::matrix::MatrixView;
+use crate::pack::pack_llms;
+use crate::pool::run_chunks;
+use crate::sigmoid::sigmoid_v;
+use crate::simd::Simd;
+use crate::Config;
+
+/// Writes sigmoid(logit) into a chunk of the row-major `rows x K` output.
+struct ProbabilitySink<'a> {
+    out: &'a mut [f32],
+    llms: usize,
+}
+
+impl TileSink for ProbabilitySink<'_> {
+    #[inline(always)]
+    unsafe fn consume<S: Simd>(
+        &mut self,
+        first_row: usize,
+        valid: usize,
+        panel: usize,
+        logits: &TileLogits,
+    ) {
+        let (l, k) = (S::LANES, self.llms);
+        for (r, row_logits) in logits.v.iter().enumerate().take(valid) {
+            let row_start = (first_row + r) * k;
+            for v in 0..2 {
+                let col = panel * 2 * l + v * l;
+                if col >= k {
+                    break;
+                }
+                let p = sigmoid_v::<S>(S::load(row_logits.as_ptr().add(v * l)));
+                let n = (k - col).min(l);
+                let Some(dst) = self.out.get_mut(row_start + col..row_start + col + n) else {
+                    continue;
+                };
+                if n == l {
+                    S::store(dst.as_mut_ptr(), p);
+                } else {
+                    let mut tmp = [0.0f32; 16];
+                    S::store(tmp.as_mut_ptr(), p);
+                    dst.copy_from_slice(&tmp[..n]);
+                }
+            }
+        }
+    }
+}
+
+/// P(correct) for every question x LLM pair: `sigmoid(q.m/|q| - |q|)`, row-major `N x K`.
+///
+/// A zero question vector gets logit 0 (P = 0.5). Errors: shapes (`d` mismatch, `d = 0`, `K = 0`), NaN or
+/// inf in either table, a question norm that overflows float32 (the lowest bad row is named).
+pub fn probabilities(
+    questions: MatrixView<'_>,
+    llms: MatrixView<'_>,
+    config: &Config,
+) -> Result<Vec<f32>, KernelError> {
+    check_shapes(questions, llms)?;
+    let packed = pack_llms(llms, panel_width(config.simd))?;
+    let (n, k, d) = (questions.rows(), llms.rows(), llms.cols());
+    let mut out: Vec<f32> = zeroed(n, k)?;
+    let items: Vec<(usize, &mut [f32])> = out
+        .chunks_mut(CHUNK_ROWS * k)
+        .enumerate()
+        .map(|(c, chunk)| (c * CHUNK_ROWS, chunk))
+        .collect();
+    let work = n
+        .saturating_mul(packed.panels * packed.width)
+        .saturating_mul(d);
+    run_chunks(config.threads, work, items, |first_row, chunk| {
+        let rows = first_row..first_row + chunk.len() / k;
+        let mut sink = ProbabilitySink {
+            out: chunk,
+            llms: k,
+        };
+        run_rows(config.simd, questions, rows, &packed, &mut sink)
+    })?;
+    Ok(out)
+}

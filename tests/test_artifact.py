@@ -1,0 +1,179 @@
+"""The router folder: round trip, atomic save, and a clear error for each kind of broken folder."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tiny_router import build_tiny_router
+
+from jeirt_lite import JeirtError, artifact
+from jeirt_lite.artifact import load_artifact, save_artifact
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    dst.mkdir()
+    for item in src.iterdir():
+        (dst / item.name).write_bytes(item.read_bytes())
+    return dst
+
+
+def _edit_manifest(folder: Path, **changes: object) -> None:
+    path = folder / "router.json"
+    manifest = json.loads(path.read_text())
+    manifest.update(changes)
+    path.write_text(json.dumps(manifest))
+
+
+def test_round_trip_keeps_names_table_and_hashes(tmp_path: Path) -> None:
+    folder = build_tiny_router(tmp_path / "r", n_llms=3, dim=5, llm_names=["a", "b", "c"])
+    loaded = load_artifact(folder)
+    assert loaded.llm_names == ("a", "b", "c")
+    assert loaded.llm_vectors.shape == (3, 5) and loaded.llm_vectors.dtype == np.float32
+    assert loaded.dim == 5
+    manifest = json.loads((folder / "router.json").read_text())
+    assert manifest["format"] == "jeirt-lite-router" and manifest["format_version"] == 1
+    assert manifest["files"]["encoder"]["sha256"] == artifact.sha256_of(folder / "encoder.onnx")
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "encoder.onnx", "llms.safetensors", "router.json", "tokenizer.json",
+    ]
+    assert not loaded.llm_vectors.flags.writeable
+
+
+def test_missing_folder_and_manifest(tmp_path: Path) -> None:
+    with pytest.raises(JeirtError, match="no router folder"):
+        load_artifact(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(JeirtError, match="router.json: missing"):
+        load_artifact(tmp_path / "empty")
+
+
+def test_corrupt_manifest_json(tiny_router_path: Path, tmp_path: Path) -> None:
+    folder = _copy(tiny_router_path, tmp_path / "r")
+    (folder / "router.json").write_text("{not json")
+    with pytest.raises(JeirtError, match="router.json: not readable JSON"):
+        load_artifact(folder)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"format": "something-else"}, "format is 'something-else'"),
+        ({"format_version": 99}, "format_version 99 is not supported"),
+        ({"dim": "four"}, "field 'dim' must be a int"),
+        ({"llms": "a,b"}, "field 'llms' must be a list"),
+        ({"encoder": {"name": "x"}}, "encoder lacks max_seq_length"),
+    ],
+)
+def test_bad_manifest_fields(tiny_router_path: Path, tmp_path: Path, changes: dict, message: str) -> None:
+    folder = _copy(tiny_router_path, tmp_path / "r")
+    _edit_manifest(folder, **changes)
+    with pytest.raises(JeirtError, match=message):
+        load_artifact(folder)
+
+
+def test_tampered_file_fails_its_hash(tiny_router_path: Path, tmp_path: Path) -> None:
+    folder = _copy(tiny_router_path, tmp_path / "r")
+    with open(folder / "encoder.onnx", "ab") as handle:
+        handle.write(b"\0")
+    with pytest.raises(JeirtError, match=r"encoder.onnx: sha256 .* does not match"):
+        load_artifact(folder)
+
+
+def test_missing_file_is_named(tiny_router_path: Path, tmp_path: Path) -> None:
+    folder = _copy(tiny_router_path, tmp_path / "r")
+    (folder / "llms.safetensors").unlink()
+    with pytest.raises(JeirtError, match=r"llms.safetensors: missing"):
+        load_artifact(folder)
+
+
+def test_corrupt_table_with_matching_hash(tiny_router_path: Path, tmp_path: Path) -> None:
+    folder = _copy(tiny_router_path, tmp_path / "r")
+    (folder / "llms.safetensors").write_bytes(b"garbage that is not safetensors")
+    manifest = json.loads((folder / "router.json").read_text())
+    manifest["files"]["llms"]["sha256"] = artifact.sha256_of(folder / "llms.safetensors")
+    (folder / "router.json").write_text(json.dumps(manifest))
+    with pytest.raises(JeirtError, match="llms.safetensors: not a readable safetensors file"):
+        load_artifact(folder)
+
+
+def test_manifest_and_table_disagree(tiny_router_path: Path, tmp_path: Path) -> None:
+    folder = _copy(tiny_router_path, tmp_path / "r")
+    names = json.loads((folder / "router.json").read_text())["llms"]
+    _edit_manifest(folder, llms=names[:-1])
+    with pytest.raises(JeirtError, match="rows but there are"):
+        load_artifact(folder)
+    folder2 = _copy(tiny_router_path, tmp_path / "r2")
+    _edit_manifest(folder2, dim=7)
+    with pytest.raises(JeirtError, match="dimension 4, router.json says 7"):
+        load_artifact(folder2)
+
+
+@pytest.mark.parametrize(
+    ("names", "table", "message"),
+    [
+        (["a", "a"], np.zeros((2, 3)), "appears twice"),
+        (["a", ""], np.zeros((2, 3)), "must be a non-empty string"),
+        ([], np.zeros((0, 3)), "at least one LLM"),
+        (["a"], np.zeros(3), "must be 2-D"),
+        (["a", "b"], np.array([[0.0, 1.0], [np.nan, 0.0]]), r"LLM row 1 \('b'\) contains NaN"),
+        (["a"], np.zeros((1, 3), dtype=np.int64), "must be floating point"),
+    ],
+)
+def test_save_rejects_bad_tables(
+    tiny_router_path: Path, tmp_path: Path, names: list, table: np.ndarray, message: str
+) -> None:
+    source = load_artifact(tiny_router_path)
+    with pytest.raises(JeirtError, match=message):
+        save_artifact(
+            tmp_path / "out", llm_names=names, llm_vectors=table, tokenizer_json=source.tokenizer_path,
+            encoder_onnx=source.encoder_path, encoder=source.encoder,
+        )
+    assert not (tmp_path / "out").exists()
+
+
+def test_save_refuses_to_overwrite_unless_asked(tiny_router_path: Path, tmp_path: Path) -> None:
+    source = load_artifact(tiny_router_path)
+    kwargs = dict(
+        llm_names=["x"], llm_vectors=np.ones((1, source.dim)), tokenizer_json=source.tokenizer_path,
+        encoder_onnx=source.encoder_path, encoder=source.encoder,
+    )
+    save_artifact(tmp_path / "out", **kwargs)
+    with pytest.raises(JeirtError, match="already exists"):
+        save_artifact(tmp_path / "out", **kwargs)
+    kwargs["llm_names"] = ["y"]
+    save_artifact(tmp_path / "out", overwrite=True, **kwargs)
+    assert load_artifact(tmp_path / "out").llm_names == ("y",)
+    assert sorted(os.listdir(tmp_path)) == ["out"]  # no staging or retired folders left behind
+
+
+def test_interrupted_save_leaves_nothing(
+    tiny_router_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = load_artifact(tiny_router_path)
+
+    def interrupted(path: Path, vectors: np.ndarray) -> None:
+        (path).write_bytes(b"half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(artifact, "_write_llm_table", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        save_artifact(
+            tmp_path / "out", llm_names=["x"], llm_vectors=np.ones((1, source.dim)),
+            tokenizer_json=source.tokenizer_path, encoder_onnx=source.encoder_path, encoder=source.encoder,
+        )
+    assert os.listdir(tmp_path) == []
+
+
+def test_metrics_with_numpy_scalars_and_nan_are_stored_as_json(tiny_router_path: Path, tmp_path: Path) -> None:
+    source = load_artifact(tiny_router_path)
+    save_artifact(
+        tmp_path / "out", llm_names=["x"], llm_vectors=np.ones((1, source.dim)),
+        tokenizer_json=source.tokenizer_path, encoder_onnx=source.encoder_path, encoder=source.encoder,
+        metrics={"auc": np.float32(0.75), "ece": float("nan"), "per_subject": {"law": np.float64(0.6)}},
+    )
+    metrics = json.loads((tmp_path / "out" / "router.json").read_text())["metrics"]
+    assert metrics == {"auc": pytest.approx(0.75), "ece": None, "per_subject": {"law": 0.6}}

@@ -1,0 +1,400 @@
+"""The `jeirt-lite` command line: in-process through cli.main for speed, and as `python -m jeirt_lite`
+subprocesses where the process itself matters (stdin, exit codes, signals)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jeirt_lite
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from jeirt_lite import Router
+from jeirt_lite.cli import build_parser, main
+
+QUESTIONS = [
+    "What is the derivative of a function",
+    "Which court decides a contract law case",
+    "acid base reaction",
+]
+
+
+@pytest.fixture(scope="module")
+def router(tiny_router_path: Path) -> Router:
+    return Router.load(tiny_router_path, threads=1)
+
+
+def run_cli(*args: str, stdin: str = "", timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`python -m jeirt_lite ARGS` with this checkout's package importable."""
+    env = dict(os.environ)
+    package_root = str(Path(jeirt_lite.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([package_root, env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "jeirt_lite", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=False,
+    )
+
+
+def parse_forecast(stdout: str) -> dict[str, float]:
+    lines = stdout.strip().splitlines()
+    assert lines[0].startswith("expected accuracy on")
+    return {name: float(value) for name, value in (line.split() for line in lines[1:])}
+
+
+# -- route ---------------------------------------------------------------------------------------------------
+
+
+def test_route_arguments_human_output(
+    router: Router, tiny_router_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["route", "--router", str(tiny_router_path), "--k", "2", "--threads", "1", *QUESTIONS]) == 0
+    out = capsys.readouterr().out.splitlines()
+    expected = router.route(QUESTIONS, k=2)
+    assert len(out) == 4 * len(QUESTIONS)
+    for i, question in enumerate(QUESTIONS):
+        block = out[4 * i : 4 * i + 4]
+        assert block[0] == question
+        for rank, (name, p) in enumerate(expected[i], 1):
+            assert block[rank].split() == [f"{rank}.", name, "P(correct)", f"{p:.3f}"]
+        assert block[3].split()[0] == "difficulty"
+
+
+def test_route_json_lines(router: Router, tiny_router_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["route", "--router", str(tiny_router_path), "--json", "--k", "3", *QUESTIONS]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    expected = router.route(QUESTIONS, k=3)
+    assert [r["text"] for r in records] == QUESTIONS
+    for i, record in enumerate(records):
+        assert [item["llm"] for item in record["route"]] == expected.names[i]
+        np.testing.assert_allclose(
+            [item["p"] for item in record["route"]], expected.probabilities[i], atol=1e-6
+        )
+    np.testing.assert_allclose([r["difficulty"] for r in records], router.difficulty(QUESTIONS), atol=1e-6)
+
+
+def test_route_reads_stdin_one_question_per_line(router: Router, tiny_router_path: Path) -> None:
+    stdin = "\n".join([QUESTIONS[0], "", "   ", QUESTIONS[1], QUESTIONS[2]]) + "\n"  # blank lines are skipped
+    done = run_cli("route", "--router", str(tiny_router_path), "--json", stdin=stdin)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["text"] for r in records] == QUESTIONS
+    assert [r["route"][0]["llm"] for r in records] == router.route(QUESTIONS).best
+
+
+def test_route_stdin_that_is_not_utf8_is_named(tiny_router_path: Path) -> None:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(jeirt_lite.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "jeirt_lite", "route", "--router", str(tiny_router_path)],
+        input=b"what is the price\ncaf\xe9\n",
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert b"stdin line 2 is not valid UTF-8" in done.stderr and b"Traceback" not in done.stderr
+
+
+def test_route_errors_exit_1_with_the_message(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["route", "--router", str(tiny_router_path), "--k", "6", "x"]) == 1
+    assert "--k 6 is more than the router's 5 LLMs" in capsys.readouterr().err
+    assert main(["route", "--router", str(tiny_router_path), "fine", " "]) == 1
+    assert "question argument 2: text is empty" in capsys.readouterr().err
+    assert main(["route", "--router", str(tmp_path / "nowhere"), "x"]) == 1
+    assert "no router folder here" in capsys.readouterr().err
+
+
+# -- info ----------------------------------------------------------------------------------------------------
+
+
+def test_info(tiny_router_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info", str(tiny_router_path)]) == 0
+    out = capsys.readouterr().out
+    assert "tiny test router built in code" in out
+    assert "d = 4" in out and "tiny-word-mean (max 16 tokens, mean pooling)" in out
+    assert "LLMs (5):" in out and "  llm-4\n" in out
+    assert main(["info", str(tiny_router_path), "--json"]) == 0
+    manifest = json.loads(capsys.readouterr().out)
+    assert manifest["llms"] == [f"llm-{i}" for i in range(5)] and manifest["dim"] == 4
+
+
+def test_info_shows_training_and_metrics(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from jeirt_lite.artifact import load_artifact, save_artifact
+
+    artifact = load_artifact(tiny_router_path)
+    folder = save_artifact(
+        tmp_path / "r",
+        llm_names=artifact.llm_names,
+        llm_vectors=artifact.llm_vectors,
+        tokenizer_json=artifact.tokenizer_path,
+        encoder_onnx=artifact.encoder_path,
+        encoder=artifact.encoder,
+        training={"data": "mmlu_pro", "questions": 12032, "split": {"test": 0.1}},
+        metrics={"test": {"auc": 0.751}},
+    )
+    assert main(["info", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "  data: mmlu_pro\n" in out and "  split.test: 0.1\n" in out and "  test.auc: 0.751\n" in out
+
+
+def test_help_explains_each_command_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = build_parser()
+    for command in ("route", "score", "info"):
+        with pytest.raises(SystemExit) as exit_info:
+            parser.parse_args([command, "--help"])
+        assert exit_info.value.code == 0
+        text = capsys.readouterr().out
+        assert "examples:" in text and f"jeirt-lite {command}" in text and "--threads" in text
+    with pytest.raises(SystemExit):
+        parser.parse_args(["score", "--help"])
+    text = capsys.readouterr().out
+    for option in (
+        "--k",
+        "--all",
+        "--forecast",
+        "--text-column",
+        "--id-column",
+        "--vectors",
+        "--ids",
+        "--chunk-size",
+        "--skip-bad",
+        "--quiet",
+        "--router",
+        "-o OUTPUT",
+    ):
+        assert option in text
+
+
+# -- score ---------------------------------------------------------------------------------------------------
+
+
+def _bank(tmp_path: Path, texts: list[str], name: str = "bank.csv") -> Path:
+    import csv
+
+    path = tmp_path / name
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["question_id", "text"])
+        writer.writerows([(1000 + i, text) for i, text in enumerate(texts)])
+    return path
+
+
+def test_score_forecast_equals_router_forecast(
+    router: Router,
+    tiny_router_path: Path,
+    real_texts: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bank = _bank(tmp_path, real_texts)
+    output = tmp_path / "scores.parquet"
+    code = main(
+        [
+            "score",
+            str(bank),
+            "-o",
+            str(output),
+            "--router",
+            str(tiny_router_path),
+            "--k",
+            "2",
+            "--all",
+            "--forecast",
+            "--chunk-size",
+            "33",
+            "--threads",
+            "1",
+        ]
+    )
+    assert code == 0
+    captured = capsys.readouterr()
+    forecast = parse_forecast(captured.out)
+    expected = router.forecast(real_texts)
+    assert set(forecast) == set(expected)
+    for name, value in expected.items():
+        assert forecast[name] == pytest.approx(value, abs=1e-5)
+    assert f"scored {len(real_texts)} questions to {output}" in captured.err
+    table = pq.read_table(output)
+    assert table.column("id").to_pylist() == [str(1000 + i) for i in range(len(real_texts))]
+    assert table.column_names[-5:] == [f"p[llm-{i}]" for i in range(5)]
+
+
+def test_score_quiet_prints_nothing_on_stderr(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bank = _bank(tmp_path, QUESTIONS)
+    assert (
+        main(["score", str(bank), "-o", str(tmp_path / "s.jsonl"), "--router", str(tiny_router_path), "-q"])
+        == 0
+    )
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out == ""
+    assert len((tmp_path / "s.jsonl").read_text().splitlines()) == 3
+
+
+def test_score_vectors_mode(
+    router: Router, tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    vectors = router.embed(QUESTIONS)
+    np.save(tmp_path / "q.npy", vectors)
+    (tmp_path / "ids.txt").write_text("a\nb\nc\n")
+    code = main(
+        [
+            "score",
+            "--vectors",
+            str(tmp_path / "q.npy"),
+            "--ids",
+            str(tmp_path / "ids.txt"),
+            "-o",
+            str(tmp_path / "s.csv"),
+            "--router",
+            str(tiny_router_path),
+            "--k",
+            "2",
+        ]
+    )
+    assert code == 0
+    lines = (tmp_path / "s.csv").read_text().splitlines()
+    assert lines[0] == "id,llm_1,p_1,llm_2,p_2,difficulty"
+    assert [line.split(",")[0] for line in lines[1:]] == ["a", "b", "c"]
+    assert [line.split(",")[1] for line in lines[1:]] == router.route(QUESTIONS).best
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["score", "-o", "x.csv"], "give an INPUT file of question texts, or --vectors"),
+        (["score", "BANK", "--vectors", "q.npy", "-o", "x.csv"], "exactly one of them"),
+        (["score", "BANK"], "give an output file with -o OUTPUT"),
+        (["score", "BANK", "--ids", "ids.txt", "-o", "x.csv"], "--ids goes with --vectors"),
+        (["score", "BANK", "-o", "x.csv", "--text-column", "question"], "no column 'question'"),
+        (["score", "BANK", "-o", "x.csv", "--k", "9"], "k must be between 1 and the router's 5 LLMs"),
+    ],
+)
+def test_score_usage_errors_exit_1(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    bank = _bank(tmp_path, QUESTIONS)
+    argv = [
+        str(bank) if a == "BANK" else str(tmp_path / a) if a.endswith((".csv", ".npy", ".txt")) else a
+        for a in args
+    ]
+    assert main([*argv, "--router", str(tiny_router_path)]) == 1
+    assert message in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.csv"]
+
+
+def test_bad_row_exits_1_without_traceback_and_skip_bad_counts(
+    tiny_router_path: Path, tmp_path: Path
+) -> None:
+    bank = tmp_path / "bank.csv"
+    bank.write_text('text\nwhat is the price\n""\nacid base\n""\n')
+    done = run_cli("score", str(bank), "-o", str(tmp_path / "s.csv"), "--router", str(tiny_router_path))
+    assert done.returncode == 1
+    assert "data row 2 (1-based, header not counted, ending on line 3): text is empty" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert "stopped after scoring 0 rows" in done.stderr
+    assert not (tmp_path / "s.csv").exists()
+    done = run_cli(
+        "score", str(bank), "-o", str(tmp_path / "s.csv"), "--router", str(tiny_router_path), "--skip-bad"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "skipped 2 bad rows" in done.stderr
+    assert len((tmp_path / "s.csv").read_text().splitlines()) == 3
+
+
+def test_argparse_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["score", "bank.csv", "--k", "0"])
+    assert exit_info.value.code == 2
+    assert "must be at least 1" in capsys.readouterr().err
+
+
+# -- interrupted runs ----------------------------------------------------------------------------------------
+
+
+def _wait_for(condition: Any, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the subprocess")
+        time.sleep(0.02)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
+@pytest.mark.parametrize(
+    ("sent", "code", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+)
+def test_a_signal_mid_run_leaves_no_output_and_says_how_far_it_got(
+    tiny_router_path: Path, tmp_path: Path, sent: int, code: int, word: str
+) -> None:
+    # The bank is a named pipe fed by the test, so the run is stopped at a known point: after 2 chunks of 10
+    # rows were written, while it waits for more input.
+    bank = tmp_path / "bank.csv"
+    os.mkfifo(bank)
+    output = tmp_path / "scores.csv"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(jeirt_lite.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
+    )
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jeirt_lite",
+            "score",
+            str(bank),
+            "-o",
+            str(output),
+            "--router",
+            str(tiny_router_path),
+            "--chunk-size",
+            "10",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        with open(bank, "w", encoding="utf-8") as feed:
+            feed.write("text\n" + "what is the price of a market\n" * 25)
+            feed.flush()
+            partials = lambda: list(tmp_path.glob(".scores.csv.partial-*"))
+            _wait_for(lambda: bool(partials()) and len(partials()[0].read_text().splitlines()) == 21)
+            process.send_signal(sent)
+            _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == code, stderr
+    assert (
+        f"{word} after scoring 20 rows (of 25 read)" in stderr
+        or f"{word} after scoring 20 rows (of 20 read)" in stderr
+    )
+    assert "Traceback" not in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.csv"]
+
+
+def test_module_entry_point_and_version() -> None:
+    done = run_cli("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"jeirt-lite {jeirt_lite.__version__}"

@@ -1,0 +1,113 @@
+"""Adding an LLM from its answers (question side frozen), selecting and removing LLMs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jeirt_lite import JeirtError, Router
+from jeirt_lite.onboarding import fit_llm_vector
+
+
+def _simulate(rng: np.random.Generator, n: int, d: int, true_m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    questions = rng.normal(size=(n, d)) * 0.7
+    norms = np.linalg.norm(questions, axis=1)
+    p = 1 / (1 + np.exp(-(questions @ true_m / norms - norms)))
+    return questions.astype(np.float32), (rng.random(n) < p).astype(np.int64)
+
+
+def test_fit_recovers_the_generating_vector() -> None:
+    rng = np.random.default_rng(0)
+    true_m = rng.normal(size=6) * 2
+    questions, correct = _simulate(rng, 20000, 6, true_m)
+    fitted = fit_llm_vector(questions, correct, l2=1e-3)
+    np.testing.assert_allclose(fitted, true_m, atol=0.15)
+
+
+def test_fit_is_the_exact_optimum() -> None:
+    rng = np.random.default_rng(1)
+    questions, correct = _simulate(rng, 300, 5, rng.normal(size=5))
+    prior = rng.normal(size=5)
+    m = fit_llm_vector(questions, correct, prior_mean=prior, l2=0.5).astype(np.float64)
+    q = questions.astype(np.float64)
+    u = q / np.linalg.norm(q, axis=1, keepdims=True)
+    p = 1 / (1 + np.exp(-(u @ m - np.linalg.norm(q, axis=1))))
+    gradient = u.T @ (p - correct) + 0.5 * (m - prior)
+    assert np.max(np.abs(gradient)) < 1e-3  # float32 rounding of the returned vector only
+
+
+def test_all_correct_answers_stay_finite_thanks_to_the_prior() -> None:
+    rng = np.random.default_rng(2)
+    questions = rng.normal(size=(50, 4)).astype(np.float32)
+    fitted = fit_llm_vector(questions, np.ones(50))
+    assert np.isfinite(fitted).all()
+
+
+@pytest.mark.parametrize(
+    ("correct", "message"),
+    [
+        ([1, 0, 2], "label 2 is 2"),
+        ([1, 0], "got 3 questions but 2 labels"),
+        (["yes", "no", "yes"], "labels must be 0/1"),
+        ([[1, 0, 1]], "must be 1-D"),
+    ],
+)
+def test_bad_labels(correct: object, message: str) -> None:
+    with pytest.raises(JeirtError, match=message):
+        fit_llm_vector(np.ones((3, 2)), correct)  # type: ignore[arg-type]
+
+
+def test_too_few_answers() -> None:
+    with pytest.raises(JeirtError, match="at least 2 answers"):
+        fit_llm_vector(np.ones((1, 2)), [1])
+
+
+@pytest.fixture(scope="module")
+def router(tiny_router_path: Path) -> Router:
+    return Router.load(tiny_router_path, threads=1)
+
+
+def test_add_llm_returns_a_router_with_it_and_keeps_the_others(router: Router, tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    true_m = rng.normal(size=router.dim) * 2
+    questions, correct = _simulate(rng, 3000, router.dim, true_m)
+    bigger = router.add_llm_vectors("new-llm", questions, correct)
+    assert bigger.llms == router.llms + ("new-llm",)
+    np.testing.assert_array_equal(bigger.llm_vectors[:-1], router.llm_vectors)
+    assert np.corrcoef(bigger.llm_vectors[-1], true_m)[0, 1] > 0.95
+    assert router.llms[-1] != "new-llm"  # the original router is unchanged
+    saved = Router.load(bigger.save(tmp_path / "bigger"))
+    assert saved.llms[-1] == "new-llm"
+    assert saved.manifest["onboarded"] == [{"name": "new-llm", "answers": 3000, "l2": 1.0}]
+
+
+def test_add_llm_from_texts(router: Router) -> None:
+    texts = ["what is the price", "the court and the contract law", "acid base chemistry", "prime number"]
+    bigger = router.add_llm("text-llm", texts, [True, False, True, False])
+    assert bigger.predict_proba(texts).shape == (4, len(router.llms) + 1)
+
+
+def test_add_llm_errors(router: Router) -> None:
+    with pytest.raises(JeirtError, match="already in this router"):
+        router.add_llm_vectors(router.llms[0], np.ones((3, router.dim)), [1, 0, 1])
+    with pytest.raises(JeirtError, match="non-empty name"):
+        router.add_llm_vectors(" ", np.ones((3, router.dim)), [1, 0, 1])
+    with pytest.raises(JeirtError, match="got 3 questions but 2 labels"):
+        router.add_llm_vectors("x", np.ones((3, router.dim)), [1, 0])
+
+
+def test_select_and_remove(router: Router) -> None:
+    subset = router.select_llms(["llm-3", "llm-1"])
+    assert subset.llms == ("llm-3", "llm-1")
+    q = np.random.default_rng(4).normal(size=(5, router.dim)).astype(np.float32)
+    full = router.predict_proba_vectors(q)
+    np.testing.assert_array_equal(subset.predict_proba_vectors(q), full[:, [3, 1]])
+    assert router.remove_llm("llm-0").llms == router.llms[1:]
+    with pytest.raises(JeirtError, match="unknown LLM 'gpt-9'"):
+        router.select_llms(["gpt-9"])
+    with pytest.raises(JeirtError, match="selected once"):
+        router.select_llms(["llm-1", "llm-1"])
+    with pytest.raises(JeirtError, match="at least one"):
+        router.select_llms([])

@@ -1,0 +1,197 @@
+"""The Router API on a real ONNX graph built in code, checked against a NumPy re-implementation."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tiny_router import build_tiny_router, reference_vectors
+
+from jeirt_lite import JeirtError, RouteResult, Router
+
+TEXTS = [
+    "What is the derivative of a function",
+    "How many prime number values are in the list",
+    "Which court decides a contract law case",
+    "acid base reaction in chemistry",
+    "the market price and demand",
+    "velocity",
+    "What is the mass and force and energy of a cell protein in engineering circuit history",
+]
+
+
+def _formula(questions: np.ndarray, llms: np.ndarray) -> np.ndarray:
+    q = questions.astype(np.float64)
+    norms = np.linalg.norm(q, axis=1, keepdims=True)
+    logits = q @ llms.astype(np.float64).T / norms - norms
+    return 1.0 / (1.0 + np.exp(-logits))
+
+
+@pytest.fixture(scope="module")
+def router(tiny_router_path: Path) -> Router:
+    return Router.load(tiny_router_path, threads=2)
+
+
+def test_holds_names_and_dim(router: Router) -> None:
+    assert router.llms == tuple(f"llm-{i}" for i in range(5))
+    assert router.dim == 4
+    assert router.llm_vectors.shape == (5, 4)
+    assert "tiny test router" in repr(router)
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 3, 64])
+def test_embed_matches_reference_in_input_order(router: Router, tiny_router_path: Path, batch_size: int) -> None:
+    got = router.embed(TEXTS, batch_size=batch_size)
+    np.testing.assert_allclose(got, reference_vectors(tiny_router_path, TEXTS), rtol=1e-5, atol=1e-6)
+
+
+def test_manifest_max_length_overrides_the_tokenizer_files_own_truncation(tmp_path: Path) -> None:
+    from tokenizers import Tokenizer
+
+    folder = build_tiny_router(tmp_path / "r", max_seq_length=32)
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=3)  # what MiniLM's file does with 128
+    tokenizer.save(str(folder / "tokenizer.json"))
+    manifest = json.loads((folder / "router.json").read_text())
+    from jeirt_lite.artifact import sha256_of
+
+    manifest["files"]["tokenizer"]["sha256"] = sha256_of(folder / "tokenizer.json")
+    (folder / "router.json").write_text(json.dumps(manifest))
+    long_text = " ".join(["price demand supply market economy"] * 4)  # 20 tokens
+    got = Router.load(folder).embed([long_text])
+    np.testing.assert_allclose(got, reference_vectors(folder, [long_text]), rtol=1e-5, atol=1e-6)
+    short = reference_vectors(folder, ["price demand supply"])
+    assert not np.allclose(got, short)
+
+
+def test_predict_route_difficulty_forecast_agree_with_the_formula(router: Router) -> None:
+    vectors = router.embed(TEXTS)
+    expected = _formula(vectors, router.llm_vectors)
+    np.testing.assert_allclose(router.predict_proba(TEXTS), expected, rtol=1e-5, atol=1e-6)
+
+    result = router.route(TEXTS, k=3)
+    assert isinstance(result, RouteResult) and len(result) == len(TEXTS) and result.k == 3
+    order = np.argsort(-expected, axis=1, kind="stable")[:, :3]
+    np.testing.assert_array_equal(result.indices, order)
+    np.testing.assert_allclose(result.probabilities, np.take_along_axis(expected, order, 1), rtol=1e-5)
+    assert result.best == [router.llms[i] for i in order[:, 0]]
+    assert result[0][0] == (router.llms[order[0, 0]], pytest.approx(expected[0, order[0, 0]], rel=1e-5))
+    assert [row for row in result] == [result[i] for i in range(len(TEXTS))]
+
+    np.testing.assert_allclose(router.difficulty(TEXTS), np.linalg.norm(vectors, axis=1), rtol=1e-6)
+    forecast = router.forecast(TEXTS)
+    assert list(forecast) == list(router.llms)
+    np.testing.assert_allclose(list(forecast.values()), expected.mean(axis=0), rtol=1e-5)
+
+
+def test_vector_methods_check_their_input(router: Router) -> None:
+    with pytest.raises(JeirtError, match=r"shape \(N, 4\), got \(2, 3\)"):
+        router.route_vectors(np.ones((2, 3)))
+    with pytest.raises(JeirtError, match=r"shape \(N, 4\)"):
+        router.predict_proba_vectors(np.ones(4))
+    bad = np.ones((3, 4))
+    bad[2, 1] = np.nan
+    with pytest.raises(JeirtError, match="question row 2"):
+        router.route_vectors(bad)
+    with pytest.raises(JeirtError, match="question row 2"):
+        router.difficulty_vectors(bad)
+    with pytest.raises(JeirtError, match="numeric"):
+        router.route_vectors(np.array([["a"] * 4]))
+    with pytest.raises(JeirtError, match="k must be"):
+        router.route_vectors(np.ones((1, 4)), k=6)
+
+
+@pytest.mark.parametrize(
+    ("texts", "message"),
+    [
+        ("a single string", "not a single string"),
+        (["fine", ""], "text 1 is empty"),
+        (["fine", "   "], "text 1 is empty"),
+        (["fine", 3], "text 1 is a int"),
+        ([None], "text 0 is a NoneType"),
+        (5, "sequence of strings"),
+    ],
+)
+def test_bad_texts_are_named(router: Router, texts: object, message: str) -> None:
+    with pytest.raises(JeirtError, match=message):
+        router.route(texts)  # type: ignore[arg-type]
+
+
+def test_empty_batch(router: Router) -> None:
+    assert router.embed([]).shape == (0, 4)
+    assert router.predict_proba([]).shape == (0, 5)
+    assert len(router.route([], k=2)) == 0
+    with pytest.raises(JeirtError, match="empty question bank"):
+        router.forecast([])
+
+
+@pytest.mark.parametrize("threads", [0, -1, 1.5, True])
+def test_bad_threads(tiny_router_path: Path, threads: object) -> None:
+    with pytest.raises(JeirtError, match="threads must be"):
+        Router.load(tiny_router_path, threads=threads)  # type: ignore[arg-type]
+
+
+def test_save_then_load_gives_the_same_router(router: Router, tmp_path: Path) -> None:
+    saved = router.save(tmp_path / "copy")
+    again = Router.load(saved)
+    assert again.llms == router.llms
+    np.testing.assert_array_equal(again.predict_proba(TEXTS), router.predict_proba(TEXTS))
+    assert again.manifest["label"] == router.manifest["label"]
+    with pytest.raises(JeirtError, match="already exists"):
+        router.save(tmp_path / "copy")
+
+
+def test_graph_that_does_not_match_the_manifest(tiny_router_path: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "r"
+    folder.mkdir()
+    for item in tiny_router_path.iterdir():
+        (folder / item.name).write_bytes(item.read_bytes())
+    manifest = json.loads((folder / "router.json").read_text())
+    manifest["encoder"]["output_name"] = "sentence_embedding"
+    (folder / "router.json").write_text(json.dumps(manifest))
+    with pytest.raises(JeirtError, match="encoder.onnx: has no output 'sentence_embedding'"):
+        Router.load(folder)
+
+
+def test_onnx_file_that_is_not_a_graph(tiny_router_path: Path, tmp_path: Path) -> None:
+    from jeirt_lite.artifact import sha256_of
+
+    folder = tmp_path / "r"
+    folder.mkdir()
+    for item in tiny_router_path.iterdir():
+        (folder / item.name).write_bytes(item.read_bytes())
+    (folder / "encoder.onnx").write_bytes(b"not an onnx graph")
+    manifest = json.loads((folder / "router.json").read_text())
+    manifest["files"]["encoder"]["sha256"] = sha256_of(folder / "encoder.onnx")
+    (folder / "router.json").write_text(json.dumps(manifest))
+    with pytest.raises(JeirtError, match="encoder.onnx: ONNX Runtime cannot load it"):
+        Router.load(folder)
+
+
+def test_eight_threads_at_once_get_the_single_thread_answers(router: Router) -> None:
+    texts = TEXTS * 5
+    expected = router.route(texts, k=2)
+    barrier = threading.Barrier(8)
+    results: list[RouteResult] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            barrier.wait()
+            results.append(router.route(texts, k=2))
+        except BaseException as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    workers = [threading.Thread(target=work) for _ in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert not errors
+    assert len(results) == 8
+    for result in results:
+        np.testing.assert_array_equal(result.indices, expected.indices)
+        np.testing.assert_array_equal(result.probabilities, expected.probabilities)
