@@ -95,3 +95,16 @@ def test_onnx_matches_torch_on_real_texts(slice_run) -> None:  # type: ignore[no
     ids1, mask1 = tokenize("all-MiniLM-L6-v2", 256, texts[:1])
     (one,) = sess.run([OUTPUT_NAME], {"input_ids": ids1, "attention_mask": mask1})
     assert np.abs(one[0] - got[0]).max() <= 1e-4  # padding in a batch does not change a question's vector
+
+
+def test_cli_fit_and_sweep_print_a_summary(slice_run, capsys) -> None:  # type: ignore[no-untyped-def]
+    from training.__main__ import main
+
+    prep, _, _ = slice_run
+    # The slice's embeddings are cached by the fixture, so these runs only train.
+    assert main(["fit", "--data", prep.source, "--dim", "8", "--max-epochs", "3", "--threads", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "test, per-LLM floor" in out and "JE-IRT d=8" in out
+    assert main(["sweep", "--data", prep.source, "--dims", "4,8", "--max-epochs", "2", "--threads", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "d=   4" in out and "d=   8" in out and "best by validation log-loss" in out

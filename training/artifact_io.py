@@ -95,5 +95,11 @@ def save_artifact(path: Path, **kwargs: Any) -> Path:
     """Writes a router folder, replacing an existing one at `path` (training rebuilds routers in place)."""
     writer = _runtime_writer()
     if writer is None:
+        import warnings
+
+        warnings.warn(
+            "jeirt_lite is not importable (extension not built): writing the router with the training stand-in",
+            stacklevel=2,
+        )
         return _standin_save(Path(path), overwrite=True, **kwargs)
     return writer(path, overwrite=True, **kwargs)
