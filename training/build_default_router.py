@@ -24,7 +24,7 @@ DEFAULT_OUT = REPO_ROOT / "python" / "jeirt_lite" / "default_router"
 
 # Chosen on the validation split of data/mmlu_pro (split seed 0); the sweep is reproducible with
 # `python -m training sweep --data data/mmlu_pro ...`.
-DEFAULT_HYPER: dict[str, Any] = {"dim": 128, "dropout": 0.2, "lr": 1e-3, "weight_decay": 1e-2, "seed": 0}
+DEFAULT_HYPER: dict[str, Any] = {"dim": 128, "dropout": 0.5, "lr": 1e-3, "weight_decay": 1e-2, "seed": 0}
 
 
 def main(argv: list[str] | None = None) -> int:
