@@ -90,7 +90,7 @@ def test_knn_uses_only_cells_each_llm_answered() -> None:
     emb = np.array([[1, 0], [1, 0], [0, 1], [1, 0.01]], dtype=np.float32)
     train = Responses(np.array([0, 1, 2, 2]), np.array([0, 1, 0, 1]), np.array([1, 0, 0, 1], np.float32))
     val = Responses(np.array([3, 3]), np.array([0, 1]), np.array([1, 0], np.float32))
-    knn = KnnPerLlm(k_grid=(1,), alpha_grid=(1e-6,)).fit(emb, train, val, 2)
+    knn = KnnPerLlm(k_grid=(1,), alpha_grid=(1e-6,), tau_grid=(None,)).fit(emb, train, val, 2)
     p = knn.predict_proba(emb, np.array([3, 3]), np.array([0, 1]))
     assert p == pytest.approx([1.0, 0.0], abs=1e-4)
 

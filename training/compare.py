@@ -45,7 +45,7 @@ def subset_questions(data: Dataset, keep: np.ndarray) -> Dataset:
 def tuned_settings(predictor: Predictor) -> dict[str, Any]:
     """Whatever a method chose on validation (best effort; for the record only)."""
     out: dict[str, Any] = {}
-    for attr in ("strength", "k", "alpha", "config", "epochs", "val_log_loss", "best_epoch", "best_val_loss"):
+    for attr in ("strength", "k", "alpha", "tau", "config", "epochs", "val_log_loss", "best_epoch", "best_val_loss"):
         value = getattr(predictor, attr, None)
         if value is None:
             continue
