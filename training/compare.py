@@ -64,7 +64,8 @@ def evaluate(data: Dataset, cells: Responses, p: np.ndarray) -> dict[str, Any]:
         "by_subject": metrics_by_group(y, p, np.asarray(data.subjects)[cells.question]),
         "reliability": reliability_table(y, p).to_rows(),
     }
-    if not np.array_equal(np.asarray(data.benchmarks), np.asarray(data.subjects)):
+    benchmarks = np.asarray(data.benchmarks)
+    if len(np.unique(benchmarks)) > 1 and not np.array_equal(benchmarks, np.asarray(data.subjects)):
         result["by_benchmark"] = metrics_by_group(y, p, np.asarray(data.benchmarks)[cells.question])
     return result
 
