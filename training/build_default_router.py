@@ -44,7 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     prep = prepare(args.data, split_seed=0)
     res = fit_and_export(
-        prep, args.out, label=f"default router: JE-IRT trained on {prep.data.name}", **DEFAULT_HYPER
+        prep,
+        args.out,
+        label=f"default router: JE-IRT trained on {prep.data.name}",
+        overwrite=True,  # the new router replaces the shipped one atomically, only once it is complete
+        **DEFAULT_HYPER,
     )
     assert res.router_path is not None
     t, f = res.test, res.floor_test

@@ -131,9 +131,10 @@ def export_router(
     metrics: dict[str, Any] | None = None,
     label: str | None = None,
     parity_tol: float = 1e-4,
+    overwrite: bool = False,
 ) -> tuple[Path, float]:
     """Writes the router folder; returns (path, parity max abs diff). Raises if parity exceeds `parity_tol`."""
-    from training.artifact_io import save_artifact
+    from jeirt_lite.artifact import save_artifact
 
     vectors = predictor.llm_vectors
     if vectors.shape[0] != len(llm_names):
@@ -157,5 +158,6 @@ def export_router(
             training=training,
             metrics=metrics,
             label=label,
+            overwrite=overwrite,
         )
     return Path(path), diff

@@ -129,6 +129,7 @@ def fit_and_export(
     *,
     label: str | None = None,
     progress: bool = True,
+    overwrite: bool = False,
     **hyper: Any,
 ) -> FitResult:
     predictor = JeirtPredictor(**hyper).fit(
@@ -162,6 +163,7 @@ def fit_and_export(
             training=training_summary(prep, predictor),
             metrics=metrics,
             label=label,
+            overwrite=overwrite,
         )
     return result
 
