@@ -175,3 +175,15 @@ def test_an_onboarded_llm_gets_identity_calibration_and_its_cost(router: Router)
     assert grown.costs["new"] == 3.0
     with pytest.raises(JeirtError, match="cost of 'x' must be finite"):
         router.add_llm_vectors("x", q, (np.arange(50) % 2), cost=float("inf"))
+
+
+def test_cost_proxy_parses_parameter_counts() -> None:
+    from training.routing_eval import DEFAULT_COST_B, cost_proxy, has_size
+
+    assert cost_proxy("Llama-2-70b-hf") == 70
+    assert cost_proxy("Mixtral-8x7B-Instruct-v0.1") == 56
+    assert cost_proxy("Qwen1.5-110B") == 110
+    assert cost_proxy("Meta-Llama-3_1-8B-Instruct") == 8
+    assert cost_proxy("Yi-6b-Chat") == 6
+    assert cost_proxy("Phi-3-mini-4k-instruct") == 3.8
+    assert cost_proxy("gpt-4o-2024-05-13") == DEFAULT_COST_B and not has_size("gpt-4o-2024-05-13")
