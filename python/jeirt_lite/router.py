@@ -17,6 +17,7 @@ from .llm_params import Calibration, check_costs, cost_vector, make_calibration,
 from .onboarding import DEFAULT_L2, fit_llm_vector
 from .results import RouteResult
 from .routing import route_rows
+from .suggest import suggest_indices
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -307,6 +308,30 @@ class Router:
         if self._calibration is not None:
             changes["calibration"] = self._calibration.extended().to_manifest()
         return self._with_llms(self.llms + (name,), table, **changes)
+
+    def suggest_questions(
+        self, texts: Sequence[str], budget: int, *, known: Optional[Mapping[int, int]] = None, l2: float = DEFAULT_L2
+    ) -> list[int]:
+        """Which of `texts` to ask a new LLM first, so `add_llm` learns its vector from few answers.
+
+        Greedy D-optimal design on the question directions, weighted by p(1 − p) under the current estimate of
+        the new LLM (the mean LLM before any answer; see `jeirt_lite.suggest`). To work in rounds, ask the
+        suggested questions, then call again with `known={index: 0 or 1}`: the estimate is refitted and asked
+        questions are never suggested again.
+
+        Returns:
+            `budget` indices into `texts`, most informative first.
+        """
+        return self.suggest_questions_vectors(self.embed(texts), budget, known=known, l2=l2)
+
+    def suggest_questions_vectors(
+        self, vectors: np.ndarray, budget: int, *, known: Optional[Mapping[int, int]] = None, l2: float = DEFAULT_L2
+    ) -> list[int]:
+        """`suggest_questions` for question vectors embedded elsewhere."""
+        picks = suggest_indices(
+            self._check_vectors(vectors), budget, prior_mean=self._llm_vectors.mean(axis=0), known=known, l2=l2
+        )
+        return [int(i) for i in picks]
 
     def select_llms(self, names: Sequence[str]) -> "Router":
         """A router restricted to `names` (in that order), e.g. the LLMs a service actually has."""
