@@ -21,20 +21,40 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _answers(path: Path, n: int = 24, label: object = None) -> Path:
-    rows = [{"id": f"q{i}", "text": f"what is the {WORDS[i % 8]} of a {WORDS[(i * 3) % 8]} {i}",
-             "correct": label if label is not None and i == 3 else i % 2} for i in range(n)]
+    rows = [
+        {
+            "id": f"q{i}",
+            "text": f"what is the {WORDS[i % 8]} of a {WORDS[(i * 3) % 8]} {i}",
+            "correct": label if label is not None and i == 3 else i % 2,
+        }
+        for i in range(n)
+    ]
     if path.suffix == ".jsonl":
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     else:
-        path.write_text("id,text,correct\n" + "".join(f"{r['id']},{r['text']},{r['correct']}\n" for r in rows))
+        path.write_text(
+            "id,text,correct\n" + "".join(f"{r['id']},{r['text']},{r['correct']}\n" for r in rows)
+        )
     return path
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
-def test_add_llm_writes_a_router_with_the_new_llm(tiny_router_path: Path, tmp_path: Path, suffix: str) -> None:
+def test_add_llm_writes_a_router_with_the_new_llm(
+    tiny_router_path: Path, tmp_path: Path, suffix: str
+) -> None:
     answers = _answers(tmp_path / f"answers{suffix}")
-    done = run_cli("add-llm", str(tiny_router_path), "--name", "newbie", "--answers", str(answers),
-                   "-o", str(tmp_path / "grown"), "--cost", "3.5")
+    done = run_cli(
+        "add-llm",
+        str(tiny_router_path),
+        "--name",
+        "newbie",
+        "--answers",
+        str(answers),
+        "-o",
+        str(tmp_path / "grown"),
+        "--cost",
+        "3.5",
+    )
     assert done.returncode == 0, done.stderr
     assert "added 'newbie' from 24 answers (12 correct)" in done.stdout
     grown = Router.load(tmp_path / "grown")
@@ -47,8 +67,16 @@ def test_add_llm_parquet(tiny_router_path: Path, tmp_path: Path) -> None:
 
     table = pa.table({"text": [f"what is the {w}" for w in WORDS], "correct": [True, False] * 4})
     pq.write_table(table, tmp_path / "a.parquet")
-    done = run_cli("add-llm", str(tiny_router_path), "--name", "p", "--answers", str(tmp_path / "a.parquet"),
-                   "-o", str(tmp_path / "out"))
+    done = run_cli(
+        "add-llm",
+        str(tiny_router_path),
+        "--name",
+        "p",
+        "--answers",
+        str(tmp_path / "a.parquet"),
+        "-o",
+        str(tmp_path / "out"),
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -80,7 +108,9 @@ def test_add_llm_errors_are_clear(tiny_router_path: Path, tmp_path: Path, setup:
         name = "llm-0"
     if setup == "exists":
         out.mkdir()
-    done = run_cli("add-llm", str(tiny_router_path), "--name", name, "--answers", str(answers), "-o", str(out))
+    done = run_cli(
+        "add-llm", str(tiny_router_path), "--name", name, "--answers", str(answers), "-o", str(out)
+    )
     assert done.returncode == 1
     assert message in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
@@ -93,8 +123,16 @@ def test_suggest_prints_and_writes_picks(tiny_router_path: Path, tmp_path: Path)
     picks = [json.loads(line) for line in done.stdout.splitlines()]
     assert [p["rank"] for p in picks] == [1, 2, 3, 4, 5]
     assert len({p["row"] for p in picks}) == 5 and all(p["id"] == f"q{p['row']}" for p in picks)
-    done = run_cli("suggest", str(tiny_router_path), "--questions", str(bank), "--budget", "3",
-                   "-o", str(tmp_path / "ask.jsonl"))
+    done = run_cli(
+        "suggest",
+        str(tiny_router_path),
+        "--questions",
+        str(bank),
+        "--budget",
+        "3",
+        "-o",
+        str(tmp_path / "ask.jsonl"),
+    )
     assert done.returncode == 0 and len((tmp_path / "ask.jsonl").read_text().splitlines()) == 3
     done = run_cli("suggest", str(tiny_router_path), "--questions", str(bank), "--budget", "99")
     assert done.returncode == 1 and "budget must be an integer in 1..24" in done.stderr

@@ -120,7 +120,9 @@ def test_costs_are_needed_for_every_routed_llm(tiny_router_path: Path) -> None:
     with pytest.raises(JeirtError, match="needs a cost for every LLM; missing: llm-0"):
         Router.load(tiny_router_path).route_vectors(_questions(partial, 3), min_probability=0.5)
     # Among LLMs that have a cost it works.
-    assert partial.route_vectors(_questions(partial, 3), cost_weight=0.1, llms=["llm-0"]).best == ["llm-0"] * 3
+    assert (
+        partial.route_vectors(_questions(partial, 3), cost_weight=0.1, llms=["llm-0"]).best == ["llm-0"] * 3
+    )
 
 
 def _edit_manifest(router_path: Path, tmp_path: Path, **fields: object) -> Path:
@@ -160,8 +162,9 @@ def test_bad_calibration_or_costs_in_the_manifest_fail_at_load(
 def test_nan_in_a_stored_calibration_is_rejected(tiny_router_path: Path, tmp_path: Path) -> None:
     path = _edit_manifest(tiny_router_path, tmp_path)
     text = (path / "router.json").read_text().rstrip()[:-1]
-    (path / "router.json").write_text(text + ', "calibration": {"kind": "global", "scale": [NaN, 1, 1, 1, 1], '
-                                      '"bias": [0, 0, 0, 0, 0]}}')
+    (path / "router.json").write_text(
+        text + ', "calibration": {"kind": "global", "scale": [NaN, 1, 1, 1, 1], "bias": [0, 0, 0, 0, 0]}}'
+    )
     with pytest.raises(JeirtError, match=r"scale\[0\] must be a finite number"):
         Router.load(path)
 

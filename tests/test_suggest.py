@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from jeirt_lite import JeirtError, Router
 from jeirt_lite.onboarding import fit_llm_vector
 from jeirt_lite.suggest import suggest_indices
@@ -16,7 +15,9 @@ from jeirt_lite.suggest import suggest_indices
 def _pool(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
     # Anisotropic directions: a few directions are rare, which is where a random sample learns least.
     q = rng.normal(size=(n, d)) * np.geomspace(1.0, 0.05, d)
-    return (q / np.linalg.norm(q, axis=1, keepdims=True) * rng.uniform(0.5, 1.5, size=(n, 1))).astype(np.float32)
+    return (q / np.linalg.norm(q, axis=1, keepdims=True) * rng.uniform(0.5, 1.5, size=(n, 1))).astype(
+        np.float32
+    )
 
 
 def test_budget_no_repeats_and_known_rows_are_skipped() -> None:
@@ -68,8 +69,11 @@ def test_adaptive_questions_estimate_the_true_vector_better_than_random() -> Non
 
 def test_router_suggest_questions_on_texts(tiny_router_path: Path) -> None:
     router = Router.load(tiny_router_path, threads=1)
-    texts = [f"what is the {w} of a {v}" for w in ("derivative", "integral", "price", "mass") for v in
-             ("cell", "market", "circuit", "king", "war")]
+    texts = [
+        f"what is the {w} of a {v}"
+        for w in ("derivative", "integral", "price", "mass")
+        for v in ("cell", "market", "circuit", "king", "war")
+    ]
     picks = router.suggest_questions(texts, 5)
     assert len(picks) == 5 and len(set(picks)) == 5 and all(0 <= i < len(texts) for i in picks)
     again = router.suggest_questions(texts, 5, known={i: 1 for i in picks})

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-
 from jeirt_lite import Router
-from training.calibration import cell_logits, calibrate_router, fit_calibration, fit_temperature_bias
+
+from training.calibration import calibrate_router, cell_logits, fit_calibration, fit_temperature_bias
 from training.types import Responses
 
 
@@ -35,14 +35,18 @@ def test_a_one_sided_llm_stays_finite() -> None:
     assert np.isfinite(a).all() and np.isfinite(b).all() and a[0] > 0
 
 
-def test_calibrate_router_stores_a_calibration_the_router_applies(tiny_router_path: Path, tmp_path: Path) -> None:
+def test_calibrate_router_stores_a_calibration_the_router_applies(
+    tiny_router_path: Path, tmp_path: Path
+) -> None:
     router = Router.load(tiny_router_path)
     path = router.save(tmp_path / "r")
     rng = np.random.default_rng(1)
     qv = rng.normal(size=(300, router.dim)).astype(np.float32)
     cells = Responses(np.repeat(np.arange(300), 5), np.tile(np.arange(5), 300), np.zeros(1500, np.float32))
     z = cell_logits(qv, router.llm_vectors, cells)
-    cells = Responses(cells.question, cells.llm, (rng.random(1500) < 1 / (1 + np.exp(-0.5 * z))).astype(np.float32))
+    cells = Responses(
+        cells.question, cells.llm, (rng.random(1500) < 1 / (1 + np.exp(-0.5 * z))).astype(np.float32)
+    )
     predictor = SimpleNamespace(question_vectors=lambda emb: emb, llm_vectors=router.llm_vectors)
     prep = SimpleNamespace(embeddings=qv, val=cells, data=SimpleNamespace(n_llms=5))
     stored = calibrate_router(path, prep, predictor)

@@ -83,17 +83,25 @@ def apply_calibration(logits: np.ndarray, llm: np.ndarray, calibration: dict[str
     return 1.0 / (1.0 + np.exp(-(scale[llm] * logits + bias[llm])))
 
 
-def calibrate_router(router_path: Path | str, prep: Any, predictor: Any, kind: str = "per_llm") -> dict[str, Any]:
+def calibrate_router(
+    router_path: Path | str, prep: Any, predictor: Any, kind: str = "per_llm"
+) -> dict[str, Any]:
     """Fit the calibration on `prep.val` with the trained `predictor` and store it in the router folder at
     `router_path` (rewritten in place). Returns the manifest field."""
     from jeirt_lite import Router
 
     vectors = predictor.question_vectors(prep.embeddings)
     calibration = fit_calibration(
-        cell_logits(vectors, predictor.llm_vectors, prep.val), prep.val.correct, prep.val.llm, prep.data.n_llms, kind
+        cell_logits(vectors, predictor.llm_vectors, prep.val),
+        prep.val.correct,
+        prep.val.llm,
+        prep.data.n_llms,
+        kind,
     )
     router = Router.load(router_path)
-    router.with_calibration(calibration["scale"], calibration["bias"], kind=kind).save(router_path, overwrite=True)
+    router.with_calibration(calibration["scale"], calibration["bias"], kind=kind).save(
+        router_path, overwrite=True
+    )
     return calibration
 
 
@@ -113,13 +121,20 @@ def main(argv: list[str] | None = None) -> int:
     rows = [("raw model", raw)]
     for kind in ("global", "per_llm"):
         cal = fit_calibration(val_z, prep.val.correct, prep.val.llm, prep.data.n_llms, kind)
-        rows.append((f"{kind} temperature + bias (fitted on validation)", apply_calibration(test_z, prep.test.llm, cal)))
+        rows.append(
+            (
+                f"{kind} temperature + bias (fitted on validation)",
+                apply_calibration(test_z, prep.test.llm, cal),
+            )
+        )
         if kind == "global":
             print(f"global: scale {cal['scale'][0]:.3f}, bias {cal['bias'][0]:.3f}")
         else:
             s = np.asarray(cal["scale"])
-            print(f"per-LLM scale range {s.min():.3f}..{s.max():.3f}, bias range "
-                  f"{min(cal['bias']):.3f}..{max(cal['bias']):.3f}")
+            print(
+                f"per-LLM scale range {s.min():.3f}..{s.max():.3f}, bias range "
+                f"{min(cal['bias']):.3f}..{max(cal['bias']):.3f}"
+            )
     print(f"\ntest split, {len(prep.test)} cells\n")
     print("| probabilities | ECE | log-loss | Brier | AUC |\n|---|---:|---:|---:|---:|")
     for name, p in rows:

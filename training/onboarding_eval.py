@@ -20,10 +20,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
 from jeirt_lite import kernels
 from jeirt_lite.onboarding import fit_llm_vector
 from jeirt_lite.suggest import suggest_indices
+
 from training.metrics import accuracy, log_loss, roc_auc
 from training.onboarding_runs import DEFAULT_DATA, REPO_ROOT
 
@@ -66,8 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     kept = set(held["kept"].tolist())
     held_out = [k for k in range(prep.data.n_llms) if k not in kept]
     qv_h, prior = held["question_vectors"], held["llm_vectors"].mean(axis=0)
-    print(f"held out: {', '.join(prep.data.llm_names[k] for k in held_out)}; "
-          f"held-out run {float(held['seconds']):.0f}s, joint run {float(joint['seconds']):.0f}s of training\n")
+    print(
+        f"held out: {', '.join(prep.data.llm_names[k] for k in held_out)}; "
+        f"held-out run {float(held['seconds']):.0f}s, joint run {float(joint['seconds']):.0f}s of training\n"
+    )
 
     rows: dict[str, list[dict[str, float]]] = {}
     curve: dict[str, list[float]] = {}
@@ -84,11 +86,15 @@ def main(argv: list[str] | None = None) -> int:
                 pick = np.random.default_rng(seed).choice(len(tq), n, replace=False)
                 m = fit_llm_vector(qv_h[tq[pick]], ty[pick], prior_mean=prior)
                 results.append(_scores(qv_h, m, sq, sy))
-            table[f"{fraction:.0%} ({n} labels)"] = {key: float(np.mean([r[key] for r in results])) for key in results[0]}
+            table[f"{fraction:.0%} ({n} labels)"] = {
+                key: float(np.mean([r[key] for r in results])) for key in results[0]
+            }
         table["joint training"] = _scores(joint["question_vectors"], joint["llm_vectors"][k], sq, sy)
         for label, scores in table.items():
             rows.setdefault(label.split(" (")[0], []).append(scores)
-        print(f"#### {name} ({len(tq)} training answers, {len(sq)} test answers, train accuracy {ty.mean():.3f})\n")
+        print(
+            f"#### {name} ({len(tq)} training answers, {len(sq)} test answers, train accuracy {ty.mean():.3f})\n"
+        )
         print("| labels | test AUC | accuracy | log-loss |\n|---|---:|---:|---:|")
         for label, s in table.items():
             print(f"| {label} | {s['auc']:.3f} | {s['accuracy']:.3f} | {s['log_loss']:.3f} |")
@@ -103,12 +109,19 @@ def main(argv: list[str] | None = None) -> int:
             ]
             chosen = adaptive_rows(pool, ty, n, prior)
             adapt = _scores(qv_h, fit_llm_vector(pool[chosen], ty[chosen], prior_mean=prior), sq, sy)
-            curve.setdefault(f"{fraction:.1%}", []).extend([
-                n, np.mean([r["auc"] for r in rand]), adapt["auc"],
-                np.mean([r["log_loss"] for r in rand]), adapt["log_loss"],
-            ])
+            curve.setdefault(f"{fraction:.1%}", []).extend(
+                [
+                    n,
+                    np.mean([r["auc"] for r in rand]),
+                    adapt["auc"],
+                    np.mean([r["log_loss"] for r in rand]),
+                    adapt["log_loss"],
+                ]
+            )
 
-    print("#### mean over the held-out LLMs\n\n| labels | test AUC | accuracy | log-loss |\n|---|---:|---:|---:|")
+    print(
+        "#### mean over the held-out LLMs\n\n| labels | test AUC | accuracy | log-loss |\n|---|---:|---:|---:|"
+    )
     for label, scores in rows.items():
         mean = {key: float(np.mean([s[key] for s in scores])) for key in scores[0]}
         print(f"| {label} | {mean['auc']:.3f} | {mean['accuracy']:.3f} | {mean['log_loss']:.3f} |")

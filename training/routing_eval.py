@@ -24,12 +24,17 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
 from jeirt_lite import kernels
+
 from training.onboarding_runs import DEFAULT_DATA, REPO_ROOT
 
 # Published total parameter counts of open models whose names do not carry one.
-KNOWN_SIZES_B = {"DeepSeek-Coder-V2": 236.0, "Phi-3-mini": 3.8, "c4ai-command-r-v01": 35.0, "jamba-1.5-large": 398.0}
+KNOWN_SIZES_B = {
+    "DeepSeek-Coder-V2": 236.0,
+    "Phi-3-mini": 3.8,
+    "c4ai-command-r-v01": 35.0,
+    "jamba-1.5-large": 398.0,
+}
 # Names without a known parameter count (gpt-4o, gemini, the "deepseek" API run) are closed API models: counted
 # as this many billions. A stated proxy, not a price list.
 DEFAULT_COST_B = 200.0
@@ -50,7 +55,9 @@ def cost_proxy(name: str) -> float:
     return float(size.group(1)) if size else DEFAULT_COST_B
 
 
-def answer_matrix(question: np.ndarray, llm: np.ndarray, correct: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
+def answer_matrix(
+    question: np.ndarray, llm: np.ndarray, correct: np.ndarray, rows: np.ndarray, k: int
+) -> np.ndarray:
     """(len(rows), K) float matrix of answers to the questions `rows`, NaN where not observed."""
     position = np.full(int(max(rows.max(), question.max())) + 1, -1, dtype=np.int64)
     position[rows] = np.arange(len(rows))
@@ -98,9 +105,15 @@ def evaluate(prep, question_vectors: np.ndarray, llm_vectors: np.ndarray, open_o
     costs = np.array([cost_proxy(name) for name in prep.data.llm_names])
     best_single = int(np.argmax(train_acc))
     keep = observed.any(axis=1)
-    y, observed, p, subject_scores, test_rows = y[keep], observed[keep], p[keep], subject_scores[keep], test_rows[keep]
+    y, observed, p, subject_scores, test_rows = (
+        y[keep],
+        observed[keep],
+        p[keep],
+        subject_scores[keep],
+        test_rows[keep],
+    )
     result = {
-        "n_questions": int(len(test_rows)),
+        "n_questions": len(test_rows),
         "mean_candidates": float(observed.sum(axis=1).mean()),
         "router": accuracy_of(pick(p, observed), y),
         "best_single": accuracy_of(pick(np.broadcast_to(train_acc, y.shape), observed), y),
@@ -146,8 +159,10 @@ def report(r: dict) -> None:  # type: ignore[type-arg]
     print(f"| oracle (any candidate correct) | {r['oracle']:.3f} | |")
     print(f"| JE-IRT router (most likely) | {r['router']:.3f} | {r['router_mean_cost']:.0f} |")
     print(f"| best LLM per subject (train) | {r['best_per_subject']:.3f} | |")
-    print(f"| best single LLM (train): {r['best_single_name']} | {r['best_single']:.3f} | "
-          f"{r['best_single_cost']:.0f} |")
+    print(
+        f"| best single LLM (train): {r['best_single_name']} | {r['best_single']:.3f} | "
+        f"{r['best_single_cost']:.0f} |"
+    )
     print(f"| average LLM | {r['mean_llm']:.3f} | |")
     print("\n| rule | setting | accuracy | mean cost (B params) |\n|---|---:|---:|---:|")
     for kind, value, acc, cost in r["curve"]:

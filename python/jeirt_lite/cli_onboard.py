@@ -100,12 +100,19 @@ def add_parsers(commands: Any, common: argparse.ArgumentParser, formatter: Any, 
     )
     add.add_argument("router", type=Path, metavar="ROUTER", help="router folder to extend")
     add.add_argument("--name", required=True, help="the new LLM's name (must not be in the router)")
-    add.add_argument("--answers", type=Path, required=True, metavar="FILE",
-                     help="CSV/JSONL/Parquet with a text and a correct (0/1, true/false) column")
+    add.add_argument(
+        "--answers",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="CSV/JSONL/Parquet with a text and a correct (0/1, true/false) column",
+    )
     add.add_argument("-o", "--output", type=Path, required=True, metavar="NEW_ROUTER", help="folder to write")
     add.add_argument("--text-column", default="text")
     add.add_argument("--label-column", default="correct")
-    add.add_argument("--cost", type=float, default=None, help="the new LLM's cost, stored for cost-aware routing")
+    add.add_argument(
+        "--cost", type=float, default=None, help="the new LLM's cost, stored for cost-aware routing"
+    )
     add.add_argument("--overwrite", action="store_true", help="replace NEW_ROUTER if it exists")
 
     suggest = commands.add_parser(
@@ -116,11 +123,19 @@ def add_parsers(commands: Any, common: argparse.ArgumentParser, formatter: Any, 
         epilog=f"example:\n  {prog} suggest router/ --questions bank.jsonl --budget 50 -o ask.jsonl",
     )
     suggest.add_argument("router", type=Path, metavar="ROUTER", help="router folder")
-    suggest.add_argument("--questions", type=Path, required=True, metavar="FILE", help="CSV/JSONL/Parquet bank")
+    suggest.add_argument(
+        "--questions", type=Path, required=True, metavar="FILE", help="CSV/JSONL/Parquet bank"
+    )
     suggest.add_argument("--budget", type=int, required=True, help="how many questions to pick")
     suggest.add_argument("--text-column", default="text")
-    suggest.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
-                         help="write the picks as JSONL ({rank, row, id, text}); default: print to stdout")
+    suggest.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the picks as JSONL ({rank, row, id, text}); default: print to stdout",
+    )
 
 
 def run_add_llm(args: argparse.Namespace, out: TextIO) -> int:
@@ -144,8 +159,10 @@ def run_suggest(args: argparse.Namespace, out: TextIO) -> int:
     router = Router.load(args.router, threads=args.threads)
     texts, _, ids = read_questions(args.questions, args.text_column)
     picks = router.suggest_questions(texts, args.budget)
-    lines = [json.dumps({"rank": r + 1, "row": i, "id": ids[i], "text": texts[i]}, default=str)
-             for r, i in enumerate(picks)]
+    lines = [
+        json.dumps({"rank": r + 1, "row": i, "id": ids[i], "text": texts[i]}, default=str)
+        for r, i in enumerate(picks)
+    ]
     if args.output is None:
         out.write("\n".join(lines) + "\n")
     else:

@@ -92,7 +92,9 @@ def probabilities(
     """
     q, m = _as_matrix(questions, "questions"), _as_matrix(llms, "llms")
     k = m.shape[0]
-    return _core.probabilities(q, m, _threads(threads), _per_llm(scale, "scale", k), _per_llm(bias, "bias", k))
+    return _core.probabilities(
+        q, m, _threads(threads), _per_llm(scale, "scale", k), _per_llm(bias, "bias", k)
+    )
 
 
 def top_k(
@@ -177,4 +179,6 @@ def mean_probability(
     """
     q, m = _as_matrix(questions, "questions"), _as_matrix(llms, "llms")
     k = m.shape[0]
-    return _core.mean_probability(q, m, _threads(threads), _per_llm(scale, "scale", k), _per_llm(bias, "bias", k))
+    return _core.mean_probability(
+        q, m, _threads(threads), _per_llm(scale, "scale", k), _per_llm(bias, "bias", k)
+    )

@@ -59,13 +59,16 @@ def _floats(value: Any, field: str, k: int, where: str) -> np.ndarray:
     return out
 
 
+def _as_list(value: Any) -> Any:
+    return value.tolist() if isinstance(value, np.ndarray) else value
+
+
 def make_calibration(scale: Any, bias: Any, kind: str, k: int, where: str = "calibration") -> Calibration:
     """A validated calibration for K LLMs (lists or arrays of K finite numbers, scale > 0)."""
     if kind not in CALIBRATION_KINDS:
         raise JeirtError(f"{where}: kind must be one of {', '.join(CALIBRATION_KINDS)}, got {kind!r}")
-    as_list = lambda v: v.tolist() if isinstance(v, np.ndarray) else v  # noqa: E731
-    s = _floats(as_list(scale), "calibration.scale", k, where)
-    b = _floats(as_list(bias), "calibration.bias", k, where)
+    s = _floats(_as_list(scale), "calibration.scale", k, where)
+    b = _floats(_as_list(bias), "calibration.bias", k, where)
     bad = np.flatnonzero(s <= 0)
     if bad.size:
         raise JeirtError(f"{where}: calibration.scale[{int(bad[0])}] must be > 0, got {s[bad[0]]!r}")
@@ -101,7 +104,9 @@ def check_costs(value: Any, llm_names: Sequence[str], where: str) -> dict[str, f
     return out
 
 
-def parse_costs(manifest: Mapping[str, Any], llm_names: Sequence[str], where: str) -> Optional[dict[str, float]]:
+def parse_costs(
+    manifest: Mapping[str, Any], llm_names: Sequence[str], where: str
+) -> Optional[dict[str, float]]:
     value = manifest.get("costs")
     return None if value is None else check_costs(value, llm_names, where)
 

@@ -50,7 +50,8 @@ class RouteResult:
     def __getitem__(self, i: int) -> list[tuple[str, float]]:
         """(name, probability) pairs for question i, best first."""
         return [
-            (self.llm_names[j], float(p)) for j, p in zip(self.indices[i].tolist(), self.probabilities[i].tolist())
+            (self.llm_names[j], float(p))
+            for j, p in zip(self.indices[i].tolist(), self.probabilities[i].tolist())
         ]
 
     def __iter__(self) -> Iterator[list[tuple[str, float]]]:

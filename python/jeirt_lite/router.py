@@ -25,7 +25,16 @@ DEFAULT_ROUTER_PATH = Path(__file__).parent / "default_router"
 
 # Manifest fields that save_artifact writes itself; everything else is carried over by Router.save.
 _STANDARD_FIELDS = {
-    "format", "format_version", "package_version", "label", "dim", "llms", "encoder", "files", "training", "metrics",
+    "format",
+    "format_version",
+    "package_version",
+    "label",
+    "dim",
+    "llms",
+    "encoder",
+    "files",
+    "training",
+    "metrics",
 }
 
 
@@ -163,7 +172,12 @@ class Router:
             llms: route only among these LLMs (e.g. those a service has); indices still refer to the full table.
         """
         return self.route_vectors(
-            self.embed(texts), k, costs=costs, cost_weight=cost_weight, min_probability=min_probability, llms=llms
+            self.embed(texts),
+            k,
+            costs=costs,
+            cost_weight=cost_weight,
+            min_probability=min_probability,
+            llms=llms,
         )
 
     def difficulty(self, texts: Sequence[str]) -> np.ndarray:
@@ -217,7 +231,9 @@ class Router:
         )
         if llms is not None:
             indices = np.asarray(rows, dtype=np.uint32)[indices]
-        return RouteResult(indices=indices, probabilities=probabilities, llm_names=self.llms, fallback=fallback)
+        return RouteResult(
+            indices=indices, probabilities=probabilities, llm_names=self.llms, fallback=fallback
+        )
 
     def _subset_rows(self, names: Sequence[str]) -> list[int]:
         if isinstance(names, str):
@@ -298,7 +314,9 @@ class Router:
         if name in self.llms:
             raise JeirtError(f"LLM {name!r} is already in this router")
         questions = self._check_vectors(vectors)
-        vector = fit_llm_vector(questions, np.asarray(correct), prior_mean=self._llm_vectors.mean(axis=0), l2=l2)
+        vector = fit_llm_vector(
+            questions, np.asarray(correct), prior_mean=self._llm_vectors.mean(axis=0), l2=l2
+        )
         table = np.vstack([self._llm_vectors, vector[None, :]])
         record = {"name": name, "answers": int(questions.shape[0]), "l2": float(l2)}
         onboarded = list(self.manifest.get("onboarded") or []) + [record]
@@ -310,7 +328,12 @@ class Router:
         return self._with_llms(self.llms + (name,), table, **changes)
 
     def suggest_questions(
-        self, texts: Sequence[str], budget: int, *, known: Optional[Mapping[int, int]] = None, l2: float = DEFAULT_L2
+        self,
+        texts: Sequence[str],
+        budget: int,
+        *,
+        known: Optional[Mapping[int, int]] = None,
+        l2: float = DEFAULT_L2,
     ) -> list[int]:
         """Which of `texts` to ask a new LLM first, so `add_llm` learns its vector from few answers.
 
@@ -325,11 +348,20 @@ class Router:
         return self.suggest_questions_vectors(self.embed(texts), budget, known=known, l2=l2)
 
     def suggest_questions_vectors(
-        self, vectors: np.ndarray, budget: int, *, known: Optional[Mapping[int, int]] = None, l2: float = DEFAULT_L2
+        self,
+        vectors: np.ndarray,
+        budget: int,
+        *,
+        known: Optional[Mapping[int, int]] = None,
+        l2: float = DEFAULT_L2,
     ) -> list[int]:
         """`suggest_questions` for question vectors embedded elsewhere."""
         picks = suggest_indices(
-            self._check_vectors(vectors), budget, prior_mean=self._llm_vectors.mean(axis=0), known=known, l2=l2
+            self._check_vectors(vectors),
+            budget,
+            prior_mean=self._llm_vectors.mean(axis=0),
+            known=known,
+            l2=l2,
         )
         return [int(i) for i in picks]
 
@@ -348,7 +380,9 @@ class Router:
             changes["costs"] = {name: cost for name, cost in self.costs.items() if name in wanted}
         return self._with_llms(tuple(wanted), self._llm_vectors[rows], **changes)
 
-    def with_calibration(self, scale: Sequence[float], bias: Sequence[float], *, kind: str = "per_llm") -> "Router":
+    def with_calibration(
+        self, scale: Sequence[float], bias: Sequence[float], *, kind: str = "per_llm"
+    ) -> "Router":
         """A router whose probabilities are sigmoid(scale[j] * logit + bias[j]) (one entry per LLM, in table
         order; scale > 0). Fit them on held-out answers, e.g. with training/calibration.py."""
         calibration = make_calibration(scale, bias, kind, len(self.llms))

@@ -44,7 +44,11 @@ def route_rows(
     """(indices (N, k) uint32, probabilities (N, k) float32, fallback (N,) bool or None) for one LLM table."""
     scale = None if calibration is None else calibration.scale
     bias = None if calibration is None else calibration.bias
-    if isinstance(cost_weight, bool) or not isinstance(cost_weight, (int, float)) or not np.isfinite(cost_weight):
+    if (
+        isinstance(cost_weight, bool)
+        or not isinstance(cost_weight, (int, float))
+        or not np.isfinite(cost_weight)
+    ):
         raise JeirtError(f"cost_weight must be a finite number, got {cost_weight!r}")
     if cost_weight < 0:
         raise JeirtError(f"cost_weight must be >= 0 (a trade-off weight), got {cost_weight!r}")
@@ -57,7 +61,9 @@ def route_rows(
 
     threshold = _check_probability(min_probability)
     if cost_weight != 0:
-        raise JeirtError("use either cost_weight (trade-off) or min_probability (cheapest above it), not both")
+        raise JeirtError(
+            "use either cost_weight (trade-off) or min_probability (cheapest above it), not both"
+        )
     if costs is None:
         raise JeirtError("min_probability routing needs costs (in the router or passed in)")
     if not 1 <= k <= llm_vectors.shape[0]:

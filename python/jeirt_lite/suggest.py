@@ -60,7 +60,9 @@ def suggest_indices(
     labels = check_labels(np.array([known[int(r)] for r in rows]), len(rows)) if len(rows) else np.zeros(0)
     available = n - len(rows)
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or not 1 <= budget <= available:
-        raise JeirtError(f"budget must be an integer in 1..{available} (questions not yet answered), got {budget!r}")
+        raise JeirtError(
+            f"budget must be an integer in 1..{available} (questions not yet answered), got {budget!r}"
+        )
 
     u, norms = _directions(q)
     m = np.asarray(prior_mean, dtype=np.float64)
