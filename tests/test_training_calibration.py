@@ -49,9 +49,10 @@ def test_calibrate_router_stores_a_calibration_the_router_applies(
     )
     predictor = SimpleNamespace(question_vectors=lambda emb: emb, llm_vectors=router.llm_vectors)
     prep = SimpleNamespace(embeddings=qv, val=cells, data=SimpleNamespace(n_llms=5))
-    stored = calibrate_router(path, prep, predictor)
+    stored = calibrate_router(path, prep, predictor, kind="per_llm", costs={"llm-0": 1.0})
     loaded = Router.load(path)
     assert loaded.calibration is not None and loaded.manifest["calibration"]["kind"] == "per_llm"
+    assert loaded.costs == {"llm-0": 1.0}
     np.testing.assert_allclose(loaded.calibration.scale, stored["scale"], rtol=1e-6)  # stored as float32
     assert 0.2 < float(np.mean(loaded.calibration.scale)) < 0.9  # the data were generated with scale 0.5
     p = 1 / (1 + np.exp(-(np.asarray(stored["scale"]) * z.reshape(300, 5) + np.asarray(stored["bias"]))))

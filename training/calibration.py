@@ -84,10 +84,17 @@ def apply_calibration(logits: np.ndarray, llm: np.ndarray, calibration: dict[str
 
 
 def calibrate_router(
-    router_path: Path | str, prep: Any, predictor: Any, kind: str = "per_llm"
+    router_path: Path | str,
+    prep: Any,
+    predictor: Any,
+    kind: str = "global",
+    costs: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """Fit the calibration on `prep.val` with the trained `predictor` and store it in the router folder at
-    `router_path` (rewritten in place). Returns the manifest field."""
+    """Fit the calibration on `prep.val` with the trained `predictor` and store it (and `costs`, if given) in the
+    router folder at `router_path` (rewritten in place). Returns the calibration manifest field.
+
+    "global" is the default: on mmlu_pro it halves the test ECE like "per_llm" does, and keeps the AUC.
+    """
     from jeirt_lite import Router
 
     vectors = predictor.question_vectors(prep.embeddings)
@@ -98,10 +105,10 @@ def calibrate_router(
         prep.data.n_llms,
         kind,
     )
-    router = Router.load(router_path)
-    router.with_calibration(calibration["scale"], calibration["bias"], kind=kind).save(
-        router_path, overwrite=True
-    )
+    router = Router.load(router_path).with_calibration(calibration["scale"], calibration["bias"], kind=kind)
+    if costs is not None:
+        router = router.with_costs(costs)
+    router.save(router_path, overwrite=True)
     return calibration
 
 
