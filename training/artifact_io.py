@@ -22,13 +22,17 @@ _PYTHON_SRC = Path(__file__).resolve().parent.parent / "python"
 
 
 def _runtime_writer() -> Callable[..., Path] | None:
-    if str(_PYTHON_SRC) not in sys.path:
-        sys.path.insert(0, str(_PYTHON_SRC))
-    try:
-        from jeirt_lite.artifact import save_artifact as runtime_save
-    except ImportError:
-        return None
-    return runtime_save
+    """The installed jeirt_lite's writer, else the one in this checkout's python/ (needs the built extension)."""
+    for attempt in range(2):
+        try:
+            from jeirt_lite.artifact import save_artifact as runtime_save
+        except ImportError:
+            if attempt == 0 and str(_PYTHON_SRC) not in sys.path:
+                sys.path.append(str(_PYTHON_SRC))
+                continue
+            return None
+        return runtime_save
+    return None
 
 
 def _sha256(path: Path) -> str:

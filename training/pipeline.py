@@ -89,10 +89,19 @@ class FitResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def _display_path(source: str) -> str:
+    """Repo-relative when the data lives in this repository, so a manifest does not leak a machine's paths."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        return str(Path(source).resolve().relative_to(root))
+    except ValueError:
+        return str(source)
+
+
 def training_summary(prep: Prepared, predictor: JeirtPredictor) -> dict[str, Any]:
     return {
         "method": "JE-IRT (frozen encoder + 2-layer MLP adapter, LLM vectors; logit = q·m/|q| - |q|)",
-        "data": prep.source,
+        "data": _display_path(prep.source),
         "dataset": prep.data.name,
         "n_questions": prep.data.n_questions,
         "n_llms": prep.data.n_llms,
