@@ -73,7 +73,7 @@ def suggest_indices(
     d = q.shape[1]
     information = l2 * np.eye(d) + (u[rows] * w[rows, None]).T @ u[rows]
     inverse = np.linalg.inv(information)
-    leverage = np.einsum("ij,jk,ik->i", u, inverse, u)  # u_i' A^-1 u_i for every candidate
+    leverage = np.sum((u @ inverse) * u, axis=1)  # u_i^T A^-1 u_i for every candidate
     asked = np.zeros(n, dtype=bool)
     asked[rows] = True
     picks = np.empty(budget, dtype=np.int64)
