@@ -9,7 +9,7 @@ one joint run on all LLMs. Each held-out LLM is then added with `fit_llm_vector`
 the mean LLM vector) from a random fraction of its answers to TRAINING questions, and scored on its TEST answers.
 Fractions below 100% are averaged over SEEDS random draws.
 
-Adaptive vs random: labels are bought in ROUNDS rounds; each round asks the questions `suggest_indices` picks
+Adaptive vs random: labels are bought in ROUNDS rounds (optionally after a random half); each round asks the questions `suggest_indices` picks
 (greedy D-optimal under the current estimate, refitted from the answers so far) among the LLM's training questions.
 """
 
@@ -43,10 +43,14 @@ def _scores(qv: np.ndarray, m: np.ndarray, questions: np.ndarray, y: np.ndarray)
     return {"auc": roc_auc(y, p), "accuracy": accuracy(y, p), "log_loss": log_loss(y, p)}
 
 
-def adaptive_rows(qv: np.ndarray, y: np.ndarray, budget: int, prior: np.ndarray) -> np.ndarray:
-    """Rows of (qv, y) bought in ROUNDS rounds of suggest_indices, answers revealed after each round."""
-    known: dict[int, int] = {}
-    sizes = np.diff(np.linspace(0, budget, ROUNDS + 1).round().astype(int))
+def adaptive_rows(
+    qv: np.ndarray, y: np.ndarray, budget: int, prior: np.ndarray, random_first: int = 0
+) -> np.ndarray:
+    """Rows of (qv, y) bought in ROUNDS rounds of suggest_indices, answers revealed after each round; with
+    `random_first`, that many random questions (seed 0) are asked first and the rest adaptively."""
+    first = np.random.default_rng(0).choice(len(y), random_first, replace=False) if random_first else []
+    known: dict[int, int] = {int(i): int(y[i]) for i in first}
+    sizes = np.diff(np.linspace(0, budget - len(known), ROUNDS + 1).round().astype(int))
     for size in sizes:
         if size > 0:
             for i in suggest_indices(qv, int(size), prior_mean=prior, known=known):
@@ -109,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
             ]
             chosen = adaptive_rows(pool, ty, n, prior)
             adapt = _scores(qv_h, fit_llm_vector(pool[chosen], ty[chosen], prior_mean=prior), sq, sy)
+            mixed = adaptive_rows(pool, ty, n, prior, random_first=n // 2)
+            hybrid = _scores(qv_h, fit_llm_vector(pool[mixed], ty[mixed], prior_mean=prior), sq, sy)
             curve.setdefault(f"{fraction:.1%}", []).extend(
                 [
                     n,
@@ -116,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
                     adapt["auc"],
                     np.mean([r["log_loss"] for r in rand]),
                     adapt["log_loss"],
+                    hybrid["auc"],
+                    hybrid["log_loss"],
                 ]
             )
 
@@ -126,11 +134,18 @@ def main(argv: list[str] | None = None) -> int:
         mean = {key: float(np.mean([s[key] for s in scores])) for key in scores[0]}
         print(f"| {label} | {mean['auc']:.3f} | {mean['accuracy']:.3f} | {mean['log_loss']:.3f} |")
     print("\n#### adaptive vs random (test AUC and log-loss, mean over the held-out LLMs)\n")
-    print("| fraction | mean labels | AUC random | AUC adaptive | log-loss random | log-loss adaptive |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("Columns: random; adaptive (4 rounds of suggest_indices); half random then 4 adaptive rounds.\n")
+    print(
+        "| fraction | mean labels | AUC random | AUC adaptive | AUC half+half | log-loss random | "
+        "log-loss adaptive | log-loss half+half |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for fraction, values in curve.items():
-        v = np.array(values).reshape(-1, 5).mean(axis=0)
-        print(f"| {fraction} | {v[0]:.0f} | {v[1]:.3f} | {v[2]:.3f} | {v[3]:.3f} | {v[4]:.3f} |")
+        v = np.array(values).reshape(-1, 7).mean(axis=0)
+        print(
+            f"| {fraction} | {v[0]:.0f} | {v[1]:.3f} | {v[2]:.3f} | {v[5]:.3f} | {v[3]:.3f} | {v[4]:.3f} "
+            f"| {v[6]:.3f} |"
+        )
     return 0
 
 
