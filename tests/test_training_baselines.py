@@ -131,7 +131,34 @@ def test_harness_runs_any_predictor_list(world: tuple[Dataset, np.ndarray]) -> N
     assert list(result["methods"]) == ["llm_accuracy", "knn"]
     assert set(result["methods"]["knn"]["test"]["by_subject"]) == {"one", "two"}
     assert "k" in result["methods"]["knn"]["tuned"]
+    assert "by_benchmark" not in result["methods"]["knn"]["test"]  # benchmarks equal subjects here
     text = to_markdown(result)
     assert "| knn |" in text and "per subject" in text
+    two_benchmarks = Dataset(small.name, small.question_ids, small.texts,
+                             np.where(np.arange(small.n_questions) % 2 == 0, "b1", "b2"), small.subjects,
+                             small.llm_names, small.responses)
+    result = run_comparison(two_benchmarks, make_split(two_benchmarks), emb[::2], [LlmAccuracy()], log=lambda s: None)
+    assert set(result["methods"]["llm_accuracy"]["test"]["by_benchmark"]) == {"b1", "b2"}
+    assert "per benchmark" in to_markdown(result)
     with pytest.raises(ValueError, match="rows"):
         run_comparison(small, make_split(small), emb, [LlmAccuracy()], log=lambda s: None)
+
+
+def test_compare_cli_on_a_real_slice(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+    from pathlib import Path
+
+    from training.compare import main
+
+    data_dir = Path(__file__).resolve().parents[1] / "data" / "zeroeval_crux_gsm_math"
+    threads = torch.get_num_threads()
+    try:
+        assert main(["--data", str(data_dir), "--max-questions", "300", "--random-embeddings", "8",
+                     "--methods", "llm_accuracy,knn", "--out", str(tmp_path)]) == 0
+    finally:
+        torch.set_num_threads(threads)  # main() sets the process-wide torch thread count
+    result = json.loads((tmp_path / "zeroeval_crux_gsm_math.json").read_text())
+    assert result["n_questions"] == 300 and list(result["methods"]) == ["llm_accuracy", "knn"]
+    assert result["diagnostic_2pl"]["items"] == result["split"]["train"]
+    assert 0.5 < result["methods"]["llm_accuracy"]["test"]["overall"]["auc"] < 1.0
+    assert (tmp_path / "zeroeval_crux_gsm_math.md").read_text().startswith("## zeroeval_crux_gsm_math")

@@ -51,6 +51,13 @@ def main(argv: list[str] | None = None) -> int:
         **DEFAULT_HYPER,
     )
     assert res.router_path is not None
+    # Hook (onboarding branch): calibration fitted on validation and the parameter-count cost proxy, stored.
+    from training.calibration import calibrate_router
+    from training.routing_eval import cost_proxy
+
+    calibrate_router(
+        res.router_path, prep, res.predictor, costs={n: cost_proxy(n) for n in prep.data.llm_names}
+    )
     t, f = res.test, res.floor_test
     print(f"default router written to {res.router_path} ({folder_size_mb(res.router_path):.1f} MB)")
     print(

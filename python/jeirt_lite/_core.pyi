@@ -12,17 +12,33 @@ class JeirtError(ValueError):
     """Bad input to a kernel: shapes, NaN/inf rows (named), k, threads."""
 
 def probabilities(
-    questions: npt.NDArray[np.float32], llms: npt.NDArray[np.float32], threads: int
+    questions: npt.NDArray[np.float32],
+    llms: npt.NDArray[np.float32],
+    threads: int,
+    scale: npt.NDArray[np.float32] | None = None,
+    bias: npt.NDArray[np.float32] | None = None,
 ) -> npt.NDArray[np.float32]:
-    """P(correct) for every pair: float32 ``(N, K)``."""
+    """P(correct) for every pair: float32 ``(N, K)``; with scale/bias ``sigmoid(scale * logit + bias)``."""
 
 def top_k(
-    questions: npt.NDArray[np.float32], llms: npt.NDArray[np.float32], k: int, threads: int
+    questions: npt.NDArray[np.float32],
+    llms: npt.NDArray[np.float32],
+    k: int,
+    threads: int,
+    scale: npt.NDArray[np.float32] | None = None,
+    bias: npt.NDArray[np.float32] | None = None,
+    penalty: npt.NDArray[np.float32] | None = None,
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
-    """The k most likely-correct LLMs per question, best first, ties by lower index: ``(N, k)`` each."""
+    """The k most likely-correct LLMs per question, best first, ties by lower index: ``(N, k)`` each.
+
+    With ``penalty`` the key is ``P - penalty`` instead of the logit."""
 
 def mean_probability(
-    questions: npt.NDArray[np.float32], llms: npt.NDArray[np.float32], threads: int
+    questions: npt.NDArray[np.float32],
+    llms: npt.NDArray[np.float32],
+    threads: int,
+    scale: npt.NDArray[np.float32] | None = None,
+    bias: npt.NDArray[np.float32] | None = None,
 ) -> npt.NDArray[np.float32]:
     """Mean P(correct) per LLM over the questions (float64 sums): float32 ``(K,)``; N = 0 raises."""
 

@@ -25,6 +25,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from .errors import JeirtError
+from .llm_params import parse_calibration, parse_costs
 
 FORMAT_NAME = "jeirt-lite-router"
 FORMAT_VERSION = 1
@@ -250,6 +251,9 @@ def load_artifact(path: PathLike) -> Artifact:
     if vectors.shape[1] != manifest["dim"]:
         raise JeirtError(f"{llm_path}: LLM vectors have dimension {vectors.shape[1]}, router.json says {manifest['dim']}")
     vectors.setflags(write=False)
+    # Per-LLM fields are checked here so that a bad router fails at load, naming router.json.
+    parse_calibration(manifest, len(names), str(folder / MANIFEST_FILE))
+    parse_costs(manifest, names, str(folder / MANIFEST_FILE))
     return Artifact(path=folder, manifest=manifest, llm_names=tuple(names), llm_vectors=vectors)
 
 

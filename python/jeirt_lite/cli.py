@@ -1,4 +1,4 @@
-"""The `jeirt-lite` command line: route questions, score question banks, describe a router.
+"""The `jeirt-lite` command line: route questions, score question banks, describe a router, onboard an LLM.
 
 Exit codes: 0 done; 1 a bad input, argument or router folder (the message says which, no traceback); 2 a
 command line argparse cannot parse; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM). An interrupted or failed
@@ -15,6 +15,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Iterator, Optional, Sequence, TextIO
 
+from .cli_onboard import add_parsers as add_onboarding_parsers
+from .cli_onboard import run_add_llm, run_suggest
 from .batch import DEFAULT_CHUNK_SIZE, ScoreOptions, ScoreState, score_file, stderr_is_terminal
 from .errors import JeirtError
 from .readers import text_problem
@@ -211,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="router folder (default: the router shipped inside the package)",
     )
     info.add_argument("--json", action="store_true", help="print the router's manifest (router.json) as JSON")
+    add_onboarding_parsers(commands, common, formatter, PROG)
     return parser
 
 
@@ -414,6 +417,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return run_route(args, out)
         if args.command == "score":
             return run_score(args, out, err)
+        if args.command == "add-llm":
+            return run_add_llm(args, out)
+        if args.command == "suggest":
+            return run_suggest(args, out)
         return run_info(args, out)
     except JeirtError as error:
         err.write(f"{PROG}: error: {error}\n")

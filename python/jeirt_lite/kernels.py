@@ -5,6 +5,11 @@ For a question vector ``q`` and an LLM vector ``m`` the model's logit is ``q.m/|
 (P = 0.5 for every LLM). Inputs are converted once to C-contiguous float32 (no copy when they already are).
 NaN or inf in any row, or a question whose norm overflows float32, raises :class:`JeirtError` naming the
 row. ``threads=None`` (or 0) uses every core; small problems run on the calling thread.
+
+Calibration: every kernel takes optional per-LLM ``scale`` and ``bias`` arrays (length K, finite, scale > 0)
+and then works on ``sigmoid(scale[j] * logit + bias[j])``, applied inside the fused pass. ``top_k`` also takes a
+per-LLM ``penalty`` and then ranks by ``P - penalty[j]`` (cost-aware routing). Without them the kernels behave
+exactly as before.
 """
 
 from __future__ import annotations
@@ -43,8 +48,29 @@ def _threads(threads: int | None) -> int:
     return int(threads)
 
 
+def _per_llm(x: npt.ArrayLike | None, name: str, k: int) -> npt.NDArray[np.float32] | None:
+    """An optional per-LLM array as contiguous float32 of length ``k``; bad values are left to the kernel,
+    which names the entry."""
+    if x is None:
+        return None
+    try:
+        raw = np.asarray(x)
+    except (TypeError, ValueError) as e:
+        raise JeirtError(f"{name} must be a numeric 1-D array: {e}") from None
+    if raw.dtype == np.bool_ or raw.dtype.kind not in "iuf":
+        raise JeirtError(f"{name} must hold real numbers, got dtype {raw.dtype}")
+    if raw.ndim != 1 or raw.shape[0] != k:
+        raise JeirtError(f"{name} must have one entry per LLM (shape ({k},)), got shape {raw.shape}")
+    return np.ascontiguousarray(raw, dtype=np.float32)
+
+
 def probabilities(
-    questions: npt.ArrayLike, llms: npt.ArrayLike, *, threads: int | None = None
+    questions: npt.ArrayLike,
+    llms: npt.ArrayLike,
+    *,
+    threads: int | None = None,
+    scale: npt.ArrayLike | None = None,
+    bias: npt.ArrayLike | None = None,
 ) -> npt.NDArray[np.float32]:
     """P(correct) for every question x LLM pair.
 
@@ -52,9 +78,10 @@ def probabilities(
         questions: ``(N, d)`` question vectors; ``N`` may be 0.
         llms: ``(K, d)`` LLM vectors, ``K >= 1``.
         threads: worker threads; ``None`` or 0 = all cores.
+        scale, bias: optional ``(K,)`` calibration: ``sigmoid(scale * logit + bias)``.
 
     Returns:
-        float32 array ``(N, K)`` of ``sigmoid(q.m/|q| - |q|)``.
+        float32 array ``(N, K)`` of ``sigmoid(q.m/|q| - |q|)`` (calibrated when asked).
 
     Raises:
         JeirtError: non-2-D or non-numeric input, ``d`` mismatch or ``d = 0``, ``K = 0``, NaN/inf rows.
@@ -64,11 +91,21 @@ def probabilities(
     array([[0.1192, 0.0067]], dtype=float32)
     """
     q, m = _as_matrix(questions, "questions"), _as_matrix(llms, "llms")
-    return _core.probabilities(q, m, _threads(threads))
+    k = m.shape[0]
+    return _core.probabilities(
+        q, m, _threads(threads), _per_llm(scale, "scale", k), _per_llm(bias, "bias", k)
+    )
 
 
 def top_k(
-    questions: npt.ArrayLike, llms: npt.ArrayLike, k: int = 1, *, threads: int | None = None
+    questions: npt.ArrayLike,
+    llms: npt.ArrayLike,
+    k: int = 1,
+    *,
+    threads: int | None = None,
+    scale: npt.ArrayLike | None = None,
+    bias: npt.ArrayLike | None = None,
+    penalty: npt.ArrayLike | None = None,
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
     """The ``k`` most likely-correct LLMs for each question, without building the ``N x K`` matrix.
 
@@ -80,6 +117,9 @@ def top_k(
         llms: ``(K, d)`` LLM vectors, ``K >= 1``.
         k: how many LLMs per question, ``1 <= k <= K``.
         threads: worker threads; ``None`` or 0 = all cores.
+        scale, bias: optional ``(K,)`` calibration, applied before ranking.
+        penalty: optional ``(K,)``: rank by ``P - penalty`` (e.g. ``cost_weight * cost``) instead of by logit;
+            ties by lower index; the values returned are still the probabilities.
 
     Returns:
         ``(indices, probabilities)``: uint32 ``(N, k)`` LLM indices and float32 ``(N, k)`` P(correct).
@@ -97,11 +137,25 @@ def top_k(
         raise JeirtError(f"k must be an int, got {type(k).__name__}")
     if not 1 <= k <= m.shape[0]:
         raise JeirtError(f"k must be in 1..=K (K = {m.shape[0]}), got {k}")
-    return _core.top_k(q, m, int(k), _threads(threads))
+    n_llms = m.shape[0]
+    return _core.top_k(
+        q,
+        m,
+        int(k),
+        _threads(threads),
+        _per_llm(scale, "scale", n_llms),
+        _per_llm(bias, "bias", n_llms),
+        _per_llm(penalty, "penalty", n_llms),
+    )
 
 
 def mean_probability(
-    questions: npt.ArrayLike, llms: npt.ArrayLike, *, threads: int | None = None
+    questions: npt.ArrayLike,
+    llms: npt.ArrayLike,
+    *,
+    threads: int | None = None,
+    scale: npt.ArrayLike | None = None,
+    bias: npt.ArrayLike | None = None,
 ) -> npt.NDArray[np.float32]:
     """Mean P(correct) of each LLM over a question bank (a forecast of its accuracy).
 
@@ -111,6 +165,7 @@ def mean_probability(
         questions: ``(N, d)`` question vectors, ``N >= 1``.
         llms: ``(K, d)`` LLM vectors, ``K >= 1``.
         threads: worker threads; ``None`` or 0 = all cores.
+        scale, bias: optional ``(K,)`` calibration.
 
     Returns:
         float32 array ``(K,)``.
@@ -123,4 +178,7 @@ def mean_probability(
     array([0.5], dtype=float32)
     """
     q, m = _as_matrix(questions, "questions"), _as_matrix(llms, "llms")
-    return _core.mean_probability(q, m, _threads(threads))
+    k = m.shape[0]
+    return _core.mean_probability(
+        q, m, _threads(threads), _per_llm(scale, "scale", k), _per_llm(bias, "bias", k)
+    )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Optional
 
 import numpy as np
 
@@ -16,6 +16,8 @@ class RouteResult:
         indices: (N, k) uint32 rows of the router's LLM table.
         probabilities: (N, k) float32 P(correct) of those LLMs.
         llm_names: the router's LLM names in table order (to turn indices into names).
+        fallback: with `min_probability` routing, (N,) bool: True where no LLM cleared the threshold and the
+            most likely LLM was returned instead; None for the other rules.
 
     Example:
         >>> result = router.route(["What is 2 + 2?"], k=2)   # doctest: +SKIP
@@ -26,6 +28,7 @@ class RouteResult:
     indices: np.ndarray
     probabilities: np.ndarray
     llm_names: tuple[str, ...]
+    fallback: Optional[np.ndarray] = None
 
     def __len__(self) -> int:
         return int(self.indices.shape[0])
@@ -47,7 +50,8 @@ class RouteResult:
     def __getitem__(self, i: int) -> list[tuple[str, float]]:
         """(name, probability) pairs for question i, best first."""
         return [
-            (self.llm_names[j], float(p)) for j, p in zip(self.indices[i].tolist(), self.probabilities[i].tolist())
+            (self.llm_names[j], float(p))
+            for j, p in zip(self.indices[i].tolist(), self.probabilities[i].tolist())
         ]
 
     def __iter__(self) -> Iterator[list[tuple[str, float]]]:

@@ -13,8 +13,11 @@ from . import kernels
 from .artifact import Artifact, load_artifact, save_artifact
 from .encoder import DEFAULT_BATCH_SIZE, OnnxEncoder, check_texts
 from .errors import JeirtError
+from .llm_params import Calibration, check_costs, cost_vector, make_calibration, parse_calibration
 from .onboarding import DEFAULT_L2, fit_llm_vector
 from .results import RouteResult
+from .routing import route_rows
+from .suggest import suggest_indices
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -22,7 +25,16 @@ DEFAULT_ROUTER_PATH = Path(__file__).parent / "default_router"
 
 # Manifest fields that save_artifact writes itself; everything else is carried over by Router.save.
 _STANDARD_FIELDS = {
-    "format", "format_version", "package_version", "label", "dim", "llms", "encoder", "files", "training", "metrics",
+    "format",
+    "format_version",
+    "package_version",
+    "label",
+    "dim",
+    "llms",
+    "encoder",
+    "files",
+    "training",
+    "metrics",
 }
 
 
@@ -58,6 +70,7 @@ class Router:
     def __init__(self, artifact: Artifact, *, threads: Optional[int] = None):
         self._artifact = artifact
         self._llm_vectors = artifact.llm_vectors
+        self._calibration = parse_calibration(artifact.manifest, len(artifact.llm_names), str(artifact.path))
         self._threads = resolve_threads(threads)
         # One setting sizes both ONNX Runtime's pool and the Rust kernels' pool so they never fight for cores.
         self._encoder = OnnxEncoder(
@@ -95,6 +108,16 @@ class Router:
         return self._llm_vectors
 
     @property
+    def calibration(self) -> Optional[Calibration]:
+        """The per-LLM temperature and bias applied to every probability, or None (raw model output)."""
+        return self._calibration
+
+    @property
+    def costs(self) -> dict[str, float]:
+        """Per-LLM cost stored in the router (may cover only some LLMs; empty when none is stored)."""
+        return dict(self.manifest.get("costs") or {})
+
+    @property
     def manifest(self) -> Mapping[str, Any]:
         """The parsed router.json: encoder description, training summary, metrics."""
         return self._artifact.manifest
@@ -122,9 +145,40 @@ class Router:
         """P(correct) (N, K) float32 for every text and every LLM."""
         return self.predict_proba_vectors(self.embed(texts))
 
-    def route(self, texts: Sequence[str], k: int = 1) -> RouteResult:
-        """The k LLMs most likely to answer each text correctly, best first (ties: lower table index)."""
-        return self.route_vectors(self.embed(texts), k=k)
+    def route(
+        self,
+        texts: Sequence[str],
+        k: int = 1,
+        *,
+        costs: Optional[Mapping[str, float]] = None,
+        cost_weight: float = 0.0,
+        min_probability: Optional[float] = None,
+        llms: Optional[Sequence[str]] = None,
+    ) -> RouteResult:
+        """The k LLMs to send each text to, best first.
+
+        By default the most likely to answer correctly (ties: lower table index). With costs:
+
+        * ``cost_weight=λ > 0``: maximise P(correct) − λ·cost (λ in probability per unit of cost);
+        * ``min_probability=t``: the cheapest LLM with P(correct) ≥ t; where none clears t, the most likely
+          LLM, with ``result.fallback[i]`` True.
+
+        Args:
+            texts: question texts.
+            k: how many LLMs per text.
+            costs: {name: cost} overriding the router's stored costs (``router.costs``) for this call.
+            cost_weight: λ, the price of one unit of cost in probability of a correct answer.
+            min_probability: the threshold t of the cheapest-above-threshold rule.
+            llms: route only among these LLMs (e.g. those a service has); indices still refer to the full table.
+        """
+        return self.route_vectors(
+            self.embed(texts),
+            k,
+            costs=costs,
+            cost_weight=cost_weight,
+            min_probability=min_probability,
+            llms=llms,
+        )
 
     def difficulty(self, texts: Sequence[str]) -> np.ndarray:
         """Difficulty of each text: the norm of its question vector (N,) float32; larger is harder."""
@@ -138,14 +192,58 @@ class Router:
 
     def predict_proba_vectors(self, vectors: np.ndarray) -> np.ndarray:
         """`predict_proba` for question vectors (N, d) embedded elsewhere."""
-        return kernels.probabilities(self._check_vectors(vectors), self._llm_vectors, threads=self._threads)
-
-    def route_vectors(self, vectors: np.ndarray, k: int = 1) -> RouteResult:
-        """`route` for question vectors (N, d) embedded elsewhere."""
-        indices, probabilities = kernels.top_k(
-            self._check_vectors(vectors), self._llm_vectors, k, threads=self._threads
+        cal = self._calibration
+        return kernels.probabilities(
+            self._check_vectors(vectors),
+            self._llm_vectors,
+            threads=self._threads,
+            scale=None if cal is None else cal.scale,
+            bias=None if cal is None else cal.bias,
         )
-        return RouteResult(indices=indices, probabilities=probabilities, llm_names=self.llms)
+
+    def route_vectors(
+        self,
+        vectors: np.ndarray,
+        k: int = 1,
+        *,
+        costs: Optional[Mapping[str, float]] = None,
+        cost_weight: float = 0.0,
+        min_probability: Optional[float] = None,
+        llms: Optional[Sequence[str]] = None,
+    ) -> RouteResult:
+        """`route` for question vectors (N, d) embedded elsewhere."""
+        questions = self._check_vectors(vectors)
+        rows = list(range(len(self.llms))) if llms is None else self._subset_rows(llms)
+        names = [self.llms[r] for r in rows]
+        needs_costs = cost_weight != 0 or min_probability is not None
+        cost_table = check_costs(costs, self.llms, "costs") if costs is not None else self.costs
+        cost_array = cost_vector(cost_table, names, "cost-aware routing") if needs_costs else None
+        calibration = None if self._calibration is None else self._calibration.select(rows)
+        indices, probabilities, fallback = route_rows(
+            questions,
+            np.ascontiguousarray(self._llm_vectors[rows]),
+            k,
+            calibration=calibration,
+            costs=cost_array,
+            cost_weight=cost_weight,
+            min_probability=min_probability,
+            threads=self._threads,
+        )
+        if llms is not None:
+            indices = np.asarray(rows, dtype=np.uint32)[indices]
+        return RouteResult(
+            indices=indices, probabilities=probabilities, llm_names=self.llms, fallback=fallback
+        )
+
+    def _subset_rows(self, names: Sequence[str]) -> list[int]:
+        if isinstance(names, str):
+            raise JeirtError("llms must be a list of LLM names, not one string")
+        rows = [self.llm_index(name) for name in names]
+        if not rows:
+            raise JeirtError("llms must name at least one LLM")
+        if len(set(rows)) != len(rows):
+            raise JeirtError("llms names an LLM twice")
+        return rows
 
     def difficulty_vectors(self, vectors: np.ndarray) -> np.ndarray:
         """`difficulty` for question vectors (N, d) embedded elsewhere."""
@@ -158,7 +256,14 @@ class Router:
 
     def forecast_vectors(self, vectors: np.ndarray) -> dict[str, float]:
         """`forecast` for question vectors (N, d) embedded elsewhere."""
-        means = kernels.mean_probability(self._check_vectors(vectors), self._llm_vectors, threads=self._threads)
+        cal = self._calibration
+        means = kernels.mean_probability(
+            self._check_vectors(vectors),
+            self._llm_vectors,
+            threads=self._threads,
+            scale=None if cal is None else cal.scale,
+            bias=None if cal is None else cal.bias,
+        )
         return {name: float(p) for name, p in zip(self.llms, means.tolist())}
 
     def _check_vectors(self, vectors: np.ndarray) -> np.ndarray:
@@ -172,7 +277,13 @@ class Router:
     # -- changing the set of LLMs (the question side stays frozen) --------------------------------------------------
 
     def add_llm(
-        self, name: str, texts: Sequence[str], correct: Sequence[Union[int, bool]], *, l2: float = DEFAULT_L2
+        self,
+        name: str,
+        texts: Sequence[str],
+        correct: Sequence[Union[int, bool]],
+        *,
+        l2: float = DEFAULT_L2,
+        cost: Optional[float] = None,
     ) -> "Router":
         """A router that also holds a new LLM, fitted from its answers to some questions.
 
@@ -184,11 +295,18 @@ class Router:
             texts: questions the LLM answered.
             correct: 1/True where it answered correctly, 0/False where not; one per text.
             l2: prior strength (see `jeirt_lite.onboarding.fit_llm_vector`).
+            cost: the new LLM's cost, stored with the others (see `route`); None leaves it unknown.
         """
-        return self.add_llm_vectors(name, self.embed(texts), correct, l2=l2)
+        return self.add_llm_vectors(name, self.embed(texts), correct, l2=l2, cost=cost)
 
     def add_llm_vectors(
-        self, name: str, vectors: np.ndarray, correct: Sequence[Union[int, bool]], *, l2: float = DEFAULT_L2
+        self,
+        name: str,
+        vectors: np.ndarray,
+        correct: Sequence[Union[int, bool]],
+        *,
+        l2: float = DEFAULT_L2,
+        cost: Optional[float] = None,
     ) -> "Router":
         """`add_llm` for question vectors embedded elsewhere."""
         if not isinstance(name, str) or not name.strip():
@@ -196,11 +314,56 @@ class Router:
         if name in self.llms:
             raise JeirtError(f"LLM {name!r} is already in this router")
         questions = self._check_vectors(vectors)
-        vector = fit_llm_vector(questions, np.asarray(correct), prior_mean=self._llm_vectors.mean(axis=0), l2=l2)
+        vector = fit_llm_vector(
+            questions, np.asarray(correct), prior_mean=self._llm_vectors.mean(axis=0), l2=l2
+        )
         table = np.vstack([self._llm_vectors, vector[None, :]])
         record = {"name": name, "answers": int(questions.shape[0]), "l2": float(l2)}
         onboarded = list(self.manifest.get("onboarded") or []) + [record]
-        return self._with_llms(self.llms + (name,), table, onboarded=onboarded)
+        changes: dict[str, Any] = {"onboarded": onboarded}
+        if cost is not None:
+            changes["costs"] = {**self.costs, **check_costs({name: cost}, self.llms + (name,), "cost")}
+        if self._calibration is not None:
+            changes["calibration"] = self._calibration.extended().to_manifest()
+        return self._with_llms(self.llms + (name,), table, **changes)
+
+    def suggest_questions(
+        self,
+        texts: Sequence[str],
+        budget: int,
+        *,
+        known: Optional[Mapping[int, int]] = None,
+        l2: float = DEFAULT_L2,
+    ) -> list[int]:
+        """Which of `texts` to ask a new LLM first, so `add_llm` learns its vector from few answers.
+
+        Greedy D-optimal design on the question directions, weighted by p(1 − p) under the current estimate of
+        the new LLM (the mean LLM before any answer; see `jeirt_lite.suggest`). To work in rounds, ask the
+        suggested questions, then call again with `known={index: 0 or 1}`: the estimate is refitted and asked
+        questions are never suggested again.
+
+        Returns:
+            `budget` indices into `texts`, most informative first.
+        """
+        return self.suggest_questions_vectors(self.embed(texts), budget, known=known, l2=l2)
+
+    def suggest_questions_vectors(
+        self,
+        vectors: np.ndarray,
+        budget: int,
+        *,
+        known: Optional[Mapping[int, int]] = None,
+        l2: float = DEFAULT_L2,
+    ) -> list[int]:
+        """`suggest_questions` for question vectors embedded elsewhere."""
+        picks = suggest_indices(
+            self._check_vectors(vectors),
+            budget,
+            prior_mean=self._llm_vectors.mean(axis=0),
+            known=known,
+            l2=l2,
+        )
+        return [int(i) for i in picks]
 
     def select_llms(self, names: Sequence[str]) -> "Router":
         """A router restricted to `names` (in that order), e.g. the LLMs a service actually has."""
@@ -210,7 +373,29 @@ class Router:
         rows = [self.llm_index(name) for name in wanted]
         if len(set(rows)) != len(rows):
             raise JeirtError("each LLM may be selected once")
-        return self._with_llms(tuple(wanted), self._llm_vectors[rows])
+        changes: dict[str, Any] = {}
+        if self._calibration is not None:
+            changes["calibration"] = self._calibration.select(rows).to_manifest()
+        if "costs" in self.manifest:
+            changes["costs"] = {name: cost for name, cost in self.costs.items() if name in wanted}
+        return self._with_llms(tuple(wanted), self._llm_vectors[rows], **changes)
+
+    def with_calibration(
+        self, scale: Sequence[float], bias: Sequence[float], *, kind: str = "per_llm"
+    ) -> "Router":
+        """A router whose probabilities are sigmoid(scale[j] * logit + bias[j]) (one entry per LLM, in table
+        order; scale > 0). Fit them on held-out answers, e.g. with training/calibration.py."""
+        calibration = make_calibration(scale, bias, kind, len(self.llms))
+        return self._with_llms(self.llms, self._llm_vectors, calibration=calibration.to_manifest())
+
+    def without_calibration(self) -> "Router":
+        """A router that reports the model's raw probabilities."""
+        return self._with_llms(self.llms, self._llm_vectors, calibration=None)
+
+    def with_costs(self, costs: Mapping[str, float]) -> "Router":
+        """A router storing these per-LLM costs (merged over the stored ones; finite, >= 0, known names)."""
+        merged = {**self.costs, **check_costs(costs, self.llms, "costs")}
+        return self._with_llms(self.llms, self._llm_vectors, costs=merged)
 
     def remove_llm(self, name: str) -> "Router":
         """A router without the LLM `name`."""
@@ -231,6 +416,7 @@ class Router:
         router = object.__new__(Router)
         router._artifact = replace(self._artifact, manifest=manifest, llm_names=names, llm_vectors=table)
         router._llm_vectors = table
+        router._calibration = parse_calibration(manifest, len(names), "calibration")
         router._threads = self._threads
         router._encoder = self._encoder  # ONNX Runtime sessions may be shared and run from several threads
         return router

@@ -36,6 +36,18 @@ pub enum KernelError {
     InvalidThreads(String),
     /// A SIMD code path was requested that this CPU (or build) cannot run.
     UnsupportedSimd(&'static str),
+    /// A per-LLM array (calibration scale or bias, penalty) does not have one entry per LLM.
+    LlmParameterLength {
+        what: &'static str,
+        len: usize,
+        llms: usize,
+    },
+    /// An entry of a per-LLM array is unusable (NaN/inf, or a scale <= 0).
+    BadLlmParameter {
+        what: &'static str,
+        row: usize,
+        why: &'static str,
+    },
 }
 
 impl fmt::Display for KernelError {
@@ -78,6 +90,12 @@ impl fmt::Display for KernelError {
             Self::InvalidThreads(why) => write!(f, "invalid thread count: {why}"),
             Self::UnsupportedSimd(level) => {
                 write!(f, "SIMD level {level} is not supported on this CPU")
+            }
+            Self::LlmParameterLength { what, len, llms } => {
+                write!(f, "{what} must have one entry per LLM ({llms}), got {len}")
+            }
+            Self::BadLlmParameter { what, row, why } => {
+                write!(f, "{what} entry {row} {why}")
             }
         }
     }

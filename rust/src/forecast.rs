@@ -3,6 +3,7 @@
 //! Sums are kept per chunk in float64 and added in chunk order, so the result does not depend on the
 //! number of threads.
 
+use crate::adjust::{calibrate, Calibration, PaddedCalibration};
 use crate::engine::{check_shapes, panel_width, run_rows, TileLogits, TileSink, CHUNK_ROWS};
 use crate::error::KernelError;
 use crate::matrix::MatrixView;
@@ -13,12 +14,13 @@ use crate::simd::Simd;
 use crate::Config;
 
 /// Per-LLM sums of P over a chunk (padding LLMs included, ignored at the end).
-struct MeanSink {
+struct MeanSink<'a> {
     llms: usize,
     sums: Vec<f64>,
+    calibration: Option<&'a PaddedCalibration>,
 }
 
-impl TileSink for MeanSink {
+impl TileSink for MeanSink<'_> {
     #[inline(always)]
     unsafe fn consume<S: Simd>(
         &mut self,
@@ -36,7 +38,8 @@ impl TileSink for MeanSink {
             // The few rows of a tile are summed in float32 first (error ~1e-7 relative), then in float64.
             let mut tile_sum = S::splat(0.0);
             for row_logits in logits.v.iter().take(valid) {
-                let p = sigmoid_v::<S>(S::load(row_logits.as_ptr().add(v * l)));
+                let x = S::load(row_logits.as_ptr().add(v * l));
+                let p = sigmoid_v::<S>(calibrate::<S>(self.calibration, x, col));
                 tile_sum = S::add(tile_sum, p);
             }
             let mut tmp = [0.0f32; 16];
@@ -58,6 +61,16 @@ pub fn mean_probability(
     llms: MatrixView<'_>,
     config: &Config,
 ) -> Result<Vec<f32>, KernelError> {
+    mean_probability_calibrated(questions, llms, &Calibration::none(), config)
+}
+
+/// [`mean_probability`] of the calibrated probabilities `sigmoid(scale[j] * logit + bias[j])`.
+pub fn mean_probability_calibrated(
+    questions: MatrixView<'_>,
+    llms: MatrixView<'_>,
+    calibration: &Calibration<'_>,
+    config: &Config,
+) -> Result<Vec<f32>, KernelError> {
     check_shapes(questions, llms)?;
     let n = questions.rows();
     if n == 0 {
@@ -65,6 +78,7 @@ pub fn mean_probability(
     }
     let packed = pack_llms(llms, panel_width(config.simd))?;
     let padded = packed.panels * packed.width;
+    let cal = PaddedCalibration::new(calibration, llms.rows(), padded)?;
     let items: Vec<(usize, ())> = (0..n).step_by(CHUNK_ROWS).map(|s| (s, ())).collect();
     let work = n.saturating_mul(padded).saturating_mul(llms.cols());
     let chunk_sums = run_chunks(config.threads, work, items, |first_row, ()| {
@@ -72,6 +86,7 @@ pub fn mean_probability(
         let mut sink = MeanSink {
             llms: llms.rows(),
             sums: vec![0.0; padded],
+            calibration: cal.as_ref(),
         };
         run_rows(config.simd, questions, rows, &packed, &mut sink)?;
         Ok(sink.sums)

@@ -8,10 +8,14 @@
 //! - [`top_k`]: the k most likely-correct LLMs per question, without materialising N x K;
 //! - [`mean_probability`]: the mean P per LLM over the questions, without materialising N x K.
 //!
+//! Each has a variant with per-LLM calibration (`scale * logit + bias` before the sigmoid) and, for top-k,
+//! a per-LLM penalty subtracted from P before ranking (cost-aware routing); see [`Calibration`].
+//!
 //! All three share one fused, blocked, multi-threaded pass (see `engine`), with AVX-512F, AVX2+FMA or
 //! portable code chosen at run time. The pure Rust API here never touches Python; the PyO3 bindings live
 //! in `py.rs` behind the `python` feature.
 
+mod adjust;
 mod alloc;
 mod engine;
 mod error;
@@ -28,14 +32,15 @@ mod topk;
 #[cfg(feature = "python")]
 mod py;
 
+pub use adjust::Calibration;
 pub use error::KernelError;
-pub use forecast::mean_probability;
+pub use forecast::{mean_probability, mean_probability_calibrated};
 pub use matrix::MatrixView;
 pub use pool::resolve_threads;
-pub use score::probabilities;
+pub use score::{probabilities, probabilities_calibrated};
 pub use sigmoid::sigmoid;
 pub use simd::SimdLevel;
-pub use topk::top_k;
+pub use topk::{top_k, top_k_adjusted};
 
 /// How a kernel call runs.
 #[derive(Debug, Clone, Copy)]

@@ -4,12 +4,14 @@
 //! released for the computation; results are Rust vectors handed to NumPy without copying.
 
 use numpy::ndarray::Array2;
-use numpy::{IntoPyArray, PyArray1, PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{
+    IntoPyArray, PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::{Config, KernelError, MatrixView};
+use crate::{Calibration, Config, KernelError, MatrixView};
 
 create_exception!(
     _core,
@@ -39,6 +41,20 @@ fn view<'a>(array: &'a PyReadonlyArray2<'_, f32>, name: &'static str) -> PyResul
     MatrixView::new(name, slice, rows, cols).map_err(to_py)
 }
 
+/// Borrows an optional contiguous float32 1-D array (a per-LLM parameter), naming `name` in errors.
+fn vector<'a>(
+    array: &'a Option<PyReadonlyArray1<'_, f32>>,
+    name: &'static str,
+) -> PyResult<Option<&'a [f32]>> {
+    match array {
+        None => Ok(None),
+        Some(a) => a
+            .as_slice()
+            .map(Some)
+            .map_err(|_| JeirtError::new_err(format!("{name} must be a contiguous float32 array"))),
+    }
+}
+
 fn config(threads: i64) -> PyResult<Config> {
     let threads = usize::try_from(threads)
         .map_err(|_| JeirtError::new_err(format!("threads must be >= 0, got {threads}")))?;
@@ -58,34 +74,43 @@ fn matrix<T: numpy::Element>(
 
 /// P(correct) for every question x LLM pair, float32 (N, K).
 #[pyfunction]
-#[pyo3(signature = (questions, llms, threads))]
+#[pyo3(signature = (questions, llms, threads, scale=None, bias=None))]
 fn probabilities<'py>(
     py: Python<'py>,
     questions: PyReadonlyArray2<'py, f32>,
     llms: PyReadonlyArray2<'py, f32>,
     threads: i64,
+    scale: Option<PyReadonlyArray1<'py, f32>>,
+    bias: Option<PyReadonlyArray1<'py, f32>>,
 ) -> PyResult<Bound<'py, PyArray2<f32>>> {
     let (q, m, cfg) = (
         view(&questions, "questions")?,
         view(&llms, "llms")?,
         config(threads)?,
     );
+    let cal = Calibration {
+        scale: vector(&scale, "scale")?,
+        bias: vector(&bias, "bias")?,
+    };
     let out = py
-        .detach(|| crate::probabilities(q, m, &cfg))
+        .detach(|| crate::probabilities_calibrated(q, m, &cal, &cfg))
         .map_err(to_py)?;
     matrix(py, out, q.rows(), m.rows())
 }
 
 /// The k most likely-correct LLMs per question: (uint32 (N, k) indices, float32 (N, k) probabilities).
 #[pyfunction]
-#[pyo3(signature = (questions, llms, k, threads))]
-#[allow(clippy::type_complexity)]
+#[pyo3(signature = (questions, llms, k, threads, scale=None, bias=None, penalty=None))]
+#[allow(clippy::type_complexity, clippy::too_many_arguments)]
 fn top_k<'py>(
     py: Python<'py>,
     questions: PyReadonlyArray2<'py, f32>,
     llms: PyReadonlyArray2<'py, f32>,
     k: i64,
     threads: i64,
+    scale: Option<PyReadonlyArray1<'py, f32>>,
+    bias: Option<PyReadonlyArray1<'py, f32>>,
+    penalty: Option<PyReadonlyArray1<'py, f32>>,
 ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray2<f32>>)> {
     let (q, m, cfg) = (
         view(&questions, "questions")?,
@@ -95,7 +120,14 @@ fn top_k<'py>(
     let k_rows = m.rows();
     let k = usize::try_from(k)
         .map_err(|_| JeirtError::new_err(format!("k must be in 1..=K (K = {k_rows}), got {k}")))?;
-    let (indices, values) = py.detach(|| crate::top_k(q, m, k, &cfg)).map_err(to_py)?;
+    let cal = Calibration {
+        scale: vector(&scale, "scale")?,
+        bias: vector(&bias, "bias")?,
+    };
+    let pen = vector(&penalty, "penalty")?;
+    let (indices, values) = py
+        .detach(|| crate::top_k_adjusted(q, m, k, &cal, pen, &cfg))
+        .map_err(to_py)?;
     Ok((
         matrix(py, indices, q.rows(), k)?,
         matrix(py, values, q.rows(), k)?,
@@ -104,20 +136,26 @@ fn top_k<'py>(
 
 /// Mean P(correct) per LLM over the questions, float32 (K,).
 #[pyfunction]
-#[pyo3(signature = (questions, llms, threads))]
+#[pyo3(signature = (questions, llms, threads, scale=None, bias=None))]
 fn mean_probability<'py>(
     py: Python<'py>,
     questions: PyReadonlyArray2<'py, f32>,
     llms: PyReadonlyArray2<'py, f32>,
     threads: i64,
+    scale: Option<PyReadonlyArray1<'py, f32>>,
+    bias: Option<PyReadonlyArray1<'py, f32>>,
 ) -> PyResult<Bound<'py, PyArray1<f32>>> {
     let (q, m, cfg) = (
         view(&questions, "questions")?,
         view(&llms, "llms")?,
         config(threads)?,
     );
+    let cal = Calibration {
+        scale: vector(&scale, "scale")?,
+        bias: vector(&bias, "bias")?,
+    };
     let out = py
-        .detach(|| crate::mean_probability(q, m, &cfg))
+        .detach(|| crate::mean_probability_calibrated(q, m, &cal, &cfg))
         .map_err(to_py)?;
     Ok(out.into_pyarray(py))
 }

@@ -1,5 +1,6 @@
 //! `probabilities`: the full N x K matrix of P(correct), sigmoid applied in SIMD lanes as tiles finish.
 
+use crate::adjust::{calibrate, Calibration, PaddedCalibration};
 use crate::alloc::zeroed;
 use crate::engine::{check_shapes, panel_width, run_rows, TileLogits, TileSink, CHUNK_ROWS};
 use crate::error::KernelError;
@@ -14,6 +15,7 @@ use crate::Config;
 struct ProbabilitySink<'a> {
     out: &'a mut [f32],
     llms: usize,
+    calibration: Option<&'a PaddedCalibration>,
 }
 
 impl TileSink for ProbabilitySink<'_> {
@@ -33,7 +35,8 @@ impl TileSink for ProbabilitySink<'_> {
                 if col >= k {
                     break;
                 }
-                let p = sigmoid_v::<S>(S::load(row_logits.as_ptr().add(v * l)));
+                let x = S::load(row_logits.as_ptr().add(v * l));
+                let p = sigmoid_v::<S>(calibrate::<S>(self.calibration, x, col));
                 let n = (k - col).min(l);
                 let Some(dst) = self.out.get_mut(row_start + col..row_start + col + n) else {
                     continue;
@@ -59,8 +62,22 @@ pub fn probabilities(
     llms: MatrixView<'_>,
     config: &Config,
 ) -> Result<Vec<f32>, KernelError> {
+    probabilities_calibrated(questions, llms, &Calibration::none(), config)
+}
+
+/// [`probabilities`] with a per-LLM calibration: `sigmoid(scale[j] * logit + bias[j])`.
+///
+/// Errors: those of [`probabilities`], and a calibration array that is not of length K, holds NaN/inf, or
+/// has a scale <= 0.
+pub fn probabilities_calibrated(
+    questions: MatrixView<'_>,
+    llms: MatrixView<'_>,
+    calibration: &Calibration<'_>,
+    config: &Config,
+) -> Result<Vec<f32>, KernelError> {
     check_shapes(questions, llms)?;
     let packed = pack_llms(llms, panel_width(config.simd))?;
+    let cal = PaddedCalibration::new(calibration, llms.rows(), packed.panels * packed.width)?;
     let (n, k, d) = (questions.rows(), llms.rows(), llms.cols());
     let mut out: Vec<f32> = zeroed(n, k)?;
     let items: Vec<(usize, &mut [f32])> = out
@@ -76,6 +93,7 @@ pub fn probabilities(
         let mut sink = ProbabilitySink {
             out: chunk,
             llms: k,
+            calibration: cal.as_ref(),
         };
         run_rows(config.simd, questions, rows, &packed, &mut sink)
     })?;

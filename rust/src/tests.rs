@@ -1,6 +1,8 @@
 //! Unit tests: every SIMD path against a float64 scalar reference, edge shapes, errors and ties.
 
-use crate::{mean_probability, probabilities, top_k, Config, KernelError, MatrixView, SimdLevel};
+use crate::{
+    mean_probability, probabilities, top_k, Calibration, Config, KernelError, MatrixView, SimdLevel,
+};
 
 /// Deterministic pseudo-random numbers (xorshift64*), so the tests need no extra crate.
 struct Rng(u64);
@@ -312,4 +314,105 @@ fn stable_sigmoid_saturates_without_nan() {
     assert_eq!(crate::sigmoid(-1e30), 0.0);
     assert_eq!(crate::sigmoid(0.0), 0.5);
     assert!((f64::from(crate::sigmoid(-20.0)) - sigmoid64(-20.0)).abs() < 1e-12);
+}
+
+#[test]
+fn calibration_and_penalty_match_reference_on_every_level() {
+    let mut rng = Rng(0x5eed_ca1b);
+    for &(n, k, d) in SHAPES.iter() {
+        let q = rng.values(n * d, 1.5);
+        let m = rng.values(k * d, 1.5);
+        let scale: Vec<f32> = (0..k).map(|j| 0.5 + 0.1 * (j % 7) as f32).collect();
+        let bias: Vec<f32> = (0..k).map(|j| -0.3 + 0.05 * (j % 5) as f32).collect();
+        let penalty: Vec<f32> = (0..k).map(|j| 0.013 * (j % 11) as f32).collect();
+        let logits = reference_logits(&q, &m, n, k, d);
+        let cal_p: Vec<f64> = logits
+            .iter()
+            .enumerate()
+            .map(|(i, &z)| sigmoid64(f64::from(scale[i % k]) * z + f64::from(bias[i % k])))
+            .collect();
+        let cal = Calibration {
+            scale: Some(&scale),
+            bias: Some(&bias),
+        };
+        for level in levels() {
+            let cfg = config(2, level);
+            let p = crate::probabilities_calibrated(view(&q, n, d), view(&m, k, d), &cal, &cfg)
+                .expect("valid");
+            for (i, (&got, &want)) in p.iter().zip(&cal_p).enumerate() {
+                assert_close(got, want, &format!("{level:?} calibrated p[{i}]"));
+            }
+            if n > 0 {
+                let means =
+                    crate::mean_probability_calibrated(view(&q, n, d), view(&m, k, d), &cal, &cfg)
+                        .expect("valid");
+                for j in 0..k {
+                    let want = (0..n).map(|i| cal_p[i * k + j]).sum::<f64>() / n as f64;
+                    assert_close(means[j], want, &format!("{level:?} calibrated mean[{j}]"));
+                }
+            }
+            let (idx, val) = crate::top_k_adjusted(
+                view(&q, n, d),
+                view(&m, k, d),
+                1,
+                &cal,
+                Some(&penalty),
+                &cfg,
+            )
+            .expect("valid");
+            for i in 0..n {
+                let keys: Vec<f64> = (0..k)
+                    .map(|j| cal_p[i * k + j] - f64::from(penalty[j]))
+                    .collect();
+                let best = keys.iter().cloned().fold(f64::MIN, f64::max);
+                let chosen = idx[i] as usize;
+                assert!(
+                    keys[chosen] >= best - 1e-5,
+                    "{level:?} row {i}: chose {chosen} (key {}), best key {best}",
+                    keys[chosen]
+                );
+                assert_close(val[i], cal_p[i * k + chosen], "top-k reported probability");
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_calibration_and_penalty_are_rejected() {
+    let cfg = config(1, SimdLevel::Portable);
+    let (q, m) = (vec![1.0f32; 6], vec![1.0f32; 6]);
+    let short = [1.0f32];
+    let cal = Calibration {
+        scale: Some(&short),
+        bias: None,
+    };
+    let err =
+        crate::probabilities_calibrated(view(&q, 2, 3), view(&m, 2, 3), &cal, &cfg).unwrap_err();
+    assert!(matches!(
+        err,
+        KernelError::LlmParameterLength {
+            len: 1,
+            llms: 2,
+            ..
+        }
+    ));
+    let zero = [1.0f32, 0.0];
+    let cal = Calibration {
+        scale: Some(&zero),
+        bias: None,
+    };
+    let err =
+        crate::probabilities_calibrated(view(&q, 2, 3), view(&m, 2, 3), &cal, &cfg).unwrap_err();
+    assert!(matches!(err, KernelError::BadLlmParameter { row: 1, .. }));
+    let nan = [f32::NAN, 0.0];
+    let err = crate::top_k_adjusted(
+        view(&q, 2, 3),
+        view(&m, 2, 3),
+        1,
+        &Calibration::none(),
+        Some(&nan),
+        &cfg,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("penalty entry 0"));
 }

@@ -3,14 +3,18 @@
 //! Each row keeps a sorted list of its k best (logit, index) so far. LLMs arrive in increasing index order,
 //! so "strictly greater" admission and insertion after equal logits break ties by lower index. A SIMD
 //! compare against the row's current k-th best logit skips almost all candidates once the list is full.
+//!
+//! With a calibration the ranked logit is the calibrated one. With a per-LLM penalty the ranking key is
+//! `P(correct) - penalty[j]` instead (cost-aware routing); the reported values are still probabilities.
 
+use crate::adjust::{calibrate, padded_penalty, Calibration, PaddedCalibration};
 use crate::alloc::zeroed;
 use crate::engine::{check_shapes, panel_width, run_rows, TileLogits, TileSink, CHUNK_ROWS};
 use crate::error::KernelError;
 use crate::matrix::MatrixView;
 use crate::pack::pack_llms;
 use crate::pool::run_chunks;
-use crate::sigmoid::sigmoid_slice;
+use crate::sigmoid::{sigmoid_slice, sigmoid_v};
 use crate::simd::Simd;
 use crate::Config;
 
@@ -25,6 +29,9 @@ struct TopKSink<'a> {
     indices: &'a mut [u32],
     values: &'a mut [f32],
     lens: Vec<usize>,
+    calibration: Option<&'a PaddedCalibration>,
+    /// Padded per-LLM penalty: when present the key is `sigmoid(logit) - penalty` instead of the logit.
+    penalty: Option<&'a [f32]>,
 }
 
 impl TopKSink<'_> {
@@ -81,19 +88,34 @@ impl TileSink for TopKSink<'_> {
                 } else {
                     (1u32 << lanes) - 1
                 };
+                let mut keys = [0.0f32; 16];
+                let key_source = if self.calibration.is_none() && self.penalty.is_none() {
+                    row_logits.as_ptr().add(v * l)
+                } else {
+                    let x = calibrate::<S>(
+                        self.calibration,
+                        S::load(row_logits.as_ptr().add(v * l)),
+                        col,
+                    );
+                    let x = match self.penalty.and_then(|p| p.get(col..col + l)) {
+                        Some(pen) => S::sub(sigmoid_v::<S>(x), S::load(pen.as_ptr())),
+                        None => x,
+                    };
+                    S::store(keys.as_mut_ptr(), x);
+                    keys.as_ptr()
+                };
                 let full = self.lens.get(row).is_some_and(|&len| len == k);
                 let mut mask = match self.values.get(row * k + k - 1) {
                     Some(&worst) if full => {
-                        let x = S::load(row_logits.as_ptr().add(v * l));
-                        S::gt_mask(x, S::splat(worst)) & valid_mask
+                        S::gt_mask(S::load(key_source), S::splat(worst)) & valid_mask
                     }
                     _ => valid_mask,
                 };
                 while mask != 0 {
                     let lane = mask.trailing_zeros() as usize;
                     mask &= mask - 1;
-                    let logit = row_logits.get(v * l + lane).copied().unwrap_or(f32::MIN);
-                    self.offer(row, logit, (col + lane) as u32);
+                    let key = *key_source.add(lane);
+                    self.offer(row, key, (col + lane) as u32);
                 }
             }
         }
@@ -101,7 +123,15 @@ impl TileSink for TopKSink<'_> {
 
     #[inline(always)]
     unsafe fn finish<S: Simd>(&mut self) {
-        sigmoid_slice::<S>(self.values);
+        match self.penalty {
+            // Keys are P - penalty: add each chosen LLM's penalty back to report its probability.
+            Some(penalty) => {
+                for (value, &index) in self.values.iter_mut().zip(self.indices.iter()) {
+                    *value += penalty.get(index as usize).copied().unwrap_or(0.0);
+                }
+            }
+            None => sigmoid_slice::<S>(self.values),
+        }
     }
 }
 
@@ -114,6 +144,24 @@ pub fn top_k(
     questions: MatrixView<'_>,
     llms: MatrixView<'_>,
     k: usize,
+    config: &Config,
+) -> Result<(Vec<u32>, Vec<f32>), KernelError> {
+    top_k_adjusted(questions, llms, k, &Calibration::none(), None, config)
+}
+
+/// [`top_k`] on calibrated probabilities `sigmoid(scale[j] * logit + bias[j])`, optionally ranked by
+/// `P - penalty[j]` (best first; equal keys broken by the lower LLM index). The returned values are the
+/// (calibrated) probabilities of the chosen LLMs either way.
+///
+/// Ranking by `P - penalty` happens in float32 probabilities, so LLMs whose P saturates at 1.0 tie.
+/// Errors: those of [`top_k`], and calibration or penalty arrays that are not of length K, hold NaN/inf,
+/// or (scale) are <= 0.
+pub fn top_k_adjusted(
+    questions: MatrixView<'_>,
+    llms: MatrixView<'_>,
+    k: usize,
+    calibration: &Calibration<'_>,
+    penalty: Option<&[f32]>,
     config: &Config,
 ) -> Result<(Vec<u32>, Vec<f32>), KernelError> {
     check_shapes(questions, llms)?;
@@ -130,6 +178,11 @@ pub fn top_k(
         });
     }
     let packed = pack_llms(llms, panel_width(config.simd))?;
+    let padded = packed.panels * packed.width;
+    let cal = PaddedCalibration::new(calibration, llms.rows(), padded)?;
+    let pen = penalty
+        .map(|p| padded_penalty(p, llms.rows(), padded))
+        .transpose()?;
     let (n, d) = (questions.rows(), llms.cols());
     let mut indices: Vec<u32> = zeroed(n, k)?;
     let mut values: Vec<f32> = zeroed(n, k)?;
@@ -150,6 +203,8 @@ pub fn top_k(
             lens: vec![0; rows.len()],
             indices: idx,
             values: val,
+            calibration: cal.as_ref(),
+            penalty: pen.as_deref(),
         };
         run_rows(config.simd, questions, rows, &packed, &mut sink)
     })?;

@@ -1,0 +1,119 @@
+"""Per-LLM fields of the router manifest: probability calibration and costs.
+
+    "calibration": {"kind": "per_llm" | "global", "scale": [K floats > 0], "bias": [K floats]}
+        P(correct) = sigmoid(scale[j] * logit + bias[j]); fitted on validation data (training/calibration.py)
+        and applied inside the Rust kernels.
+    "costs": {"llm name": cost >= 0, ...}
+        what one call of each LLM costs, in any unit the user picks (the shipped router uses billions of
+        parameters as a proxy); LLMs may be left out (their cost is unknown; routing that needs it says so).
+
+Both are checked when a router loads, and errors name the field and the entry at fault.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+
+from .errors import JeirtError
+
+CALIBRATION_KINDS = ("per_llm", "global")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Per-LLM temperature and bias on the logit: P = sigmoid(scale * logit + bias)."""
+
+    kind: str
+    scale: np.ndarray  # (K,) float32, > 0
+    bias: np.ndarray  # (K,) float32
+
+    def to_manifest(self) -> dict[str, Any]:
+        return {"kind": self.kind, "scale": self.scale.tolist(), "bias": self.bias.tolist()}
+
+    def select(self, rows: Sequence[int]) -> "Calibration":
+        return Calibration(self.kind, self.scale[list(rows)], self.bias[list(rows)])
+
+    def extended(self, count: int = 1) -> "Calibration":
+        """With `count` more LLMs at the identity (scale 1, bias 0): an onboarded LLM's vector is fitted by
+        maximum a posteriori directly, not by the training run the calibration corrects."""
+        return Calibration(
+            self.kind,
+            np.concatenate([self.scale, np.ones(count, np.float32)]),
+            np.concatenate([self.bias, np.zeros(count, np.float32)]),
+        )
+
+
+def _floats(value: Any, field: str, k: int, where: str) -> np.ndarray:
+    if not isinstance(value, list) or len(value) != k:
+        size = len(value) if isinstance(value, list) else type(value).__name__
+        raise JeirtError(f"{where}: {field} must be a list of {k} numbers (one per LLM), got {size}")
+    out = np.empty(k, dtype=np.float64)
+    for i, x in enumerate(value):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+            raise JeirtError(f"{where}: {field}[{i}] must be a finite number, got {x!r}")
+        out[i] = x
+    return out
+
+
+def _as_list(value: Any) -> Any:
+    return value.tolist() if isinstance(value, np.ndarray) else value
+
+
+def make_calibration(scale: Any, bias: Any, kind: str, k: int, where: str = "calibration") -> Calibration:
+    """A validated calibration for K LLMs (lists or arrays of K finite numbers, scale > 0)."""
+    if kind not in CALIBRATION_KINDS:
+        raise JeirtError(f"{where}: kind must be one of {', '.join(CALIBRATION_KINDS)}, got {kind!r}")
+    s = _floats(_as_list(scale), "calibration.scale", k, where)
+    b = _floats(_as_list(bias), "calibration.bias", k, where)
+    bad = np.flatnonzero(s <= 0)
+    if bad.size:
+        raise JeirtError(f"{where}: calibration.scale[{int(bad[0])}] must be > 0, got {s[bad[0]]!r}")
+    return Calibration(kind, s.astype(np.float32), b.astype(np.float32))
+
+
+def parse_calibration(manifest: Mapping[str, Any], k: int, where: str) -> Optional[Calibration]:
+    value = manifest.get("calibration")
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise JeirtError(f"{where}: calibration must be an object with kind, scale and bias")
+    missing = [f for f in ("kind", "scale", "bias") if f not in value]
+    if missing:
+        raise JeirtError(f"{where}: calibration lacks {', '.join(missing)}")
+    return make_calibration(value["scale"], value["bias"], value["kind"], k, where)
+
+
+def check_costs(value: Any, llm_names: Sequence[str], where: str) -> dict[str, float]:
+    """A validated {name: cost} mapping: known LLM names, finite costs >= 0."""
+    if not isinstance(value, Mapping):
+        raise JeirtError(f"{where}: costs must map LLM names to numbers, got {type(value).__name__}")
+    known = set(llm_names)
+    out: dict[str, float] = {}
+    for name, cost in value.items():
+        if name not in known:
+            raise JeirtError(f"{where}: costs names unknown LLM {name!r}")
+        if isinstance(cost, bool) or not isinstance(cost, (int, float, np.floating, np.integer)):
+            raise JeirtError(f"{where}: cost of {name!r} must be a number, got {cost!r}")
+        if not math.isfinite(float(cost)) or cost < 0:
+            raise JeirtError(f"{where}: cost of {name!r} must be finite and >= 0, got {cost!r}")
+        out[str(name)] = float(cost)
+    return out
+
+
+def parse_costs(
+    manifest: Mapping[str, Any], llm_names: Sequence[str], where: str
+) -> Optional[dict[str, float]]:
+    value = manifest.get("costs")
+    return None if value is None else check_costs(value, llm_names, where)
+
+
+def cost_vector(costs: Mapping[str, float], llm_names: Sequence[str], what: str) -> np.ndarray:
+    """Costs in table order; every LLM in `llm_names` needs one."""
+    missing = [name for name in llm_names if name not in costs]
+    if missing:
+        raise JeirtError(f"{what} needs a cost for every LLM; missing: {', '.join(missing[:5])}")
+    return np.array([costs[name] for name in llm_names], dtype=np.float64)

@@ -1,0 +1,138 @@
+"""`jeirt-lite add-llm` and `jeirt-lite suggest` through a subprocess, on the tiny router."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jeirt_lite import Router
+
+WORDS = ("derivative", "integral", "price", "mass", "protein", "circuit", "court", "market")
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "jeirt_lite", *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def _answers(path: Path, n: int = 24, label: object = None) -> Path:
+    rows = [
+        {
+            "id": f"q{i}",
+            "text": f"what is the {WORDS[i % 8]} of a {WORDS[(i * 3) % 8]} {i}",
+            "correct": label if label is not None and i == 3 else i % 2,
+        }
+        for i in range(n)
+    ]
+    if path.suffix == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        path.write_text(
+            "id,text,correct\n" + "".join(f"{r['id']},{r['text']},{r['correct']}\n" for r in rows)
+        )
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_add_llm_writes_a_router_with_the_new_llm(
+    tiny_router_path: Path, tmp_path: Path, suffix: str
+) -> None:
+    answers = _answers(tmp_path / f"answers{suffix}")
+    done = run_cli(
+        "add-llm",
+        str(tiny_router_path),
+        "--name",
+        "newbie",
+        "--answers",
+        str(answers),
+        "-o",
+        str(tmp_path / "grown"),
+        "--cost",
+        "3.5",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "added 'newbie' from 24 answers (12 correct)" in done.stdout
+    grown = Router.load(tmp_path / "grown")
+    assert grown.llms[-1] == "newbie" and len(grown.llms) == 6 and grown.costs == {"newbie": 3.5}
+
+
+def test_add_llm_parquet(tiny_router_path: Path, tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    table = pa.table({"text": [f"what is the {w}" for w in WORDS], "correct": [True, False] * 4})
+    pq.write_table(table, tmp_path / "a.parquet")
+    done = run_cli(
+        "add-llm",
+        str(tiny_router_path),
+        "--name",
+        "p",
+        "--answers",
+        str(tmp_path / "a.parquet"),
+        "-o",
+        str(tmp_path / "out"),
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("bad_label", "row 5: label 'maybe' is not 0/1 or true/false"),
+        ("empty_text", "row 2 text is empty"),
+        ("duplicate", "LLM 'llm-0' is already in"),
+        ("one_row", "need at least 2 answers"),
+        ("no_column", "no label column 'correct'"),
+        ("exists", "already exists (pass --overwrite"),
+    ],
+)
+def test_add_llm_errors_are_clear(tiny_router_path: Path, tmp_path: Path, setup: str, message: str) -> None:
+    answers = tmp_path / "a.csv"
+    name, out = "x", tmp_path / "out"
+    if setup == "bad_label":
+        _answers(answers, label="maybe")
+    elif setup == "empty_text":
+        answers.write_text('text,correct\n"  ",1\nwhat is the price,0\n')
+    elif setup == "one_row":
+        answers.write_text("text,correct\nwhat is the price,1\n")
+    elif setup == "no_column":
+        answers.write_text("text,label\nwhat is the price,1\n")
+    else:
+        _answers(answers)
+    if setup == "duplicate":
+        name = "llm-0"
+    if setup == "exists":
+        out.mkdir()
+    done = run_cli(
+        "add-llm", str(tiny_router_path), "--name", name, "--answers", str(answers), "-o", str(out)
+    )
+    assert done.returncode == 1
+    assert message in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_suggest_prints_and_writes_picks(tiny_router_path: Path, tmp_path: Path) -> None:
+    bank = _answers(tmp_path / "bank.jsonl")
+    done = run_cli("suggest", str(tiny_router_path), "--questions", str(bank), "--budget", "5")
+    assert done.returncode == 0, done.stderr
+    picks = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [p["rank"] for p in picks] == [1, 2, 3, 4, 5]
+    assert len({p["row"] for p in picks}) == 5 and all(p["id"] == f"q{p['row']}" for p in picks)
+    done = run_cli(
+        "suggest",
+        str(tiny_router_path),
+        "--questions",
+        str(bank),
+        "--budget",
+        "3",
+        "-o",
+        str(tmp_path / "ask.jsonl"),
+    )
+    assert done.returncode == 0 and len((tmp_path / "ask.jsonl").read_text().splitlines()) == 3
+    done = run_cli("suggest", str(tiny_router_path), "--questions", str(bank), "--budget", "99")
+    assert done.returncode == 1 and "budget must be an integer in 1..24" in done.stderr

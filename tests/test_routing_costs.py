@@ -1,0 +1,192 @@
+"""Calibration and costs in the router: stored and validated in the artifact, cost-aware and threshold routing
+against a NumPy reference, routing restricted to a subset of LLMs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jeirt_lite import JeirtError, Router
+from jeirt_lite.kernels import probabilities
+
+COSTS = {"llm-0": 70.0, "llm-1": 7.0, "llm-2": 8.0, "llm-3": 1.5, "llm-4": 34.0}
+
+
+@pytest.fixture(scope="module")
+def router(tiny_router_path: Path) -> Router:
+    return Router.load(tiny_router_path, threads=1).with_costs(COSTS)
+
+
+def _questions(router: Router, n: int = 400, seed: int = 0) -> np.ndarray:
+    return (np.random.default_rng(seed).normal(size=(n, router.dim)) * 0.8).astype(np.float32)
+
+
+def test_calibration_is_applied_everywhere_and_survives_save(router: Router, tmp_path: Path) -> None:
+    scale, bias = [0.5, 1.0, 2.0, 1.5, 0.8], [0.1, -0.2, 0.0, 0.3, -0.1]
+    calibrated = router.with_calibration(scale, bias)
+    q = _questions(router)
+    want = probabilities(q, router.llm_vectors, scale=scale, bias=bias)
+    np.testing.assert_allclose(calibrated.predict_proba_vectors(q), want, rtol=1e-6)
+    np.testing.assert_allclose(list(calibrated.forecast_vectors(q).values()), want.mean(axis=0), rtol=1e-5)
+    best = calibrated.route_vectors(q, k=1)
+    np.testing.assert_array_equal(best.indices[:, 0], np.argmax(want, axis=1))
+    calibrated.save(tmp_path / "r")
+    loaded = Router.load(tmp_path / "r", threads=1)
+    np.testing.assert_allclose(loaded.predict_proba_vectors(q), want, rtol=1e-6)
+    assert loaded.costs == COSTS
+    # Selecting LLMs keeps each one's calibration and cost; removing calibration restores the raw model.
+    sub = loaded.select_llms(["llm-2", "llm-0"])
+    np.testing.assert_allclose(sub.predict_proba_vectors(q), want[:, [2, 0]], rtol=1e-6)
+    assert sub.costs == {"llm-2": 8.0, "llm-0": 70.0}
+    np.testing.assert_allclose(
+        loaded.without_calibration().predict_proba_vectors(q), probabilities(q, router.llm_vectors), rtol=1e-6
+    )
+
+
+def test_cost_weight_maximises_probability_minus_weighted_cost(router: Router) -> None:
+    q = _questions(router)
+    p = router.predict_proba_vectors(q).astype(np.float64)
+    cost = np.array([COSTS[n] for n in router.llms])
+    for weight in (0.0, 0.002, 0.01, 1.0):
+        got = router.route_vectors(q, k=2, cost_weight=weight)
+        keys = p - weight * cost
+        want = np.argsort(-keys, axis=1, kind="stable")[:, :2]
+        chosen = got.indices.astype(np.int64)
+        np.testing.assert_allclose(
+            np.take_along_axis(keys, chosen, axis=1), np.take_along_axis(keys, want, axis=1), atol=2e-6
+        )
+        np.testing.assert_allclose(got.probabilities, np.take_along_axis(p, chosen, axis=1), atol=2e-6)
+    # A huge weight routes everything to the cheapest LLM.
+    assert set(router.route_vectors(q, cost_weight=100.0).best) == {"llm-3"}
+
+
+def test_threshold_picks_the_cheapest_llm_above_it_or_falls_back(router: Router) -> None:
+    q = _questions(router)
+    p = router.predict_proba_vectors(q)
+    cost = np.array([COSTS[n] for n in router.llms])
+    for t in (0.0, 0.3, 0.6, 0.9, 1.0):
+        got = router.route_vectors(q, min_probability=t)
+        assert got.fallback is not None
+        for i in range(len(q)):
+            clear = np.flatnonzero(p[i] >= t)
+            if clear.size:
+                want = clear[np.argmin(cost[clear])]
+                assert not got.fallback[i]
+            else:
+                want = int(np.argmax(p[i]))
+                assert got.fallback[i]
+            assert got.indices[i, 0] == want
+            assert got.probabilities[i, 0] == p[i, want]
+
+
+def test_routing_among_a_subset_and_with_costs_passed_in(router: Router) -> None:
+    q = _questions(router)
+    p = router.predict_proba_vectors(q)
+    got = router.route_vectors(q, k=2, llms=["llm-4", "llm-1"])
+    assert set(got.indices.ravel().tolist()) <= {1, 4}
+    np.testing.assert_array_equal(got.indices[:, 0], np.where(p[:, 1] > p[:, 4], 1, 4))
+    # Costs passed in replace the stored ones for that call.
+    flipped = {name: 100.0 - cost for name, cost in COSTS.items()}
+    assert set(router.route_vectors(q, cost_weight=100.0, costs=flipped).best) == {"llm-0"}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"llms": ["nope"]}, "unknown LLM 'nope'"),
+        ({"llms": []}, "at least one LLM"),
+        ({"llms": ["llm-1", "llm-1"]}, "names an LLM twice"),
+        ({"cost_weight": -1.0}, "cost_weight must be >= 0"),
+        ({"cost_weight": float("nan")}, "cost_weight must be a finite number"),
+        ({"min_probability": 1.5}, r"min_probability must be a number in \[0, 1\]"),
+        ({"min_probability": 0.5, "cost_weight": 0.1}, "not both"),
+        ({"cost_weight": 0.1, "costs": {"llm-9": 1.0}}, "unknown LLM 'llm-9'"),
+        ({"cost_weight": 0.1, "costs": {"llm-0": -1.0}}, "finite and >= 0"),
+        ({"k": 6}, "k must be in 1..=K"),
+    ],
+)
+def test_bad_routing_arguments_are_named(router: Router, kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(JeirtError, match=message):
+        router.route_vectors(_questions(router, 3), **kwargs)  # type: ignore[arg-type]
+
+
+def test_costs_are_needed_for_every_routed_llm(tiny_router_path: Path) -> None:
+    partial = Router.load(tiny_router_path, threads=1).with_costs({"llm-0": 1.0})
+    with pytest.raises(JeirtError, match="missing: llm-1"):
+        partial.route_vectors(_questions(partial, 3), cost_weight=0.1)
+    with pytest.raises(JeirtError, match="needs a cost for every LLM; missing: llm-0"):
+        Router.load(tiny_router_path).route_vectors(_questions(partial, 3), min_probability=0.5)
+    # Among LLMs that have a cost it works.
+    assert (
+        partial.route_vectors(_questions(partial, 3), cost_weight=0.1, llms=["llm-0"]).best == ["llm-0"] * 3
+    )
+
+
+def _edit_manifest(router_path: Path, tmp_path: Path, **fields: object) -> Path:
+    import shutil
+
+    target = tmp_path / "edited"
+    shutil.copytree(router_path, target)
+    manifest = json.loads((target / "router.json").read_text())
+    manifest.update(fields)
+    (target / "router.json").write_text(json.dumps(manifest))
+    return target
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"calibration": {"kind": "per_llm", "scale": [1.0] * 4, "bias": [0.0] * 5}}, "list of 5 numbers"),
+        ({"calibration": {"kind": "per_llm", "scale": [1.0] * 5, "bias": [0.0] * 4 + ["x"]}}, r"bias\[4\]"),
+        ({"calibration": {"kind": "per_llm", "scale": [1.0] * 4 + [0.0], "bias": [0.0] * 5}}, "must be > 0"),
+        ({"calibration": {"kind": "isotonic", "scale": [1.0] * 5, "bias": [0.0] * 5}}, "kind must be one of"),
+        ({"calibration": {"scale": [1.0] * 5}}, "lacks kind, bias"),
+        ({"calibration": [1, 2]}, "calibration must be an object"),
+        ({"costs": {"gpt-9": 1.0}}, "unknown LLM 'gpt-9'"),
+        ({"costs": {"llm-0": "cheap"}}, "must be a number"),
+        ({"costs": [1, 2]}, "costs must map LLM names"),
+    ],
+)
+def test_bad_calibration_or_costs_in_the_manifest_fail_at_load(
+    tiny_router_path: Path, tmp_path: Path, fields: dict[str, object], message: str
+) -> None:
+    path = _edit_manifest(tiny_router_path, tmp_path, **fields)
+    with pytest.raises(JeirtError, match=message) as info:
+        Router.load(path)
+    assert "router.json" in str(info.value)
+
+
+def test_nan_in_a_stored_calibration_is_rejected(tiny_router_path: Path, tmp_path: Path) -> None:
+    path = _edit_manifest(tiny_router_path, tmp_path)
+    text = (path / "router.json").read_text().rstrip()[:-1]
+    (path / "router.json").write_text(
+        text + ', "calibration": {"kind": "global", "scale": [NaN, 1, 1, 1, 1], "bias": [0, 0, 0, 0, 0]}}'
+    )
+    with pytest.raises(JeirtError, match=r"scale\[0\] must be a finite number"):
+        Router.load(path)
+
+
+def test_an_onboarded_llm_gets_identity_calibration_and_its_cost(router: Router) -> None:
+    calibrated = router.with_calibration([2.0] * 5, [0.5] * 5)
+    q = _questions(router, 50)
+    grown = calibrated.add_llm_vectors("new", q, (np.arange(50) % 2), cost=3.0)
+    assert grown.calibration is not None
+    assert grown.calibration.scale.tolist() == [2.0] * 5 + [1.0]
+    assert grown.costs["new"] == 3.0
+    with pytest.raises(JeirtError, match="cost of 'x' must be finite"):
+        router.add_llm_vectors("x", q, (np.arange(50) % 2), cost=float("inf"))
+
+
+def test_cost_proxy_parses_parameter_counts() -> None:
+    from training.routing_eval import DEFAULT_COST_B, cost_proxy, has_size
+
+    assert cost_proxy("Llama-2-70b-hf") == 70
+    assert cost_proxy("Mixtral-8x7B-Instruct-v0.1") == 56
+    assert cost_proxy("Qwen1.5-110B") == 110
+    assert cost_proxy("Meta-Llama-3_1-8B-Instruct") == 8
+    assert cost_proxy("Yi-6b-Chat") == 6
+    assert cost_proxy("Phi-3-mini-4k-instruct") == 3.8
+    assert cost_proxy("gpt-4o-2024-05-13") == DEFAULT_COST_B and not has_size("gpt-4o-2024-05-13")

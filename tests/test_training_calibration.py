@@ -1,0 +1,59 @@
+"""training.calibration: the temperature/bias fit recovers known values and lands in a router's manifest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from jeirt_lite import Router
+
+from training.calibration import calibrate_router, cell_logits, fit_calibration, fit_temperature_bias
+from training.types import Responses
+
+
+def test_fit_recovers_per_group_temperature_and_bias() -> None:
+    rng = np.random.default_rng(0)
+    n = 200_000
+    z = rng.normal(size=n) * 1.5
+    g = rng.integers(0, 2, size=n)
+    a_true, b_true = np.array([2.0, 0.5]), np.array([-0.5, 0.3])
+    y = (rng.random(n) < 1 / (1 + np.exp(-(a_true[g] * z + b_true[g])))).astype(np.float64)
+    a, b = fit_temperature_bias(z, y, g, 2)
+    np.testing.assert_allclose(a, a_true, atol=0.05)
+    np.testing.assert_allclose(b, b_true, atol=0.05)
+    glob = fit_calibration(z, y, g, 2, kind="global")
+    assert glob["scale"][0] == glob["scale"][1] and glob["kind"] == "global"
+    with pytest.raises(ValueError, match="kind"):
+        fit_calibration(z, y, g, 2, kind="isotonic")
+
+
+def test_a_one_sided_llm_stays_finite() -> None:
+    z = np.linspace(-2, 2, 50)
+    a, b = fit_temperature_bias(z, np.ones(50), np.zeros(50, np.int64), 1)
+    assert np.isfinite(a).all() and np.isfinite(b).all() and a[0] > 0
+
+
+def test_calibrate_router_stores_a_calibration_the_router_applies(
+    tiny_router_path: Path, tmp_path: Path
+) -> None:
+    router = Router.load(tiny_router_path)
+    path = router.save(tmp_path / "r")
+    rng = np.random.default_rng(1)
+    qv = rng.normal(size=(300, router.dim)).astype(np.float32)
+    cells = Responses(np.repeat(np.arange(300), 5), np.tile(np.arange(5), 300), np.zeros(1500, np.float32))
+    z = cell_logits(qv, router.llm_vectors, cells)
+    cells = Responses(
+        cells.question, cells.llm, (rng.random(1500) < 1 / (1 + np.exp(-0.5 * z))).astype(np.float32)
+    )
+    predictor = SimpleNamespace(question_vectors=lambda emb: emb, llm_vectors=router.llm_vectors)
+    prep = SimpleNamespace(embeddings=qv, val=cells, data=SimpleNamespace(n_llms=5))
+    stored = calibrate_router(path, prep, predictor, kind="per_llm", costs={"llm-0": 1.0})
+    loaded = Router.load(path)
+    assert loaded.calibration is not None and loaded.manifest["calibration"]["kind"] == "per_llm"
+    assert loaded.costs == {"llm-0": 1.0}
+    np.testing.assert_allclose(loaded.calibration.scale, stored["scale"], rtol=1e-6)  # stored as float32
+    assert 0.2 < float(np.mean(loaded.calibration.scale)) < 0.9  # the data were generated with scale 0.5
+    p = 1 / (1 + np.exp(-(np.asarray(stored["scale"]) * z.reshape(300, 5) + np.asarray(stored["bias"]))))
+    np.testing.assert_allclose(loaded.predict_proba_vectors(qv), p, rtol=1e-4, atol=1e-6)

@@ -1,0 +1,175 @@
+"""Routing on the test split: accuracy of the routed LLM against fixed choices, and the quality–cost curve.
+
+    JEIRT_CACHE=/work/cache python -m training.routing_eval        # needs training.onboarding_runs' joint run
+
+Protocol (data/mmlu_pro, split seed 0, the default JE-IRT recipe): for each test question the candidates are
+the LLMs with an observed answer to it (almost all 32; the matrix is nearly dense). Every rule picks one
+candidate and scores its real answer:
+
+* router: the candidate with the highest predicted P(correct);
+* best single LLM: the candidate ranked highest by training accuracy;
+* best LLM per subject: the candidate ranked highest by training accuracy within the question's subject;
+* oracle: correct if any candidate answered correctly.
+
+Quality–cost: maximise P − λ·cost over a grid of λ, and "cheapest with P ≥ t" over a grid of t. The cost proxy
+is the parameter count in billions parsed from the model name (Mixtral-8x7B = 56), DEFAULT_COST_B for names
+without one (API and undisclosed models).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+from jeirt_lite import kernels
+
+from training.onboarding_runs import DEFAULT_DATA, REPO_ROOT
+
+# Published total parameter counts of open models whose names do not carry one.
+KNOWN_SIZES_B = {
+    "DeepSeek-Coder-V2": 236.0,
+    "Phi-3-mini": 3.8,
+    "c4ai-command-r-v01": 35.0,
+    "jamba-1.5-large": 398.0,
+}
+# Names without a known parameter count (gpt-4o, gemini, the "deepseek" API run) are closed API models: counted
+# as this many billions. A stated proxy, not a price list.
+DEFAULT_COST_B = 200.0
+_MOE = re.compile(r"(\d+)x(\d+(?:\.\d+)?)b(?![a-z])", re.IGNORECASE)
+_SIZE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)b(?![a-z])", re.IGNORECASE)
+
+
+def cost_proxy(name: str) -> float:
+    """Billions of parameters from an LLM name ("Llama-2-70b-hf" → 70, "Mixtral-8x7B" → 56), else
+    DEFAULT_COST_B."""
+    for prefix, size_b in KNOWN_SIZES_B.items():
+        if name.startswith(prefix):
+            return size_b
+    moe = _MOE.search(name)
+    if moe:
+        return float(moe.group(1)) * float(moe.group(2))
+    size = _SIZE.search(name)
+    return float(size.group(1)) if size else DEFAULT_COST_B
+
+
+def answer_matrix(
+    question: np.ndarray, llm: np.ndarray, correct: np.ndarray, rows: np.ndarray, k: int
+) -> np.ndarray:
+    """(len(rows), K) float matrix of answers to the questions `rows`, NaN where not observed."""
+    position = np.full(int(max(rows.max(), question.max())) + 1, -1, dtype=np.int64)
+    position[rows] = np.arange(len(rows))
+    keep = position[question] >= 0
+    y = np.full((len(rows), k), np.nan)
+    y[position[question[keep]], llm[keep]] = correct[keep]
+    return y
+
+
+def pick(scores: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """Per row, the observed column with the highest score (ties: lower index)."""
+    return np.argmax(np.where(observed, scores, -np.inf), axis=1)
+
+
+def accuracy_of(choice: np.ndarray, y: np.ndarray) -> float:
+    return float(np.mean(y[np.arange(len(y)), choice]))
+
+
+def has_size(name: str) -> bool:
+    """Whether the cost proxy of `name` is a real parameter count (an open-weights model)."""
+    return any(name.startswith(p) for p in KNOWN_SIZES_B) or bool(_MOE.search(name) or _SIZE.search(name))
+
+
+def evaluate(prep, question_vectors: np.ndarray, llm_vectors: np.ndarray, open_only: bool = False) -> dict:  # type: ignore[no-untyped-def]
+    """All rules on the test split; `open_only` restricts every rule's candidates to open-weights LLMs."""
+    k = prep.data.n_llms
+    test_rows = np.unique(prep.test.question)
+    y = answer_matrix(prep.test.question, prep.test.llm, prep.test.correct, test_rows, k)
+    allowed = np.array([has_size(n) or not open_only for n in prep.data.llm_names])
+    y[:, ~allowed] = np.nan
+    observed = ~np.isnan(y)
+    p = kernels.probabilities(question_vectors[test_rows], llm_vectors).astype(np.float64)
+    hits = np.bincount(prep.train.llm, prep.train.correct, k)
+    counts = np.bincount(prep.train.llm, minlength=k)
+    train_acc = np.where(allowed, hits / np.maximum(counts, 1), -1.0)
+    subjects = np.asarray(prep.data.subjects)
+    per_subject = {}
+    train_subject = subjects[prep.train.question]
+    for s in np.unique(subjects[test_rows]):
+        mask = train_subject == s
+        h = np.bincount(prep.train.llm[mask], prep.train.correct[mask], k)
+        c = np.bincount(prep.train.llm[mask], minlength=k)
+        per_subject[s] = np.where(c > 0, h / np.maximum(c, 1), -1.0)
+    subject_scores = np.stack([per_subject[s] for s in subjects[test_rows]])
+    costs = np.array([cost_proxy(name) for name in prep.data.llm_names])
+    best_single = int(np.argmax(train_acc))
+    keep = observed.any(axis=1)
+    y, observed, p, subject_scores, test_rows = (
+        y[keep],
+        observed[keep],
+        p[keep],
+        subject_scores[keep],
+        test_rows[keep],
+    )
+    result = {
+        "n_questions": len(test_rows),
+        "mean_candidates": float(observed.sum(axis=1).mean()),
+        "router": accuracy_of(pick(p, observed), y),
+        "best_single": accuracy_of(pick(np.broadcast_to(train_acc, y.shape), observed), y),
+        "best_single_name": prep.data.llm_names[best_single],
+        "best_single_cost": float(costs[best_single]),
+        "best_per_subject": accuracy_of(pick(subject_scores, observed), y),
+        "oracle": float(np.mean(np.nansum(y, axis=1) > 0)),
+        "mean_llm": float(np.nanmean(y)),
+        "router_mean_cost": float(costs[pick(p, observed)].mean()),
+    }
+    curve = []
+    for lam in (0.0, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2):
+        choice = pick(p - lam * costs, observed)
+        curve.append(("λ", lam, accuracy_of(choice, y), float(costs[choice].mean())))
+    for t in (0.5, 0.6, 0.7, 0.8, 0.9):
+        clear = (p >= t) & observed
+        cheapest = pick(np.where(clear, -costs, -np.inf), clear)
+        choice = np.where(clear.any(axis=1), cheapest, pick(p, observed))
+        curve.append(("t", t, accuracy_of(choice, y), float(costs[choice].mean())))
+    result["curve"] = curve
+    result["costs"] = dict(zip(prep.data.llm_names, costs.tolist()))
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    from training.pipeline import prepare
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--runs", type=Path, default=REPO_ROOT / ".scratch" / "runs")
+    args = parser.parse_args(argv)
+    prep = prepare(args.data, split_seed=0, progress=False)
+    run = np.load(args.runs / "joint.npz")
+    for open_only in (False, True):
+        print(f"\n### {'open-weights LLMs only' if open_only else 'all LLMs'}\n")
+        report(evaluate(prep, run["question_vectors"], run["llm_vectors"], open_only=open_only))
+    return 0
+
+
+def report(r: dict) -> None:  # type: ignore[type-arg]
+    print(f"test questions: {r['n_questions']}, candidates per question: {r['mean_candidates']:.1f}\n")
+    print("| rule | accuracy | mean cost (B params) |\n|---|---:|---:|")
+    print(f"| oracle (any candidate correct) | {r['oracle']:.3f} | |")
+    print(f"| JE-IRT router (most likely) | {r['router']:.3f} | {r['router_mean_cost']:.0f} |")
+    print(f"| best LLM per subject (train) | {r['best_per_subject']:.3f} | |")
+    print(
+        f"| best single LLM (train): {r['best_single_name']} | {r['best_single']:.3f} | "
+        f"{r['best_single_cost']:.0f} |"
+    )
+    print(f"| average LLM | {r['mean_llm']:.3f} | |")
+    print("\n| rule | setting | accuracy | mean cost (B params) |\n|---|---:|---:|---:|")
+    for kind, value, acc, cost in r["curve"]:
+        rule = "max P − λ·cost" if kind == "λ" else "cheapest with P ≥ t"
+        print(f"| {rule} | {kind} = {value:g} | {acc:.3f} | {cost:.1f} |")
+    print("\ncost proxy:", ", ".join(f"{n} {c:g}" for n, c in r["costs"].items()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
