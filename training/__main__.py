@@ -1,0 +1,187 @@
+"""Command line: `python -m training {fit,sweep,embed} ...`.
+
+python -m training fit --data data/mmlu_pro --out /tmp/router --dim 128
+python -m training sweep --data data/mmlu_pro --dims 32,64,128,256,512 --json sweep.json
+python -m training embed data/mmlu_pro data/zeroeval_crux_gsm_math
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from training.encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, ENCODERS
+from training.model import JeirtConfig
+
+DEFAULTS = JeirtConfig()
+
+
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",") if x.strip()]
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--data", type=Path, required=True, help="data folder (questions.csv, models.csv, responses.csv)"
+    )
+    p.add_argument("--encoder", default=DEFAULT_ENCODER, choices=sorted(ENCODERS))
+    p.add_argument("--max-length", type=int, default=DEFAULT_MAX_LENGTH, help="encoder truncation, in tokens")
+    p.add_argument("--split-seed", type=int, default=0)
+    p.add_argument("--val-fraction", type=float, default=0.1)
+    p.add_argument("--test-fraction", type=float, default=0.2)
+    p.add_argument("--threads", type=int, default=2, help="torch threads")
+    p.add_argument("--lr", type=float, default=DEFAULTS.lr)
+    p.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size)
+    p.add_argument("--max-epochs", type=int, default=DEFAULTS.max_epochs)
+    p.add_argument("--patience", type=int, default=DEFAULTS.patience)
+    p.add_argument("--seed", type=int, default=DEFAULTS.seed)
+    p.add_argument("--llm-init", default=DEFAULTS.llm_init, choices=["accuracy", "random"])
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m training", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    fit = sub.add_parser("fit", help="train one JE-IRT router, evaluate on test, export the router folder")
+    _common(fit)
+    fit.add_argument("--out", type=Path, help="router folder to write (omit to train and evaluate only)")
+    fit.add_argument("--dim", type=int, default=DEFAULTS.dim)
+    fit.add_argument("--dropout", type=float, default=DEFAULTS.dropout)
+    fit.add_argument("--weight-decay", type=float, default=DEFAULTS.weight_decay)
+    fit.add_argument("--label", default=None)
+
+    sweep = sub.add_parser("sweep", help="validation curve over d (and optional regularisation grids)")
+    _common(sweep)
+    sweep.add_argument("--dims", type=_ints, default=[32, 64, 128, 256, 512])
+    sweep.add_argument("--dropouts", type=_floats, default=[DEFAULTS.dropout])
+    sweep.add_argument("--weight-decays", type=_floats, default=[DEFAULTS.weight_decay])
+    sweep.add_argument("--lrs", type=_floats, default=None, help="overrides --lr with a grid")
+    sweep.add_argument("--json", type=Path, help="write every run's validation metrics here")
+
+    embed = sub.add_parser("embed", help="fill the embedding cache ($JEIRT_CACHE) for data folders")
+    embed.add_argument("data_dirs", nargs="+", type=Path)
+    embed.add_argument("--encoder", default=DEFAULT_ENCODER, choices=sorted(ENCODERS))
+    embed.add_argument("--max-length", type=int, default=DEFAULT_MAX_LENGTH)
+    embed.add_argument("--threads", type=int, default=2)
+    return parser
+
+
+def _hyper(args: argparse.Namespace, **over: Any) -> dict[str, Any]:
+    h = {
+        "lr": args.lr,
+        "batch_size": args.batch_size,
+        "max_epochs": args.max_epochs,
+        "patience": args.patience,
+        "seed": args.seed,
+        "llm_init": args.llm_init,
+    }
+    h.update(over)
+    return h
+
+
+def _fmt(m: dict[str, float]) -> str:
+    return (
+        f"AUC {m['auc']:.3f}  log-loss {m['log_loss']:.3f}  accuracy {m['accuracy']:.3f}  ECE {m['ece']:.3f}"
+    )
+
+
+def _prepare(args: argparse.Namespace) -> Any:
+    from training.pipeline import prepare
+
+    prep = prepare(
+        args.data,
+        split_seed=args.split_seed,
+        val_fraction=args.val_fraction,
+        test_fraction=args.test_fraction,
+        encoder=args.encoder,
+        max_length=args.max_length,
+    )
+    print(
+        f"{prep.data.name}: {prep.data.n_questions} questions x {prep.data.n_llms} LLMs; "
+        f"cells train {len(prep.train)}, val {len(prep.val)}, test {len(prep.test)}"
+    )
+    return prep
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    from training.pipeline import fit_and_export, folder_size_mb
+
+    prep = _prepare(args)
+    res = fit_and_export(
+        prep,
+        args.out,
+        label=args.label,
+        **_hyper(args, dim=args.dim, dropout=args.dropout, weight_decay=args.weight_decay),
+    )
+    p = res.predictor
+    print(f"\nJE-IRT d={p.config.dim}: best epoch {p.best_epoch}, {p.train_seconds:.0f}s training")
+    print(f"  validation           {_fmt(res.val)}")
+    print(f"  test                 {_fmt(res.test)}")
+    print(f"  test, per-LLM floor  {_fmt(res.floor_test)}")
+    if res.router_path is not None:
+        print(
+            f"  router: {res.router_path} ({folder_size_mb(res.router_path):.1f} MB), "
+            f"ONNX parity max abs diff {res.parity:.2e}"
+        )
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from training.model import JeirtPredictor
+    from training.pipeline import evaluate, per_llm_accuracy_floor
+
+    prep = _prepare(args)
+    floor = per_llm_accuracy_floor(prep, "val")
+    print(f"validation, per-LLM floor: {_fmt(floor)}")
+    rows: list[dict[str, Any]] = []
+    lrs = args.lrs or [args.lr]
+    for dim, dropout, wd, lr in itertools.product(args.dims, args.dropouts, args.weight_decays, lrs):
+        hyper = _hyper(args, dim=dim, dropout=dropout, weight_decay=wd, lr=lr)
+        pred = JeirtPredictor(**hyper).fit(
+            prep.embeddings, prep.train, prep.val, prep.data.n_llms, progress=False
+        )
+        val = evaluate(pred, prep, "val")
+        row = {**hyper, "best_epoch": pred.best_epoch, "seconds": round(pred.train_seconds, 1), "val": val}
+        rows.append(row)
+        print(
+            f"d={dim:4d} dropout={dropout:.2f} wd={wd:g} lr={lr:g}: {_fmt(val)}  "
+            f"(best epoch {pred.best_epoch}, {pred.train_seconds:.0f}s)",
+            flush=True,
+        )
+    best = min(rows, key=lambda r: r["val"]["log_loss"])
+    print(
+        f"best by validation log-loss: d={best['dim']} dropout={best['dropout']} wd={best['weight_decay']} "
+        f"lr={best['lr']}"
+    )
+    if args.json:
+        args.json.write_text(json.dumps({"floor_val": floor, "runs": rows}, indent=2) + "\n")
+    return 0
+
+
+def cmd_embed(args: argparse.Namespace) -> int:
+    from training.embeddings import _main as embed_main
+
+    argv = [str(d) for d in args.data_dirs]
+    argv += ["--encoder", args.encoder, "--max-length", str(args.max_length), "--threads", str(args.threads)]
+    return embed_main(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if getattr(args, "threads", None):
+        import torch
+
+        torch.set_num_threads(args.threads)
+    return {"fit": cmd_fit, "sweep": cmd_sweep, "embed": cmd_embed}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

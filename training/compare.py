@@ -1,0 +1,236 @@
+"""Fit every method on the same split and report held-out test metrics (overall, per subject, per benchmark).
+
+    python -m training.compare --data data/mmlu_pro --embeddings-cache /work/cache --out bench_results/compare
+
+Every method sees the same train/validation cells (validation only for its own choices) and is scored on the same
+test cells. Writes `<out>/<dataset>.json` (everything, including the tuned settings and the 2PL diagnostic) and
+`<out>/<dataset>.md` (tables), and prints the Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from training.data import load_dataset
+from training.metrics import ECE_BINS, all_metrics, metrics_by_group, reliability_table
+from training.splits import make_split
+from training.types import Dataset, Predictor, Responses, Split
+
+METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "jeirt")
+
+
+def subset_questions(data: Dataset, keep: np.ndarray) -> Dataset:
+    """The dataset restricted to the question indices `keep` (renumbered in that order); for quick runs."""
+    keep = np.asarray(keep, dtype=np.int64)
+    new_index = np.full(data.n_questions, -1, dtype=np.int64)
+    new_index[keep] = np.arange(len(keep))
+    r = data.responses
+    mask = new_index[r.question] >= 0
+    responses = Responses(new_index[r.question[mask]], r.llm[mask], r.correct[mask])
+    return Dataset(data.name, [data.question_ids[i] for i in keep], [data.texts[i] for i in keep],
+                   np.asarray(data.benchmarks)[keep], np.asarray(data.subjects)[keep], data.llm_names, responses)
+
+
+def tuned_settings(predictor: Predictor) -> dict[str, Any]:
+    """Whatever a method chose on validation (best effort; for the record only)."""
+    out: dict[str, Any] = {}
+    for attr in ("strength", "k", "alpha", "tau", "config", "epochs", "val_log_loss", "best_epoch", "best_val_loss"):
+        value = getattr(predictor, attr, None)
+        if value is None:
+            continue
+        if hasattr(value, "to_dict"):
+            value = value.to_dict()
+        if isinstance(value, (np.floating, np.integer)):
+            value = value.item()
+        out[attr] = value
+    return out
+
+
+def evaluate(data: Dataset, cells: Responses, p: np.ndarray) -> dict[str, Any]:
+    y = cells.correct
+    result: dict[str, Any] = {
+        "overall": all_metrics(y, p),
+        "by_subject": metrics_by_group(y, p, np.asarray(data.subjects)[cells.question]),
+        "reliability": reliability_table(y, p).to_rows(),
+    }
+    benchmarks = np.asarray(data.benchmarks)
+    if len(np.unique(benchmarks)) > 1 and not np.array_equal(benchmarks, np.asarray(data.subjects)):
+        result["by_benchmark"] = metrics_by_group(y, p, np.asarray(data.benchmarks)[cells.question])
+    return result
+
+
+def run_comparison(data: Dataset, split: Split, embeddings: np.ndarray, predictors: Sequence[Predictor],
+                   log: Any = print) -> dict[str, Any]:
+    """Fit each predictor on the split's train/val cells, score it on the test cells. Works for any Predictor."""
+    if embeddings.shape[0] != data.n_questions:
+        raise ValueError(f"embeddings have {embeddings.shape[0]} rows for {data.n_questions} questions")
+    train, val, test = (split.responses(data, part) for part in ("train", "val", "test"))
+    results: dict[str, Any] = {}
+    for predictor in predictors:
+        log(f"fitting {predictor.name} ...")
+        start = time.perf_counter()
+        predictor.fit(embeddings, train, val, data.n_llms)
+        fit_seconds = time.perf_counter() - start
+        p = np.asarray(predictor.predict_proba(embeddings, test.question, test.llm), dtype=np.float64)
+        if p.shape != (len(test),):
+            raise ValueError(f"{predictor.name}: predict_proba returned shape {p.shape}, expected ({len(test)},)")
+        p_val = np.asarray(predictor.predict_proba(embeddings, val.question, val.llm), dtype=np.float64)
+        results[predictor.name] = {
+            "fit_seconds": fit_seconds,
+            "tuned": tuned_settings(predictor),
+            "val": all_metrics(val.correct, p_val),
+            "test": evaluate(data, test, p),
+        }
+        o = results[predictor.name]["test"]["overall"]
+        log(f"  {predictor.name}: test AUC {o['auc']:.3f}  log-loss {o['log_loss']:.3f}  ({fit_seconds:.0f} s)")
+    return {
+        "dataset": data.name,
+        "n_llms": data.n_llms,
+        "n_questions": data.n_questions,
+        "split": {"train": len(split.train), "val": len(split.val), "test": len(split.test),
+                  "train_cells": len(train), "val_cells": len(val), "test_cells": len(test)},
+        "ece_bins": ECE_BINS,
+        "methods": results,
+    }
+
+
+def _fmt(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x:.3f}"
+
+
+def to_markdown(result: dict[str, Any]) -> str:
+    s = result["split"]
+    lines = [
+        f"## {result['dataset']}: test metrics",
+        "",
+        (f"{result['n_llms']} LLMs, {result['n_questions']} questions; split by question (identical texts together, "
+        f"stratified by subject): train {s['train']} / val {s['val']} / test {s['test']} questions, "
+        f"{s['test_cells']} test cells. ECE with {result['ece_bins']} equal-width bins; accuracy at p >= 0.5."),
+        "",
+        "| method | accuracy | AUC | log-loss | Brier | ECE | fit s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, r in result["methods"].items():
+        o = r["test"]["overall"]
+        lines.append(f"| {name} | {_fmt(o['accuracy'])} | {_fmt(o['auc'])} | {_fmt(o['log_loss'])} | "
+                     f"{_fmt(o['brier'])} | {_fmt(o['ece'])} | {r['fit_seconds']:.0f} |")
+    names = list(result["methods"])
+    for group_key, title in (("by_subject", "subject"), ("by_benchmark", "benchmark")):
+        first = next(iter(result["methods"].values()), None)
+        if first is None or group_key not in first["test"]:
+            continue
+        for metric in ("auc", "log_loss"):
+            lines += ["", f"### Test {metric.replace('_', '-')} per {title}", "",
+                      f"| {title} | cells | " + " | ".join(names) + " |",
+                      "|---|---:|" + "---:|" * len(names)]
+            for group, values in first["test"][group_key].items():
+                row = [_fmt(result["methods"][n]["test"][group_key][group][metric]) for n in names]
+                lines.append(f"| {group} | {int(values['n'])} | " + " | ".join(row) + " |")
+    if "diagnostic_2pl" in result:
+        d = result["diagnostic_2pl"]
+        f = d["subject_order_flips"]
+        lines += ["", "### Plain 2PL on the training matrix (diagnostic)", "",
+                  (f"{d['items']} items: {100 * d['share_negative_a']:.1f}% negative discrimination, "
+                  f"{100 * d['share_abs_a_below_0.1']:.1f}% with |a| < 0.1 (theta standardised to sd 1), "
+                  f"median a {d['median_a']:.2f}. LLM pairs whose order flips between subjects by at least "
+                  f"{f['margin']:.2f} accuracy each way: {f['flipping_pairs']} of {f['pairs']}."), ""]
+        lines += [f"- {e}" for e in f["examples"]]
+    return "\n".join(lines) + "\n"
+
+
+def make_predictors(methods: Sequence[str], seed: int = 0) -> list[Predictor]:
+    from training.baselines import EmbedLlmMF, KnnPerLlm, LlmAccuracy, TextMirt
+    from training.baselines.torch_fit import FitSettings
+
+    made: list[Predictor] = []
+    for method in methods:
+        if method == "llm_accuracy":
+            made.append(LlmAccuracy())
+        elif method == "knn":
+            made.append(KnnPerLlm())
+        elif method == "embedllm_mf":
+            made.append(EmbedLlmMF(settings=FitSettings(seed=seed)))
+        elif method == "mirt_text":
+            made.append(TextMirt(settings=FitSettings(seed=seed)))
+        elif method == "jeirt":
+            try:
+                from training.model import JeirtPredictor
+            except ImportError as exc:
+                print(f"skipping jeirt: training.model is not available ({exc})", file=sys.stderr)
+                continue
+            made.append(JeirtPredictor(seed=seed))
+        else:
+            raise SystemExit(f"unknown method {method!r}; known: {', '.join(METHODS)}")
+    return made
+
+
+def get_embeddings(data: Dataset, args: argparse.Namespace) -> np.ndarray:
+    if args.random_embeddings:
+        rng = np.random.default_rng(args.seed)
+        return rng.standard_normal((data.n_questions, args.random_embeddings)).astype(np.float32)
+    from training.embeddings import embed_dataset
+
+    kwargs: dict[str, Any] = {}
+    if args.encoder:
+        kwargs["encoder"] = args.encoder
+    return np.asarray(embed_dataset(data, **kwargs), dtype=np.float32)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Compare JE-IRT and the baselines on one split.")
+    parser.add_argument("--data", required=True, type=Path, help="data folder or table (see training.data)")
+    parser.add_argument("--embeddings-cache", type=Path, help="embedding cache folder (sets JEIRT_CACHE)")
+    parser.add_argument("--encoder", default=None, help="frozen encoder name (default: the project's)")
+    parser.add_argument("--methods", default=",".join(METHODS), help=f"comma list from {','.join(METHODS)}")
+    parser.add_argument("--seed", type=int, default=0, help="split and training seed")
+    parser.add_argument("--out", type=Path, default=Path("bench_results/compare"))
+    parser.add_argument("--max-questions", type=int, default=0, help="random subset of questions (quick runs)")
+    parser.add_argument("--random-embeddings", type=int, default=0, help="D: random embeddings (plumbing tests)")
+    parser.add_argument("--no-2pl", action="store_true", help="skip the plain 2PL diagnostic")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    args = parser.parse_args(argv)
+    if args.embeddings_cache:
+        os.environ["JEIRT_CACHE"] = str(args.embeddings_cache)
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    data = load_dataset(args.data)
+    if args.max_questions and args.max_questions < data.n_questions:
+        keep = np.sort(np.random.default_rng(args.seed).choice(data.n_questions, args.max_questions, replace=False))
+        data = subset_questions(data, keep)
+    split = make_split(data, seed=args.seed)
+    embeddings = get_embeddings(data, args)
+    predictors = make_predictors([m.strip() for m in args.methods.split(",") if m.strip()], args.seed)
+    result = run_comparison(data, split, embeddings, predictors, log=lambda s: print(s, file=sys.stderr))
+    result["settings"] = {"seed": args.seed, "max_questions": args.max_questions,
+                          "embeddings": f"random {args.random_embeddings}-d" if args.random_embeddings
+                          else (args.encoder or "default encoder"),
+                          "torch_threads": args.threads, "python": platform.python_version(),
+                          "cpu_count": os.cpu_count()}
+    if not args.no_2pl:
+        from training.baselines.irt2pl import two_pl_diagnostic
+
+        print("fitting the plain 2PL diagnostic ...", file=sys.stderr)
+        result["diagnostic_2pl"] = two_pl_diagnostic(data, split.responses(data, "train"))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{data.name}.json").write_text(json.dumps(result, indent=1, default=float))
+    markdown = to_markdown(result)
+    (args.out / f"{data.name}.md").write_text(markdown)
+    print(markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

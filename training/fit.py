@@ -1,0 +1,190 @@
+"""Training loop for JE-IRT: AdamW on shuffled mini-batches of cells, BCE with logits, early stopping on the
+validation loss with the best weights restored. Deterministic for a given seed and thread count.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from torch import nn
+
+from training.model import JeirtModel, jeirt_logit_matrix, jeirt_logits
+from training.types import Responses
+
+if TYPE_CHECKING:
+    from training.model import JeirtPredictor
+
+# Warm start (llm_init="accuracy"): the adapter's output starts near WARM_NORM·u for one shared unit vector u, and
+# m_k = (logit(acc_k) + WARM_NORM)·u, so the first logits are ≈ logit(acc_k): training starts from the per-LLM
+# accuracy baseline instead of from noise.
+WARM_NORM = 2.0
+WARM_WEIGHT_SCALE = 0.1
+
+
+def _check_inputs(embeddings: np.ndarray, cells: Responses, n_llms: int, what: str) -> None:
+    if embeddings.ndim != 2:
+        raise ValueError(f"embeddings must be 2-D (n_questions, D), got shape {embeddings.shape}")
+    if len(cells) == 0:
+        raise ValueError(f"{what} has no cells")
+    if cells.question.min() < 0 or cells.question.max() >= embeddings.shape[0]:
+        raise IndexError(f"{what}: question index outside the {embeddings.shape[0]} embedding rows")
+    if cells.llm.min() < 0 or cells.llm.max() >= n_llms:
+        raise IndexError(f"{what}: llm index outside [0, {n_llms})")
+    bad = ~np.isin(cells.correct, (0.0, 1.0))
+    if bad.any():
+        raise ValueError(f"{what}: 'correct' must be 0 or 1; found {cells.correct[bad][:3]}")
+
+
+def llm_accuracies(train: Responses, n_llms: int, prior: float = 1.0) -> np.ndarray:
+    """Per-LLM training accuracy, smoothed towards 0.5 by `prior` pseudo-counts (an LLM without cells gets 0.5)."""
+    hits = np.bincount(train.llm, weights=train.correct, minlength=n_llms)
+    counts = np.bincount(train.llm, minlength=n_llms)
+    return (hits + prior) / (counts + 2 * prior)
+
+
+def init_llm_vectors(
+    model: JeirtModel, train: Responses, n_llms: int, how: str, gen: torch.Generator
+) -> None:
+    dim = model.llms.embedding_dim
+    with torch.no_grad():
+        if how == "random":
+            model.llms.weight.normal_(0.0, 1.0 / math.sqrt(dim), generator=gen)
+        elif how == "accuracy":
+            u = torch.randn(dim, generator=gen)
+            u /= u.norm()
+            acc = torch.from_numpy(llm_accuracies(train, n_llms)).float()
+            scale = torch.log(acc / (1 - acc)) + WARM_NORM
+            model.llms.weight.copy_(scale[:, None] * u[None, :])
+            last = model.adapter.net[-1]
+            assert isinstance(last, nn.Linear)
+            last.weight.mul_(WARM_WEIGHT_SCALE)
+            last.bias.copy_(WARM_NORM * u)
+        else:
+            raise ValueError(f"llm_init must be 'accuracy' or 'random', got {how!r}")
+
+
+Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+
+
+def cell_batches(
+    train: Responses, batching: str, batch_size: int, rng: np.random.Generator
+) -> Iterator[Batch]:
+    """Shuffled mini-batches of training cells as (question rows, row of each cell, llm, correct).
+
+    "cells": any `batch_size` cells, the adapter runs once per cell. "questions": all cells of a shuffled run of
+    questions, about `batch_size` cells a batch, the adapter runs once per question (≈K times less work).
+    """
+    if batching == "cells":
+        perm = rng.permutation(len(train))
+        for s in range(0, len(perm), batch_size):
+            idx = perm[s : s + batch_size]
+            yield (
+                torch.from_numpy(train.question[idx]),
+                torch.arange(len(idx)),
+                torch.from_numpy(train.llm[idx]),
+                torch.from_numpy(train.correct[idx].astype(np.float32)),
+            )
+    elif batching == "questions":
+        order = np.argsort(train.question, kind="stable")
+        questions, starts, counts = np.unique(train.question[order], return_index=True, return_counts=True)
+        per_batch = max(1, round(batch_size * len(questions) / len(train)))
+        perm = rng.permutation(len(questions))
+        for s in range(0, len(perm), per_batch):
+            pick = perm[s : s + per_batch]
+            cells = order[np.concatenate([np.arange(starts[i], starts[i] + counts[i]) for i in pick])]
+            local = np.repeat(np.arange(len(pick)), counts[pick])
+            yield (
+                torch.from_numpy(questions[pick]),
+                torch.from_numpy(local),
+                torch.from_numpy(train.llm[cells]),
+                torch.from_numpy(train.correct[cells].astype(np.float32)),
+            )
+    else:
+        raise ValueError(f"batching must be 'cells' or 'questions', got {batching!r}")
+
+
+def mean_bce(model: JeirtModel, emb: torch.Tensor, cells: Responses, chunk: int = 4096) -> float:
+    """Mean validation BCE, encoding each question once (eval mode, no dropout)."""
+    model.eval()
+    uq, inv = np.unique(cells.question, return_inverse=True)
+    total = 0.0
+    with torch.inference_mode():
+        q = model.adapter(emb[torch.from_numpy(uq)])
+        logits = jeirt_logit_matrix(q, model.llms.weight)[torch.from_numpy(inv), torch.from_numpy(cells.llm)]
+        y = torch.from_numpy(cells.correct.astype(np.float32))
+        for s in range(0, len(y), chunk):
+            total += float(
+                nn.functional.binary_cross_entropy_with_logits(
+                    logits[s : s + chunk], y[s : s + chunk], reduction="sum"
+                )
+            )
+    return total / len(cells)
+
+
+def train_model(
+    predictor: JeirtPredictor,
+    embeddings: np.ndarray,
+    train: Responses,
+    val: Responses,
+    n_llms: int,
+    progress: bool = False,
+) -> None:
+    cfg = predictor.config
+    _check_inputs(embeddings, train, n_llms, "train")
+    _check_inputs(embeddings, val, n_llms, "val")
+    t0 = time.perf_counter()
+    torch.manual_seed(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+
+    emb = torch.from_numpy(np.ascontiguousarray(embeddings, dtype=np.float32))
+    model = JeirtModel(emb.shape[1], n_llms, cfg.dim, cfg.dropout)
+    init_llm_vectors(model, train, n_llms, cfg.llm_init, gen)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+    n = len(train)
+    best_state = copy.deepcopy(model.state_dict())
+    best_loss = mean_bce(model, emb, val)
+    best_epoch = 0
+    history: list[dict[str, float]] = [{"epoch": 0, "train_loss": float("nan"), "val_loss": best_loss}]
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=cfg.max_epochs, desc=f"JE-IRT d={cfg.dim}", unit="epoch")
+    for epoch in range(1, cfg.max_epochs + 1):
+        model.train()
+        running = 0.0
+        for rows, local, llm, y in cell_batches(train, cfg.batching, cfg.batch_size, rng):
+            q = model.adapter(emb[rows])
+            logits = jeirt_logits(q[local], model.llms(llm))
+            loss = nn.functional.binary_cross_entropy_with_logits(logits, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            running += loss.item() * len(y)
+        val_loss = mean_bce(model, emb, val)
+        history.append({"epoch": epoch, "train_loss": running / n, "val_loss": val_loss})
+        if val_loss < best_loss - 1e-5:
+            best_loss, best_epoch = val_loss, epoch
+            best_state = copy.deepcopy(model.state_dict())
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(train=f"{running / n:.4f}", val=f"{val_loss:.4f}", best=best_epoch)
+        if epoch - best_epoch >= cfg.patience:
+            break
+    if bar is not None:
+        bar.close()
+    model.load_state_dict(best_state)
+    model.eval()
+    predictor.model = model
+    predictor.history = history
+    predictor.best_epoch = best_epoch
+    predictor.best_val_loss = best_loss
+    predictor.train_seconds = time.perf_counter() - t0
