@@ -131,7 +131,14 @@ def test_harness_runs_any_predictor_list(world: tuple[Dataset, np.ndarray]) -> N
     assert list(result["methods"]) == ["llm_accuracy", "knn"]
     assert set(result["methods"]["knn"]["test"]["by_subject"]) == {"one", "two"}
     assert "k" in result["methods"]["knn"]["tuned"]
+    assert "by_benchmark" not in result["methods"]["knn"]["test"]  # benchmarks equal subjects here
     text = to_markdown(result)
     assert "| knn |" in text and "per subject" in text
+    two_benchmarks = Dataset(small.name, small.question_ids, small.texts,
+                             np.where(np.arange(small.n_questions) % 2 == 0, "b1", "b2"), small.subjects,
+                             small.llm_names, small.responses)
+    result = run_comparison(two_benchmarks, make_split(two_benchmarks), emb[::2], [LlmAccuracy()], log=lambda s: None)
+    assert set(result["methods"]["llm_accuracy"]["test"]["by_benchmark"]) == {"b1", "b2"}
+    assert "per benchmark" in to_markdown(result)
     with pytest.raises(ValueError, match="rows"):
         run_comparison(small, make_split(small), emb, [LlmAccuracy()], log=lambda s: None)
