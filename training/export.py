@@ -131,6 +131,8 @@ def export_router(
     metrics: dict[str, Any] | None = None,
     label: str | None = None,
     parity_tol: float = 1e-4,
+    reference_directions: np.ndarray | None = None,
+    alignment: dict[str, Any] | None = None,
 ) -> tuple[Path, float]:
     """Writes the router folder; returns (path, parity max abs diff). Raises if parity exceeds `parity_tol`."""
     from training.artifact_io import save_artifact
@@ -157,5 +159,9 @@ def export_router(
             training=training,
             metrics=metrics,
             label=label,
+            # Optional alignment reference (training/reference.py); only passed when present so the training
+            # stand-in writer, which predates it, still works.
+            **({"reference_directions": reference_directions, "alignment": alignment}
+               if reference_directions is not None else {}),
         )
     return Path(path), diff

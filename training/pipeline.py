@@ -152,6 +152,12 @@ def fit_and_export(
             "val": result.val,
             "test_per_llm_accuracy_baseline": result.floor_test,
         }
+        from training.reference import alignment_reference
+
+        reference, alignment = alignment_reference(
+            predictor.question_vectors(prep.embeddings[prep.split.train]),
+            predictor.question_vectors(prep.embeddings[prep.split.val]),
+        )
         result.router_path, result.parity = export_router(
             predictor,
             out_dir,
@@ -162,6 +168,8 @@ def fit_and_export(
             training=training_summary(prep, predictor),
             metrics=metrics,
             label=label,
+            reference_directions=reference,
+            alignment=alignment,
         )
     return result
 

@@ -1,0 +1,123 @@
+"""Leave one group out: how much worse is JE-IRT on a benchmark/subject it never saw, and does the held-out
+questions' directional alignment with the training questions predict the drop?
+
+For each group g (a benchmark of zeroeval_crux_gsm_math, a subject of mmlu_pro): the in-distribution model is
+trained on the usual train split (all groups); the out-of-distribution model on the same split without g's
+questions. Both are scored on g's TEST cells (only LLMs with training cells in both runs). Alignment of g's test
+questions is computed with each model's own training-question directions (jeirt_lite.analysis.alignment), and the
+share flagged out of distribution uses a threshold set on that model's validation questions (5th percentile).
+
+    JEIRT_CACHE=/work/cache python -m training.ood_eval --json docs/analysis_ood.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from training.metrics import all_metrics
+from training.model import JeirtPredictor
+from training.pipeline import Prepared, prepare
+from training.reference import _alignment_module
+from training.types import Responses
+
+alignment = _alignment_module()
+from jeirt_lite.analysis.stats import spearman
+
+
+def _fit(prep: Prepared, keep_question: np.ndarray, max_epochs: int) -> JeirtPredictor:
+    train = prep.train.subset(keep_question[prep.train.question])
+    val = prep.val.subset(keep_question[prep.val.question])
+    return JeirtPredictor(max_epochs=max_epochs).fit(prep.embeddings, train, val, prep.data.n_llms)
+
+
+def _scores(predictor: JeirtPredictor, prep: Prepared, train_q: np.ndarray, val_q: np.ndarray,
+            cells: Responses, test_q: np.ndarray) -> dict[str, float]:
+    p = predictor.predict_proba(prep.embeddings, cells.question, cells.llm)
+    metrics = all_metrics(cells.correct, p)
+    reference = alignment.reference_directions(predictor.question_vectors(prep.embeddings[train_q]))
+    threshold = alignment.validation_threshold(predictor.question_vectors(prep.embeddings[val_q]), reference)
+    result = alignment.align(predictor.question_vectors(prep.embeddings[test_q]), reference, threshold)
+    return {"auc": metrics["auc"], "accuracy": metrics["accuracy"], "log_loss": metrics["log_loss"],
+            "alignment": float(np.mean(result.scores)), "flagged_ood": float(np.mean(~result.in_distribution)),
+            "threshold": threshold}
+
+
+def leave_one_out(data_dir: Path, by: str, max_epochs: int, only: list[str] | None) -> list[dict[str, Any]]:
+    prep = prepare(data_dir, progress=False)
+    groups = np.asarray(getattr(prep.data, by)).astype(str)
+    everyone = np.ones(prep.data.n_questions, dtype=bool)
+    t0 = time.perf_counter()
+    in_dist = _fit(prep, everyone, max_epochs)
+    print(f"{data_dir}: in-distribution model {time.perf_counter() - t0:.0f}s", file=sys.stderr)
+    rows = []
+    for group in sorted(set(groups.tolist())):
+        if only and group not in only:
+            continue
+        t0 = time.perf_counter()
+        outside = groups != group
+        ood = _fit(prep, outside, max_epochs)
+        test_q = prep.split.test[groups[prep.split.test] == group]
+        cells = prep.test.subset(np.isin(prep.test.question, test_q))
+        trained_llms = np.unique(prep.train.llm[outside[prep.train.question]])
+        cells = cells.subset(np.isin(cells.llm, trained_llms))
+        train_all, val_all = prep.split.train, prep.split.val
+        row = {"dataset": prep.data.name, "group": group, "test_questions": len(test_q),
+               "test_cells": len(cells)}
+        row["id"] = _scores(in_dist, prep, train_all, val_all, cells, test_q)
+        row["ood"] = _scores(ood, prep, train_all[outside[train_all]], val_all[outside[val_all]], cells, test_q)
+        row["auc_drop"] = row["id"]["auc"] - row["ood"]["auc"]
+        row["accuracy_drop"] = row["id"]["accuracy"] - row["ood"]["accuracy"]
+        row["seconds"] = round(time.perf_counter() - t0, 1)
+        print(f"  {group}: AUC {row['id']['auc']:.3f} -> {row['ood']['auc']:.3f}, alignment "
+              f"{row['id']['alignment']:.3f} / {row['ood']['alignment']:.3f}, {row['seconds']}s", file=sys.stderr)
+        rows.append(row)
+    return rows
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    def rel(subset: list[dict[str, Any]]) -> dict[str, float]:
+        align = np.array([r["ood"]["alignment"] for r in subset])
+        return {"groups": len(subset),
+                "spearman_alignment_vs_auc_drop": spearman(align, np.array([r["auc_drop"] for r in subset])),
+                "spearman_alignment_vs_accuracy_drop": spearman(align,
+                                                                np.array([r["accuracy_drop"] for r in subset]))}
+    out = {"all": rel(rows)}
+    for name in sorted({r["dataset"] for r in rows}):
+        out[name] = rel([r for r in rows if r["dataset"] == name])
+    return out
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--max-epochs", type=int, default=30, help="short runs (early stopping still applies)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--datasets", default="zeroeval_crux_gsm_math:benchmarks,mmlu_pro:subjects",
+                        help="comma-separated folder:grouping under data/")
+    parser.add_argument("--only", default="", help="comma-separated group names (default: all)")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    rows: list[dict[str, Any]] = []
+    for item in args.datasets.split(","):
+        folder, by = item.split(":")
+        rows += leave_one_out(Path("data") / folder, by, args.max_epochs,
+                              [g for g in args.only.split(",") if g] or None)
+    result = {"max_epochs": args.max_epochs, "rows": rows, "relation": summarise(rows)}
+    text = json.dumps(result, indent=2, default=float)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(text + "\n", encoding="utf-8")
+    print(json.dumps(result["relation"], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
