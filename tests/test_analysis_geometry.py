@@ -103,14 +103,18 @@ def test_alignment_scores_threshold_and_flags() -> None:
     rng = np.random.default_rng(0)
     train = np.abs(rng.normal(size=(500, 6))) * [1, 1, 1, 0, 0, 0]  # training questions live in one orthant
     val = np.abs(rng.normal(size=(100, 6))) * [1, 1, 1, 0, 0, 0]
-    reference = reference_directions(train, size=200)
+    reference, center = reference_directions(train, size=200)
     assert reference.shape == (200, 6) and reference.dtype == np.float32
-    threshold = validation_threshold(val, reference, percentile=5.0)
-    assert np.mean(alignment_scores(val, reference) < threshold) == pytest.approx(0.05, abs=0.011)
-    far = np.abs(rng.normal(size=(20, 6))) * [0, 0, 0, 1, 1, 1]  # orthogonal to everything seen
-    result = align(np.vstack([val[:20] * 7.0, far]), reference, threshold)
+    np.testing.assert_allclose(center, train.mean(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(reference, axis=1), 1.0, rtol=1e-5)
+    threshold = validation_threshold(val, reference, percentile=5.0, center=center)
+    assert np.mean(alignment_scores(val, reference, center=center) < threshold) == pytest.approx(0.05, abs=0.011)
+    far = 10 * np.abs(rng.normal(size=(20, 6))) * [0, 0, 0, 1, 1, 1]  # mostly orthogonal to everything seen
+    result = align(np.vstack([val[:20], far]), reference, threshold, center=center)
     assert result.in_distribution[:20].mean() >= 0.85 and not result.in_distribution[20:].any()
-    assert np.all(result.scores[20:] < 0.01)
+    assert np.all(result.scores[20:] < result.scores[:20].min())
+    # Without centring, the shared component makes every training-like question look aligned (cosines near 1).
+    assert alignment_scores(val, train[:200]).min() > 0.8
     # A question identical in direction to a reference row with top_k=1 scores exactly 1.
     assert alignment_scores(reference[:1] * 3, reference, top_k=1)[0] == pytest.approx(1.0, abs=1e-6)
 

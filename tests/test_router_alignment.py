@@ -16,21 +16,24 @@ from jeirt_lite.errors import JeirtError
 TEXTS = ["what is the derivative of a function", "which court rules on a contract", "how many prime number"]
 
 
-def _with_reference(source: Path, target: Path, reference: np.ndarray, threshold: float = 0.5) -> Path:
+def _with_reference(source: Path, target: Path, reference: np.ndarray, threshold: float = 0.5,
+                    center: np.ndarray | None = None) -> Path:
     artifact = load_artifact(source)
     return save_artifact(
         target, llm_names=artifact.llm_names, llm_vectors=artifact.llm_vectors,
         tokenizer_json=artifact.tokenizer_path, encoder_onnx=artifact.encoder_path, encoder=artifact.encoder,
         reference_directions=reference, alignment={"threshold": threshold, "percentile": 5.0},
+        reference_center=center,
     )
 
 
 @pytest.fixture()
 def aligned_router(tiny_router_path: Path, tmp_path: Path) -> Path:
     router = Router.load(tiny_router_path, threads=1)
-    reference = router.embed(TEXTS[:2])
-    return _with_reference(tiny_router_path, tmp_path / "aligned", reference / np.linalg.norm(reference, axis=1,
-                                                                                               keepdims=True))
+    center = np.full(router.dim, 0.25, dtype=np.float32)
+    reference = router.embed(TEXTS[:2]) - center
+    return _with_reference(tiny_router_path, tmp_path / "aligned",
+                           reference / np.linalg.norm(reference, axis=1, keepdims=True), center=center)
 
 
 def test_alignment_scores_and_flags(aligned_router: Path) -> None:
@@ -39,7 +42,9 @@ def test_alignment_scores_and_flags(aligned_router: Path) -> None:
     assert router.manifest["alignment"]["n_reference"] == 2
     vectors = router.embed(TEXTS)
     result = router.alignment(TEXTS)
-    want = alignment_scores(vectors, router._artifact.reference_directions)
+    center = router._artifact.reference_center
+    assert center is not None and np.all(center == 0.25)
+    want = alignment_scores(vectors, router._artifact.reference_directions, center=center)
     np.testing.assert_allclose(result.scores, want, rtol=1e-6)
     np.testing.assert_array_equal(result.in_distribution, result.scores >= 0.5)
     assert result.threshold == 0.5

@@ -133,6 +133,7 @@ def export_router(
     parity_tol: float = 1e-4,
     reference_directions: np.ndarray | None = None,
     alignment: dict[str, Any] | None = None,
+    reference_center: np.ndarray | None = None,
 ) -> tuple[Path, float]:
     """Writes the router folder; returns (path, parity max abs diff). Raises if parity exceeds `parity_tol`."""
     from training.artifact_io import save_artifact
@@ -161,7 +162,8 @@ def export_router(
             label=label,
             # Optional alignment reference (training/reference.py); only passed when present so the training
             # stand-in writer, which predates it, still works.
-            **({"reference_directions": reference_directions, "alignment": alignment}
+            **({"reference_directions": reference_directions, "alignment": alignment,
+                "reference_center": reference_center}
                if reference_directions is not None else {}),
         )
     return Path(path), diff

@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,36 +27,54 @@ from training.metrics import all_metrics
 from training.model import JeirtPredictor
 from training.pipeline import Prepared, prepare
 from training.reference import _alignment_module
-from training.types import Responses
+from training.types import Responses, Split
 
 alignment = _alignment_module()
 from jeirt_lite.analysis.stats import spearman
 
+SETTINGS: dict[str, Any] = {}  # JE-IRT hyper-parameters for every run (short runs: max_epochs, patience)
 
-def _fit(prep: Prepared, keep_question: np.ndarray, max_epochs: int) -> JeirtPredictor:
+
+def _fit(prep: Prepared, keep_question: np.ndarray) -> JeirtPredictor:
     train = prep.train.subset(keep_question[prep.train.question])
     val = prep.val.subset(keep_question[prep.val.question])
-    return JeirtPredictor(max_epochs=max_epochs).fit(prep.embeddings, train, val, prep.data.n_llms)
+    return JeirtPredictor(**SETTINGS).fit(prep.embeddings, train, val, prep.data.n_llms)
+
+
+def subsample(prep: Prepared, fraction: float, seed: int = 0) -> Prepared:
+    """Keep a seeded `fraction` of each split part's questions (and their cells): shorter runs, same design."""
+    if fraction >= 1.0:
+        return prep
+    rng = np.random.default_rng(seed)
+    parts = {}
+    for part in ("train", "val", "test"):
+        rows = getattr(prep.split, part)
+        parts[part] = np.sort(rng.choice(rows, max(1, int(round(fraction * len(rows)))), replace=False))
+    split = Split(**parts)
+    return replace(prep, split=split, train=split.responses(prep.data, "train"),
+                   val=split.responses(prep.data, "val"), test=split.responses(prep.data, "test"))
 
 
 def _scores(predictor: JeirtPredictor, prep: Prepared, train_q: np.ndarray, val_q: np.ndarray,
             cells: Responses, test_q: np.ndarray) -> dict[str, float]:
     p = predictor.predict_proba(prep.embeddings, cells.question, cells.llm)
     metrics = all_metrics(cells.correct, p)
-    reference = alignment.reference_directions(predictor.question_vectors(prep.embeddings[train_q]))
-    threshold = alignment.validation_threshold(predictor.question_vectors(prep.embeddings[val_q]), reference)
-    result = alignment.align(predictor.question_vectors(prep.embeddings[test_q]), reference, threshold)
+    reference, center = alignment.reference_directions(predictor.question_vectors(prep.embeddings[train_q]))
+    threshold = alignment.validation_threshold(predictor.question_vectors(prep.embeddings[val_q]), reference,
+                                               center=center)
+    result = alignment.align(predictor.question_vectors(prep.embeddings[test_q]), reference, threshold,
+                             center=center)
     return {"auc": metrics["auc"], "accuracy": metrics["accuracy"], "log_loss": metrics["log_loss"],
             "alignment": float(np.mean(result.scores)), "flagged_ood": float(np.mean(~result.in_distribution)),
             "threshold": threshold}
 
 
-def leave_one_out(data_dir: Path, by: str, max_epochs: int, only: list[str] | None) -> list[dict[str, Any]]:
-    prep = prepare(data_dir, progress=False)
+def leave_one_out(data_dir: Path, by: str, fraction: float, only: list[str] | None) -> list[dict[str, Any]]:
+    prep = subsample(prepare(data_dir, progress=False), fraction)
     groups = np.asarray(getattr(prep.data, by)).astype(str)
     everyone = np.ones(prep.data.n_questions, dtype=bool)
     t0 = time.perf_counter()
-    in_dist = _fit(prep, everyone, max_epochs)
+    in_dist = _fit(prep, everyone)
     print(f"{data_dir}: in-distribution model {time.perf_counter() - t0:.0f}s", file=sys.stderr)
     rows = []
     for group in sorted(set(groups.tolist())):
@@ -63,7 +82,7 @@ def leave_one_out(data_dir: Path, by: str, max_epochs: int, only: list[str] | No
             continue
         t0 = time.perf_counter()
         outside = groups != group
-        ood = _fit(prep, outside, max_epochs)
+        ood = _fit(prep, outside)
         test_q = prep.split.test[groups[prep.split.test] == group]
         cells = prep.test.subset(np.isin(prep.test.question, test_q))
         trained_llms = np.unique(prep.train.llm[outside[prep.train.question]])
@@ -97,7 +116,10 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--max-epochs", type=int, default=30, help="short runs (early stopping still applies)")
+    parser.add_argument("--max-epochs", type=int, default=8, help="short runs (early stopping still applies)")
+    parser.add_argument("--patience", type=int, default=2)
+    parser.add_argument("--fraction", default="zeroeval_crux_gsm_math:1.0,mmlu_pro:0.3",
+                        help="share of each dataset's questions used (seeded, per split part)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--datasets", default="zeroeval_crux_gsm_math:benchmarks,mmlu_pro:subjects",
                         help="comma-separated folder:grouping under data/")
@@ -105,12 +127,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    SETTINGS.update(max_epochs=args.max_epochs, patience=args.patience)
+    fractions = {k: float(v) for k, v in (item.split(":") for item in args.fraction.split(","))}
     rows: list[dict[str, Any]] = []
     for item in args.datasets.split(","):
         folder, by = item.split(":")
-        rows += leave_one_out(Path("data") / folder, by, args.max_epochs,
+        rows += leave_one_out(Path("data") / folder, by, fractions.get(folder, 1.0),
                               [g for g in args.only.split(",") if g] or None)
-    result = {"max_epochs": args.max_epochs, "rows": rows, "relation": summarise(rows)}
+    result = {"settings": dict(SETTINGS), "fractions": fractions, "rows": rows, "relation": summarise(rows)}
     text = json.dumps(result, indent=2, default=float)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -154,7 +154,7 @@ def fit_and_export(
         }
         from training.reference import alignment_reference
 
-        reference, alignment = alignment_reference(
+        reference, center, alignment = alignment_reference(
             predictor.question_vectors(prep.embeddings[prep.split.train]),
             predictor.question_vectors(prep.embeddings[prep.split.val]),
         )
@@ -169,6 +169,7 @@ def fit_and_export(
             metrics=metrics,
             label=label,
             reference_directions=reference,
+            reference_center=center,
             alignment=alignment,
         )
     return result

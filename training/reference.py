@@ -29,16 +29,16 @@ def _alignment_module() -> Any:
 
 def alignment_reference(
     train_vectors: np.ndarray, val_vectors: np.ndarray, *, percentile: float | None = None, seed: int = 0
-) -> tuple[np.ndarray | None, dict[str, Any] | None]:
-    """(reference directions, alignment block) from question vectors of the train and validation parts;
-    (None, None) with a warning when the runtime package cannot be imported."""
+) -> tuple[np.ndarray | None, np.ndarray | None, dict[str, Any] | None]:
+    """(reference directions, center, alignment block) from question vectors of the train and validation parts;
+    (None, None, None) with a warning when the runtime package cannot be imported."""
     alignment = _alignment_module()
     if alignment is None:
         warnings.warn("jeirt_lite is not importable: the router will carry no alignment reference", stacklevel=2)
-        return None, None
+        return None, None, None
     pct = alignment.DEFAULT_PERCENTILE if percentile is None else percentile
-    reference = alignment.reference_directions(train_vectors, seed=seed)
-    threshold = alignment.validation_threshold(val_vectors, reference, pct)
+    reference, center = alignment.reference_directions(train_vectors, seed=seed)
+    threshold = alignment.validation_threshold(val_vectors, reference, pct, center=center)
     block = {
         "threshold": threshold,
         "percentile": pct,
@@ -46,4 +46,4 @@ def alignment_reference(
         "reference": f"unit directions of {reference.shape[0]} training questions (seeded sample)",
         "threshold_from": f"{pct:g}th percentile of {len(val_vectors)} validation questions' alignment",
     }
-    return reference, block
+    return reference, center, block

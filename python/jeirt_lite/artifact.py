@@ -5,9 +5,9 @@
     tokenizer.json     Hugging Face `tokenizers` file
     encoder.onnx       input_ids + attention_mask (int64) in, question vectors (N, d) float32 out
     llms.safetensors   the (K, d) float32 table of LLM vectors, tensor name "llm_vectors"
-    reference.safetensors  optional: (R, d) float32 unit directions of a sample of training questions, tensor
-                       "reference_directions", with the manifest's "alignment" block (threshold set on validation
-                       questions); routers without it simply have no alignment / in-distribution flag
+    reference.safetensors  optional: "reference_directions" (R, d) float32, unit directions of a sample of training
+                       questions around their mean "reference_center" (d,), with the manifest's "alignment" block
+                       (threshold set on validation questions); routers without it have no alignment scores
 
 Loading checks every file against the manifest and names the file at fault; saving writes a temporary folder and
 renames it into place, so a reader never sees half a router.
@@ -38,6 +38,7 @@ LLMS_FILE = "llms.safetensors"
 LLM_TENSOR = "llm_vectors"
 REFERENCE_FILE = "reference.safetensors"
 REFERENCE_TENSOR = "reference_directions"
+CENTER_TENSOR = "reference_center"
 
 # Encoder fields the runtime relies on; anything else in the encoder block is descriptive.
 REQUIRED_ENCODER_FIELDS = ("name", "max_seq_length", "input_names", "output_name")
@@ -54,6 +55,7 @@ class Artifact:
     llm_names: tuple[str, ...]
     llm_vectors: np.ndarray  # (K, d) float32, C-contiguous, read-only
     reference_directions: Optional[np.ndarray] = None  # (R, d) float32, read-only; None when the router has none
+    reference_center: Optional[np.ndarray] = None  # (d,) float32: the mean training question vector
 
     @property
     def dim(self) -> int:
@@ -144,6 +146,7 @@ def save_artifact(
     overwrite: bool = False,
     reference_directions: Optional[np.ndarray] = None,
     alignment: Optional[Mapping[str, Any]] = None,
+    reference_center: Optional[np.ndarray] = None,
 ) -> Path:
     """Write a router folder atomically and return its path.
 
@@ -165,6 +168,7 @@ def save_artifact(
         overwrite: replace an existing folder at `path` (the old one is removed only after the new one is in place).
         reference_directions: optional (R, d) unit directions of training questions, for alignment scores.
         alignment: with `reference_directions`: at least {"threshold": float}, the in-distribution cut-off.
+        reference_center: (d,) mean training question vector the directions are taken around (default zeros).
     """
     target = Path(path)
     vectors = validate_llm_table(llm_names, llm_vectors, str(target))
@@ -176,9 +180,10 @@ def save_artifact(
             raise JeirtError(f"{target}: cannot save, {source} does not exist")
     if target.exists() and not overwrite:
         raise JeirtError(f"{target} already exists (pass overwrite=True to replace it)")
-    reference = None
+    reference = center = None
     if reference_directions is not None or alignment is not None:
         reference = validate_reference(reference_directions, alignment, vectors.shape[1], str(target))
+        center = validate_center(reference_center, vectors.shape[1], str(target))
 
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
@@ -202,8 +207,8 @@ def save_artifact(
             "training": dict(training) if training is not None else None,
             "metrics": dict(metrics) if metrics is not None else None,
         }
-        if reference is not None:
-            _write_tensor(staging / REFERENCE_FILE, REFERENCE_TENSOR, reference)
+        if reference is not None and center is not None:
+            _write_tensors(staging / REFERENCE_FILE, {REFERENCE_TENSOR: reference, CENTER_TENSOR: center})
             manifest["files"]["reference"] = {"path": REFERENCE_FILE, "sha256": sha256_of(staging / REFERENCE_FILE)}
             manifest["alignment"] = dict(alignment or {}, n_reference=int(reference.shape[0]))
         for key, value in (extra or {}).items():
@@ -237,16 +242,25 @@ def validate_reference(
     return np.ascontiguousarray(array, dtype=np.float32)
 
 
+def validate_center(center: Optional[np.ndarray], dim: int, where: str) -> np.ndarray:
+    if center is None:
+        return np.zeros(dim, dtype=np.float32)
+    array = np.asarray(center)
+    if array.shape != (dim,) or not np.issubdtype(array.dtype, np.floating) or not np.isfinite(array).all():
+        raise JeirtError(f"{where}: reference center must be {dim} finite floats, got shape {array.shape}")
+    return np.ascontiguousarray(array, dtype=np.float32)
+
+
 def _write_llm_table(path: Path, vectors: np.ndarray) -> None:
-    _write_tensor(path, LLM_TENSOR, vectors)
+    _write_tensors(path, {LLM_TENSOR: vectors})
 
 
-def _write_tensor(path: Path, name: str, vectors: np.ndarray) -> None:
+def _write_tensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
     from safetensors.numpy import save
 
     # Serialise to bytes and write with open(): safetensors' save_file creates the file owner-only (0600), which
     # would make a router installed system-wide unreadable to other users.
-    path.write_bytes(save({name: vectors}))
+    path.write_bytes(save(tensors))
 
 
 def _move_into_place(staging: Path, target: Path) -> None:
@@ -289,16 +303,19 @@ def load_artifact(path: PathLike) -> Artifact:
     if vectors.shape[1] != manifest["dim"]:
         raise JeirtError(f"{llm_path}: LLM vectors have dimension {vectors.shape[1]}, router.json says {manifest['dim']}")
     vectors.setflags(write=False)
-    reference = None
+    reference = center = None
     if "reference" in files or "alignment" in manifest:
         if "reference" not in files:
             raise JeirtError(f"{folder / MANIFEST_FILE}: has an alignment block but files.reference is missing")
         ref_path = folder / str(files["reference"]["path"])
         table = _read_tensor(ref_path, REFERENCE_TENSOR)
         reference = validate_reference(table, manifest.get("alignment"), vectors.shape[1], str(ref_path))
+        center = validate_center(_read_tensor(ref_path, CENTER_TENSOR), vectors.shape[1], str(ref_path))
         reference.setflags(write=False)
+        center.setflags(write=False)
     return Artifact(
-        path=folder, manifest=manifest, llm_names=tuple(names), llm_vectors=vectors, reference_directions=reference
+        path=folder, manifest=manifest, llm_names=tuple(names), llm_vectors=vectors, reference_directions=reference,
+        reference_center=center,
     )
 
 

@@ -176,7 +176,7 @@ class Router:
         """How much each text looks like the training questions, and whether it counts as in distribution.
 
         Returns `AlignmentResult(scores, in_distribution, threshold)`: the mean cosine of each question's
-        direction to its nearest training-question directions, and `scores >= threshold` where the threshold is a
+        direction (around the mean training question) to its nearest training-question directions, and `scores >= threshold` where the threshold is a
         low percentile of validation questions' scores (see `router.manifest["alignment"]`).
 
         Raises:
@@ -195,7 +195,10 @@ class Router:
                 "the in-distribution flag are unavailable; routers exported by current training carry them"
             )
         block = self.manifest["alignment"]
-        return align(self._check_vectors(vectors), reference, float(block["threshold"]), int(block.get("top_k", TOP_K)))
+        return align(
+            self._check_vectors(vectors), reference, float(block["threshold"]), int(block.get("top_k", TOP_K)),
+            center=self._artifact.reference_center,
+        )
 
     def _check_vectors(self, vectors: np.ndarray) -> np.ndarray:
         array = np.asarray(vectors)
@@ -290,6 +293,7 @@ class Router:
             overwrite=overwrite,
             reference_directions=self._artifact.reference_directions,
             alignment=_alignment_settings(manifest.get("alignment")),
+            reference_center=self._artifact.reference_center,
         )
 
 
