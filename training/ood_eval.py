@@ -104,7 +104,9 @@ def leave_one_out(data_dir: Path, by: str, fraction: float, only: list[str] | No
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     def rel(subset: list[dict[str, Any]]) -> dict[str, float]:
         align = np.array([r["ood"]["alignment"] for r in subset])
+        flagged = np.array([r["ood"]["flagged_ood"] for r in subset])
         return {"groups": len(subset),
+                "spearman_flagged_share_vs_auc_drop": spearman(flagged, np.array([r["auc_drop"] for r in subset])),
                 "spearman_alignment_vs_auc_drop": spearman(align, np.array([r["auc_drop"] for r in subset])),
                 "spearman_alignment_vs_accuracy_drop": spearman(align,
                                                                 np.array([r["accuracy_drop"] for r in subset]))}
@@ -125,7 +127,11 @@ def main(argv: list[str]) -> int:
                         help="comma-separated folder:grouping under data/")
     parser.add_argument("--only", default="", help="comma-separated group names (default: all)")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--summarise", type=Path, default=None, help="only recompute the relation of a result JSON")
     args = parser.parse_args(argv)
+    if args.summarise is not None:
+        print(json.dumps(summarise(json.loads(args.summarise.read_text())["rows"]), indent=2))
+        return 0
     torch.set_num_threads(args.threads)
     SETTINGS.update(max_epochs=args.max_epochs, patience=args.patience)
     fractions = {k: float(v) for k, v in (item.split(":") for item in args.fraction.split(","))}
