@@ -19,12 +19,14 @@ from training.reference import alignment_reference  # noqa: E402
 
 def test_alignment_reference_threshold_is_the_validation_percentile() -> None:
     rng = np.random.default_rng(0)
-    reference, block = alignment_reference(rng.normal(size=(300, 8)), rng.normal(size=(200, 8)), percentile=10.0)
-    assert reference is not None and block is not None
+    train = rng.normal(size=(300, 8)) + 3.0  # a common offset: directions are taken around the training mean
+    reference, center, block = alignment_reference(train, rng.normal(size=(200, 8)) + 3.0, percentile=10.0)
+    assert reference is not None and center is not None and block is not None
+    np.testing.assert_allclose(center, train.mean(axis=0), rtol=1e-5)
     assert reference.shape == (300, 8) and block["percentile"] == 10.0
     from jeirt_lite.analysis import alignment_scores
 
-    scores = alignment_scores(rng.normal(size=(200, 8)), reference)
+    scores = alignment_scores(rng.normal(size=(200, 8)) + 3.0, reference, center=center)
     assert 0.0 < np.mean(scores < block["threshold"]) < 0.3
 
 

@@ -175,7 +175,7 @@ def _taxonomy_and_llms(plt: Any, router: "Router", vectors: np.ndarray, data: Re
         rows = codes == i
         axes[0].scatter(points[rows, 0], points[rows, 1], s=4, color=cmap(i % 20), label=name)
     axes[0].set_title("coloured by subject")
-    axes[0].legend(fontsize=6, markerscale=3, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    axes[0].legend(fontsize=6, markerscale=3, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=4)
     axes[1].scatter(points[:, 0], points[:, 1], s=4, c=tax.labels, cmap="tab20")
     axes[1].set_title(f"coloured by k-means cluster (k={tax.k})")
     for ax in axes:
@@ -194,10 +194,14 @@ def _taxonomy_and_llms(plt: Any, router: "Router", vectors: np.ndarray, data: Re
     llm_points = (llm_dirs - mean) @ components.T
     llm_norms = np.linalg.norm(router.llm_vectors, axis=1)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig.subplots_adjust(wspace=0.55)  # room for the LLM names of the bar chart
     axes[0].scatter(points[:, 0], points[:, 1], s=3, color="0.85")
     axes[0].scatter(llm_points[:, 0], llm_points[:, 1], s=25, color="C3")
-    for name, (x, y) in zip(router.llms, llm_points):
-        axes[0].annotate(name[:18], (x, y), fontsize=6)
+    # Naming every LLM makes an unreadable pile; name the strongest and weakest few (all of them when few).
+    named = np.argsort(-llm_norms)
+    named = named if len(named) <= 10 else np.r_[named[:5], named[-3:]]
+    for i in named:
+        axes[0].annotate(router.llms[i][:24], tuple(llm_points[i]), fontsize=6)
     axes[0].set_title("LLM directions in the question PCA plane")
     order = np.argsort(llm_norms)
     axes[1].barh([router.llms[i][:24] for i in order], llm_norms[order])
