@@ -142,3 +142,23 @@ def test_harness_runs_any_predictor_list(world: tuple[Dataset, np.ndarray]) -> N
     assert "per benchmark" in to_markdown(result)
     with pytest.raises(ValueError, match="rows"):
         run_comparison(small, make_split(small), emb, [LlmAccuracy()], log=lambda s: None)
+
+
+def test_compare_cli_on_a_real_slice(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+    from pathlib import Path
+
+    from training.compare import main
+
+    data_dir = Path(__file__).resolve().parents[1] / "data" / "zeroeval_crux_gsm_math"
+    threads = torch.get_num_threads()
+    try:
+        assert main(["--data", str(data_dir), "--max-questions", "300", "--random-embeddings", "8",
+                     "--methods", "llm_accuracy,knn", "--out", str(tmp_path)]) == 0
+    finally:
+        torch.set_num_threads(threads)  # main() sets the process-wide torch thread count
+    result = json.loads((tmp_path / "zeroeval_crux_gsm_math.json").read_text())
+    assert result["n_questions"] == 300 and list(result["methods"]) == ["llm_accuracy", "knn"]
+    assert result["diagnostic_2pl"]["items"] == result["split"]["train"]
+    assert 0.5 < result["methods"]["llm_accuracy"]["test"]["overall"]["auc"] < 1.0
+    assert (tmp_path / "zeroeval_crux_gsm_math.md").read_text().startswith("## zeroeval_crux_gsm_math")

@@ -22,9 +22,13 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO_ROOT / "data" / "mmlu_pro"
 DEFAULT_OUT = REPO_ROOT / "python" / "jeirt_lite" / "default_router"
 
-# Chosen on the validation split of data/mmlu_pro (split seed 0); the sweep is reproducible with
-# `python -m training sweep --data data/mmlu_pro ...`.
-DEFAULT_HYPER: dict[str, Any] = {"dim": 128, "dropout": 0.5, "lr": 1e-3, "weight_decay": 1e-2, "seed": 0}
+# Chosen on the validation split of data/mmlu_pro (split seed 0) by log-loss, with
+#   python -m training sweep --data data/mmlu_pro --dims 32,64,128,256,512 --dropouts 0.5
+#   python -m training sweep --data data/mmlu_pro --dims 128 --dropouts 0.2,0.7
+# Validation AUC / log-loss, dropout 0.5: d=32 0.741/0.592, 64 0.742/0.592, 128 0.745/0.590, 256 0.742/0.592,
+# 512 0.742/0.591; at d=128: dropout 0.2 0.741/0.592, 0.7 0.745/0.589; lr 3e-4 + wd 0.1: 0.741/0.593.
+# The differences are near the noise of a 1,079-question validation set; the per-LLM floor is 0.679/0.632.
+DEFAULT_HYPER: dict[str, Any] = {"dim": 128, "dropout": 0.7, "lr": 1e-3, "weight_decay": 1e-2, "seed": 0}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,7 +59,7 @@ class JeirtModel(nn.Module):
 @dataclass
 class JeirtConfig:
     dim: int = 128
-    dropout: float = 0.5
+    dropout: float = 0.7
     lr: float = 1e-3
     weight_decay: float = 1e-2
     batch_size: int = 1024

@@ -102,6 +102,8 @@ def two_pl_diagnostic(data: Dataset, train: Responses) -> dict[str, object]:
         "items": len(fit.items),
         "share_negative_a": fit.share_negative(),
         "share_abs_a_below_0.1": fit.share_small(),
+        # |a| thresholds depend on the theta scale (here sd 1): a few more make the shape of the spread visible.
+        "share_abs_a_below": {str(t): fit.share_small(t) for t in (0.1, 0.25, 0.5, 1.0)},
         "median_a": float(np.median(fit.a)),
         "subject_order_flips": subject_order_flips(data, train),
     }
