@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch")
 
 from jeirt_lite import Router  # noqa: E402
 from test_training_end_to_end import write_slice  # noqa: E402
+
 from training.pipeline import fit_and_export, prepare  # noqa: E402
 from training.reference import alignment_reference  # noqa: E402
 

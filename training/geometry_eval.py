@@ -8,6 +8,7 @@
 * scalar IRT: a plain 2PL on the training matrix (training.baselines.irt2pl).
 
     JEIRT_CACHE=/work/cache python -m training.geometry_eval --data data/mmlu_pro --json docs/analysis_geometry.json
+    python -m training.geometry_eval --only-2pl --json docs/analysis_2pl.json
 """
 
 from __future__ import annotations
@@ -43,6 +44,15 @@ def taxonomy_summary(vectors: np.ndarray, subjects: list[str], texts: list[str],
     tax = taxonomy(vectors, subjects, k=k)
     return {"k": tax.k, "ari": tax.ari, "nmi": tax.nmi, "silhouette_by_k": tax.silhouette_by_k,
             "clusters": tax.describe(texts, width=80)}
+
+
+def run_2pl(data_dir: Path) -> dict[str, Any]:
+    """Only the scalar-IRT diagnostic (eval's 2PL) on the training matrix of the seed-0 split."""
+    prep = prepare(data_dir, progress=False)
+    t0 = time.perf_counter()
+    out = two_pl_diagnostic(prep.data, prep.train)
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    return out
 
 
 def run(data_dir: Path, max_epochs: int, skip_2pl: bool) -> dict[str, Any]:
@@ -90,10 +100,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--max-epochs", type=int, default=200)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--skip-2pl", action="store_true")
+    parser.add_argument("--only-2pl", action="store_true", help="only the 2PL diagnostic (no JE-IRT training)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    result = run(args.data, args.max_epochs, args.skip_2pl)
+    result = run_2pl(args.data) if args.only_2pl else run(args.data, args.max_epochs, args.skip_2pl)
     text = json.dumps(result, indent=2, default=float)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

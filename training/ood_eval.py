@@ -101,11 +101,34 @@ def leave_one_out(data_dir: Path, by: str, fraction: float, only: list[str] | No
     return rows
 
 
+def raw_alignment(rows: list[dict[str, Any]], fractions: dict[str, float], datasets: str) -> None:
+    """Adds, to each row, the alignment of the group's test questions with the other groups' training questions
+    in the raw encoder space (no training: the same split and subsample as the runs)."""
+    for item in datasets.split(","):
+        folder, by = item.split(":")
+        prep = subsample(prepare(Path("data") / folder, progress=False), fractions.get(folder, 1.0))
+        groups = np.asarray(getattr(prep.data, by)).astype(str)
+        for row in rows:
+            if row["dataset"] != prep.data.name:
+                continue
+            train_q = prep.split.train[groups[prep.split.train] != row["group"]]
+            test_q = prep.split.test[groups[prep.split.test] == row["group"]]
+            reference, center = alignment.reference_directions(prep.embeddings[train_q])
+            row["raw_alignment"] = float(np.mean(alignment.alignment_scores(prep.embeddings[test_q], reference,
+                                                                            center=center)))
+
+
 def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     def rel(subset: list[dict[str, Any]]) -> dict[str, float]:
         align = np.array([r["ood"]["alignment"] for r in subset])
         flagged = np.array([r["ood"]["flagged_ood"] for r in subset])
-        return {"groups": len(subset),
+        extra = {}
+        if all("raw_alignment" in r for r in subset):
+            raw = np.array([r["raw_alignment"] for r in subset])
+            extra["spearman_raw_alignment_vs_auc_drop"] = spearman(raw, np.array([r["auc_drop"] for r in subset]))
+            extra["spearman_raw_alignment_vs_accuracy_drop"] = spearman(
+                raw, np.array([r["accuracy_drop"] for r in subset]))
+        return {"groups": len(subset), **extra,
                 "spearman_flagged_share_vs_auc_drop": spearman(flagged, np.array([r["auc_drop"] for r in subset])),
                 "spearman_alignment_vs_auc_drop": spearman(align, np.array([r["auc_drop"] for r in subset])),
                 "spearman_alignment_vs_accuracy_drop": spearman(align,
@@ -128,9 +151,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--only", default="", help="comma-separated group names (default: all)")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--summarise", type=Path, default=None, help="only recompute the relation of a result JSON")
+    parser.add_argument("--add-raw-alignment", type=Path, default=None,
+                        help="add raw-encoder alignment to the rows of a result JSON (in place) and re-summarise")
     args = parser.parse_args(argv)
     if args.summarise is not None:
         print(json.dumps(summarise(json.loads(args.summarise.read_text())["rows"]), indent=2))
+        return 0
+    if args.add_raw_alignment is not None:
+        result = json.loads(args.add_raw_alignment.read_text())
+        raw_alignment(result["rows"], result["fractions"], args.datasets)
+        result["relation"] = summarise(result["rows"])
+        args.add_raw_alignment.write_text(json.dumps(result, indent=2, default=float) + "\n", encoding="utf-8")
+        print(json.dumps(result["relation"], indent=2))
         return 0
     torch.set_num_threads(args.threads)
     SETTINGS.update(max_epochs=args.max_epochs, patience=args.patience)
