@@ -132,6 +132,9 @@ def export_router(
     label: str | None = None,
     parity_tol: float = 1e-4,
     overwrite: bool = False,
+    reference_directions: np.ndarray | None = None,
+    alignment: dict[str, Any] | None = None,
+    reference_center: np.ndarray | None = None,
 ) -> tuple[Path, float]:
     """Writes the router folder; returns (path, parity max abs diff). Raises if parity exceeds `parity_tol`."""
     from jeirt_lite.artifact import save_artifact
@@ -159,5 +162,8 @@ def export_router(
             metrics=metrics,
             label=label,
             overwrite=overwrite,
+            reference_directions=reference_directions,
+            alignment=alignment,
+            reference_center=reference_center,
         )
     return Path(path), diff

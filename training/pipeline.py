@@ -153,6 +153,12 @@ def fit_and_export(
             "val": result.val,
             "test_per_llm_accuracy_baseline": result.floor_test,
         }
+        from training.reference import alignment_reference
+
+        reference, center, alignment = alignment_reference(
+            predictor.question_vectors(prep.embeddings[prep.split.train]),
+            predictor.question_vectors(prep.embeddings[prep.split.val]),
+        )
         result.router_path, result.parity = export_router(
             predictor,
             out_dir,
@@ -164,6 +170,9 @@ def fit_and_export(
             metrics=metrics,
             label=label,
             overwrite=overwrite,
+            reference_directions=reference,
+            reference_center=center,
+            alignment=alignment,
         )
     return result
 

@@ -5,6 +5,9 @@
     tokenizer.json     Hugging Face `tokenizers` file
     encoder.onnx       input_ids + attention_mask (int64) in, question vectors (N, d) float32 out
     llms.safetensors   the (K, d) float32 table of LLM vectors, tensor name "llm_vectors"
+    reference.safetensors  optional: "reference_directions" (R, d) float32, unit directions of a sample of training
+                       questions around their mean "reference_center" (d,), with the manifest's "alignment" block
+                       (threshold set on validation questions); routers without it have no alignment scores
 
 Loading checks every file against the manifest and names the file at fault; saving writes a temporary folder and
 renames it into place, so a reader never sees half a router.
@@ -34,6 +37,9 @@ TOKENIZER_FILE = "tokenizer.json"
 ENCODER_FILE = "encoder.onnx"
 LLMS_FILE = "llms.safetensors"
 LLM_TENSOR = "llm_vectors"
+REFERENCE_FILE = "reference.safetensors"
+REFERENCE_TENSOR = "reference_directions"
+CENTER_TENSOR = "reference_center"
 
 # Encoder fields the runtime relies on; anything else in the encoder block is descriptive.
 REQUIRED_ENCODER_FIELDS = ("name", "max_seq_length", "input_names", "output_name")
@@ -49,6 +55,8 @@ class Artifact:
     manifest: Mapping[str, Any]
     llm_names: tuple[str, ...]
     llm_vectors: np.ndarray  # (K, d) float32, C-contiguous, read-only
+    reference_directions: Optional[np.ndarray] = None  # (R, d) float32, read-only; None when the router has none
+    reference_center: Optional[np.ndarray] = None  # (d,) float32: the mean training question vector
 
     @property
     def dim(self) -> int:
@@ -137,6 +145,9 @@ def save_artifact(
     label: Optional[str] = None,
     extra: Optional[Mapping[str, Any]] = None,
     overwrite: bool = False,
+    reference_directions: Optional[np.ndarray] = None,
+    alignment: Optional[Mapping[str, Any]] = None,
+    reference_center: Optional[np.ndarray] = None,
 ) -> Path:
     """Write a router folder atomically and return its path.
 
@@ -156,6 +167,9 @@ def save_artifact(
         label: a human-readable note, e.g. that a router is a placeholder.
         extra: further top-level manifest fields (later features such as calibration or costs).
         overwrite: replace an existing folder at `path` (the old one is removed only after the new one is in place).
+        reference_directions: optional (R, d) unit directions of training questions, for alignment scores.
+        alignment: with `reference_directions`: at least {"threshold": float}, the in-distribution cut-off.
+        reference_center: (d,) mean training question vector the directions are taken around (default zeros).
     """
     target = Path(path)
     vectors = validate_llm_table(llm_names, llm_vectors, str(target))
@@ -167,6 +181,10 @@ def save_artifact(
             raise JeirtError(f"{target}: cannot save, {source} does not exist")
     if target.exists() and not overwrite:
         raise JeirtError(f"{target} already exists (pass overwrite=True to replace it)")
+    reference = center = None
+    if reference_directions is not None or alignment is not None:
+        reference = validate_reference(reference_directions, alignment, vectors.shape[1], str(target))
+        center = validate_center(reference_center, vectors.shape[1], str(target))
 
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
@@ -190,6 +208,10 @@ def save_artifact(
             "training": dict(training) if training is not None else None,
             "metrics": dict(metrics) if metrics is not None else None,
         }
+        if reference is not None and center is not None:
+            _write_tensors(staging / REFERENCE_FILE, {REFERENCE_TENSOR: reference, CENTER_TENSOR: center})
+            manifest["files"]["reference"] = {"path": REFERENCE_FILE, "sha256": sha256_of(staging / REFERENCE_FILE)}
+            manifest["alignment"] = dict(alignment or {}, n_reference=int(reference.shape[0]))
         for key, value in (extra or {}).items():
             if key in manifest:
                 raise JeirtError(f"{target}: extra manifest field {key!r} would overwrite a standard field")
@@ -204,12 +226,42 @@ def save_artifact(
     return target
 
 
+def validate_reference(
+    reference: Optional[np.ndarray], alignment: Optional[Mapping[str, Any]], dim: int, where: str
+) -> np.ndarray:
+    """Check the optional reference directions and their alignment block; return them as float32."""
+    if reference is None or alignment is None:
+        raise JeirtError(f"{where}: reference directions and the alignment block (threshold) go together")
+    array = np.asarray(reference)
+    if array.ndim != 2 or array.shape[0] < 1 or array.shape[1] != dim:
+        raise JeirtError(f"{where}: reference directions must have shape (R >= 1, {dim}), got {array.shape}")
+    if not np.issubdtype(array.dtype, np.floating) or not np.isfinite(array).all():
+        raise JeirtError(f"{where}: reference directions must be finite floats")
+    threshold = alignment.get("threshold") if isinstance(alignment, Mapping) else None
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
+        raise JeirtError(f"{where}: alignment.threshold must be a finite number, got {threshold!r}")
+    return np.ascontiguousarray(array, dtype=np.float32)
+
+
+def validate_center(center: Optional[np.ndarray], dim: int, where: str) -> np.ndarray:
+    if center is None:
+        return np.zeros(dim, dtype=np.float32)
+    array = np.asarray(center)
+    if array.shape != (dim,) or not np.issubdtype(array.dtype, np.floating) or not np.isfinite(array).all():
+        raise JeirtError(f"{where}: reference center must be {dim} finite floats, got shape {array.shape}")
+    return np.ascontiguousarray(array, dtype=np.float32)
+
+
 def _write_llm_table(path: Path, vectors: np.ndarray) -> None:
+    _write_tensors(path, {LLM_TENSOR: vectors})
+
+
+def _write_tensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
     from safetensors.numpy import save
 
     # Serialise to bytes and write with open(): safetensors' save_file creates the file owner-only (0600), which
     # would make a router installed system-wide unreadable to other users.
-    path.write_bytes(save({LLM_TENSOR: vectors}))
+    path.write_bytes(save(tensors))
 
 
 def _move_into_place(staging: Path, target: Path) -> None:
@@ -231,7 +283,8 @@ def load_artifact(path: PathLike) -> Artifact:
         raise JeirtError(f"{folder}: no router folder here")
     manifest = _read_manifest(folder / MANIFEST_FILE)
     files = manifest["files"]
-    for role in ("tokenizer", "encoder", "llms"):
+    roles = ("tokenizer", "encoder", "llms") + (("reference",) if "reference" in files else ())
+    for role in roles:
         entry = files.get(role)
         if not isinstance(entry, Mapping) or "path" not in entry or "sha256" not in entry:
             raise JeirtError(f"{folder / MANIFEST_FILE}: files.{role} must give a path and a sha256")
@@ -254,7 +307,20 @@ def load_artifact(path: PathLike) -> Artifact:
     # Per-LLM fields are checked here so that a bad router fails at load, naming router.json.
     parse_calibration(manifest, len(names), str(folder / MANIFEST_FILE))
     parse_costs(manifest, names, str(folder / MANIFEST_FILE))
-    return Artifact(path=folder, manifest=manifest, llm_names=tuple(names), llm_vectors=vectors)
+    reference = center = None
+    if "reference" in files or "alignment" in manifest:
+        if "reference" not in files:
+            raise JeirtError(f"{folder / MANIFEST_FILE}: has an alignment block but files.reference is missing")
+        ref_path = folder / str(files["reference"]["path"])
+        table = _read_tensor(ref_path, REFERENCE_TENSOR)
+        reference = validate_reference(table, manifest.get("alignment"), vectors.shape[1], str(ref_path))
+        center = validate_center(_read_tensor(ref_path, CENTER_TENSOR), vectors.shape[1], str(ref_path))
+        reference.setflags(write=False)
+        center.setflags(write=False)
+    return Artifact(
+        path=folder, manifest=manifest, llm_names=tuple(names), llm_vectors=vectors, reference_directions=reference,
+        reference_center=center,
+    )
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:
@@ -290,6 +356,10 @@ def _read_manifest(path: Path) -> dict[str, Any]:
 
 
 def _read_llm_table(path: Path) -> np.ndarray:
+    return _read_tensor(path, LLM_TENSOR)
+
+
+def _read_tensor(path: Path, name: str) -> np.ndarray:
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
@@ -297,9 +367,9 @@ def _read_llm_table(path: Path) -> np.ndarray:
         tensors = load_file(str(path))
     except (SafetensorError, OSError, ValueError) as err:
         raise JeirtError(f"{path}: not a readable safetensors file ({err})") from err
-    if LLM_TENSOR not in tensors:
-        raise JeirtError(f"{path}: has no tensor {LLM_TENSOR!r} (found {sorted(tensors)})")
-    table = tensors[LLM_TENSOR]
+    if name not in tensors:
+        raise JeirtError(f"{path}: has no tensor {name!r} (found {sorted(tensors)})")
+    table = tensors[name]
     if table.dtype != np.float32:
-        raise JeirtError(f"{path}: {LLM_TENSOR} must be float32, got {table.dtype}")
+        raise JeirtError(f"{path}: {name} must be float32, got {table.dtype}")
     return table

@@ -214,6 +214,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     info.add_argument("--json", action="store_true", help="print the router's manifest (router.json) as JSON")
     add_onboarding_parsers(commands, common, formatter, PROG)
+
+    report = commands.add_parser(
+        "report",
+        parents=[common],
+        formatter_class=formatter,
+        help="one HTML page about a router on a data folder: difficulty, taxonomy, calibration, alignment",
+        description=(
+            "Embed a data folder's questions (questions.csv, models.csv, responses.csv) with the router and write\n"
+            "one self-contained HTML page of plots with their numbers. Observed error rates come from the data's\n"
+            "responses; without --question-ids they may include the router's training questions. Needs\n"
+            'matplotlib: pip install "jeirt-lite[report]".'
+        ),
+        epilog=(
+            "examples:\n"
+            f"  {PROG} report path/to/router --data data/mmlu_pro -o report.html\n"
+            f"  {PROG} report path/to/router --data data/mmlu_pro --question-ids test_ids.txt --max-questions 0"
+        ),
+    )
+    report.add_argument("router", type=Path, metavar="ROUTER", help="router folder")
+    report.add_argument("--data", type=Path, default=Path("data/mmlu_pro"), metavar="DIR",
+                        help="data folder in the project format (default: data/mmlu_pro)")
+    report.add_argument("-o", "--output", type=Path, default=Path("report.html"), metavar="HTML",
+                        help="the page to write (default: report.html)")
+    report.add_argument("--question-ids", type=Path, default=None, metavar="FILE",
+                        help="only the question ids in FILE (one per line), e.g. the router's test split")
+    report.add_argument("--max-questions", type=int, default=3000, metavar="N",
+                        help="embed a subject-stratified sample of at most N questions; 0: all (default 3000)")
+    report.add_argument("--results", type=Path, default=Path("docs"), metavar="DIR",
+                        help="folder with onboarding.json / routing.json curves (default: docs)")
     return parser
 
 
@@ -395,6 +424,29 @@ def run_info(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+# -- report --------------------------------------------------------------------------------------------------
+
+
+def run_report(args: argparse.Namespace, out: TextIO) -> int:
+    try:
+        from .analysis.report import _pyplot, build_report
+
+        _pyplot()
+    except ImportError as err:  # matplotlib is an optional extra: say which, without a traceback
+        raise JeirtError(str(err)) from err
+    ids = None
+    if args.question_ids is not None:
+        ids = [line.strip() for line in args.question_ids.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if args.max_questions < 0:
+        raise JeirtError(f"--max-questions must be 0 (all) or positive, got {args.max_questions}")
+    path = build_report(
+        _load_router(args.router, args.threads), args.data, args.output, question_ids=ids,
+        max_questions=args.max_questions or None, results_dir=args.results,
+    )
+    out.write(f"wrote {path}\n")
+    return 0
+
+
 # -- entry point ---------------------------------------------------------------------------------------------
 
 
@@ -421,6 +473,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return run_add_llm(args, out)
         if args.command == "suggest":
             return run_suggest(args, out)
+        if args.command == "report":
+            return run_report(args, out)
         return run_info(args, out)
     except JeirtError as error:
         err.write(f"{PROG}: error: {error}\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -18,6 +18,9 @@ from .onboarding import DEFAULT_L2, fit_llm_vector
 from .results import RouteResult
 from .routing import route_rows
 from .suggest import suggest_indices
+
+if TYPE_CHECKING:
+    from .analysis.alignment import AlignmentResult
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -35,6 +38,7 @@ _STANDARD_FIELDS = {
     "files",
     "training",
     "metrics",
+    "alignment",
 }
 
 
@@ -266,6 +270,41 @@ class Router:
         )
         return {name: float(p) for name, p in zip(self.llms, means.tolist())}
 
+    # -- alignment with the training questions (routers that carry reference directions) ------------------------
+
+    @property
+    def has_alignment(self) -> bool:
+        """Whether this router carries reference directions (routers trained before the feature do not)."""
+        return self._artifact.reference_directions is not None
+
+    def alignment(self, texts: Sequence[str]) -> "AlignmentResult":
+        """How much each text looks like the training questions, and whether it counts as in distribution.
+
+        Returns `AlignmentResult(scores, in_distribution, threshold)`: the mean cosine of each question's
+        direction (around the mean training question) to its nearest training-question directions, and `scores >= threshold` where the threshold is a
+        low percentile of validation questions' scores (see `router.manifest["alignment"]`).
+
+        Raises:
+            JeirtError: the router has no reference directions.
+        """
+        return self.alignment_vectors(self.embed(texts))
+
+    def alignment_vectors(self, vectors: np.ndarray) -> "AlignmentResult":
+        """`alignment` for question vectors (N, d) embedded elsewhere."""
+        from .analysis.alignment import TOP_K, align
+
+        reference = self._artifact.reference_directions
+        if reference is None:
+            raise JeirtError(
+                f"{self.path}: this router has no reference directions (reference.safetensors), so alignment and "
+                "the in-distribution flag are unavailable; routers exported by current training carry them"
+            )
+        block = self.manifest["alignment"]
+        return align(
+            self._check_vectors(vectors), reference, float(block["threshold"]), int(block.get("top_k", TOP_K)),
+            center=self._artifact.reference_center,
+        )
+
     def _check_vectors(self, vectors: np.ndarray) -> np.ndarray:
         array = np.asarray(vectors)
         if array.ndim != 2 or array.shape[1] != self.dim:
@@ -438,4 +477,14 @@ class Router:
             label=manifest.get("label"),
             extra={key: value for key, value in manifest.items() if key not in _STANDARD_FIELDS},
             overwrite=overwrite,
+            reference_directions=self._artifact.reference_directions,
+            alignment=_alignment_settings(manifest.get("alignment")),
+            reference_center=self._artifact.reference_center,
         )
+
+
+def _alignment_settings(block: Any) -> Optional[dict[str, Any]]:
+    """The manifest's alignment block without what save_artifact recomputes (n_reference)."""
+    if not isinstance(block, Mapping):
+        return None
+    return {key: value for key, value in block.items() if key != "n_reference"}

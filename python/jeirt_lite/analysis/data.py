@@ -1,0 +1,123 @@
+"""Read a data folder in the project format (questions.csv, models.csv, responses.csv) with the csv module only.
+
+The runtime has no pandas; this is a small, strict reader for the report: questions with their subject, LLM names,
+and observed (question, LLM, correct) cells. An absent cell is missing, never wrong.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ..errors import JeirtError
+
+
+@dataclass(frozen=True)
+class ResponseData:
+    question_ids: list[str]
+    texts: list[str]
+    subjects: np.ndarray  # str per question (the benchmark where the subject is empty)
+    llm_names: list[str]
+    question: np.ndarray  # int64 per cell
+    llm: np.ndarray  # int64 per cell
+    correct: np.ndarray  # float64 per cell, 0 or 1
+
+    @property
+    def n_questions(self) -> int:
+        return len(self.texts)
+
+    def error_rates(self) -> np.ndarray:
+        """Share of observed LLMs that answered each question wrongly; NaN where no cell was observed."""
+        counts = np.bincount(self.question, minlength=self.n_questions)
+        right = np.bincount(self.question, weights=self.correct, minlength=self.n_questions)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(counts > 0, 1.0 - right / np.maximum(counts, 1), np.nan)
+
+    def subset(self, rows: np.ndarray) -> "ResponseData":
+        """The questions `rows` (in that order) and their cells."""
+        rows = np.asarray(rows, dtype=np.int64)
+        new_index = np.full(self.n_questions, -1, dtype=np.int64)
+        new_index[rows] = np.arange(rows.size)
+        keep = new_index[self.question] >= 0
+        return ResponseData(
+            [self.question_ids[i] for i in rows], [self.texts[i] for i in rows], self.subjects[rows],
+            self.llm_names, new_index[self.question[keep]], self.llm[keep], self.correct[keep],
+        )
+
+
+def _rows(path: Path, needed: Sequence[str]) -> list[dict[str, str]]:
+    if not path.is_file():
+        raise JeirtError(f"{path}: missing (a data folder holds questions.csv, models.csv and responses.csv)")
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # question texts can be long
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        missing = [name for name in needed if name not in (reader.fieldnames or [])]
+        if missing:
+            raise JeirtError(f"{path}: no column {', '.join(missing)} (columns: {reader.fieldnames})")
+        return list(reader)
+
+
+def read_response_folder(folder: Path, question_ids: Optional[Sequence[str]] = None) -> ResponseData:
+    """Read a data folder; with `question_ids`, keep only those questions (e.g. a router's test split)."""
+    folder = Path(folder)
+    questions = _rows(folder / "questions.csv", ("question_id", "text"))
+    models = _rows(folder / "models.csv", ("model_id", "name"))
+    index: dict[str, int] = {}
+    ids: list[str] = []
+    texts: list[str] = []
+    subjects: list[str] = []
+    for row_number, row in enumerate(questions, start=2):
+        qid, text = row["question_id"].strip(), row["text"]
+        if not qid or not text.strip():
+            raise JeirtError(f"{folder / 'questions.csv'}: row {row_number}: empty question id or text")
+        if qid in index:
+            continue
+        index[qid] = len(ids)
+        ids.append(qid)
+        texts.append(text)
+        subjects.append((row.get("subject") or "").strip() or (row.get("benchmark") or "").strip() or "all")
+    llm_of = {row["model_id"].strip(): i for i, row in enumerate(models)}
+    names = [row["name"].strip() or row["model_id"].strip() for row in models]
+    q_cells: list[int] = []
+    m_cells: list[int] = []
+    y_cells: list[float] = []
+    for row_number, row in enumerate(_rows(folder / "responses.csv", ("question_id", "model_id", "correct")), 2):
+        label = row["correct"].strip().lower()
+        if label in ("", "nan", "none", "null"):
+            continue
+        if label not in ("0", "1", "0.0", "1.0", "true", "false"):
+            raise JeirtError(f"{folder / 'responses.csv'}: row {row_number}: correct = {label!r} is not 0/1")
+        q, m = index.get(row["question_id"].strip()), llm_of.get(row["model_id"].strip())
+        if q is None or m is None:
+            raise JeirtError(f"{folder / 'responses.csv'}: row {row_number}: unknown question or model id")
+        q_cells.append(q)
+        m_cells.append(m)
+        y_cells.append(1.0 if label in ("1", "1.0", "true") else 0.0)
+    data = ResponseData(ids, texts, np.asarray(subjects, dtype=object), names, np.asarray(q_cells, dtype=np.int64),
+                        np.asarray(m_cells, dtype=np.int64), np.asarray(y_cells, dtype=np.float64))
+    if question_ids is not None:
+        wanted = [str(q).strip() for q in question_ids if str(q).strip()]
+        unknown = [q for q in wanted if q not in index]
+        if unknown:
+            raise JeirtError(f"{len(unknown)} of the given question ids are not in {folder} (first: {unknown[0]!r})")
+        data = data.subset(np.asarray([index[q] for q in dict.fromkeys(wanted)], dtype=np.int64))
+    return data
+
+
+def stratified_sample(subjects: np.ndarray, size: int, seed: int = 0) -> np.ndarray:
+    """Row indices of a seeded sample of about `size` questions, each subject in proportion (sorted)."""
+    n = len(subjects)
+    if size >= n:
+        return np.arange(n)
+    rng = np.random.default_rng(seed)
+    chosen = []
+    for name in sorted(set(np.asarray(subjects).astype(str).tolist())):
+        members = np.flatnonzero(np.asarray(subjects).astype(str) == name)
+        take = max(1, int(round(size * members.size / n)))
+        chosen.append(rng.choice(members, min(take, members.size), replace=False))
+    return np.sort(np.concatenate(chosen))

@@ -1,0 +1,349 @@
+"""One self-contained HTML page about a router on a data folder: every figure an inlined PNG, its numbers beside it.
+
+    jeirt-lite report ROUTER --data data/mmlu_pro -o report.html
+
+The questions are embedded with the router; observed error rates and the calibration curve come from the data's
+responses. Unless question ids are given (e.g. the router's test split), the data may include the questions the
+router was trained on, which flatters every number that compares predictions with answers.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+import numpy as np
+
+from ..errors import JeirtError
+from .data import ResponseData, read_response_folder, stratified_sample
+from .difficulty import difficulty_vs_error
+from .probes import needs_calculation, probe_vectors
+from .stats import pca, roc_auc, unit_rows
+from .taxonomy import taxonomy
+
+if TYPE_CHECKING:
+    from ..router import Router
+
+SECTIONS = (
+    "Router and data",
+    "Difficulty",
+    "Taxonomy",
+    "LLM vectors",
+    "Calibration",
+    "Arithmetic probe",
+    "Onboarding",
+    "Quality and cost",
+    "Alignment",
+)
+CALIBRATION_BINS = 15
+# Result files another part of the project writes (docs/onboarding.json, docs/routing.json): read when present.
+RESULT_FILES = {"Onboarding": "onboarding.json", "Quality and cost": "routing.json"}
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError as err:
+        raise ImportError('the report needs matplotlib: pip install "jeirt-lite[report]"') from err
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+@dataclass
+class Section:
+    title: str
+    figures: list[str] = field(default_factory=list)  # base64 PNGs
+    rows: list[tuple[str, str]] = field(default_factory=list)  # numbers beside the figure
+    notes: list[str] = field(default_factory=list)
+    table: Optional[tuple[list[str], list[list[str]]]] = None
+
+
+def _png(fig: Any) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight")
+    _pyplot().close(fig)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _f(value: float, digits: int = 3) -> str:
+    return "n/a" if value is None or not np.isfinite(value) else f"{value:.{digits}f}"
+
+
+def _subject_colours(subjects: np.ndarray) -> tuple[list[str], np.ndarray]:
+    names, codes = np.unique(subjects.astype(str), return_inverse=True)
+    return [str(n) for n in names], codes
+
+
+def build_report(
+    router: "Router",
+    data_dir: Path,
+    output: Path,
+    *,
+    question_ids: Optional[Sequence[str]] = None,
+    max_questions: Optional[int] = 3000,
+    results_dir: Optional[Path] = None,
+    seed: int = 0,
+) -> Path:
+    """Write the HTML report and return its path.
+
+    Args:
+        router: the router to describe.
+        data_dir: a data folder (questions.csv, models.csv, responses.csv).
+        output: the .html file to write.
+        question_ids: only these questions (e.g. the router's test split); None: all of the folder's.
+        max_questions: embed a subject-stratified seeded sample of at most this many questions (None: all).
+        results_dir: where onboarding.json / routing.json may be (default: docs/ of the working directory).
+    """
+    plt = _pyplot()
+    data = read_response_folder(Path(data_dir), question_ids)
+    if data.n_questions < 3:
+        raise JeirtError(f"{data_dir}: the report needs at least 3 questions, found {data.n_questions}")
+    if max_questions is not None and data.n_questions > max_questions:
+        data = data.subset(stratified_sample(data.subjects, max_questions, seed))
+    vectors = router.embed(data.texts)
+    sections = [
+        _summary(router, data, data_dir, question_ids is not None),
+        _difficulty(plt, router, vectors, data),
+        *_taxonomy_and_llms(plt, router, vectors, data, seed),
+        _calibration(plt, router, vectors, data),
+        _probe(plt, vectors, data, seed),
+        *[_results_curve(plt, title, Path(results_dir or "docs") / name) for title, name in RESULT_FILES.items()],
+        _alignment(plt, router, vectors),
+    ]
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(_html(router, sections), encoding="utf-8")
+    return output
+
+
+def _summary(router: "Router", data: ResponseData, data_dir: Path, split_given: bool) -> Section:
+    section = Section("Router and data")
+    shared = sorted(set(router.llms) & set(data.llm_names))
+    section.rows = [
+        ("router", str(router.path)), ("d", str(router.dim)), ("LLMs in router", str(len(router.llms))),
+        ("data", str(data_dir)), ("questions used", str(data.n_questions)), ("observed cells", str(data.correct.size)),
+        ("LLMs in both", str(len(shared))),
+    ]
+    if not split_given:
+        section.notes.append("No question ids were given: these questions may include the router's training "
+                             "questions, which flatters difficulty and calibration.")
+    label = router.manifest.get("label")
+    if label:
+        section.notes.append(f"Router label: {label}")
+    return section
+
+
+def _difficulty(plt: Any, router: "Router", vectors: np.ndarray, data: ResponseData) -> Section:
+    norms = router.difficulty_vectors(vectors)
+    errors = data.error_rates()
+    result = difficulty_vs_error(norms, errors, list(data.subjects))
+    fig, ax = plt.subplots(figsize=(5.5, 4))
+    ok = np.isfinite(errors)
+    ax.scatter(norms[ok], errors[ok], s=4, alpha=0.3)
+    if ok.sum() >= 10:
+        edges = np.quantile(norms[ok], np.linspace(0, 1, 11))
+        bins = np.clip(np.searchsorted(edges, norms[ok], side="right") - 1, 0, 9)
+        means = [(norms[ok][bins == b].mean(), errors[ok][bins == b].mean()) for b in range(10) if (bins == b).any()]
+        ax.plot(*zip(*means), "r-o", ms=4, label="decile means")
+        ax.legend()
+    ax.set_xlabel("question norm ‖q‖ (difficulty)")
+    ax.set_ylabel("observed error rate")
+    section = Section("Difficulty", [_png(fig)])
+    section.rows = [("questions", str(result.n_questions)), ("Spearman (norm, error rate)", _f(result.spearman))]
+    section.table = (["subject", "questions", "Spearman"],
+                     [[s, str(n), _f(r)] for s, (n, r) in result.per_subject.items()])
+    return section
+
+
+def _taxonomy_and_llms(plt: Any, router: "Router", vectors: np.ndarray, data: ResponseData,
+                       seed: int) -> list[Section]:
+    k_values = [k for k in range(4, 21, 2) if k < data.n_questions // 2] or [2]
+    tax = taxonomy(vectors, list(data.subjects), k_values=k_values, seed=seed)
+    directions = unit_rows(vectors)
+    points, components, mean, ratio = pca(directions, 2)
+    names, codes = _subject_colours(data.subjects)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    cmap = plt.get_cmap("tab20")
+    for i, name in enumerate(names):
+        rows = codes == i
+        axes[0].scatter(points[rows, 0], points[rows, 1], s=4, color=cmap(i % 20), label=name)
+    axes[0].set_title("coloured by subject")
+    axes[0].legend(fontsize=6, markerscale=3, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=4)
+    axes[1].scatter(points[:, 0], points[:, 1], s=4, c=tax.labels, cmap="tab20")
+    axes[1].set_title(f"coloured by k-means cluster (k={tax.k})")
+    for ax in axes:
+        ax.set_xlabel(f"PC1 ({ratio[0]:.0%})")
+        ax.set_ylabel(f"PC2 ({ratio[1]:.0%})" if len(ratio) > 1 else "PC2")
+    section = Section("Taxonomy", [_png(fig)])
+    section.rows = [("k (max silhouette)", str(tax.k)), ("ARI vs subjects", _f(tax.ari)),
+                    ("NMI vs subjects", _f(tax.nmi))]
+    section.rows += [(f"silhouette k={k}", _f(v)) for k, v in tax.silhouette_by_k.items()]
+    section.table = (["cluster", "size", "subject mix", "most typical question"], [
+        [str(j), str(c.size), ", ".join(f"{s} {share:.0%}" for s, share in c.subject_mix[:3]),
+         " ".join(data.texts[c.typical[0]].split())[:140] if c.typical else ""]
+        for j, c in enumerate(tax.clusters)])
+
+    llm_dirs = unit_rows(router.llm_vectors)
+    llm_points = (llm_dirs - mean) @ components.T
+    llm_norms = np.linalg.norm(router.llm_vectors, axis=1)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig.subplots_adjust(wspace=0.55)  # room for the LLM names of the bar chart
+    axes[0].scatter(points[:, 0], points[:, 1], s=3, color="0.85")
+    axes[0].scatter(llm_points[:, 0], llm_points[:, 1], s=25, color="C3")
+    # Naming every LLM makes an unreadable pile; name the strongest and weakest few (all of them when few).
+    named = np.argsort(-llm_norms)
+    named = named if len(named) <= 10 else np.r_[named[:5], named[-3:]]
+    for i in named:
+        axes[0].annotate(router.llms[i][:24], tuple(llm_points[i]), fontsize=6)
+    axes[0].set_title("LLM directions in the question PCA plane")
+    order = np.argsort(llm_norms)
+    axes[1].barh([router.llms[i][:24] for i in order], llm_norms[order])
+    axes[1].tick_params(axis="y", labelsize=6)
+    axes[1].set_xlabel("‖m‖ (overall strength)")
+    llms = Section("LLM vectors", [_png(fig)])
+    cosines = llm_dirs @ llm_dirs.T
+    off = cosines[~np.eye(len(router.llms), dtype=bool)]
+    llms.rows = [("LLMs", str(len(router.llms))), ("‖m‖ min / median / max",
+                 f"{llm_norms.min():.2f} / {np.median(llm_norms):.2f} / {llm_norms.max():.2f}")]
+    if off.size:
+        llms.rows.append(("pairwise cosine min / median", f"{off.min():.3f} / {np.median(off):.3f}"))
+    return [section, llms]
+
+
+def _calibration(plt: Any, router: "Router", vectors: np.ndarray, data: ResponseData) -> Section:
+    section = Section("Calibration")
+    column = {name: i for i, name in enumerate(router.llms)}
+    data_to_router = np.asarray([column.get(name, -1) for name in data.llm_names], dtype=np.int64)
+    cells = data_to_router[data.llm] >= 0 if data.llm.size else np.zeros(0, bool)
+    if not cells.any():
+        section.notes.append("No LLM of the data is in the router: no calibration curve.")
+        return section
+    p = router.predict_proba_vectors(vectors)[data.question[cells], data_to_router[data.llm[cells]]].astype(float)
+    y = data.correct[cells]
+    bins = np.minimum((p * CALIBRATION_BINS).astype(int), CALIBRATION_BINS - 1)
+    count = np.bincount(bins, minlength=CALIBRATION_BINS)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_p = np.bincount(bins, p, CALIBRATION_BINS) / count
+        rate = np.bincount(bins, y, CALIBRATION_BINS) / count
+    filled = count > 0
+    ece = float(np.sum(np.abs(rate[filled] - mean_p[filled]) * count[filled]) / y.size)
+    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    ax.plot([0, 1], [0, 1], "k:", lw=1)
+    ax.plot(mean_p[filled], rate[filled], "o-")
+    ax.set_xlabel("predicted P(correct)")
+    ax.set_ylabel("observed share correct")
+    ax.set_title("reliability")
+    section.figures.append(_png(fig))
+    section.rows = [("cells", str(int(y.size))), ("AUC", _f(roc_auc(y, p))),
+                    ("accuracy at 0.5", _f(float(np.mean((p >= 0.5) == (y == 1))))), ("ECE (15 bins)", _f(ece))]
+    return section
+
+
+def _probe(plt: Any, vectors: np.ndarray, data: ResponseData, seed: int) -> Section:
+    section = Section("Arithmetic probe")
+    labels = np.asarray([needs_calculation(t) for t in data.texts])
+    rng = np.random.default_rng(seed)
+    fit_rows = rng.random(data.n_questions) < 0.5
+    non_math = np.asarray([s.lower() != "math" for s in data.subjects.astype(str)])
+    held = ~fit_rows & non_math
+    section.notes.append("Label rule: at least 75% of the lettered options are numbers, or (without options) a "
+                         "calculation keyword. Fitted on a random half, scored on the other half's non-math "
+                         "questions.")
+    if labels[fit_rows].all() or not labels[fit_rows].any() or labels[held].all() or not labels[held].any():
+        section.notes.append("Both labels are not present in both halves: no probe.")
+        return section
+    fitted = probe_vectors(vectors[fit_rows & labels], vectors[fit_rows & ~labels])
+    scores = fitted.score(vectors[held])
+    auc = roc_auc(labels[held], scores)
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    ax.hist([scores[labels[held]], scores[~labels[held]]], bins=30, label=["needs calculation", "does not"],
+            histtype="step")
+    ax.set_xlabel("probe score")
+    ax.legend()
+    section.figures.append(_png(fig))
+    section.rows = [("labelled 'needs calculation'", f"{int(labels.sum())} of {data.n_questions}"),
+                    ("held-out non-math questions", str(int(held.sum()))), ("held-out AUC", _f(auc))]
+    return section
+
+
+def _results_curve(plt: Any, title: str, path: Path) -> Section:
+    """Plot {"curves": {name: [{x_key: .., y_key: ..}, ...]}, "x": x_key, "y": y_key} or a plain list of points."""
+    section = Section(title)
+    if not path.is_file():
+        section.notes.append(f"{path} not found: this section needs that result file (skipped).")
+        return section
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+        curves = content.get("curves") if isinstance(content, dict) else {"result": content}
+        x_key = content.get("x") if isinstance(content, dict) else None
+        y_key = content.get("y") if isinstance(content, dict) else None
+        fig, ax = plt.subplots(figsize=(5.5, 4))
+        if not isinstance(curves, dict):
+            raise TypeError("'curves' must map a curve name to a list of points")
+        for name, points in curves.items():
+            keys = [k for k, v in points[0].items() if isinstance(v, (int, float))]
+            xk, yk = x_key or keys[0], y_key or keys[1]
+            xs, ys = [float(p[xk]) for p in points], [float(p[yk]) for p in points]
+            ax.plot(xs, ys, "o-", label=str(name))
+            section.rows.append((f"{name}: last {yk}", _f(ys[-1])))
+        ax.set_xlabel(str(xk))
+        ax.set_ylabel(str(yk))
+        ax.legend(fontsize=7)
+        section.figures.append(_png(fig))
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as err:
+        section.figures.clear()
+        section.notes.append(f"{path}: not a curve file this report understands ({err}); skipped.")
+    return section
+
+
+def _alignment(plt: Any, router: "Router", vectors: np.ndarray) -> Section:
+    section = Section("Alignment")
+    if not router.has_alignment:
+        section.notes.append("This router carries no reference directions: alignment is unavailable.")
+        return section
+    result = router.alignment_vectors(vectors)
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    ax.hist(result.scores, bins=40)
+    ax.axvline(result.threshold, color="C3", ls="--", label="in-distribution threshold")
+    ax.set_xlabel("alignment with training questions")
+    ax.legend()
+    section.figures.append(_png(fig))
+    section.rows = [("threshold", _f(result.threshold)),
+                    ("flagged out of distribution", f"{float(np.mean(~result.in_distribution)):.1%}"),
+                    ("median alignment", _f(float(np.median(result.scores))))]
+    return section
+
+
+def _html(router: "Router", sections: list[Section]) -> str:
+    e = html.escape
+    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>jeirt-lite report</title><style>",
+             "body{font-family:sans-serif;max-width:1200px;margin:auto;padding:1em}"
+             ".row{display:flex;gap:2em;align-items:flex-start;flex-wrap:wrap}"
+             "table{border-collapse:collapse;font-size:0.85em}td,th{border:1px solid #ccc;padding:2px 6px}"
+             ".note{color:#555;font-style:italic}img{max-width:100%}",
+             "</style></head><body>", f"<h1>jeirt-lite report: {e(str(router.path.name))}</h1>"]
+    for section in sections:
+        parts.append(f"<section><h2>{e(section.title)}</h2><div class='row'>")
+        for figure in section.figures:
+            parts.append(f"<img alt='{e(section.title)}' src='data:image/png;base64,{figure}'>")
+        if section.rows:
+            parts.append("<table>" + "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in section.rows)
+                         + "</table>")
+        parts.append("</div>")
+        for note in section.notes:
+            parts.append(f"<p class='note'>{e(note)}</p>")
+        if section.table is not None:
+            header, body = section.table
+            parts.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>"
+                         + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in body)
+                         + "</table>")
+        parts.append("</section>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

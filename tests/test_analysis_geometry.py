@@ -1,0 +1,124 @@
+"""Difficulty, taxonomy, probes and alignment on constructed cases whose answer is known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from jeirt_lite.analysis import (
+    align,
+    alignment_scores,
+    difficulty_vs_error,
+    needs_calculation,
+    probe_vectors,
+    reference_directions,
+    taxonomy,
+    validation_threshold,
+)
+from jeirt_lite.errors import JeirtError
+
+
+def test_difficulty_overall_and_within_subject() -> None:
+    norms = np.arange(40, dtype=float)
+    errors = norms / 40.0
+    errors[20:] = 1.0 - errors[20:]  # subject b: harder questions have LOWER error (a reversed ranking)
+    subjects = ["a"] * 20 + ["b"] * 20
+    result = difficulty_vs_error(norms, errors, subjects)
+    assert result.per_subject["a"] == (20, pytest.approx(1.0))
+    assert result.per_subject["b"] == (20, pytest.approx(-1.0))
+    assert result.n_questions == 40
+
+
+def test_difficulty_skips_unobserved_questions_and_checks_lengths() -> None:
+    result = difficulty_vs_error(np.array([1.0, 2, 3, 4]), np.array([0.1, np.nan, 0.3, 0.4]))
+    assert result.n_questions == 3 and result.spearman == pytest.approx(1.0)
+    with pytest.raises(JeirtError, match="one error rate per norm"):
+        difficulty_vs_error(np.ones(3), np.ones(4))
+
+
+def _planted(n_per: int = 60, k: int = 4, d: int = 16, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    axes = np.linalg.qr(rng.normal(size=(d, d)))[0][:k]
+    truth = np.repeat(np.arange(k), n_per)
+    # Directions carry the clusters; norms vary wildly and must not matter.
+    vectors = (axes[truth] + 0.05 * rng.normal(size=(truth.size, d))) * rng.uniform(0.1, 50, size=(truth.size, 1))
+    return vectors, truth
+
+
+def test_taxonomy_recovers_planted_directions_and_chooses_k_by_silhouette() -> None:
+    vectors, truth = _planted()
+    subjects = [f"s{t}" for t in truth]
+    tax = taxonomy(vectors, subjects, k_values=[2, 3, 4, 5, 6])
+    assert tax.k == 4 and max(tax.silhouette_by_k, key=tax.silhouette_by_k.get) == 4
+    assert tax.ari == pytest.approx(1.0) and tax.nmi == pytest.approx(1.0)
+    for cluster in tax.clusters:
+        assert cluster.subject_mix[0][1] == pytest.approx(1.0)
+        assert len(cluster.typical) == 3
+    np.testing.assert_allclose(np.linalg.norm(tax.centroids, axis=1), 1.0, rtol=1e-5)
+    assert len(tax.describe([f"text {i}" for i in range(len(truth))])) == 4
+
+
+def test_taxonomy_unrelated_to_random_subjects() -> None:
+    vectors, _ = _planted(seed=1)
+    subjects = np.random.default_rng(0).choice(["a", "b", "c", "d"], size=len(vectors))
+    tax = taxonomy(vectors, list(subjects), k=4)
+    assert abs(tax.ari) < 0.05
+
+
+def test_probe_separates_groups_and_ignores_norm() -> None:
+    rng = np.random.default_rng(0)
+    axis = np.eye(8)[0]
+    with_ = axis + 0.3 * rng.normal(size=(50, 8))
+    without = -axis + 0.3 * rng.normal(size=(50, 8))
+    fitted = probe_vectors(with_ * 10, without)  # norms differ between groups; directions carry the label
+    assert fitted.direction @ axis > 0.9
+    scores = fitted.score(np.vstack([axis * 100, -axis * 0.01]))
+    assert scores[0] > 0 > scores[1]
+    assert np.linalg.norm(fitted.direction) == pytest.approx(1.0)
+
+
+def test_probe_errors() -> None:
+    with pytest.raises(JeirtError, match="at least one question"):
+        probe_vectors(np.zeros((0, 3)), np.ones((2, 3)))
+    with pytest.raises(JeirtError, match="same mean direction"):
+        probe_vectors(np.ones((2, 3)), np.ones((2, 3)))
+    with pytest.raises(JeirtError, match="shape"):
+        probe_vectors(np.ones((2, 3)), np.ones((2, 3)) * [1, 0, 0]).score(np.ones((2, 4)))
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("What is the pH?\nA. 3.2\nB. 4.7\nC. 7\nD. 12.5 mol/L", True),
+        ("Revenue?\nA. $1,200\nB. $3,400\nC. 15%\nD. $20", True),
+        ("Who wrote it?\nA. Plato\nB. Kant\nC. 1788\nD. Hume", False),
+        ("Calculate the derivative of x^3 at x = 2.", True),
+        ("Why is the sky blue?", False),
+    ],
+)
+def test_needs_calculation_rule(text: str, expected: bool) -> None:
+    assert needs_calculation(text) is expected
+
+
+def test_alignment_scores_threshold_and_flags() -> None:
+    rng = np.random.default_rng(0)
+    train = np.abs(rng.normal(size=(500, 6))) * [1, 1, 1, 0, 0, 0]  # training questions live in one orthant
+    val = np.abs(rng.normal(size=(100, 6))) * [1, 1, 1, 0, 0, 0]
+    reference, center = reference_directions(train, size=200)
+    assert reference.shape == (200, 6) and reference.dtype == np.float32
+    np.testing.assert_allclose(center, train.mean(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(reference, axis=1), 1.0, rtol=1e-5)
+    threshold = validation_threshold(val, reference, percentile=5.0, center=center)
+    assert np.mean(alignment_scores(val, reference, center=center) < threshold) == pytest.approx(0.05, abs=0.011)
+    far = 10 * np.abs(rng.normal(size=(20, 6))) * [0, 0, 0, 1, 1, 1]  # mostly orthogonal to everything seen
+    result = align(np.vstack([val[:20], far]), reference, threshold, center=center)
+    assert result.in_distribution[:20].mean() >= 0.85 and not result.in_distribution[20:].any()
+    assert np.all(result.scores[20:] < result.scores[:20].min())
+    # Without centring, the shared component makes every training-like question look aligned (cosines near 1).
+    assert alignment_scores(val, train[:200]).min() > 0.8
+    # A question identical in direction to a reference row with top_k=1 scores exactly 1.
+    assert alignment_scores(reference[:1] * 3, reference, top_k=1)[0] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_alignment_dimension_mismatch() -> None:
+    with pytest.raises(JeirtError, match="dimension"):
+        alignment_scores(np.ones((2, 3)), np.ones((4, 5)))

@@ -1,0 +1,110 @@
+"""The HTML report: complete (every section, every figure a decodable PNG) on the tiny router and a small data
+folder built in code; the CLI writes it; missing result files and routers without alignment are notes, not errors."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from jeirt_lite import Router
+from jeirt_lite.analysis.report import SECTIONS, build_report
+from jeirt_lite.artifact import load_artifact, save_artifact
+from jeirt_lite.cli import main
+from tiny_router import WORDS
+
+SUBJECTS = ("math", "law", "biology")
+
+
+def _write_folder(folder: Path, llm_names: list[str], n: int = 90, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True)
+    with open(folder / "questions.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["question_id", "benchmark", "subject", "text"])
+        for i in range(n):
+            words = " ".join(rng.choice(WORDS, size=6))
+            options = "\n".join(f"{c}. {rng.integers(1, 99)}" if i % 2 == 0 else f"{c}. {rng.choice(WORDS)}"
+                                for c in "ABCD")
+            writer.writerow([f"q{i}", "bench", SUBJECTS[i % 3], f"{words}?\n{options}"])
+    with open(folder / "models.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["model_id", "name"])
+        writer.writerows([[f"m{j}", name] for j, name in enumerate(llm_names)])
+    with open(folder / "responses.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["question_id", "model_id", "correct"])
+        for i in range(n):
+            for j in range(len(llm_names)):
+                if rng.random() < 0.9:  # some cells missing
+                    writer.writerow([f"q{i}", f"m{j}", int(rng.random() < 0.3 + 0.1 * j)])
+    return folder
+
+
+def _sections_with_figures(page: str) -> list[str]:
+    parts = page.split("<section>")[1:]
+    return [re.search(r"<h2>(.*?)</h2>", part).group(1) for part in parts if "<img" in part]  # type: ignore[union-attr]
+
+
+def _check_complete(page: str) -> int:
+    for title in SECTIONS:
+        assert f"<h2>{title}</h2>" in page, title
+    sources = re.findall(r"<img[^>]*src='([^']*)'", page)
+    assert sources
+    for src in sources:
+        assert src.startswith("data:image/png;base64,")
+        png = base64.b64decode(src.split(",", 1)[1], validate=True)
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
+    assert "src=''" not in page and "http" not in page.replace("http-equiv", "")
+    return len(sources)
+
+
+def test_report_is_complete(tiny_router_path: Path, tmp_path: Path) -> None:
+    router = Router.load(tiny_router_path, threads=1)
+    # A router with alignment and result curves present: every section gets its figure.
+    artifact = load_artifact(tiny_router_path)
+    aligned = Router.load(save_artifact(
+        tmp_path / "aligned", llm_names=artifact.llm_names, llm_vectors=artifact.llm_vectors,
+        tokenizer_json=artifact.tokenizer_path, encoder_onnx=artifact.encoder_path, encoder=artifact.encoder,
+        reference_directions=np.eye(router.dim, dtype=np.float32), alignment={"threshold": 0.6}), threads=1)
+    data = _write_folder(tmp_path / "data", list(router.llms))
+    results = tmp_path / "results"
+    results.mkdir()
+    curve = {"x": "answers", "y": "auc", "curves": {"new LLM": [{"answers": 10, "auc": 0.6}, {"answers": 50, "auc": 0.7}]}}
+    (results / "onboarding.json").write_text(json.dumps(curve))
+    (results / "routing.json").write_text(json.dumps([{"cost": 1.0, "quality": 0.5}, {"cost": 2.0, "quality": 0.7}]))
+    page = build_report(aligned, data, tmp_path / "report.html", results_dir=results).read_text(encoding="utf-8")
+    assert _check_complete(page) == 8
+    assert _sections_with_figures(page) == [s for s in SECTIONS if s != "Router and data"]
+    assert "may include the router&#x27;s training questions" in page
+
+
+def test_report_cli_notes_missing_parts(tiny_router_path: Path, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    router = Router.load(tiny_router_path, threads=1)
+    data = _write_folder(tmp_path / "data", list(router.llms) + ["not-in-router"])
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join(f"q{i}" for i in range(60)))
+    out = tmp_path / "cli.html"
+    code = main(["report", str(tiny_router_path), "--data", str(data), "-o", str(out), "--threads", "1",
+                 "--question-ids", str(ids), "--results", str(tmp_path / "nothing")])
+    assert code == 0 and out.is_file()
+    page = out.read_text(encoding="utf-8")
+    assert _check_complete(page) == 5
+    assert _sections_with_figures(page) == ["Difficulty", "Taxonomy", "LLM vectors", "Calibration", "Arithmetic probe"]
+    assert "alignment is unavailable" in page and "not found: this section needs" in page
+    assert "may include the router" not in page  # ids were given
+    assert "<td>60</td>" in page
+
+
+def test_report_cli_bad_data_folder(tiny_router_path: Path, tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(tiny_router_path), "--data", str(tmp_path), "-o", str(tmp_path / "x.html")]) == 1
+    assert "questions.csv: missing" in capsys.readouterr().err
