@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
 from .errors import JeirtError
 
 # Small batches of length-sorted texts: on a CPU, big padded batches cost more than they save (see FACTS.md).
+# A router may name its own in the manifest (encoder.batch_size): measured per encoder, see docs/encoders.md
+# (a transformer is fastest one text at a time, a static lookup-and-average graph with a few texts per call).
 DEFAULT_BATCH_SIZE = 8
 
 
@@ -44,6 +46,7 @@ class OnnxEncoder:
             )
         self.output_name = str(spec["output_name"])
         self.dim = dim
+        self.batch_size = _batch_size_hint(spec)
         try:
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
         except Exception as err:  # tokenizers raises a bare Exception on a bad file
@@ -82,10 +85,15 @@ class OnnxEncoder:
         if len(shape) != 2 or (isinstance(shape[1], int) and shape[1] != self.dim):
             raise JeirtError(f"{onnx_path}: output {self.output_name!r} has shape {shape}, expected (N, {self.dim})")
 
-    def encode(self, texts: Sequence[str], batch_size: int = DEFAULT_BATCH_SIZE) -> np.ndarray:
-        """Question vectors (N, d) float32 for already validated texts, in input order."""
-        if batch_size < 1:
-            raise JeirtError(f"batch_size must be at least 1, got {batch_size}")
+    def encode(self, texts: Sequence[str], batch_size: Optional[int] = None) -> np.ndarray:
+        """Question vectors (N, d) float32 for already validated texts, in input order.
+
+        `batch_size` None uses the router's own (manifest encoder.batch_size, else DEFAULT_BATCH_SIZE).
+        """
+        if batch_size is None:
+            batch_size = self.batch_size
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise JeirtError(f"batch_size must be an integer of at least 1, got {batch_size!r}")
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
@@ -111,6 +119,13 @@ class OnnxEncoder:
             bad = int(np.flatnonzero(~np.isfinite(out).all(axis=1))[0])
             raise JeirtError(f"encoder produced NaN or inf for text {bad}")
         return out
+
+
+def _batch_size_hint(spec: Mapping[str, Any]) -> int:
+    value = spec.get("batch_size", DEFAULT_BATCH_SIZE)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise JeirtError(f"encoder.batch_size in router.json must be a positive integer, got {value!r}")
+    return value
 
 
 def _pad_id(tokenizer: Any) -> int:

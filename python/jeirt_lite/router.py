@@ -11,7 +11,7 @@ import numpy as np
 
 from . import kernels
 from .artifact import Artifact, load_artifact, save_artifact
-from .encoder import DEFAULT_BATCH_SIZE, OnnxEncoder, check_texts
+from .encoder import OnnxEncoder, check_texts
 from .errors import JeirtError
 from .llm_params import Calibration, check_costs, cost_vector, make_calibration, parse_calibration
 from .onboarding import DEFAULT_L2, fit_llm_vector
@@ -141,8 +141,12 @@ class Router:
 
     # -- texts -------------------------------------------------------------------------------------------------
 
-    def embed(self, texts: Sequence[str], *, batch_size: int = DEFAULT_BATCH_SIZE) -> np.ndarray:
-        """Question vectors (N, d) float32 for a list of texts, in input order."""
+    def embed(self, texts: Sequence[str], *, batch_size: Optional[int] = None) -> np.ndarray:
+        """Question vectors (N, d) float32 for a list of texts, in input order.
+
+        `batch_size`: texts per encoder call; None uses the router's measured choice (manifest encoder.batch_size,
+        else DEFAULT_BATCH_SIZE).
+        """
         return self._encoder.encode(check_texts(texts), batch_size=batch_size)
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:

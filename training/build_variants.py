@@ -1,0 +1,262 @@
+"""Build the encoder variants of the router in one command, each a complete router folder:
+
+    python -m training.build_variants --out routers/            # fp32/, int8/, static/
+    python -m training.build_variants --out routers/ --variants static
+
+* fp32:   the transformer router (JE-IRT adapter trained on cached MiniLM embeddings), graph operator-fused
+          offline; same vectors as the plain export (checked here, max abs difference in the manifest).
+* int8:   the same adapter over an int8 encoder graph (per-channel dynamic int8, FFN-output and adapter MatMuls
+          fp32; see quantize.py); cosine to fp32 on real test texts recorded in the manifest.
+* static: a static token table distilled from the same MiniLM (static_encoder.py) with its own adapter trained
+          by the same code on the static embeddings; a small graph (Gather + masked mean + normalise + adapter).
+
+All three are trained on the project's split of data/mmlu_pro (`make_split(seed=0)`); test metrics of fp32 and
+static come from their own training runs; benches/pareto_encoders.py measures every variant through `Router.load`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from training.build_default_router import DEFAULT_DATA, DEFAULT_HYPER
+from training.encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, get_spec, load_tokenizer
+
+VARIANTS = ("fp32", "int8", "static")
+# The static router's adapter uses the default router's settings: on the validation split with static embeddings,
+# dropout 0.7 (the default) gave log-loss 0.5913, 0.5 gave 0.5919, 0.2 gave 0.5943; lr 3e-4 and weight decay 0.1
+# did not beat them.
+STATIC_HYPER: dict[str, Any] = dict(DEFAULT_HYPER)
+# Texts per encoder call, written into each router's manifest (encoder.batch_size), from benches/bench_encoders.py:
+# a transformer is fastest one text at a time on a CPU (no padding at all, and its vectors then do not depend on
+# which texts share a batch); the static graph costs little per token, so a few texts per call amortise the call.
+TRANSFORMER_BATCH_SIZE = 1
+STATIC_BATCH_SIZE = 8
+# A lookup costs nothing per token, so the static router reads (almost) whole questions.
+STATIC_MAX_LENGTH = 512
+
+
+def copy_with_graph(
+    src: Path, dst: Path, graph: Path, encoder_changes: dict[str, Any], metrics: dict[str, Any]
+) -> Path:
+    """A copy of router folder `src` at `dst` with another encoder graph and an updated manifest."""
+    from jeirt_lite.artifact import load_artifact, save_artifact
+
+    art = load_artifact(src)
+    manifest = art.manifest
+    return save_artifact(
+        dst,
+        llm_names=list(art.llm_names),
+        llm_vectors=np.array(art.llm_vectors),
+        tokenizer_json=art.tokenizer_path,
+        encoder_onnx=graph,
+        encoder={**manifest["encoder"], **encoder_changes},
+        training=manifest.get("training"),
+        metrics={**(manifest.get("metrics") or {}), **metrics},
+        label=manifest.get("label"),
+        overwrite=True,
+    )
+
+
+def with_max_length(src: Path, dst: Path, max_length: int) -> Path:
+    """A copy of router `src` that truncates at `max_length` tokens (same graph, same weights)."""
+    from jeirt_lite.artifact import load_artifact
+
+    art = load_artifact(src)
+    return copy_with_graph(src, dst, art.encoder_path, {"max_seq_length": max_length}, {})
+
+
+def parity_texts(texts: list[str], test: np.ndarray, n: int = 12) -> list[str]:
+    """Short, middle and long test questions (some longer than the max length)."""
+    by_len = sorted((texts[i] for i in test), key=len)
+    mid = len(by_len) // 2
+    return by_len[: n // 3] + by_len[mid : mid + n // 3] + by_len[-(n // 3) :]
+
+
+def graph_outputs(path: Path, encoder: str, max_length: int, texts: list[str]) -> np.ndarray:
+    """Question vectors of `texts` from an ONNX graph, one text at a time (no padding effects)."""
+    from training.export import tokenize
+    from training.quantize import run_graph
+
+    return run_graph(path, [tokenize(encoder, max_length, [t]) for t in texts])
+
+
+def build_transformer(out: Path, data: Path, variants: list[str], threads: int) -> dict[str, Any]:
+    from training.pipeline import fit_and_export, prepare
+    from training.quantize import cosine_rows, fuse_bert, quantize_int8
+
+    report: dict[str, Any] = {}
+    prep = prepare(data, split_seed=0)
+    spec = get_spec(DEFAULT_ENCODER)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        res = fit_and_export(
+            prep,
+            tmp / "plain",
+            label=f"JE-IRT on {prep.data.name}, MiniLM fp32",
+            progress=False,
+            **DEFAULT_HYPER,
+        )
+        assert res.router_path is not None
+        plain_graph = res.router_path / "encoder.onnx"
+        texts = parity_texts(prep.data.texts, prep.split.test)
+        reference = graph_outputs(plain_graph, DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, texts)
+        fused = fuse_bert(plain_graph, tmp / "fused.onnx", hidden_size=spec.embedding_dim)
+        fused_diff = float(
+            np.abs(graph_outputs(fused, DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, texts) - reference).max()
+        )
+        if not fused_diff <= 1e-4:
+            raise RuntimeError(f"fused graph differs from the plain export by {fused_diff:.3g}")
+        report["fp32"] = {"test": res.test, "fused_vs_plain_max_abs_diff": fused_diff}
+        if "fp32" in variants:
+            copy_with_graph(
+                res.router_path,
+                out / "fp32",
+                fused,
+                {"graph": "fp32, BERT ops fused offline", "batch_size": TRANSFORMER_BATCH_SIZE},
+                {"fused_vs_plain_max_abs_diff": fused_diff},
+            )
+        if "int8" in variants:
+            int8, kept = quantize_int8(fused, tmp / "int8.onnx")
+            cos = cosine_rows(graph_outputs(int8, DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, texts), reference)
+            int8_metrics = {
+                "int8_question_vector_cosine_to_fp32": {"mean": float(cos.mean()), "min": float(cos.min())},
+                "note": "test/val metrics above were measured with the fp32 encoder; see docs/encoders.md",
+            }
+            copy_with_graph(
+                res.router_path,
+                out / "int8",
+                int8,
+                {
+                    "graph": "int8 dynamic per-channel; FFN-output and adapter MatMuls fp32",
+                    "fp32_nodes": kept,
+                    "batch_size": TRANSFORMER_BATCH_SIZE,
+                },
+                int8_metrics,
+            )
+            report["int8"] = int8_metrics
+    return report
+
+
+def build_static(out: Path, data: Path, threads: int, max_length: int = STATIC_MAX_LENGTH) -> dict[str, Any]:
+    from jeirt_lite.artifact import save_artifact
+
+    from training.data import load_dataset
+    from training.export import INPUT_NAMES, OUTPUT_NAME, write_tokenizer
+    from training.model import JeirtPredictor
+    from training.pipeline import Prepared, evaluate, per_llm_accuracy_floor, training_summary
+    from training.splits import make_split
+    from training.static_encoder import adapter_weights, distil, embed_texts, export_static_router_graph
+
+    t0 = time.perf_counter()
+    dataset = load_dataset(data)
+    split = make_split(dataset, seed=0)
+    static = distil(DEFAULT_ENCODER, [dataset.texts[i] for i in split.train], max_length=max_length)
+    table16 = static.table.astype(np.float16).astype(np.float32)  # what the graph stores
+    embeddings = embed_texts(table16, load_tokenizer(DEFAULT_ENCODER, max_length), dataset.texts)
+    prep = Prepared(
+        data=dataset,
+        split=split,
+        split_seed=0,
+        train=split.responses(dataset, "train"),
+        val=split.responses(dataset, "val"),
+        test=split.responses(dataset, "test"),
+        embeddings=embeddings,
+        encoder=DEFAULT_ENCODER,
+        max_length=max_length,
+        source=str(data),
+    )
+    predictor = JeirtPredictor(**STATIC_HYPER).fit(embeddings, prep.train, prep.val, dataset.n_llms)
+    metrics = {
+        "test": evaluate(predictor, prep, "test"),
+        "val": evaluate(predictor, prep, "val"),
+        "test_per_llm_accuracy_baseline": per_llm_accuracy_floor(prep, "test"),
+    }
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        graph = export_static_router_graph(
+            tmp / "encoder.onnx", static.table, adapter_weights(predictor.adapter)
+        )
+        tokenizer = write_tokenizer(DEFAULT_ENCODER, max_length, tmp / "tokenizer.json")
+        training = training_summary(prep, predictor)
+        training["static_encoder"] = {
+            "method": "model2vec-style: per-token [CLS] t [SEP] mean-pooled MiniLM outputs, PCA, SIF weights "
+            "from train-split token frequencies",
+            "dim": int(static.table.shape[1]),
+            "sif_a": static.sif_a,
+            "table_dtype": "float16",
+        }
+        save_artifact(
+            out / "static",
+            llm_names=dataset.llm_names,
+            llm_vectors=predictor.llm_vectors,
+            tokenizer_json=tokenizer,
+            encoder_onnx=graph,
+            encoder={
+                "name": f"{DEFAULT_ENCODER}-static",
+                "source": static.source,
+                "max_seq_length": max_length,
+                "pooling": "mean of SIF-weighted distilled token vectors",
+                "normalize": True,
+                "input_names": INPUT_NAMES,
+                "output_name": OUTPUT_NAME,
+                "embedding_dim": int(static.table.shape[1]),
+                "batch_size": STATIC_BATCH_SIZE,
+            },
+            training=training,
+            metrics=metrics,
+            label=f"JE-IRT on {dataset.name}, static encoder distilled from {DEFAULT_ENCODER}",
+            overwrite=True,
+        )
+    return {"static": {"test": metrics["test"], "seconds": round(time.perf_counter() - t0, 1)}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument(
+        "--variants", default=",".join(VARIANTS), help=f"comma-separated subset of {VARIANTS}"
+    )
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        parser.error(f"unknown variants {unknown}; choose from {VARIANTS}")
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    args.out.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {}
+    if "static" in variants:
+        report.update(build_static(args.out, args.data, args.threads))
+    if "fp32" in variants or "int8" in variants:
+        report.update(build_transformer(args.out, args.data, variants, args.threads))
+    for name, entry in report.items():
+        test = entry.get("test")
+        if test:
+            print(
+                f"{name}: test AUC {test['auc']:.3f}, accuracy {test['accuracy']:.3f}, log-loss {test['log_loss']:.3f}"
+            )
+        else:
+            print(f"{name}: {entry}")
+    for name in variants:
+        folder = args.out / name
+        if folder.is_dir():
+            size = sum(f.stat().st_size for f in folder.iterdir()) / 1e6
+            print(f"  {folder}: {size:.1f} MB")
+    shutil.rmtree(args.out / ".tmp", ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
