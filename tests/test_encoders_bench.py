@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-STATIC = REPO / "python" / "jeirt_lite" / "routers" / "static"
+STATIC = REPO / "python" / "jeirt_lite" / "default_router"  # the shipped router is the static one
 
 pytestmark = pytest.mark.skipif(not (STATIC / "router.json").is_file(), reason="no static router shipped")
 

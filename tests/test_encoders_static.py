@@ -20,7 +20,7 @@ from training.static_encoder import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-SHIPPED_STATIC = REPO / "python" / "jeirt_lite" / "routers" / "static"
+SHIPPED_STATIC = REPO / "python" / "jeirt_lite" / "default_router"  # the shipped router is the static one
 
 
 def _tokenize(router: Router, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -145,7 +145,12 @@ def build_transformer(out: Path, data: Path, variants: list[str], threads: int) 
     return report
 
 
-def build_static(out: Path, data: Path, threads: int, max_length: int = STATIC_MAX_LENGTH) -> dict[str, Any]:
+def build_static(
+    out: Path, data: Path, threads: int, max_length: int = STATIC_MAX_LENGTH, *, folder: str = "static",
+    label: str | None = None,
+) -> dict[str, Any]:
+    """Distil the static encoder, train its adapter, write `out / folder` with the alignment reference, the
+    calibration fitted on validation and the parameter-count cost proxy (the same extras as every shipped router)."""
     from jeirt_lite.artifact import save_artifact
 
     from training.data import load_dataset
@@ -153,6 +158,9 @@ def build_static(out: Path, data: Path, threads: int, max_length: int = STATIC_M
     from training.model import JeirtPredictor
     from training.pipeline import Prepared, evaluate, per_llm_accuracy_floor, training_summary
     from training.splits import make_split
+    from training.calibration import calibrate_router
+    from training.reference import alignment_reference
+    from training.routing_eval import cost_proxy
     from training.static_encoder import adapter_weights, distil, embed_texts, export_static_router_graph
 
     t0 = time.perf_counter()
@@ -179,6 +187,9 @@ def build_static(out: Path, data: Path, threads: int, max_length: int = STATIC_M
         "val": evaluate(predictor, prep, "val"),
         "test_per_llm_accuracy_baseline": per_llm_accuracy_floor(prep, "test"),
     }
+    reference, center, alignment = alignment_reference(
+        predictor.question_vectors(embeddings[split.train]), predictor.question_vectors(embeddings[split.val])
+    )
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         graph = export_static_router_graph(
@@ -193,8 +204,8 @@ def build_static(out: Path, data: Path, threads: int, max_length: int = STATIC_M
             "sif_a": static.sif_a,
             "table_dtype": "float16",
         }
-        save_artifact(
-            out / "static",
+        router_path = save_artifact(
+            out / folder,
             llm_names=dataset.llm_names,
             llm_vectors=predictor.llm_vectors,
             tokenizer_json=tokenizer,
@@ -212,9 +223,13 @@ def build_static(out: Path, data: Path, threads: int, max_length: int = STATIC_M
             },
             training=training,
             metrics=metrics,
-            label=f"JE-IRT on {dataset.name}, static encoder distilled from {DEFAULT_ENCODER}",
+            label=label or f"JE-IRT on {dataset.name}, static encoder distilled from {DEFAULT_ENCODER}",
             overwrite=True,
+            reference_directions=reference,
+            reference_center=center,
+            alignment=alignment,
         )
+    calibrate_router(router_path, prep, predictor, costs={n: cost_proxy(n) for n in dataset.llm_names})
     return {"static": {"test": metrics["test"], "seconds": round(time.perf_counter() - t0, 1)}}
 
 

@@ -149,6 +149,35 @@ def to_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# d is JE-IRT's one structural choice; like every baseline's settings it is chosen on validation per dataset.
+JEIRT_DIMS = (64, 128, 256)
+
+
+class TunedJeirt:
+    """JE-IRT with d chosen by validation log-loss (the baselines get the same treatment for their settings)."""
+
+    name = "JE-IRT"
+
+    def __init__(self, seed: int = 0, dims: Sequence[int] = JEIRT_DIMS) -> None:
+        self.seed, self.dims = seed, tuple(dims)
+        self.best: Any = None
+        self.config: Any = None
+        self.best_val_loss: float = float("nan")
+
+    def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> "TunedJeirt":
+        from training.model import JeirtPredictor
+
+        for dim in self.dims:
+            candidate = JeirtPredictor(dim=dim, seed=self.seed).fit(embeddings, train, val, n_llms)
+            if self.best is None or candidate.best_val_loss < self.best.best_val_loss:
+                self.best = candidate
+        self.config, self.best_val_loss = self.best.config, self.best.best_val_loss
+        return self
+
+    def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
+        return np.asarray(self.best.predict_proba(embeddings, question, llm))
+
+
 def make_predictors(methods: Sequence[str], seed: int = 0) -> list[Predictor]:
     from training.baselines import EmbedLlmMF, KnnPerLlm, LlmAccuracy, TextMirt
     from training.baselines.torch_fit import FitSettings
@@ -164,12 +193,7 @@ def make_predictors(methods: Sequence[str], seed: int = 0) -> list[Predictor]:
         elif method == "mirt_text":
             made.append(TextMirt(settings=FitSettings(seed=seed)))
         elif method == "jeirt":
-            try:
-                from training.model import JeirtPredictor
-            except ImportError as exc:
-                print(f"skipping jeirt: training.model is not available ({exc})", file=sys.stderr)
-                continue
-            made.append(JeirtPredictor(seed=seed))
+            made.append(TunedJeirt(seed=seed))
         else:
             raise SystemExit(f"unknown method {method!r}; known: {', '.join(METHODS)}")
     return made
