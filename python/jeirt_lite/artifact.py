@@ -69,11 +69,11 @@ class Artifact:
 
     @property
     def tokenizer_path(self) -> Path:
-        return self.path / self.manifest["files"]["tokenizer"]["path"]
+        return self.path / str(self.manifest["files"]["tokenizer"]["path"])
 
     @property
     def encoder_path(self) -> Path:
-        return self.path / self.manifest["files"]["encoder"]["path"]
+        return self.path / str(self.manifest["files"]["encoder"]["path"])
 
 
 def sha256_of(path: Path) -> str:

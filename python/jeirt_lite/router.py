@@ -256,7 +256,7 @@ class Router:
     def difficulty_vectors(self, vectors: np.ndarray) -> np.ndarray:
         """`difficulty` for question vectors (N, d) embedded elsewhere."""
         questions = self._check_vectors(vectors)
-        norms = np.linalg.norm(questions, axis=1).astype(np.float32)
+        norms: np.ndarray = np.linalg.norm(questions, axis=1).astype(np.float32)
         bad = np.flatnonzero(~np.isfinite(norms))
         if bad.size:
             raise JeirtError(f"question row {int(bad[0])} contains NaN or inf")
