@@ -84,6 +84,27 @@ def test_route_json_lines(router: Router, tiny_router_path: Path, capsys: pytest
     np.testing.assert_allclose([r["difficulty"] for r in records], router.difficulty(QUESTIONS), atol=1e-6)
 
 
+def test_route_with_costs_threshold_and_a_subset_matches_the_api(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    priced = Router.load(tiny_router_path, threads=1).with_costs({f"llm-{i}": float(i + 1) for i in range(5)})
+    folder = priced.save(tmp_path / "priced")
+    cases: list[tuple[list[str], dict[str, Any]]] = [
+        (["--k", "2", "--cost-weight", "0.05"], {"k": 2, "cost_weight": 0.05}),
+        (["--min-probability", "0.4"], {"min_probability": 0.4}),
+        (["--k", "2", "--llms", "llm-3, llm-1"], {"k": 2, "llms": ["llm-3", "llm-1"]}),
+    ]
+    for flags, kwargs in cases:
+        assert main(["route", "--router", str(folder), "--json", *flags, *QUESTIONS]) == 0
+        records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+        expected = priced.route(QUESTIONS, **kwargs)
+        assert [[item["llm"] for item in r["route"]] for r in records] == expected.names
+        if expected.fallback is not None:
+            assert [r["fallback"] for r in records] == expected.fallback.tolist()
+    assert main(["route", "--router", str(folder), "--llms", "gpt-9", *QUESTIONS]) == 1
+    assert "unknown LLM 'gpt-9'" in capsys.readouterr().err
+
+
 def test_route_reads_stdin_one_question_per_line(router: Router, tiny_router_path: Path) -> None:
     stdin = "\n".join([QUESTIONS[0], "", "   ", QUESTIONS[1], QUESTIONS[2]]) + "\n"  # blank lines are skipped
     done = run_cli("route", "--router", str(tiny_router_path), "--json", stdin=stdin)

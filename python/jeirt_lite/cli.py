@@ -100,6 +100,26 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help='one JSON object per question: {"text", "route": [{"llm", "p"}...], "difficulty"}',
     )
+    route.add_argument(
+        "--cost-weight",
+        type=float,
+        default=0.0,
+        metavar="LAMBDA",
+        help="rank by P(correct) - LAMBDA * cost, with the costs stored in the router (default 0: P alone)",
+    )
+    route.add_argument(
+        "--min-probability",
+        type=float,
+        default=None,
+        metavar="T",
+        help="the cheapest LLM whose P(correct) >= T (the most likely one where none clears T; marked 'fallback')",
+    )
+    route.add_argument(
+        "--llms",
+        default=None,
+        metavar="A,B,...",
+        help="route only among these LLMs (comma-separated names, e.g. the ones your service has)",
+    )
 
     score = commands.add_parser(
         "score",
@@ -298,9 +318,12 @@ def run_route(args: argparse.Namespace, out: TextIO) -> int:
             sys.stderr.write("reading questions from stdin, one per line (Ctrl-D to end)\n")
         batches = _stdin_batches(sys.stdin)
     width = max(len(name) for name in router.llms)
+    llms = [name.strip() for name in args.llms.split(",") if name.strip()] if args.llms else None
     for texts in batches:
         vectors = router.embed(texts)
-        result = router.route_vectors(vectors, k=args.k)
+        result = router.route_vectors(
+            vectors, k=args.k, cost_weight=args.cost_weight, min_probability=args.min_probability, llms=llms
+        )
         difficulty = router.difficulty_vectors(vectors).tolist()
         for i, text in enumerate(texts):
             pairs = result[i]
@@ -310,6 +333,8 @@ def run_route(args: argparse.Namespace, out: TextIO) -> int:
                     "route": [{"llm": name, "p": round(p, 6)} for name, p in pairs],
                     "difficulty": round(difficulty[i], 6),
                 }
+                if result.fallback is not None:
+                    record["fallback"] = bool(result.fallback[i])
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
             else:
                 out.write(f"{_short(text)}\n")
@@ -317,6 +342,8 @@ def run_route(args: argparse.Namespace, out: TextIO) -> int:
                     f"  {rank}. {name:<{width}}  P(correct) {p:.3f}\n"
                     for rank, (name, p) in enumerate(pairs, 1)
                 )
+                if result.fallback is not None and result.fallback[i]:
+                    out.write("  (no LLM clears --min-probability: the most likely one is shown)\n")
                 out.write(f"  difficulty {difficulty[i]:.3f}\n")
         out.flush()
     return 0
