@@ -55,6 +55,17 @@ fn vector<'a>(
     }
 }
 
+/// The optional per-LLM calibration (`scale`, `bias` on the logit) every kernel takes.
+fn calibration<'a>(
+    scale: &'a Option<PyReadonlyArray1<'_, f32>>,
+    bias: &'a Option<PyReadonlyArray1<'_, f32>>,
+) -> PyResult<Calibration<'a>> {
+    Ok(Calibration {
+        scale: vector(scale, "scale")?,
+        bias: vector(bias, "bias")?,
+    })
+}
+
 fn config(threads: i64) -> PyResult<Config> {
     let threads = usize::try_from(threads)
         .map_err(|_| JeirtError::new_err(format!("threads must be >= 0, got {threads}")))?;
@@ -88,10 +99,7 @@ fn probabilities<'py>(
         view(&llms, "llms")?,
         config(threads)?,
     );
-    let cal = Calibration {
-        scale: vector(&scale, "scale")?,
-        bias: vector(&bias, "bias")?,
-    };
+    let cal = calibration(&scale, &bias)?;
     let out = py
         .detach(|| crate::probabilities_calibrated(q, m, &cal, &cfg))
         .map_err(to_py)?;
@@ -120,10 +128,7 @@ fn top_k<'py>(
     let k_rows = m.rows();
     let k = usize::try_from(k)
         .map_err(|_| JeirtError::new_err(format!("k must be in 1..=K (K = {k_rows}), got {k}")))?;
-    let cal = Calibration {
-        scale: vector(&scale, "scale")?,
-        bias: vector(&bias, "bias")?,
-    };
+    let cal = calibration(&scale, &bias)?;
     let pen = vector(&penalty, "penalty")?;
     let (indices, values) = py
         .detach(|| crate::top_k_adjusted(q, m, k, &cal, pen, &cfg))
@@ -150,10 +155,7 @@ fn mean_probability<'py>(
         view(&llms, "llms")?,
         config(threads)?,
     );
-    let cal = Calibration {
-        scale: vector(&scale, "scale")?,
-        bias: vector(&bias, "bias")?,
-    };
+    let cal = calibration(&scale, &bias)?;
     let out = py
         .detach(|| crate::mean_probability_calibrated(q, m, &cal, &cfg))
         .map_err(to_py)?;
