@@ -28,7 +28,6 @@ def main() -> None:
     parser.add_argument("--router", type=Path, default=None)
     args = parser.parse_args()
     import ray
-
     from jeirt_lite import Router
     from jeirt_lite.batch import ScoreOptions, score_file
     from jeirt_lite.ray import score_dataset

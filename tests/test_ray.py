@@ -92,30 +92,6 @@ def test_ray_cli_writes_exactly_the_single_machine_rows_and_forecast(
 
 
 @needs_ray
-def test_score_dataset_matches_score_file(ray_runtime: Any, tiny_router_path: Path, bank: Path, tmp_path: Path) -> None:
-    from jeirt_lite import Router
-    from jeirt_lite.batch import ScoreOptions, score_file
-    from jeirt_lite.ray import forecast_dataset, score_dataset
-
-    router = Router.load(tiny_router_path, threads=1)
-    local = tmp_path / "local.parquet"
-    summary = score_file(
-        router, input_path=bank, output=local, options=ScoreOptions(k=2, all_probabilities=True, forecast=True)
-    )
-    ds = ray_runtime.data.read_parquet(str(bank))
-    rows = score_dataset(ds, tiny_router_path, k=2, all_probabilities=True, batch_size=32, concurrency=1)
-    got = pa.Table.from_pylist(rows.take_all()).sort_by("id")
-    expected = by_id(local)
-    assert got.column_names == expected.column_names
-    for name in expected.column_names:
-        assert got.column(name).to_pylist() == expected.column(name).to_pylist(), name
-    forecast = forecast_dataset(ds, tiny_router_path, batch_size=32, concurrency=1)
-    assert summary.forecast is not None and list(forecast) == list(summary.forecast)
-    for name, value in summary.forecast.items():
-        assert forecast[name] == pytest.approx(value, rel=1e-6)
-
-
-@needs_ray
 def test_bad_rows_stop_the_run_or_are_skipped_and_counted_as_on_one_machine(
     ray_runtime: Any, capsys: pytest.CaptureFixture[str], tiny_router_path: Path, real_texts: list[str],
     tmp_path: Path,
@@ -148,3 +124,28 @@ def test_ray_engine_refuses_what_it_cannot_do(
     pq.write_table(pa.table({"text": ["what is a prime number"]}), no_ids)
     code, _, err = score(capsys, no_ids, "--router", tiny_router_path, "-o", tmp_path / "s.parquet", "--engine", "ray")
     assert code == 1 and "needs an id column" in err
+
+
+# Last on purpose: in one 2-CPU runtime, a CLI run after this test waited for CPUs (see the report).
+@needs_ray
+def test_score_dataset_matches_score_file(ray_runtime: Any, tiny_router_path: Path, bank: Path, tmp_path: Path) -> None:
+    from jeirt_lite import Router
+    from jeirt_lite.batch import ScoreOptions, score_file
+    from jeirt_lite.ray import forecast_dataset, score_dataset
+
+    router = Router.load(tiny_router_path, threads=1)
+    local = tmp_path / "local.parquet"
+    summary = score_file(
+        router, input_path=bank, output=local, options=ScoreOptions(k=2, all_probabilities=True, forecast=True)
+    )
+    ds = ray_runtime.data.read_parquet(str(bank))
+    rows = score_dataset(ds, tiny_router_path, k=2, all_probabilities=True, batch_size=32, concurrency=1)
+    got = pa.Table.from_pylist(rows.take_all()).sort_by("id")
+    expected = by_id(local)
+    assert got.column_names == expected.column_names
+    for name in expected.column_names:
+        assert got.column(name).to_pylist() == expected.column(name).to_pylist(), name
+    forecast = forecast_dataset(ds, tiny_router_path, batch_size=32, concurrency=1)
+    assert summary.forecast is not None and list(forecast) == list(summary.forecast)
+    for name, value in summary.forecast.items():
+        assert forecast[name] == pytest.approx(value, rel=1e-6)
