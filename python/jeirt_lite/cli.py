@@ -138,7 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
             f"  {PROG} score data/mmlu_pro/questions.csv -o scores.parquet --k 3\n"
             f"  {PROG} score bank.jsonl -o scores.csv --text-column question --id-column qid --all\n"
             f"  {PROG} score bank.parquet --forecast                 # expected accuracy per LLM only\n"
-            f"  {PROG} score --vectors bank.npy --ids ids.txt -o scores.parquet"
+            f"  {PROG} score --vectors bank.npy --ids ids.txt -o scores.parquet\n"
+            f"  {PROG} score bank.parquet -o scores.parquet --engine ray --address auto"
         ),
     )
     score.add_argument(
@@ -209,6 +210,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip rows without a usable text (empty, not text, not UTF-8) and count them, "
         "instead of stopping at the first with its row number",
+    )
+    score.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: this process (default); ray: Ray Data workers, Parquet in and out "
+        '(pip install "jeirt-lite[ray]")',
+    )
+    score.add_argument(
+        "--address",
+        default=None,
+        metavar="ADDR",
+        help="with --engine ray: the Ray cluster to join (e.g. auto, ray://head:10001); "
+        "default: a local Ray runtime on this machine's CPUs",
     )
     score.add_argument(
         "-q",
@@ -361,6 +376,10 @@ def run_score(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise JeirtError(
             "give an output file with -o OUTPUT (or --forecast to print expected accuracies only)"
         )
+    if args.engine == "ray" or args.address is not None:
+        from .cli_ray import run_score_ray
+
+        return run_score_ray(args, out, err)
     router = _load_router(args.router, args.threads)
     options = ScoreOptions(
         k=args.k,

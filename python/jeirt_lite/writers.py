@@ -147,17 +147,7 @@ class ParquetWriter(Writer):
             ) from err
 
     def _table(self, chunk: ScoredChunk) -> Any:
-        pa = self.pa
-        arrays = [self._ids(chunk.ids)]
-        for rank in range(self.k):
-            arrays.append(self.name_array.take(pa.array(chunk.indices[:, rank])))
-            arrays.append(pa.array(chunk.probabilities[:, rank], type=pa.float32()))
-        arrays.append(pa.array(chunk.difficulty, type=pa.float32()))
-        if chunk.all_probabilities is not None:
-            arrays += [
-                pa.array(chunk.all_probabilities[:, j], type=pa.float32()) for j in range(len(self.llm_names))
-            ]
-        return pa.Table.from_arrays(arrays, names=self.columns)
+        return score_table(self.pa, self._ids(chunk.ids), chunk, self.name_array, self.columns)
 
     def write(self, chunk: ScoredChunk) -> None:
         table = self._table(chunk)
@@ -176,6 +166,22 @@ class ParquetWriter(Writer):
                 fields += [pa.field(f"p[{name}]", pa.float32()) for name in self.llm_names]
             self.writer = pa.parquet.ParquetWriter(str(self.path), pa.schema(fields))
         self.writer.close()
+
+
+def score_table(pa: Any, ids: Any, chunk: ScoredChunk, name_array: Any, columns: Sequence[str]) -> Any:
+    """The Arrow table of one scored chunk in the output's column layout (see `column_names`).
+
+    `ids` is the id column as an Arrow array; `name_array` the LLM names as an Arrow string array. Shared by the
+    Parquet writer and the Ray engine (jeirt_lite.ray), so both write the same columns and types.
+    """
+    arrays = [ids]
+    for rank in range(chunk.indices.shape[1]):
+        arrays.append(name_array.take(pa.array(chunk.indices[:, rank])))
+        arrays.append(pa.array(chunk.probabilities[:, rank], type=pa.float32()))
+    arrays.append(pa.array(chunk.difficulty, type=pa.float32()))
+    if chunk.all_probabilities is not None:
+        arrays += [pa.array(chunk.all_probabilities[:, j], type=pa.float32()) for j in range(len(name_array))]
+    return pa.Table.from_arrays(arrays, names=list(columns))
 
 
 def open_writer(path: Path, fmt: str, k: int, llm_names: Sequence[str], all_probabilities: bool) -> Writer:

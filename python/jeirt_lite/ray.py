@@ -1,0 +1,241 @@
+"""Scoring question banks on Ray Data: the same rows `jeirt-lite score` writes, computed by a pool of workers.
+
+Each worker is an actor that loads the router folder once (by path, so the folder must be on storage every node
+can read) and scores whole batches with the same code as the single-machine path (`batch.score_chunk`,
+`writers.score_table`). The forecast is a distributed aggregate: each batch yields its row count and its per-LLM
+sums of P(correct) in float64, and only those few numbers per batch reach the driver.
+
+Needs the optional extra: pip install "jeirt-lite[ray]". The core package never imports Ray.
+
+Example:
+    >>> import ray
+    >>> from jeirt_lite.ray import score_dataset
+    >>> ds = ray.data.read_parquet("bank.parquet")                                   # doctest: +SKIP
+    >>> score_dataset(ds, "my_router", k=2).write_parquet("scores/")                  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Optional, Union
+
+import numpy as np
+
+try:
+    import ray
+    import ray.data
+except ImportError as _err:  # the extra is missing: say which one to install
+    raise ImportError(
+        'jeirt_lite.ray needs Ray Data, which is not installed: pip install "jeirt-lite[ray]"'
+    ) from _err
+
+from .artifact import load_artifact
+from .batch import ScoreOptions, score_chunk
+from .errors import JeirtError
+from .readers import DEFAULT_ID_COLUMNS, require_pyarrow, text_problem
+from .writers import ScoredChunk, column_names, score_table
+
+DEFAULT_BATCH_SIZE = 1024
+COUNT_COLUMN = "count"
+
+
+def _probability_column(name: str) -> str:
+    return f"p[{name}]"
+
+
+class _BankScorer:
+    """One per worker: loads the router once, then turns Arrow batches of texts into Arrow batches of scores."""
+
+    def __init__(
+        self,
+        router_path: str,
+        text_column: str,
+        id_column: str,
+        k: int,
+        all_probabilities: bool,
+        skip_bad: bool,
+        threads: int,
+    ):
+        from .router import Router
+
+        self.router = Router.load(router_path, threads=threads)
+        self.pa = require_pyarrow()
+        self.text_column, self.id_column = text_column, id_column
+        self.options = ScoreOptions(k=k, all_probabilities=all_probabilities, skip_bad=skip_bad)
+        self.columns = column_names(k, self.router.llms, all_probabilities)
+        self.name_array = self.pa.array(list(self.router.llms), type=self.pa.string())
+
+    def __call__(self, batch: Any) -> Any:
+        pa = self.pa
+        texts = batch.column(self.text_column).to_pylist()
+        ids = batch.column(self.id_column).combine_chunks()
+        keep = []
+        for i, text in enumerate(texts):
+            problem = text_problem(text)
+            if problem is None:
+                keep.append(i)
+            elif not self.options.skip_bad:
+                # Rows of a distributed dataset have no global number, so the row is named by its id.
+                raise JeirtError(
+                    f"row with {self.id_column} {ids[i].as_py()!r}: {problem}; "
+                    "fix the row or pass --skip-bad to skip such rows"
+                )
+        if len(keep) < len(texts):
+            ids = ids.take(pa.array(keep, type=pa.int64()))
+            texts = [texts[i] for i in keep]
+        if pa.types.is_large_string(ids.type):  # the single-machine writer's id column is plain string
+            ids = ids.cast(pa.string())
+        if texts:
+            chunk = score_chunk(self.router, [], self.router.embed(texts), self.options)
+        else:  # every row of the batch was bad and skipped
+            k, n_llms = self.options.k, len(self.router.llms)
+            chunk = ScoredChunk(
+                ids=[],
+                indices=np.empty((0, k), dtype=np.int64),
+                probabilities=np.empty((0, k), dtype=np.float32),
+                difficulty=np.empty(0, dtype=np.float32),
+                all_probabilities=np.empty((0, n_llms), dtype=np.float32) if self.options.all_probabilities else None,
+            )
+        return score_table(pa, ids, chunk, self.name_array, self.columns)
+
+
+def _batch_sums(batch: Any, probability_columns: list[str]) -> dict[str, np.ndarray]:
+    """One row per batch: its row count and each LLM's sum of P(correct), in float64."""
+    out = {COUNT_COLUMN: np.asarray([batch.num_rows], dtype=np.int64)}
+    for name in probability_columns:
+        values = batch.column(name).to_numpy(zero_copy_only=False)
+        out[name] = np.asarray([values.astype(np.float64).sum()])
+    return out
+
+
+def find_id_column(column_names_: list[str], text_column: str, id_column: Optional[str]) -> str:
+    """The id column to carry to the output: the named one, else `id` or `question_id`."""
+    if text_column not in column_names_:
+        raise JeirtError(
+            f"no column {text_column!r} (columns: {', '.join(column_names_)}); see --text-column"
+        )
+    if id_column is not None:
+        if id_column not in column_names_:
+            raise JeirtError(f"no id column {id_column!r} (columns: {', '.join(column_names_)})")
+        return id_column
+    found = next((name for name in DEFAULT_ID_COLUMNS if name in column_names_), None)
+    if found is None:
+        # A distributed dataset's rows have no global row number to stand in for the id.
+        raise JeirtError(
+            "the Ray engine needs an id column (rows spread over workers have no global row number): "
+            f"add an 'id' column or name one with --id-column (columns: {', '.join(column_names_)})"
+        )
+    return found
+
+
+def _default_concurrency(threads_per_worker: int) -> int:
+    if not ray.is_initialized():
+        ray.init(include_dashboard=False)
+    cpus = int(ray.cluster_resources().get("CPU", os.cpu_count() or 1))
+    # One CPU stays free for the Parquet read tasks: actors holding every CPU starve the reads, and the
+    # pipeline waits forever (seen on a 2-CPU runtime with 2 workers).
+    return max(1, (cpus - 1) // threads_per_worker)
+
+
+def score_dataset(
+    ds: Any,
+    router_path: Union[str, Path],
+    *,
+    text_column: str = "text",
+    id_column: Optional[str] = None,
+    k: int = 1,
+    all_probabilities: bool = False,
+    skip_bad: bool = False,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    concurrency: Optional[int] = None,
+    threads_per_worker: int = 1,
+) -> Any:
+    """Score a Ray Dataset of question texts; returns a (lazy) Dataset with the columns `jeirt-lite score` writes.
+
+    Args:
+        ds: a `ray.data.Dataset` with a text column and an id column.
+        router_path: the router folder, readable at the same path on every node (shared storage).
+        text_column, id_column: column names; the id column defaults to `id` or `question_id`.
+        k: LLMs per question; all_probabilities: one `p[<llm>]` column per LLM.
+        skip_bad: drop rows without a usable text instead of failing on the first (count them by comparing
+            `ds.count()` with the result's).
+        batch_size: rows per worker call; concurrency: workers (default: (cluster CPUs - 1) // threads_per_worker, leaving
+            one CPU for the read tasks);
+        threads_per_worker: cores each worker's router uses (reserved as Ray CPUs).
+
+    Raises:
+        JeirtError: a missing column, a bad k, or (when the Dataset runs) a bad row without `skip_bad`.
+    """
+    router_path = str(Path(router_path).resolve())
+    llms = load_artifact(Path(router_path)).llm_names  # the manifest only: the encoder loads on the workers
+    if not 1 <= k <= len(llms):
+        raise JeirtError(f"k must be between 1 and the router's {len(llms)} LLMs, got {k}")
+    if threads_per_worker < 1 or batch_size < 1:
+        raise JeirtError("threads_per_worker and batch_size must be at least 1")
+    resolved_id = find_id_column(list(ds.schema().names), text_column, id_column)
+    return ds.map_batches(
+        _BankScorer,
+        fn_constructor_kwargs={
+            "router_path": router_path,
+            "text_column": text_column,
+            "id_column": resolved_id,
+            "k": k,
+            "all_probabilities": all_probabilities,
+            "skip_bad": skip_bad,
+            "threads": threads_per_worker,
+        },
+        batch_size=batch_size,
+        batch_format="pyarrow",
+        compute=ray.data.ActorPoolStrategy(size=concurrency or _default_concurrency(threads_per_worker)),
+        num_cpus=threads_per_worker,
+    )
+
+
+def expected_accuracy(scored: Any, llms: Any) -> tuple[dict[str, float], int]:
+    """Each LLM's mean P(correct) over a scored Dataset holding the `p[<llm>]` columns, and the row count.
+
+    Per-batch sums are computed where the batches are; the driver adds one small row per batch.
+    """
+    columns = [_probability_column(name) for name in llms]
+    partials = scored.map_batches(
+        _batch_sums, fn_kwargs={"probability_columns": columns}, batch_format="pyarrow"
+    ).take_all()
+    count = int(sum(int(row[COUNT_COLUMN]) for row in partials))
+    if count == 0:
+        raise JeirtError("no question was scored, so there is no forecast (empty bank, or every row skipped)")
+    sums = np.zeros(len(columns), dtype=np.float64)
+    for row in partials:
+        sums += np.asarray([row[name] for name in columns], dtype=np.float64)
+    return {name: float(total / count) for name, total in zip(llms, sums.tolist())}, count
+
+
+def forecast_dataset(ds: Any, router_path: Union[str, Path], **score_kwargs: Any) -> dict[str, float]:
+    """`jeirt-lite score --forecast` on a Ray Dataset: each LLM's expected accuracy (mean P(correct))."""
+    score_kwargs.update(all_probabilities=True, k=1)
+    llms = load_artifact(Path(router_path)).llm_names
+    return expected_accuracy(score_dataset(ds, router_path, **score_kwargs), llms)[0]
+
+
+def unwrap_error(error: BaseException) -> Optional[JeirtError]:
+    """The JeirtError a worker raised, found inside Ray's wrapping exceptions, or None.
+
+    Ray Data re-raises a worker's exception as RayTaskError(UserCodeException), which does not always keep the
+    original as a cause; its text then still holds the "JeirtError: <message>" line, which is used instead.
+    """
+    seen: set[int] = set()
+    current: Optional[BaseException] = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, JeirtError):
+            return current
+        match = _JEIRT_ERROR_LINE.search(str(current))
+        if match is not None:
+            return JeirtError(match.group(1))
+        cause = getattr(current, "cause", None)
+        current = cause if isinstance(cause, BaseException) else current.__cause__
+    return None
+
+
+_JEIRT_ERROR_LINE = re.compile(r"JeirtError: (.+)")
