@@ -162,3 +162,47 @@ def test_compare_cli_on_a_real_slice(tmp_path) -> None:  # type: ignore[no-untyp
     assert result["diagnostic_2pl"]["items"] == result["split"]["train"]
     assert 0.5 < result["methods"]["llm_accuracy"]["test"]["overall"]["auc"] < 1.0
     assert (tmp_path / "zeroeval_crux_gsm_math.md").read_text().startswith("## zeroeval_crux_gsm_math")
+
+
+def test_summary_over_splits_counts_wins_and_paired_differences() -> None:
+    from training.compare import seeds_markdown, summarise_seeds
+
+    def split(auc_ref: float, ll_ref: float, auc_mf: float, ll_mf: float) -> dict:  # type: ignore[type-arg]
+        def overall(auc: float, ll: float) -> dict:  # type: ignore[type-arg]
+            return {"test": {"overall": {"accuracy": 0.7, "auc": auc, "log_loss": ll, "brier": 0.2, "ece": 0.01}}}
+        return {"methods": {"mf": overall(auc_mf, ll_mf), "JE-IRT": overall(auc_ref, ll_ref)}}
+
+    per_seed = {0: split(0.80, 0.50, 0.81, 0.49), 1: split(0.82, 0.47, 0.80, 0.48), 2: split(0.83, 0.46, 0.82, 0.47)}
+    summary = summarise_seeds(per_seed)
+    mf = summary["methods"]["mf"]
+    assert mf["reference_better"] == {"auc": 2, "log_loss": 2}
+    assert mf["reference_minus_method"]["auc"] == pytest.approx((-0.01 + 0.02 + 0.01) / 3)
+    assert mf["auc"]["mean"] == pytest.approx(0.81) and mf["auc"]["sd"] == pytest.approx(0.01)
+    assert "reference_better" not in summary["methods"]["JE-IRT"]
+    text = seeds_markdown("toy", summary)
+    assert "over 3 splits (seeds 0, 1, 2)" in text and "| mf | 0.700 | 0.8100 ± 0.0100 |" in text
+    assert "2/3 / 2/3 | +0.0067 |" in text
+
+
+def test_compare_cli_over_several_splits(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+    from pathlib import Path
+
+    from training.compare import main
+
+    data_dir = Path(__file__).resolve().parents[1] / "data" / "zeroeval_crux_gsm_math"
+    threads = torch.get_num_threads()
+    try:
+        assert main(["--data", str(data_dir), "--max-questions", "200", "--random-embeddings", "8", "--no-2pl",
+                     "--methods", "llm_accuracy,knn", "--seeds", "3,4", "--out", str(tmp_path)]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    result = json.loads((tmp_path / "zeroeval_crux_gsm_math.json").read_text())
+    assert result["settings"]["seeds"] == [3, 4] and sorted(result["per_seed"]) == ["3", "4"]
+    # Different seeds draw different splits, so the two test scores differ.
+    aucs = [result["per_seed"][s]["knn"]["test"]["auc"] for s in ("3", "4")]
+    assert aucs[0] != aucs[1]
+    assert result["over_seeds"]["methods"]["knn"]["auc"]["mean"] == pytest.approx(sum(aucs) / 2)
+    text = (tmp_path / "zeroeval_crux_gsm_math.md").read_text()
+    assert text.startswith("## zeroeval_crux_gsm_math: test metrics over 2 splits (seeds 3, 4)")
+    assert "test metrics on the first split (seed 3)" in text

