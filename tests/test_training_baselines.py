@@ -181,7 +181,8 @@ def test_summary_over_splits_counts_wins_and_paired_differences() -> None:
     assert "reference_better" not in summary["methods"]["JE-IRT"]
     text = seeds_markdown("toy", summary)
     assert "over 3 splits (seeds 0, 1, 2)" in text and "| mf | 0.700 | 0.8100 ± 0.0100 |" in text
-    assert "2/3 / 2/3 | +0.0067 |" in text
+    assert mf["reference_minus_method_se"]["auc"] == pytest.approx(np.std([-0.01, 0.02, 0.01], ddof=1) / np.sqrt(3))
+    assert "2/3 / 2/3 | +0.0067 ± 0.0088 |" in text
 
 
 def test_compare_cli_over_several_splits(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -134,8 +134,13 @@ def summarise_seeds(per_seed: dict[int, dict[str, Any]], reference: str = "JE-IR
                                for seed in per_seed])
             entry["reference_better"] = {"auc": int((ref_auc > rows["auc"]).sum()),
                                          "log_loss": int((ref_ll < rows["log_loss"]).sum())}
-            entry["reference_minus_method"] = {"auc": float((ref_auc - rows["auc"]).mean()),
-                                               "log_loss": float((ref_ll - rows["log_loss"]).mean())}
+            diffs = {"auc": ref_auc - rows["auc"], "log_loss": ref_ll - rows["log_loss"]}
+            entry["reference_minus_method"] = {metric: float(d.mean()) for metric, d in diffs.items()}
+            # Standard error of the mean paired difference: the splits are independent draws of the same data.
+            entry["reference_minus_method_se"] = {
+                metric: float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
+                for metric, d in diffs.items()
+            }
         summary["methods"][name] = entry
     return summary
 
@@ -146,7 +151,8 @@ def seeds_markdown(dataset: str, summary: dict[str, Any], reference: str = "JE-I
         f"## {dataset}: test metrics over {len(seeds)} splits (seeds {', '.join(map(str, seeds))})",
         "",
         (f"Mean ± sd over splits. The last columns: on how many splits {reference} has the higher AUC / the lower "
-         f"log-loss than the method, and the mean paired difference ({reference} minus the method)."),
+         f"log-loss than the method, and the mean paired difference ({reference} minus the method) ± its standard "
+         "error over splits."),
         "",
         f"| method | accuracy | AUC | log-loss | ECE | {reference} better (AUC / log-loss) | Δ AUC | Δ log-loss |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
@@ -156,9 +162,9 @@ def seeds_markdown(dataset: str, summary: dict[str, Any], reference: str = "JE-I
             return f"{entry[metric]['mean']:.4f} ± {entry[metric]['sd']:.4f}"
 
         if "reference_better" in entry:
-            wins, diff = entry["reference_better"], entry["reference_minus_method"]
-            extra = (f"{wins['auc']}/{len(seeds)} / {wins['log_loss']}/{len(seeds)} | {diff['auc']:+.4f} | "
-                     f"{diff['log_loss']:+.4f}")
+            wins, diff, se = entry["reference_better"], entry["reference_minus_method"], entry["reference_minus_method_se"]
+            extra = (f"{wins['auc']}/{len(seeds)} / {wins['log_loss']}/{len(seeds)} | {diff['auc']:+.4f} ± "
+                     f"{se['auc']:.4f} | {diff['log_loss']:+.4f} ± {se['log_loss']:.4f}")
         else:
             extra = "| |"
         lines.append(f"| {name} | {entry['accuracy']['mean']:.3f} | {pm('auc')} | {pm('log_loss')} | "
