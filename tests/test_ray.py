@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -87,16 +88,17 @@ def by_id(path: Path) -> pa.Table:
 
 
 @needs_ray
-@pytest.mark.parametrize("extra", [["--k", "2"], ["--k", "3", "--all", "--forecast"]])
+@pytest.mark.parametrize("extra", [["--k", "2"], ["--k", "3", "--all", "--forecast"], ["--k", "2", "--ship-router"]])
 def test_ray_cli_writes_exactly_the_single_machine_rows_and_forecast(
     ray_runtime: Any, capsys: pytest.CaptureFixture[str], tiny_router_path: Path, bank: Path, tmp_path: Path,
     extra: list[str],
 ) -> None:
     local, distributed = tmp_path / "local.parquet", tmp_path / "ray.parquet"
-    common = [bank, "--router", tiny_router_path, "-q", *extra]
+    ray_only = [flag for flag in extra if flag == "--ship-router"]
+    common = [bank, "--router", tiny_router_path, "-q", *(flag for flag in extra if flag not in ray_only)]
     code, local_out, _ = score(capsys, *common, "-o", local)
     assert code == 0
-    code, ray_out, err = score(capsys, *common, "-o", distributed, "--engine", "ray", "--chunk-size", "40")
+    code, ray_out, err = score(capsys, *common, *ray_only, "-o", distributed, "--engine", "ray", "--chunk-size", "40")
     assert code == 0, err
     expected, got = by_id(local), by_id(distributed)
     assert got.schema == expected.schema
@@ -144,11 +146,30 @@ def test_ray_engine_refuses_what_it_cannot_do(
     pq.write_table(pa.table({"text": ["what is a prime number"]}), no_ids)
     code, _, err = score(capsys, no_ids, "--router", tiny_router_path, "-o", tmp_path / "s.parquet", "--engine", "ray")
     assert code == 1 and "needs an id column" in err
+    code, _, err = score(capsys, bank, "--router", tiny_router_path, "-o", tmp_path / "s.parquet", "--ship-router")
+    assert code == 1 and "--ship-router goes with --engine ray" in err
     not_parquet = tmp_path / "bank.parquet"
     not_parquet.write_text("id,text\nq1,what is a prime number\n")  # a CSV under a Parquet name
     code, _, err = score(capsys, not_parquet, "--router", tiny_router_path, "-o", tmp_path / "s.parquet",
                          "--engine", "ray")
     assert code == 1 and "bank.parquet: not a readable Parquet file" in err
+
+
+@needs_ray
+def test_a_shipped_router_needs_no_folder_on_the_workers(
+    ray_runtime: Any, tiny_router_path: Path, bank: Path, tmp_path: Path
+) -> None:
+    from jeirt_lite.ray import score_dataset
+
+    expected = pa.Table.from_pylist(
+        score_dataset(ray_runtime.data.read_parquet(str(bank)), tiny_router_path, k=2, concurrency=1).take_all()
+    ).sort_by("id")
+    copy = tmp_path / "router_copy"
+    shutil.copytree(tiny_router_path, copy)
+    lazy = score_dataset(ray_runtime.data.read_parquet(str(bank)), copy, k=2, concurrency=1, ship_router=True)
+    shutil.rmtree(copy)  # the files were read when the Dataset was defined; the workers get them from Ray
+    got = pa.Table.from_pylist(lazy.take_all()).sort_by("id")
+    assert got.equals(expected)
 
 
 def crash_once_scorer(marker: Path) -> Any:

@@ -226,6 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
         "default: a local Ray runtime on this machine's CPUs",
     )
     score.add_argument(
+        "--ship-router",
+        action="store_true",
+        help="with --engine ray: send the router's files to the workers through Ray's object store "
+        "(for clusters without shared storage; default: every worker reads --router by path)",
+    )
+    score.add_argument(
         "-q",
         "--quiet",
         action="store_true",
@@ -376,7 +382,7 @@ def run_score(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise JeirtError(
             "give an output file with -o OUTPUT (or --forecast to print expected accuracies only)"
         )
-    if args.engine == "ray" or args.address is not None:
+    if args.engine == "ray" or args.address is not None or args.ship_router:
         from .cli_ray import run_score_ray
 
         return run_score_ray(args, out, err)

@@ -38,8 +38,9 @@ def check_ray_arguments(args: argparse.Namespace) -> None:
         raise JeirtError(f"{args.input}: no such file")
     if args.output is not None and format_of(args.output, "output") != "parquet":
         raise JeirtError("--engine ray writes Parquet (-o OUTPUT.parquet)")
-    if args.address is not None and args.engine != "ray":
-        raise JeirtError("--address goes with --engine ray")
+    for flag, given in (("--address", args.address is not None), ("--ship-router", args.ship_router)):
+        if given and args.engine != "ray":
+            raise JeirtError(f"{flag} goes with --engine ray")
 
 
 def _parquet_rows(path: Path) -> int:
@@ -150,6 +151,7 @@ def _run_pipeline(
         skip_bad=args.skip_bad,
         batch_size=args.chunk_size,  # rows per worker call
         threads_per_worker=args.threads or 1,
+        ship_router=args.ship_router,
     )
     forecast: Optional[dict[str, float]] = None
     rows = 0

@@ -1,7 +1,8 @@
 """Scoring question banks on Ray Data: the same rows `jeirt-lite score` writes, computed by a pool of workers.
 
-Each worker is an actor that loads the router folder once (by path, so the folder must be on storage every node
-can read) and scores whole batches with the same code as the single-machine path (`batch.score_chunk`,
+Each worker is an actor that loads the router folder once, either by path (the folder on storage every node can
+read) or from a copy of its files shipped through Ray's object store (`ship_router=True`, for clusters without
+shared storage), and scores whole batches with the same code as the single-machine path (`batch.score_chunk`,
 `writers.score_table`). The forecast is a distributed aggregate: each batch yields its row count and its per-LLM
 sums of P(correct) in float64, and only those few numbers per batch reach the driver.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -57,9 +59,16 @@ class _BankScorer:
         all_probabilities: bool,
         skip_bad: bool,
         threads: int,
+        router_files: Optional[dict[str, bytes]] = None,
     ):
         from .router import Router
 
+        if router_files is not None:
+            # A private copy for this worker's lifetime; Router.load checks it against router.json's hashes.
+            self._router_copy = tempfile.TemporaryDirectory(prefix="jeirt-router-")
+            for name, data in router_files.items():
+                (Path(self._router_copy.name) / name).write_bytes(data)
+            router_path = self._router_copy.name
         self.router = Router.load(router_path, threads=threads)
         self.pa = require_pyarrow()
         self.text_column, self.id_column = text_column, id_column
@@ -99,6 +108,14 @@ class _BankScorer:
                 all_probabilities=np.empty((0, n_llms), dtype=np.float32) if self.options.all_probabilities else None,
             )
         return score_table(pa, ids, chunk, self.name_array, self.columns)
+
+
+def read_router_files(router_path: Path) -> dict[str, bytes]:
+    """Every file of a (flat) router folder, to ship to the workers through the object store."""
+    files = {entry.name: entry.read_bytes() for entry in sorted(router_path.iterdir()) if entry.is_file()}
+    if "router.json" not in files:
+        raise JeirtError(f"{router_path}: not a router folder (no router.json)")
+    return files
 
 
 def _batch_sums(batch: Any, probability_columns: list[str]) -> dict[str, np.ndarray]:
@@ -151,6 +168,7 @@ def score_dataset(
     batch_size: int = DEFAULT_BATCH_SIZE,
     concurrency: Optional[int] = None,
     threads_per_worker: int = 1,
+    ship_router: bool = False,
 ) -> Any:
     """Score a Ray Dataset of question texts; returns a (lazy) Dataset with the columns `jeirt-lite score` writes.
 
@@ -164,6 +182,8 @@ def score_dataset(
         batch_size: rows per worker call; concurrency: workers (default: (cluster CPUs - 1) // threads_per_worker, leaving
             one CPU for the read tasks);
         threads_per_worker: cores each worker's router uses (reserved as Ray CPUs).
+        ship_router: read the router folder here, now, and send its files to the workers through the object store
+            (each worker writes a private copy), instead of having every worker read `router_path`.
 
     Raises:
         JeirtError: a missing column, a bad k, or (when the Dataset runs) a bad row without `skip_bad`.
@@ -191,6 +211,7 @@ def score_dataset(
             "all_probabilities": all_probabilities,
             "skip_bad": skip_bad,
             "threads": threads_per_worker,
+            "router_files": read_router_files(Path(router_path)) if ship_router else None,
         },
         batch_size=batch_size,
         batch_format="pyarrow",
