@@ -207,3 +207,18 @@ def test_compare_cli_over_several_splits(tmp_path) -> None:  # type: ignore[no-u
     text = (tmp_path / "zeroeval_crux_gsm_math.md").read_text()
     assert text.startswith("## zeroeval_crux_gsm_math: test metrics over 2 splits (seeds 3, 4)")
     assert "test metrics on the first split (seed 3)" in text
+
+
+def test_jeirt_is_tuned_over_d_and_dropout_on_validation(world: tuple[Dataset, np.ndarray]) -> None:
+    from training.compare import TunedJeirt
+
+    data, emb = world
+    split = make_split(data)
+    tuned = TunedJeirt(dims=(4, 8), dropouts=(0.0, 0.5)).fit(
+        emb, split.responses(data, "train"), split.responses(data, "val"), data.n_llms
+    )
+    grid = [(c["dim"], c["dropout"]) for c in tuned.candidates]
+    assert grid == [(4, 0.0), (4, 0.5), (8, 0.0), (8, 0.5)]
+    best = min(tuned.candidates, key=lambda c: c["val_loss"])
+    assert tuned.best_val_loss == best["val_loss"]
+    assert (tuned.config.dim, tuned.config.dropout) == (best["dim"], best["dropout"])
