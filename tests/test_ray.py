@@ -209,7 +209,6 @@ def test_a_worker_that_dies_is_replaced_and_the_output_is_complete(
     assert by_id(distributed).equals(by_id(local))
 
 
-# Last on purpose: in one 2-CPU runtime, a CLI run after this test waited for CPUs (see the report).
 @needs_ray
 def test_score_dataset_matches_score_file(ray_runtime: Any, tiny_router_path: Path, bank: Path, tmp_path: Path) -> None:
     from jeirt_lite import Router
