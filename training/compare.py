@@ -122,21 +122,23 @@ def summarise_seeds(per_seed: dict[int, dict[str, Any]], reference: str = "JE-IR
     method, averaged over splits) is reported too, since the splits share nothing but the data.
     """
     methods = list(next(iter(per_seed.values()))["methods"])
+    metrics = ("accuracy", "auc", "log_loss", "brier", "ece")
+    # values[name][metric]: one number per split, in the order of per_seed
+    values = {name: {metric: np.array([result["methods"][name]["test"]["overall"][metric]
+                                       for result in per_seed.values()]) for metric in metrics}
+              for name in methods}
     summary: dict[str, Any] = {"seeds": sorted(per_seed), "methods": {}}
     for name in methods:
-        rows = {metric: np.array([per_seed[seed]["methods"][name]["test"]["overall"][metric] for seed in per_seed])
-                for metric in ("accuracy", "auc", "log_loss", "brier", "ece")}
+        rows = values[name]
         entry: dict[str, Any] = {}
-        for metric, values in rows.items():
-            entry[metric] = {"mean": float(values.mean()),
-                             "sd": float(values.std(ddof=1)) if len(values) > 1 else float("nan")}
+        for metric, column in rows.items():
+            entry[metric] = {"mean": float(column.mean()),
+                             "sd": float(column.std(ddof=1)) if len(column) > 1 else float("nan")}
         if reference in methods and name != reference:
-            ref_auc = np.array([per_seed[seed]["methods"][reference]["test"]["overall"]["auc"] for seed in per_seed])
-            ref_ll = np.array([per_seed[seed]["methods"][reference]["test"]["overall"]["log_loss"]
-                               for seed in per_seed])
-            entry["reference_better"] = {"auc": int((ref_auc > rows["auc"]).sum()),
-                                         "log_loss": int((ref_ll < rows["log_loss"]).sum())}
-            diffs = {"auc": ref_auc - rows["auc"], "log_loss": ref_ll - rows["log_loss"]}
+            ref = values[reference]
+            entry["reference_better"] = {"auc": int((ref["auc"] > rows["auc"]).sum()),
+                                         "log_loss": int((ref["log_loss"] < rows["log_loss"]).sum())}
+            diffs = {"auc": ref["auc"] - rows["auc"], "log_loss": ref["log_loss"] - rows["log_loss"]}
             entry["reference_minus_method"] = {metric: float(d.mean()) for metric, d in diffs.items()}
             # Standard error of the mean paired difference: the splits are independent draws of the same data.
             entry["reference_minus_method_se"] = {

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from training.baselines.torch_fit import FitSettings, fit_cells, predict_cells
+from training.baselines.torch_fit import FitSettings, fit_best_on_grid, predict_cells
 from training.types import Responses
 
 GRID = ({"dim": 32, "dropout": 0.0}, {"dim": 128, "dropout": 0.0}, {"dim": 128, "dropout": 0.3})
@@ -37,13 +37,12 @@ class EmbedLlmMF:
         self.grid, self.settings = grid, settings or FitSettings()
 
     def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> EmbedLlmMF:
-        best: tuple[float, nn.Module | None, dict[str, float], int] = (np.inf, None, {}, 0)
-        for config in self.grid:
-            model = _MF(embeddings.shape[1], n_llms, int(config["dim"]), float(config["dropout"]))
-            model, loss, epochs = fit_cells(model, embeddings, train, val, self.settings)
-            if loss < best[0]:
-                best = (loss, model, config, epochs)
-        self.val_log_loss, self.model, self.config, self.epochs = best
+        def build(config: dict[str, float]) -> nn.Module:
+            return _MF(embeddings.shape[1], n_llms, int(config["dim"]), float(config["dropout"]))
+
+        self.val_log_loss, self.model, self.config, self.epochs = fit_best_on_grid(
+            self.grid, build, embeddings, train, val, self.settings
+        )
         return self
 
     def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:

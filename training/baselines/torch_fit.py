@@ -6,13 +6,17 @@ Only validation cells are used for the stopping choice; the test part never ente
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 from torch import nn
 
 from training.types import Responses
+
+ConfigT = TypeVar("ConfigT")
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,19 @@ def fit_cells(model: nn.Module, embeddings: np.ndarray, train: Responses, val: R
     model.load_state_dict(best_state)
     model.eval()
     return model, best_loss, best_epoch
+
+
+def fit_best_on_grid(
+    grid: Sequence[ConfigT], build: Callable[[ConfigT], nn.Module], embeddings: np.ndarray, train: Responses,
+    val: Responses, settings: FitSettings,
+) -> tuple[float, nn.Module | None, ConfigT | dict[str, Any], int]:
+    """Fits `build(config)` for every grid setting; returns (validation loss, model, config, epochs) of the best."""
+    best: tuple[float, nn.Module | None, ConfigT | dict[str, Any], int] = (np.inf, None, {}, 0)
+    for config in grid:
+        model, loss, epochs = fit_cells(build(config), embeddings, train, val, settings)
+        if loss < best[0]:
+            best = (loss, model, config, epochs)
+    return best
 
 
 @torch.no_grad()
