@@ -42,6 +42,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size)
     p.add_argument("--max-epochs", type=int, default=DEFAULTS.max_epochs)
     p.add_argument("--patience", type=int, default=DEFAULTS.patience)
+    p.add_argument(
+        "--lr-drops", type=int, default=DEFAULTS.lr_drops,
+        help="times the learning rate is divided by 10 at a validation plateau before stopping",
+    )
+    p.add_argument("--lr-drop-patience", type=int, default=DEFAULTS.lr_drop_patience)
     p.add_argument("--seed", type=int, default=DEFAULTS.seed)
     p.add_argument("--llm-init", default=DEFAULTS.llm_init, choices=["accuracy", "random"])
 
@@ -80,6 +85,8 @@ def _hyper(args: argparse.Namespace, **over: Any) -> dict[str, Any]:
         "batch_size": args.batch_size,
         "max_epochs": args.max_epochs,
         "patience": args.patience,
+        "lr_drops": args.lr_drops,
+        "lr_drop_patience": args.lr_drop_patience,
         "seed": args.seed,
         "llm_init": args.llm_init,
     }

@@ -1,5 +1,11 @@
-"""Training loop for JE-IRT: AdamW on shuffled mini-batches of cells, BCE with logits, early stopping on the
-validation loss with the best weights restored. Deterministic for a given seed and thread count.
+"""Training loop for JE-IRT: AdamW on shuffled mini-batches of cells, BCE with logits, the learning rate divided
+by 10 at validation plateaus (from the best weights so far), early stopping on the validation loss with the best
+weights restored. Deterministic for a given seed and thread count.
+
+Why the learning-rate drops: at lr 1e-3 the best validation loss comes after only 3-6 epochs and is a noisy
+optimum (runs that differ only in their seed differ by as much as JE-IRT and KNN do on MMLU-Pro). Refining the best
+weights at lr 1e-4 and 1e-5 lowered the test log-loss on all five MMLU-Pro splits of the comparison (mean AUC
++0.0014, log-loss -0.0013) and left zeroeval unchanged on average (README, "How well it predicts").
 """
 
 from __future__ import annotations
@@ -138,6 +144,10 @@ def train_model(
     cfg = predictor.config
     _check_inputs(embeddings, train, n_llms, "train")
     _check_inputs(embeddings, val, n_llms, "val")
+    if cfg.lr_drops < 0 or cfg.lr_drop_patience < 1:
+        raise ValueError(
+            f"lr_drops must be >= 0 and lr_drop_patience >= 1, got {cfg.lr_drops} and {cfg.lr_drop_patience}"
+        )
     t0 = time.perf_counter()
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -152,6 +162,7 @@ def train_model(
     best_state = copy.deepcopy(model.state_dict())
     best_loss = mean_bce(model, emb, val)
     best_epoch = 0
+    drops_left, last_drop = cfg.lr_drops, 0  # last_drop: the epoch of the last learning-rate drop
     history: list[dict[str, float]] = [{"epoch": 0, "train_loss": float("nan"), "val_loss": best_loss}]
     bar = None
     if progress:
@@ -170,14 +181,21 @@ def train_model(
             opt.step()
             running += loss.item() * len(y)
         val_loss = mean_bce(model, emb, val)
-        history.append({"epoch": epoch, "train_loss": running / n, "val_loss": val_loss})
+        lr = opt.param_groups[0]["lr"]
+        history.append({"epoch": epoch, "train_loss": running / n, "val_loss": val_loss, "lr": lr})
         if val_loss < best_loss - 1e-5:
             best_loss, best_epoch = val_loss, epoch
             best_state = copy.deepcopy(model.state_dict())
         if bar is not None:
             bar.update(1)
             bar.set_postfix(train=f"{running / n:.4f}", val=f"{val_loss:.4f}", best=best_epoch)
-        if epoch - best_epoch >= cfg.patience:
+        waited = epoch - max(best_epoch, last_drop)
+        if drops_left > 0 and waited >= cfg.lr_drop_patience:
+            model.load_state_dict(best_state)
+            for group in opt.param_groups:
+                group["lr"] *= 0.1
+            drops_left, last_drop = drops_left - 1, epoch
+        elif drops_left == 0 and waited >= cfg.patience:
             break
     if bar is not None:
         bar.close()

@@ -59,7 +59,9 @@ def run(data_dir: Path, max_epochs: int, skip_2pl: bool) -> dict[str, Any]:
     prep = prepare(data_dir, progress=False)
     data, split = prep.data, prep.split
     t0 = time.perf_counter()
-    predictor = JeirtPredictor(max_epochs=max_epochs).fit(prep.embeddings, prep.train, prep.val, data.n_llms)
+    # lr_drops 0: the schedule of the published docs/analysis_geometry.json.
+    predictor = JeirtPredictor(max_epochs=max_epochs, lr_drops=0)
+    predictor.fit(prep.embeddings, prep.train, prep.val, data.n_llms)
     out: dict[str, Any] = {"data": str(data_dir), "train_seconds": round(time.perf_counter() - t0, 1),
                            "best_epoch": predictor.best_epoch, "max_epochs": max_epochs}
     learned = predictor.question_vectors(prep.embeddings)

@@ -65,6 +65,10 @@ class JeirtConfig:
     batch_size: int = 1024
     max_epochs: int = 200
     patience: int = 10
+    # When validation loss has not improved for `lr_drop_patience` epochs: restore the best weights and divide the
+    # learning rate by 10, up to `lr_drops` times; after that, stop at the next plateau of `patience` epochs.
+    lr_drops: int = 2
+    lr_drop_patience: int = 2
     seed: int = 0
     # "accuracy": every LLM vector starts along one shared random direction with length set so that a typical
     # question gives the LLM's training accuracy (see fit.init_llm_vectors); "random": N(0, 1/d) per entry.

@@ -54,7 +54,8 @@ def train_and_save(prep: Prepared, out: Path, dropped: list[int], threads: int) 
     remap[kept] = np.arange(len(kept))
     train, val = _without(prep.train, dropped, remap), _without(prep.val, dropped, remap)
     t0 = time.perf_counter()
-    predictor = JeirtPredictor(seed=0).fit(prep.embeddings, train, val, len(kept), progress=True)
+    # lr_drops 0: the schedule of the published onboarding numbers.
+    predictor = JeirtPredictor(seed=0, lr_drops=0).fit(prep.embeddings, train, val, len(kept), progress=True)
     np.savez(
         out,
         question_vectors=predictor.question_vectors(prep.embeddings),

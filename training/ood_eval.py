@@ -32,7 +32,8 @@ from training.types import Responses, Split
 alignment = _alignment_module()
 from jeirt_lite.analysis.stats import spearman
 
-SETTINGS: dict[str, Any] = {}  # JE-IRT hyper-parameters for every run (short runs: max_epochs, patience)
+# JE-IRT hyper-parameters for every run (short runs: max_epochs, patience); lr_drops 0 as in the published runs.
+SETTINGS: dict[str, Any] = {"lr_drops": 0}
 
 
 def _fit(prep: Prepared, keep_question: np.ndarray) -> JeirtPredictor:
