@@ -107,16 +107,16 @@ def test_learning_rate_drops_at_plateaus_then_stops() -> None:
     emb, train, val, k = _synthetic()
     kw = {"dim": 8, "max_epochs": 200, "patience": 3, "batch_size": 64, "lr": 3e-3}
     p = JeirtPredictor(lr_drops=2, lr_drop_patience=2, **kw).fit(emb, train, val, k)
-    lrs = [h["lr"] for h in p.history[1:]]
+    lrs = [h["lr"] for h in p.history]
     assert lrs == sorted(lrs, reverse=True)  # never raised
     assert sorted(set(lrs), reverse=True) == pytest.approx([3e-3, 3e-4, 3e-5])  # two drops, each by 10
     # A drop comes after lr_drop_patience epochs without a new best; stopping after patience more at the last rate.
-    first_drop = next(i for i, h in enumerate(p.history) if h.get("lr", 3e-3) < 3e-3)
+    first_drop = next(i for i, h in enumerate(p.history) if h["lr"] < 3e-3)
     best_before = min(range(first_drop), key=lambda i: p.history[i]["val_loss"])
     assert first_drop - 1 - best_before == 2
     assert len(p.history) - 1 < 200
     plain = JeirtPredictor(lr_drops=0, **kw).fit(emb, train, val, k)
-    assert {h["lr"] for h in plain.history[1:]} == {3e-3}
+    assert {h["lr"] for h in plain.history} == {3e-3}
     with pytest.raises(ValueError, match="lr_drop_patience >= 1"):
         JeirtPredictor(lr_drop_patience=0, **kw).fit(emb, train, val, k)
 

@@ -163,7 +163,9 @@ def train_model(
     best_loss = mean_bce(model, emb, val)
     best_epoch = 0
     drops_left, last_drop = cfg.lr_drops, 0  # last_drop: the epoch of the last learning-rate drop
-    history: list[dict[str, float]] = [{"epoch": 0, "train_loss": float("nan"), "val_loss": best_loss}]
+    history: list[dict[str, float]] = [
+        {"epoch": 0, "train_loss": float("nan"), "val_loss": best_loss, "lr": cfg.lr}
+    ]
     bar = None
     if progress:
         from tqdm import tqdm

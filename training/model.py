@@ -96,7 +96,7 @@ class JeirtPredictor:
             raise TypeError(f"unknown JE-IRT hyper-parameters: {sorted(unknown)}")
         self.config = JeirtConfig(**hyper)
         self.model: JeirtModel | None = None
-        self.history: list[dict[str, float]] = []  # one row per epoch: train_loss, val_loss
+        self.history: list[dict[str, float]] = []  # one row per epoch: train_loss, val_loss, lr
         self.best_epoch: int = -1
         self.best_val_loss: float = float("nan")
         self.train_seconds: float = float("nan")
