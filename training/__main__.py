@@ -47,6 +47,10 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="times the learning rate is divided by 10 at a validation plateau before stopping",
     )
     p.add_argument("--lr-drop-patience", type=int, default=DEFAULTS.lr_drop_patience)
+    p.add_argument(
+        "--llm-lr-scale", type=float, default=DEFAULTS.llm_lr_scale,
+        help="learning rate of the LLM vectors, as a multiple of the adapter's",
+    )
     p.add_argument("--seed", type=int, default=DEFAULTS.seed)
     p.add_argument("--llm-init", default=DEFAULTS.llm_init, choices=["accuracy", "random"])
 
@@ -87,6 +91,7 @@ def _hyper(args: argparse.Namespace, **over: Any) -> dict[str, Any]:
         "patience": args.patience,
         "lr_drops": args.lr_drops,
         "lr_drop_patience": args.lr_drop_patience,
+        "llm_lr_scale": args.llm_lr_scale,
         "seed": args.seed,
         "llm_init": args.llm_init,
     }

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from training.model import PUBLISHED_SCHEDULE
 from training.pipeline import fit_and_export, folder_size_mb, prepare
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -30,10 +31,11 @@ DEFAULT_OUT = REPO_ROOT / "python" / "jeirt_lite" / "default_router"
 # Validation AUC / log-loss, dropout 0.5: d=32 0.741/0.592, 64 0.742/0.592, 128 0.745/0.590, 256 0.742/0.592,
 # 512 0.742/0.591; at d=128: dropout 0.2 0.741/0.592, 0.7 0.745/0.589; lr 3e-4 + wd 0.1: 0.741/0.593.
 # The differences are near the noise of a 1,079-question validation set; the per-LLM floor is 0.679/0.632.
-# lr_drops 0: the shipped router and the variant table in docs/encoders.md were trained before the learning-rate
-# drops existed (training.fit); pinned so that this command still rebuilds exactly what ships.
+# PUBLISHED_SCHEDULE: the shipped router and the variant table in docs/encoders.md were trained before the
+# learning-rate drops and the LLM table's own rate existed (training.fit); pinned so that this command still
+# rebuilds exactly what ships.
 DEFAULT_HYPER: dict[str, Any] = {
-    "dim": 128, "dropout": 0.7, "lr": 1e-3, "weight_decay": 1e-2, "lr_drops": 0, "seed": 0
+    "dim": 128, "dropout": 0.7, "lr": 1e-3, "weight_decay": 1e-2, "seed": 0, **PUBLISHED_SCHEDULE
 }
 
 

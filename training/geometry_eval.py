@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from training.baselines.irt2pl import two_pl_diagnostic
-from training.model import JeirtPredictor
+from training.model import PUBLISHED_SCHEDULE, JeirtPredictor
 from training.pipeline import prepare
 from training.reference import _alignment_module
 
@@ -59,8 +59,8 @@ def run(data_dir: Path, max_epochs: int, skip_2pl: bool) -> dict[str, Any]:
     prep = prepare(data_dir, progress=False)
     data, split = prep.data, prep.split
     t0 = time.perf_counter()
-    # lr_drops 0: the schedule of the published docs/analysis_geometry.json.
-    predictor = JeirtPredictor(max_epochs=max_epochs, lr_drops=0)
+    # The schedule of the published docs/analysis_geometry.json.
+    predictor = JeirtPredictor(max_epochs=max_epochs, **PUBLISHED_SCHEDULE)
     predictor.fit(prep.embeddings, prep.train, prep.val, data.n_llms)
     out: dict[str, Any] = {"data": str(data_dir), "train_seconds": round(time.perf_counter() - t0, 1),
                            "best_epoch": predictor.best_epoch, "max_epochs": max_epochs}

@@ -46,7 +46,7 @@ def _without(cells: Responses, dropped: list[int], remap: np.ndarray) -> Respons
 def train_and_save(prep: Prepared, out: Path, dropped: list[int], threads: int) -> None:
     import torch
 
-    from training.model import JeirtPredictor
+    from training.model import PUBLISHED_SCHEDULE, JeirtPredictor
 
     torch.set_num_threads(threads)
     kept = [k for k in range(prep.data.n_llms) if k not in dropped]
@@ -54,8 +54,8 @@ def train_and_save(prep: Prepared, out: Path, dropped: list[int], threads: int) 
     remap[kept] = np.arange(len(kept))
     train, val = _without(prep.train, dropped, remap), _without(prep.val, dropped, remap)
     t0 = time.perf_counter()
-    # lr_drops 0: the schedule of the published onboarding numbers.
-    predictor = JeirtPredictor(seed=0, lr_drops=0).fit(prep.embeddings, train, val, len(kept), progress=True)
+    # The schedule of the published onboarding numbers.
+    predictor = JeirtPredictor(seed=0, **PUBLISHED_SCHEDULE).fit(prep.embeddings, train, val, len(kept), progress=True)
     np.savez(
         out,
         question_vectors=predictor.question_vectors(prep.embeddings),

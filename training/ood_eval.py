@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from training.metrics import all_metrics
-from training.model import JeirtPredictor
+from training.model import PUBLISHED_SCHEDULE, JeirtPredictor
 from training.pipeline import Prepared, prepare
 from training.reference import _alignment_module
 from training.types import Responses, Split
@@ -32,8 +32,8 @@ from training.types import Responses, Split
 alignment = _alignment_module()
 from jeirt_lite.analysis.stats import spearman
 
-# JE-IRT hyper-parameters for every run (short runs: max_epochs, patience); lr_drops 0 as in the published runs.
-SETTINGS: dict[str, Any] = {"lr_drops": 0}
+# JE-IRT hyper-parameters for every run (short runs: max_epochs, patience); the published runs' schedule.
+SETTINGS: dict[str, Any] = dict(PUBLISHED_SCHEDULE)
 
 
 def _fit(prep: Prepared, keep_question: np.ndarray) -> JeirtPredictor:
