@@ -55,7 +55,8 @@ def train_and_save(prep: Prepared, out: Path, dropped: list[int], threads: int) 
     train, val = _without(prep.train, dropped, remap), _without(prep.val, dropped, remap)
     t0 = time.perf_counter()
     # The schedule of the published onboarding numbers.
-    predictor = JeirtPredictor(seed=0, **PUBLISHED_SCHEDULE).fit(prep.embeddings, train, val, len(kept), progress=True)
+    predictor = JeirtPredictor(seed=0, **PUBLISHED_SCHEDULE)
+    predictor.fit(prep.embeddings, train, val, len(kept), progress=True)
     np.savez(
         out,
         question_vectors=predictor.question_vectors(prep.embeddings),
