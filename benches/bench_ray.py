@@ -40,7 +40,7 @@ def main() -> None:
     import ray
     from jeirt_lite import Router
     from jeirt_lite.batch import ScoreOptions, score_file
-    from jeirt_lite.ray import score_dataset
+    from jeirt_lite.ray_engine import score_dataset
 
     scratch = Path(tempfile.mkdtemp(dir=args.scratch))
     if args.router is None and not args.tiny:

@@ -1,4 +1,4 @@
-"""The Ray Data engine (jeirt_lite.ray, `score --engine ray`) against the single-machine path on the same bank.
+"""The Ray Data engine (jeirt_lite.ray_engine, `score --engine ray`) against the single-machine path on the same bank.
 
 Tests that need Ray share one local runtime of 2 CPUs; Ray comes with the `test` extra. Each has a time limit
 (pytest-timeout), so a pipeline that waits for CPUs forever fails the test instead of hanging the suite. The import
@@ -41,7 +41,7 @@ def test_the_engine_without_ray_names_the_extra() -> None:
     # sys.modules["ray"] = None makes `import ray` fail as if Ray were not installed.
     code = (
         "import sys; sys.modules['ray'] = None\n"
-        "try:\n    import jeirt_lite.ray\nexcept ImportError as err:\n    print(err)\n"
+        "try:\n    import jeirt_lite.ray_engine\nexcept ImportError as err:\n    print(err)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert 'pip install "jeirt-lite[ray]"' in result.stdout
@@ -159,7 +159,7 @@ def test_ray_engine_refuses_what_it_cannot_do(
 def test_a_shipped_router_needs_no_folder_on_the_workers(
     ray_runtime: Any, tiny_router_path: Path, bank: Path, tmp_path: Path
 ) -> None:
-    from jeirt_lite.ray import score_dataset
+    from jeirt_lite.ray_engine import score_dataset
 
     expected = pa.Table.from_pylist(
         score_dataset(ray_runtime.data.read_parquet(str(bank)), tiny_router_path, k=2, concurrency=1).take_all()
@@ -174,7 +174,7 @@ def test_a_shipped_router_needs_no_folder_on_the_workers(
 
 def crash_once_scorer(marker: Path) -> Any:
     """A _BankScorer whose process dies (os._exit) at its first batch if `marker` does not exist yet."""
-    from jeirt_lite.ray import _BankScorer
+    from jeirt_lite.ray_engine import _BankScorer
 
     class CrashOnce(_BankScorer):  # type: ignore[misc]
         def __call__(self, batch: Any) -> Any:
@@ -191,7 +191,7 @@ def test_a_worker_that_dies_is_replaced_and_the_output_is_complete(
     ray_runtime: Any, capsys: pytest.CaptureFixture[str], tiny_router_path: Path, bank: Path, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import jeirt_lite.ray as engine
+    import jeirt_lite.ray_engine as engine
     from ray import cloudpickle
 
     local, distributed, marker = tmp_path / "local.parquet", tmp_path / "ray.parquet", tmp_path / "crashed"
@@ -213,7 +213,7 @@ def test_a_worker_that_dies_is_replaced_and_the_output_is_complete(
 def test_score_dataset_matches_score_file(ray_runtime: Any, tiny_router_path: Path, bank: Path, tmp_path: Path) -> None:
     from jeirt_lite import Router
     from jeirt_lite.batch import ScoreOptions, score_file
-    from jeirt_lite.ray import forecast_dataset, score_dataset
+    from jeirt_lite.ray_engine import forecast_dataset, score_dataset
 
     router = Router.load(tiny_router_path, threads=1)
     local = tmp_path / "local.parquet"

@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -231,9 +230,3 @@ def score_file(
         forecast=result,
     )
 
-
-def stderr_is_terminal() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):  # replaced or closed stderr
-        return False

@@ -172,7 +172,7 @@ def score_table(pa: Any, ids: Any, chunk: ScoredChunk, name_array: Any, columns:
     """The Arrow table of one scored chunk in the output's column layout (see `column_names`).
 
     `ids` is the id column as an Arrow array; `name_array` the LLM names as an Arrow string array. Shared by the
-    Parquet writer and the Ray engine (jeirt_lite.ray), so both write the same columns and types.
+    Parquet writer and the Ray engine (jeirt_lite.ray_engine), so both write the same columns and types.
     """
     arrays = [ids]
     for rank in range(chunk.indices.shape[1]):

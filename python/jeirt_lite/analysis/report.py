@@ -56,6 +56,11 @@ def _pyplot() -> Any:
     return plt
 
 
+def require_matplotlib() -> None:
+    """Raises ImportError naming the `report` extra when matplotlib is missing (the CLI checks this first)."""
+    _pyplot()
+
+
 @dataclass
 class Section:
     title: str

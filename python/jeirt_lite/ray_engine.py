@@ -10,18 +10,21 @@ Needs the optional extra: pip install "jeirt-lite[ray]". The core package never 
 
 Example:
     >>> import ray
-    >>> from jeirt_lite.ray import score_dataset
+    >>> from jeirt_lite.ray_engine import score_dataset
     >>> ds = ray.data.read_parquet("bank.parquet")                                   # doctest: +SKIP
     >>> score_dataset(ds, "my_router", k=2).write_parquet("scores/")                  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
@@ -30,14 +33,15 @@ try:
     import ray.data
 except ImportError as _err:  # the extra is missing: say which one to install
     raise ImportError(
-        'jeirt_lite.ray needs Ray Data, which is not installed: pip install "jeirt-lite[ray]"'
+        'jeirt_lite.ray_engine needs Ray Data, which is not installed: pip install "jeirt-lite[ray]"'
     ) from _err
 
 from .artifact import load_artifact
-from .batch import ScoreOptions, score_chunk
+from .batch import ScoreOptions, ScoreSummary, score_chunk
 from .errors import JeirtError
-from .readers import DEFAULT_ID_COLUMNS, require_pyarrow, text_problem
-from .writers import ScoredChunk, column_names, score_table
+from .readers import DEFAULT_ID_COLUMNS, format_of, require_pyarrow, text_problem
+from .router import DEFAULT_ROUTER_PATH
+from .writers import ScoredChunk, atomic_output, check_output_path, column_names, score_table
 
 DEFAULT_BATCH_SIZE = 1024
 COUNT_COLUMN = "count"
@@ -266,3 +270,158 @@ def unwrap_error(error: BaseException) -> Optional[JeirtError]:
 
 
 _JEIRT_ERROR_LINE = re.compile(r"JeirtError: (.+)")
+
+
+# -- a Parquet file scored on Ray into one Parquet file (`jeirt-lite score --engine ray`) -----------------------
+
+
+def score_file_on_ray(
+    input_path: Path,
+    *,
+    router_path: Optional[Union[str, Path]] = None,
+    output: Optional[Path] = None,
+    text_column: str = "text",
+    id_column: Optional[str] = None,
+    options: Optional[ScoreOptions] = None,
+    address: Optional[str] = None,
+    threads_per_worker: int = 1,
+    ship_router: bool = False,
+    show_progress: bool = False,
+) -> ScoreSummary:
+    """`batch.score_file` on Ray Data: a Parquet bank in, one Parquet file out, the same summary.
+
+    Workers encode and score; the driver streams the scored batches, in input order, into a temporary file next
+    to the output and renames it at the end (`writers.atomic_output`), so a failed or interrupted run leaves no
+    output. The forecast is aggregated from per-batch sums (`expected_accuracy`). Without a running Ray, one is
+    started for the call (on `address`, else locally on this machine's CPUs) and shut down after it.
+
+    Raises:
+        JeirtError: a bad input, output or argument, or a bad row without `options.skip_bad`.
+    """
+    options = options or ScoreOptions()
+    if format_of(input_path) != "parquet" or not Path(input_path).is_file():
+        raise JeirtError(f"{input_path}: the Ray engine reads an existing Parquet file")
+    if output is None and not options.forecast:
+        raise JeirtError("nothing to do: give an output file, or ask for the forecast")
+    if output is not None:
+        check_output_path(output, [input_path])
+        if format_of(output, "output") != "parquet":
+            raise JeirtError(f"{output}: the Ray engine writes Parquet")
+    total = _parquet_rows(input_path)  # from the file's footer: a Ray count would be one more job to schedule
+    router_path = Path(router_path) if router_path is not None else DEFAULT_ROUTER_PATH
+    llms = load_artifact(router_path).llm_names
+    started_here = not ray.is_initialized()
+    if started_here:
+        # Without an address: a local runtime on this machine's CPUs; with one: join that cluster.
+        ray.init(
+            address=address,
+            num_cpus=None if address else (os.cpu_count() or 1),
+            include_dashboard=False,
+            log_to_driver=False,
+        )
+    try:
+        run = _FileRun(Path(input_path), output, text_column, id_column, options, threads_per_worker, ship_router)
+        rows, forecast, seconds = _score_on_ray(run, router_path, llms, show_progress)
+    finally:
+        if started_here:
+            ray.shutdown()
+    return ScoreSummary(rows=rows, skipped=total - rows, seconds=seconds, output=output, forecast=forecast)
+
+
+@dataclass(frozen=True)
+class _FileRun:
+    """The arguments of one `score_file_on_ray` call that the pipeline needs."""
+
+    input_path: Path
+    output: Optional[Path]
+    text_column: str
+    id_column: Optional[str]
+    options: ScoreOptions
+    threads_per_worker: int
+    ship_router: bool
+
+
+def _parquet_rows(path: Path) -> int:
+    pa = require_pyarrow()
+    try:
+        return int(pa.parquet.ParquetFile(str(path)).metadata.num_rows)
+    except (pa.ArrowInvalid, OSError) as err:
+        raise JeirtError(f"{path}: not a readable Parquet file ({err})") from err
+
+
+def _write_parquet(scored: Any, output: Path, drop: list[str]) -> int:
+    """Stream the scored batches, in order, into one Parquet file; returns the rows written."""
+    pa = require_pyarrow()
+    rows = 0
+    with atomic_output(output) as temporary:
+        writer: Any = None
+        try:
+            for table in scored.iter_batches(batch_format="pyarrow", batch_size=None):
+                if drop:
+                    table = table.drop_columns(drop)
+                if writer is None:
+                    writer = pa.parquet.ParquetWriter(str(temporary), table.schema)
+                if table.num_rows:
+                    writer.write_table(table)
+                rows += table.num_rows
+        finally:
+            if writer is not None:
+                writer.close()
+        if writer is None:
+            raise JeirtError("the Ray engine produced no batches (empty bank?); no output written")
+    return rows
+
+
+def _score_on_ray(
+    run: _FileRun, router_path: Path, llms: Sequence[str], show_progress: bool
+) -> tuple[int, Optional[dict[str, float]], float]:
+    """Runs the Ray pipeline; returns (rows scored, forecast or None, seconds).
+
+    A worker's JeirtError (a bad row) comes back as that JeirtError. The failed run's worker actors keep their CPUs
+    until its executor objects are garbage: Ray's traceback holds them in reference cycles, so they are collected
+    here, before the error is raised; without that, the next Dataset on the same runtime can wait for CPUs
+    indefinitely.
+    """
+    failure: Optional[str] = None
+    try:
+        return _run_pipeline(run, router_path, llms, show_progress)
+    except Exception as error:
+        cause = unwrap_error(error)
+        if cause is None:
+            raise
+        failure = str(cause)
+    gc.collect()
+    raise JeirtError(failure)
+
+
+def _run_pipeline(
+    run: _FileRun, router_path: Path, llms: Sequence[str], show_progress: bool
+) -> tuple[int, Optional[dict[str, float]], float]:
+    context = ray.data.DataContext.get_current()
+    context.execution_options.preserve_order = True  # the output keeps the input order, as on one machine
+    context.enable_progress_bars = show_progress
+    options = run.options
+    started = time.perf_counter()
+    ds = ray.data.read_parquet(str(run.input_path.resolve()))
+    scored = score_dataset(
+        ds,
+        router_path,
+        text_column=run.text_column,
+        id_column=run.id_column,
+        k=options.k,
+        all_probabilities=options.all_probabilities or options.forecast,
+        skip_bad=options.skip_bad,
+        batch_size=options.chunk_size,  # rows per worker call
+        threads_per_worker=run.threads_per_worker,
+        ship_router=run.ship_router,
+    )
+    forecast: Optional[dict[str, float]] = None
+    rows = 0
+    if run.output is not None and options.forecast:
+        scored = scored.materialize()  # scored once, in the object store; read by both passes below
+    if options.forecast:
+        forecast, rows = expected_accuracy(scored, llms)
+    if run.output is not None:
+        drop = [] if options.all_probabilities else [_probability_column(name) for name in llms if options.forecast]
+        rows = _write_parquet(scored, run.output, drop)
+    return rows, forecast, time.perf_counter() - started

@@ -1,0 +1,113 @@
+"""What every command shares: the program name, the common options, router loading, the printed summaries."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Optional, TextIO
+
+if TYPE_CHECKING:
+    from ..batch import ScoreSummary
+    from ..router import Router
+
+PROG = "jeirt-lite"
+FORMATTER = argparse.RawDescriptionHelpFormatter
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised like KeyboardInterrupt so that cleanup (deleting a partial output) runs."""
+
+
+@dataclass
+class Console:
+    """The streams a command writes to, and what it can say about its progress if it is stopped.
+
+    `stopped_note(how)` is set by a command that does work in steps (score), so that main can add how far it
+    got after the error or interruption message; `how` is "stopped", "interrupted" or "terminated".
+    """
+
+    out: TextIO
+    err: TextIO
+    stopped_note: Optional[Callable[[str], str]] = None
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def threads_option() -> argparse.ArgumentParser:
+    """A parent parser with --threads, which every command takes."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--threads",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="cores for encoding and scoring (sizes both ONNX Runtime and the Rust pool); "
+        "default: all usable cores",
+    )
+    return parent
+
+
+def router_option() -> argparse.ArgumentParser:
+    """A parent parser with --router, for the commands whose router is optional."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--router",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="router folder to use; default: the router shipped inside the package",
+    )
+    return parent
+
+
+def load_router(path: Optional[Path], threads: Optional[int]) -> Router:
+    from ..router import Router
+
+    return Router.load(path, threads=threads)
+
+
+def short(text: str, width: int = 100) -> str:
+    """One line of at most `width` characters: whitespace runs folded, an ellipsis where cut."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def print_forecast(out: TextIO, rows: int, forecast: dict[str, float]) -> None:
+    """Each LLM's expected accuracy, best first."""
+    out.write(f"expected accuracy on {rows:,} questions (mean P(correct)):\n")
+    width = max(len(name) for name in forecast)
+    out.writelines(
+        f"  {name:<{width}}  {value:.6f}\n"
+        for name, value in sorted(forecast.items(), key=lambda item: -item[1])
+    )
+
+
+def print_score_summary(console: Console, summary: ScoreSummary, *, quiet: bool, where: str = "") -> None:
+    """What `score` prints when done, whichever engine ran it; `where` is e.g. " on Ray"."""
+    if summary.forecast is not None:
+        print_forecast(console.out, summary.rows, summary.forecast)
+    if not quiet:
+        rate = summary.rows / summary.seconds if summary.seconds > 0 else float("inf")
+        target = f" to {summary.output}" if summary.output is not None else ""
+        console.err.write(
+            f"scored {summary.rows:,} questions{target}{where} in {summary.seconds:.2f} s ({rate:,.0f} rows/s)\n"
+        )
+    if summary.skipped:
+        console.err.write(f"skipped {summary.skipped:,} bad rows (--skip-bad)\n")
+
+
+def stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stderr
+        return False

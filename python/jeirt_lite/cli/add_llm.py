@@ -1,0 +1,52 @@
+"""`jeirt-lite add-llm`: a router with a new LLM fitted from its answers to some questions."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ..errors import JeirtError
+from ._questions import read_questions
+from ._shared import FORMATTER, PROG, Console, load_router, threads_option
+
+
+def add_parser(subparsers: Any) -> None:
+    add = subparsers.add_parser(
+        "add-llm",
+        parents=[threads_option()],
+        formatter_class=FORMATTER,
+        help="add a new LLM to a router from its answers to some questions",
+        epilog=f"example:\n  {PROG} add-llm router/ --name my-llm --answers answers.csv -o router-plus/",
+    )
+    add.add_argument("router", type=Path, metavar="ROUTER", help="router folder to extend")
+    add.add_argument("--name", required=True, help="the new LLM's name (must not be in the router)")
+    add.add_argument(
+        "--answers",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="CSV/JSONL/Parquet with a text and a correct (0/1, true/false) column",
+    )
+    add.add_argument("-o", "--output", type=Path, required=True, metavar="NEW_ROUTER", help="folder to write")
+    add.add_argument("--text-column", default="text")
+    add.add_argument("--label-column", default="correct")
+    add.add_argument(
+        "--cost", type=float, default=None, help="the new LLM's cost, stored for cost-aware routing"
+    )
+    add.add_argument("--overwrite", action="store_true", help="replace NEW_ROUTER if it exists")
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    router = load_router(args.router, args.threads)
+    if args.name in router.llms:
+        raise JeirtError(f"LLM {args.name!r} is already in {args.router}; pick another --name")
+    if args.output.exists() and not args.overwrite:
+        raise JeirtError(f"{args.output} already exists (pass --overwrite to replace it)")
+    texts, labels, _ = read_questions(args.answers, args.text_column, args.label_column)
+    grown = router.add_llm(args.name, texts, labels or [], cost=args.cost)
+    path = grown.save(args.output, overwrite=args.overwrite)
+    console.out.write(
+        f"added {args.name!r} from {len(texts)} answers ({sum(labels or [])} correct); wrote {path}\n"
+    )
+    return 0

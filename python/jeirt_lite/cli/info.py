@@ -1,0 +1,77 @@
+"""`jeirt-lite info`: what a router holds (LLMs, d, encoder, training data and metrics)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+from ._shared import FORMATTER, PROG, Console, load_router, short, threads_option
+
+
+def add_parser(subparsers: Any) -> None:
+    info = subparsers.add_parser(
+        "info",
+        parents=[threads_option()],
+        formatter_class=FORMATTER,
+        help="what a router holds: LLMs, d, encoder, training data and metrics",
+        epilog=f"examples:\n  {PROG} info\n  {PROG} info path/to/router --json",
+    )
+    info.add_argument(
+        "router",
+        nargs="?",
+        type=Path,
+        default=None,
+        metavar="ROUTER",
+        help="router folder (default: the router shipped inside the package)",
+    )
+    info.add_argument("--json", action="store_true", help="print the router's manifest (router.json) as JSON")
+
+
+def _flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _flatten(item, f"{prefix}.{key}" if prefix else str(key))
+    else:
+        text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
+        yield prefix, short(text, 160)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    out = console.out
+    router = load_router(args.router, args.threads)
+    manifest = dict(router.manifest)
+    if args.json:
+        out.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    encoder = manifest.get("encoder", {})
+    lines = [
+        ("router", str(router.path)),
+        ("label", str(manifest.get("label") or "-")),
+        (
+            "format",
+            (
+                f"{manifest.get('format')} v{manifest.get('format_version')} "
+                f"(written by jeirt-lite {manifest.get('package_version', '?')})"
+            ),
+        ),
+        ("dimension", f"d = {router.dim}"),
+        (
+            "encoder",
+            f"{encoder.get('name')} (max {encoder.get('max_seq_length')} tokens"
+            + (f", {encoder['pooling']} pooling" if encoder.get("pooling") else "")
+            + ")",
+        ),
+    ]
+    out.writelines(f"{key:<10} {value}\n" for key, value in lines)
+    out.write(f"LLMs ({len(router.llms)}):\n")
+    out.writelines(f"  {name}\n" for name in router.llms)
+    for section in ("training", "metrics"):
+        block = manifest.get(section)
+        if not block:
+            out.write(f"{section}: none recorded\n")
+            continue
+        out.write(f"{section}:\n")
+        out.writelines(f"  {key}: {value}\n" for key, value in _flatten(block))
+    return 0

@@ -1,0 +1,144 @@
+"""`jeirt-lite route`: the LLMs most likely to answer each question, from arguments or stdin lines."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Iterator, TextIO
+
+from ..errors import JeirtError
+from ..readers import text_problem
+from ..results import RouteResult
+from ._shared import FORMATTER, PROG, Console, load_router, positive_int, router_option, short, threads_option
+
+# Lines of stdin routed together when stdin is a pipe; at a terminal each line is answered as it is typed.
+STDIN_BATCH = 256
+
+
+def add_parser(subparsers: Any) -> None:
+    route = subparsers.add_parser(
+        "route",
+        parents=[threads_option(), router_option()],
+        formatter_class=FORMATTER,
+        help="the LLMs most likely to answer each question correctly",
+        description="Route questions given as arguments, or one per line on stdin when none is given.",
+        epilog=(
+            "examples:\n"
+            f"  {PROG} route 'Which enzyme unwinds DNA during replication?'\n"
+            f"  {PROG} route --k 3 --json 'What is 2 + 2?' 'Who wrote Hamlet?'\n"
+            f"  cat questions.txt | {PROG} route --json > routes.jsonl   # blank lines are skipped"
+        ),
+    )
+    route.add_argument("texts", nargs="*", metavar="QUESTION", help="question texts (default: read stdin)")
+    route.add_argument(
+        "--k", type=positive_int, default=1, help="how many LLMs to list per question (default 1)"
+    )
+    route.add_argument(
+        "--json",
+        action="store_true",
+        help='one JSON object per question: {"text", "route": [{"llm", "p"}...], "difficulty"}',
+    )
+    route.add_argument(
+        "--cost-weight",
+        type=float,
+        default=0.0,
+        metavar="LAMBDA",
+        help="rank by P(correct) - LAMBDA * cost, with the costs stored in the router (default 0: P alone)",
+    )
+    route.add_argument(
+        "--min-probability",
+        type=float,
+        default=None,
+        metavar="T",
+        help="the cheapest LLM whose P(correct) >= T (the most likely one where none clears T; marked 'fallback')",
+    )
+    route.add_argument(
+        "--llms",
+        default=None,
+        metavar="A,B,...",
+        help="route only among these LLMs (comma-separated names, e.g. the ones your service has)",
+    )
+
+
+def _stdin_batches(stream: TextIO) -> Iterator[list[str]]:
+    """Non-blank stdin lines in batches; a line that is not UTF-8 stops with its line number."""
+    interactive = stream.isatty()
+    raw = getattr(stream, "buffer", None)
+    lines: Iterator[Any] = iter(raw) if raw is not None else iter(stream)
+    batch: list[str] = []
+    for number, line in enumerate(lines, 1):
+        if isinstance(line, bytes):
+            try:
+                line = line.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError:
+                raise JeirtError(f"stdin line {number} is not valid UTF-8") from None
+        text = line.rstrip("\r\n")
+        if not text.strip():
+            continue
+        batch.append(text)
+        if interactive or len(batch) >= STDIN_BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _question_batches(args: argparse.Namespace) -> Iterator[list[str]]:
+    """The argument texts as one batch (each checked), else stdin's lines."""
+    if args.texts:
+        for i, text in enumerate(args.texts):
+            problem = text_problem(text)  # empty, or bytes that were not UTF-8 in argv
+            if problem is not None:
+                raise JeirtError(f"question argument {i + 1}: {problem}")
+        return iter([list(args.texts)])
+    if sys.stdin.isatty():  # a person at a terminal, not a pipe: say what is expected
+        sys.stderr.write("reading questions from stdin, one per line (Ctrl-D to end)\n")
+    return _stdin_batches(sys.stdin)
+
+
+def _write_json(out: TextIO, text: str, pairs: list[tuple[str, float]], difficulty: float,
+                fallback: Any) -> None:
+    record: dict[str, Any] = {
+        "text": text,
+        "route": [{"llm": name, "p": round(p, 6)} for name, p in pairs],
+        "difficulty": round(difficulty, 6),
+    }
+    if fallback is not None:
+        record["fallback"] = bool(fallback)
+    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _write_human(out: TextIO, text: str, pairs: list[tuple[str, float]], difficulty: float, fallback: Any,
+                 width: int) -> None:
+    out.write(f"{short(text)}\n")
+    out.writelines(
+        f"  {rank}. {name:<{width}}  P(correct) {p:.3f}\n" for rank, (name, p) in enumerate(pairs, 1)
+    )
+    if fallback:
+        out.write("  (no LLM clears --min-probability: the most likely one is shown)\n")
+    out.write(f"  difficulty {difficulty:.3f}\n")
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    out = console.out
+    router = load_router(args.router, args.threads)
+    if args.k > len(router.llms):
+        raise JeirtError(f"--k {args.k} is more than the router's {len(router.llms)} LLMs")
+    batches = _question_batches(args)
+    width = max(len(name) for name in router.llms)
+    llms = [name.strip() for name in args.llms.split(",") if name.strip()] if args.llms else None
+    for texts in batches:
+        vectors = router.embed(texts)
+        result: RouteResult = router.route_vectors(
+            vectors, k=args.k, cost_weight=args.cost_weight, min_probability=args.min_probability, llms=llms
+        )
+        difficulty = router.difficulty_vectors(vectors).tolist()
+        for i, text in enumerate(texts):
+            fallback = result.fallback[i] if result.fallback is not None else None
+            if args.json:
+                _write_json(out, text, result[i], difficulty[i], fallback)
+            else:
+                _write_human(out, text, result[i], difficulty[i], fallback, width)
+        out.flush()
+    return 0

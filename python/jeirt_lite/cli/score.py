@@ -1,0 +1,238 @@
+"""`jeirt-lite score`: a question bank file (or precomputed vectors) scored chunk by chunk, here or on Ray."""
+
+from __future__ import annotations
+
+import argparse
+from functools import partial
+from pathlib import Path
+from typing import Any, Optional
+
+from ..batch import DEFAULT_CHUNK_SIZE, ScoreOptions, ScoreState, score_file
+from ..errors import JeirtError
+from ..readers import format_of
+from ..writers import check_output_path
+from ._shared import (
+    FORMATTER,
+    PROG,
+    Console,
+    load_router,
+    positive_int,
+    print_score_summary,
+    router_option,
+    stderr_is_terminal,
+    threads_option,
+)
+
+
+def add_parser(subparsers: Any) -> None:
+    score = subparsers.add_parser(
+        "score",
+        parents=[threads_option(), router_option()],
+        formatter_class=FORMATTER,
+        help="score a question bank file (CSV, JSONL, Parquet) or precomputed vectors, streaming",
+        description=(
+            "Score every question of a bank, chunk by chunk (memory stays flat whatever its size).\n"
+            "The output has per question: id, llm_1, p_1, ... llm_k, p_k (best first), difficulty\n"
+            "(the question vector's norm) and with --all one p[<llm>] column per LLM. It is written to a\n"
+            "temporary file and renamed at the end: an interrupted or failed run leaves no output.\n"
+            "Row order is the input order."
+        ),
+        epilog=(
+            "examples:\n"
+            f"  {PROG} score data/mmlu_pro/questions.csv -o scores.parquet --k 3\n"
+            f"  {PROG} score bank.jsonl -o scores.csv --text-column question --id-column qid --all\n"
+            f"  {PROG} score bank.parquet --forecast                 # expected accuracy per LLM only\n"
+            f"  {PROG} score --vectors bank.npy --ids ids.txt -o scores.parquet\n"
+            f"  {PROG} score bank.parquet -o scores.parquet --engine ray --address auto"
+        ),
+    )
+    _add_input_arguments(score)
+    _add_output_arguments(score)
+    _add_engine_arguments(score)
+
+
+def _add_input_arguments(score: argparse.ArgumentParser) -> None:
+    score.add_argument(
+        "input",
+        nargs="?",
+        type=Path,
+        metavar="INPUT",
+        help="question bank: .csv, .jsonl or .parquet (format from the suffix)",
+    )
+    score.add_argument(
+        "--text-column",
+        default="text",
+        metavar="NAME",
+        help="column (or JSON field) holding the question text (default: text)",
+    )
+    score.add_argument(
+        "--id-column",
+        default=None,
+        metavar="NAME",
+        help="column carried to the output as id (default: id or question_id when present, "
+        "else the 0-based row number)",
+    )
+    score.add_argument(
+        "--vectors",
+        type=Path,
+        default=None,
+        metavar="FILE.npy",
+        help="score an (N, d) .npy of question vectors embedded with this router, instead of texts",
+    )
+    score.add_argument(
+        "--ids",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="with --vectors: ids for the rows, a .npy array or one id per line (default: row numbers)",
+    )
+    score.add_argument(
+        "--chunk-size",
+        type=positive_int,
+        default=DEFAULT_CHUNK_SIZE,
+        metavar="ROWS",
+        help=f"rows read, encoded and written at a time (default {DEFAULT_CHUNK_SIZE})",
+    )
+    score.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="skip rows without a usable text (empty, not text, not UTF-8) and count them, "
+        "instead of stopping at the first with its row number",
+    )
+
+
+def _add_output_arguments(score: argparse.ArgumentParser) -> None:
+    score.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="OUTPUT",
+        help="scores file: .parquet, .csv or .jsonl (format from the suffix); optional with --forecast",
+    )
+    score.add_argument(
+        "--k", type=positive_int, default=1, help="LLMs per question in the output (default 1)"
+    )
+    score.add_argument(
+        "--all",
+        action="store_true",
+        dest="all_probabilities",
+        help="also write P(correct) of every LLM, one column p[<llm>] each",
+    )
+    score.add_argument(
+        "--forecast",
+        action="store_true",
+        help="print each LLM's expected accuracy on the bank (mean P(correct), computed streaming)",
+    )
+    score.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress line and no summary on stderr (errors and the --skip-bad count still are)",
+    )
+
+
+def _add_engine_arguments(score: argparse.ArgumentParser) -> None:
+    score.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: this process (default); ray: Ray Data workers, Parquet in and out "
+        '(pip install "jeirt-lite[ray]")',
+    )
+    score.add_argument(
+        "--address",
+        default=None,
+        metavar="ADDR",
+        help="with --engine ray: the Ray cluster to join (e.g. auto, ray://head:10001); "
+        "default: a local Ray runtime on this machine's CPUs",
+    )
+    score.add_argument(
+        "--ship-router",
+        action="store_true",
+        help="with --engine ray: send the router's files to the workers through Ray's object store "
+        "(for clusters without shared storage; default: every worker reads --router by path)",
+    )
+
+
+def _options(args: argparse.Namespace) -> ScoreOptions:
+    return ScoreOptions(
+        k=args.k,
+        all_probabilities=args.all_probabilities,
+        forecast=args.forecast,
+        chunk_size=args.chunk_size,
+        skip_bad=args.skip_bad,
+    )
+
+
+def _stopped_note(state: ScoreState, output: Optional[Path], how: str) -> str:
+    target = f"; no output was written ({output} left untouched)" if output is not None else ""
+    return f"{PROG}: {how} after scoring {state.rows_scored:,} rows (of {state.rows_read:,} read){target}\n"
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    if (args.input is None) == (args.vectors is None):
+        raise JeirtError("give an INPUT file of question texts, or --vectors FILE.npy (exactly one of them)")
+    if args.ids is not None and args.vectors is None:
+        raise JeirtError("--ids goes with --vectors (a text bank carries its ids in --id-column)")
+    if args.output is None and not args.forecast:
+        raise JeirtError(
+            "give an output file with -o OUTPUT (or --forecast to print expected accuracies only)"
+        )
+    if args.engine == "ray" or args.address is not None or args.ship_router:
+        return _run_on_ray(args, console)
+    router = load_router(args.router, args.threads)
+    state = ScoreState()
+    console.stopped_note = partial(_stopped_note, state, args.output)  # how far an interrupted run got
+    summary = score_file(
+        router,
+        input_path=args.input,
+        vectors_path=args.vectors,
+        ids_path=args.ids,
+        output=args.output,
+        text_column=args.text_column,
+        id_column=args.id_column,
+        options=_options(args),
+        state=state,
+        show_progress=stderr_is_terminal() and not args.quiet,
+    )
+    print_score_summary(console, summary, quiet=args.quiet)
+    return 0
+
+
+def _check_ray_arguments(args: argparse.Namespace) -> None:
+    if args.vectors is not None:
+        raise JeirtError("--engine ray scores text banks only; --vectors runs on one machine")
+    if args.input is None or format_of(args.input) != "parquet":
+        raise JeirtError("--engine ray reads a Parquet bank (INPUT.parquet)")
+    if not args.input.is_file():
+        raise JeirtError(f"{args.input}: no such file")
+    if args.output is not None and format_of(args.output, "output") != "parquet":
+        raise JeirtError("--engine ray writes Parquet (-o OUTPUT.parquet)")
+    for flag, given in (("--address", args.address is not None), ("--ship-router", args.ship_router)):
+        if given and args.engine != "ray":
+            raise JeirtError(f"{flag} goes with --engine ray")
+
+
+def _run_on_ray(args: argparse.Namespace, console: Console) -> int:
+    _check_ray_arguments(args)
+    if args.output is not None:
+        check_output_path(args.output, [args.input])
+    try:
+        from ..ray_engine import score_file_on_ray
+    except ImportError as err:  # the extra is missing: a clear error, not a traceback
+        raise JeirtError(str(err)) from err
+    summary = score_file_on_ray(
+        args.input,
+        router_path=args.router,
+        output=args.output,
+        text_column=args.text_column,
+        id_column=args.id_column,
+        options=_options(args),
+        address=args.address,
+        threads_per_worker=args.threads or 1,
+        ship_router=args.ship_router,
+        show_progress=not args.quiet,
+    )
+    print_score_summary(console, summary, quiet=args.quiet, where=" on Ray")
+    return 0

@@ -1,0 +1,51 @@
+"""`jeirt-lite suggest`: which questions to ask a new LLM first (most informative for its vector)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ._questions import read_questions
+from ._shared import FORMATTER, PROG, Console, load_router, threads_option
+
+
+def add_parser(subparsers: Any) -> None:
+    suggest = subparsers.add_parser(
+        "suggest",
+        parents=[threads_option()],
+        formatter_class=FORMATTER,
+        help="which questions to ask a new LLM first (most informative for learning its vector)",
+        epilog=f"example:\n  {PROG} suggest router/ --questions bank.jsonl --budget 50 -o ask.jsonl",
+    )
+    suggest.add_argument("router", type=Path, metavar="ROUTER", help="router folder")
+    suggest.add_argument(
+        "--questions", type=Path, required=True, metavar="FILE", help="CSV/JSONL/Parquet bank"
+    )
+    suggest.add_argument("--budget", type=int, required=True, help="how many questions to pick")
+    suggest.add_argument("--text-column", default="text")
+    suggest.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the picks as JSONL ({rank, row, id, text}); default: print to stdout",
+    )
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    router = load_router(args.router, args.threads)
+    texts, _, ids = read_questions(args.questions, args.text_column)
+    picks = router.suggest_questions(texts, args.budget)
+    lines = [
+        json.dumps({"rank": r + 1, "row": i, "id": ids[i], "text": texts[i]}, default=str)
+        for r, i in enumerate(picks)
+    ]
+    if args.output is None:
+        console.out.write("\n".join(lines) + "\n")
+    else:
+        args.output.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        console.out.write(f"wrote {len(picks)} questions to {args.output}\n")
+    return 0
