@@ -21,3 +21,16 @@ def test_default_router_routes_real_questions(real_texts: list[str]) -> None:
     np.testing.assert_allclose(
         result.probabilities, np.take_along_axis(probabilities, result.indices.astype(np.int64), 1), rtol=1e-5
     )
+
+
+def test_shipped_llm_names_are_plain_and_no_cost_is_invented() -> None:
+    from training.plain_llm_names import DEFAULT_MODELS, plain_names
+    from training.routing_eval import cost_proxies
+
+    router = Router.load(threads=1)
+    for name in router.llms:
+        assert not set(name) & set("(), "), name  # each one passes through --llms A,B as written
+    assert not set(plain_names(DEFAULT_MODELS)) & set(router.llms)  # no label left to migrate
+    # The cost is the parameter-count proxy where a size is public, and absent where not (never a default).
+    assert router.costs == cost_proxies(list(router.llms))
+    assert {"gpt-4o-2024-05-13", "gemini-3.1-pro"} <= set(router.llms) - set(router.priced_llms)

@@ -113,16 +113,14 @@ def test_bad_routing_arguments_are_named(router: Router, kwargs: dict[str, objec
         router.route_vectors(_questions(router, 3), **kwargs)  # type: ignore[arg-type]
 
 
-def test_costs_are_needed_for_every_routed_llm(tiny_router_path: Path) -> None:
+def test_costs_are_needed_for_every_llm_named(tiny_router_path: Path) -> None:
     partial = Router.load(tiny_router_path, threads=1).with_costs({"llm-0": 1.0})
     with pytest.raises(JeirtError, match="missing: llm-1"):
-        partial.route_vectors(_questions(partial, 3), cost_weight=0.1)
-    with pytest.raises(JeirtError, match="needs a cost for every LLM; missing: llm-0"):
+        partial.route_vectors(_questions(partial, 3), cost_weight=0.1, llms=["llm-0", "llm-1"])
+    with pytest.raises(JeirtError, match="stores none"):
         Router.load(tiny_router_path).route_vectors(_questions(partial, 3), min_probability=0.5)
-    # Among LLMs that have a cost it works.
-    assert (
-        partial.route_vectors(_questions(partial, 3), cost_weight=0.1, llms=["llm-0"]).best == ["llm-0"] * 3
-    )
+    # Without `llms`, only the LLMs that have a cost are candidates.
+    assert partial.route_vectors(_questions(partial, 3), cost_weight=0.1).best == ["llm-0"] * 3
 
 
 def _edit_manifest(router_path: Path, tmp_path: Path, **fields: object) -> Path:
@@ -181,7 +179,7 @@ def test_an_onboarded_llm_gets_identity_calibration_and_its_cost(router: Router)
 
 
 def test_cost_proxy_parses_parameter_counts() -> None:
-    from training.routing_eval import DEFAULT_COST_B, cost_proxy, has_size
+    from training.routing_eval import cost_proxies, cost_proxy, has_size
 
     assert cost_proxy("Llama-2-70b-hf") == 70
     assert cost_proxy("Mixtral-8x7B-Instruct-v0.1") == 56
@@ -189,4 +187,37 @@ def test_cost_proxy_parses_parameter_counts() -> None:
     assert cost_proxy("Meta-Llama-3_1-8B-Instruct") == 8
     assert cost_proxy("Yi-6b-Chat") == 6
     assert cost_proxy("Phi-3-mini-4k-instruct") == 3.8
-    assert cost_proxy("gpt-4o-2024-05-13") == DEFAULT_COST_B and not has_size("gpt-4o-2024-05-13")
+    # No public size, no cost: never an invented default.
+    for closed in ("gpt-4o-2024-05-13", "gemini-3.1-pro", "deepseek-2024-05"):
+        assert cost_proxy(closed) is None and not has_size(closed)
+    assert cost_proxies(["Yi-34B", "gemini-3.1-pro"]) == {"Yi-34B": 34.0}
+
+
+def test_cost_aware_routing_leaves_out_llms_without_a_cost(tiny_router_path: Path) -> None:
+    router = Router.load(tiny_router_path, threads=1)
+    priced = router.with_costs({router.llms[0]: 1.0, router.llms[2]: 2.0})
+    assert priced.priced_llms == (router.llms[0], router.llms[2])
+    q = _questions(router, 20)
+    for result in (
+        priced.route_vectors(q, 2, cost_weight=0.01),
+        priced.route_vectors(q, 1, min_probability=0.5),
+    ):
+        assert set(np.unique(result.indices).tolist()) <= {0, 2}
+    plain = priced.route_vectors(q, 1)  # without a cost rule every LLM is a candidate
+    assert plain.indices.shape == (20, 1)
+    with pytest.raises(JeirtError, match="needs a cost for every LLM; missing"):
+        priced.route_vectors(q, 1, cost_weight=0.01, llms=[router.llms[0], router.llms[1]])
+    with pytest.raises(JeirtError, match="this router stores none"):
+        router.route_vectors(q, 1, cost_weight=0.01)
+
+
+def test_renamed_llms_keep_their_vectors_and_costs(tiny_router_path: Path) -> None:
+    router = Router.load(tiny_router_path, threads=1)
+    priced = router.with_costs({router.llms[1]: 4.0})
+    renamed = priced.rename_llms({router.llms[1]: "plain-name"})
+    assert renamed.llms[1] == "plain-name" and renamed.costs == {"plain-name": 4.0}
+    assert np.array_equal(renamed.llm_vectors, router.llm_vectors)
+    with pytest.raises(JeirtError, match="unknown LLM"):
+        router.rename_llms({"nope": "x"})
+    with pytest.raises(JeirtError, match="appears twice"):
+        router.rename_llms({router.llms[1]: router.llms[0]})

@@ -68,3 +68,14 @@ def test_cache_is_read_back_without_encoding(texts: list[str], tmp_path: Path, m
     assert np.array_equal(again, first[:3])
     with pytest.raises(TypeError, match="list of texts"):
         embeddings.embed_texts("one string")  # type: ignore[arg-type]
+
+
+def test_cache_lives_in_the_users_cache_folder(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("JEIRT_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert embeddings.cache_root() == tmp_path / "xdg" / "jeirt-lite" / "embeddings"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert embeddings.cache_root() == tmp_path / "home" / ".cache" / "jeirt-lite" / "embeddings"
+    monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / "mine"))
+    assert embeddings.cache_root() == tmp_path / "mine"

@@ -47,9 +47,12 @@ def test_routing_with_the_true_vectors_beats_the_best_single_llm() -> None:
     r = evaluate(prep, qv, mv)
     assert r["oracle"] >= r["router"] >= r["best_single"] - 0.02
     assert r["router"] > r["mean_llm"]
-    assert r["costs"] == {"a-7b": 7.0, "b-70b": 70.0, "c": 200.0, "d-8x7b": 56.0}
+    assert r["costs"] == {"a-7b": 7.0, "b-70b": 70.0, "d-8x7b": 56.0}  # "c" has no size: no cost, not a default
+    assert r["n_priced_llms"] == 3
+    # The cost rules route among the priced LLMs only: λ = 0 is plain routing restricted to them.
+    open_only = evaluate(prep, qv, mv, open_only=True)
     accuracies = [acc for kind, _, acc, _ in r["curve"] if kind == "λ"]
-    assert accuracies[0] == r["router"]  # λ = 0 is plain routing
+    assert accuracies[0] == open_only["router"] == open_only["curve"][0][2]
 
 
 def test_held_out_llms_span_accuracy_bands_and_are_seeded() -> None:

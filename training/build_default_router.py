@@ -65,10 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         prep = prepare(args.data, split_seed=0)
         res = fit_and_export(prep, args.out, label=label, overwrite=True, **DEFAULT_HYPER)
         from training.calibration import calibrate_router
-        from training.routing_eval import cost_proxy
+        from training.routing_eval import cost_proxies
 
-        # Calibration fitted on validation and the parameter-count cost proxy, stored in the router.
-        calibrate_router(args.out, prep, res.predictor, costs={n: cost_proxy(n) for n in prep.data.llm_names})
+        # Calibration fitted on validation and the parameter-count cost proxy (LLMs of unknown size: no cost).
+        calibrate_router(args.out, prep, res.predictor, costs=cost_proxies(prep.data.llm_names))
     from jeirt_lite import Router
 
     router = Router.load(args.out)

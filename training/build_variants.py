@@ -160,7 +160,7 @@ def build_static(
     from training.splits import make_split
     from training.calibration import calibrate_router
     from training.reference import alignment_reference
-    from training.routing_eval import cost_proxy
+    from training.routing_eval import cost_proxies
     from training.static_encoder import adapter_weights, distil, embed_texts, export_static_router_graph
 
     t0 = time.perf_counter()
@@ -229,7 +229,7 @@ def build_static(
             reference_center=center,
             alignment=alignment,
         )
-    calibrate_router(router_path, prep, predictor, costs={n: cost_proxy(n) for n in dataset.llm_names})
+    calibrate_router(router_path, prep, predictor, costs=cost_proxies(dataset.llm_names))
     return {"static": {"test": metrics["test"], "seconds": round(time.perf_counter() - t0, 1)}}
 
 

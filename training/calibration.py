@@ -6,7 +6,7 @@ VALIDATION split, stored in the router's manifest and applied at run time inside
 Fitting is an exact Newton solve of the validation log-loss (2 parameters per LLM, a tiny ridge towards the
 identity so an LLM with few or one-sided validation cells stays put). Measure it with
 
-    JEIRT_CACHE=/work/cache python -m training.calibration          # ECE before/after on the test split
+    python -m training.calibration          # ECE before/after on the test split
 
 and store it in a router written by training (e.g. from build_default_router.py):
 

@@ -1,6 +1,6 @@
 """Fit every method on the same split and report held-out test metrics (overall, per subject, per benchmark).
 
-    python -m training.compare --data data/mmlu_pro --embeddings-cache /work/cache --out bench_results/compare
+    python -m training.compare --data data/mmlu_pro --out bench_results/compare
     python -m training.compare --data data/mmlu_pro --seeds 0,1,2,3,4 ...     # the same on five splits
 
 Every method sees the same train/validation cells (validation only for its own choices) and is scored on the same

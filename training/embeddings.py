@@ -1,11 +1,12 @@
 """Frozen-encoder embeddings, computed once and cached on disk.
 
-Cache layout: `$JEIRT_CACHE/<encoder>__len<max_length>/shard-*.npz`, each shard holding `keys` (sha256 hex of the
-text, utf-8) and `vectors` (float32). Shards are written atomically (temp file + rename) and never modified, so
+Cache layout: `<cache>/<encoder>__len<max_length>/shard-*.npz`, <cache> being $JEIRT_CACHE, else
+`~/.cache/jeirt-lite/embeddings` (under $XDG_CACHE_HOME when set). Each shard holds `keys` (sha256 hex of the text,
+utf-8) and `vectors` (float32). Shards are written atomically (temp file + rename) and never modified, so
 several processes can read while one writes, and an interrupted build keeps what it had finished.
 
 Run as a script to fill the cache for whole data folders:
-    JEIRT_CACHE=/work/cache python -m training.embeddings data/mmlu_pro data/zeroeval_crux_gsm_math
+    python -m training.embeddings data/mmlu_pro data/zeroeval_crux_gsm_math
 """
 
 from __future__ import annotations
@@ -21,14 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from training.encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, encode_batch, get_spec
+from training.encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, encode_batch, get_spec, user_cache_home
 from training.types import Dataset
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("JEIRT_CACHE", str(REPO_ROOT / "training" / "cache")))
+    """$JEIRT_CACHE, else <user cache>/embeddings ($XDG_CACHE_HOME/jeirt-lite or ~/.cache/jeirt-lite)."""
+    return Path(os.environ.get("JEIRT_CACHE") or str(user_cache_home() / "embeddings"))
 
 
 def cache_dir(encoder: str, max_length: int) -> Path:

@@ -67,10 +67,17 @@ class EncoderSpec:
         return f"{self.package}=={importlib.metadata.version(self.package)}"
 
 
+def user_cache_home() -> Path:
+    """The user's cache folder for jeirt-lite: $XDG_CACHE_HOME/jeirt-lite, else ~/.cache/jeirt-lite (never inside
+    a checkout or an installed package, which may be read-only or shared)."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "jeirt-lite"
+
+
 def encoders_home() -> Path:
-    """Where assembled (split-zip) encoders live: $JEIRT_ENCODERS, else ~/.cache/jeirt-lite/encoders."""
-    default = Path.home() / ".cache" / "jeirt-lite" / "encoders"
-    return Path(os.environ.get("JEIRT_ENCODERS", str(default)))
+    """Where assembled (split-zip) encoders live: $JEIRT_ENCODERS, else <user cache>/encoders."""
+    return Path(os.environ.get("JEIRT_ENCODERS") or str(user_cache_home() / "encoders"))
 
 
 ENCODERS: dict[str, EncoderSpec] = {

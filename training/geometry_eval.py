@@ -7,7 +7,7 @@
   the math subject, learned vs raw;
 * scalar IRT: a plain 2PL on the training matrix (training.baselines.irt2pl).
 
-    JEIRT_CACHE=/work/cache python -m training.geometry_eval --data data/mmlu_pro --json docs/analysis_geometry.json
+    python -m training.geometry_eval --data data/mmlu_pro --json docs/analysis_geometry.json
     python -m training.geometry_eval --only-2pl --json docs/analysis_2pl.json
 """
 

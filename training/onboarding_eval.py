@@ -1,7 +1,7 @@
 """Onboarding proof on real data: add held-out LLMs from a fraction of their answers, compare with joint training;
 and adaptive (suggest_questions) against random question selection.
 
-    JEIRT_CACHE=/work/cache python -m training.onboarding_eval      # after python -m training.onboarding_runs
+    python -m training.onboarding_eval      # after python -m training.onboarding_runs
 
 Protocol (data/mmlu_pro, split seed 0, default JE-IRT hyper-parameters): `training.onboarding_runs` holds out
 HELD_OUT_COUNT LLMs (one per band of training accuracy, seeded) and trains JE-IRT on the other LLMs; it also trains

@@ -1,6 +1,6 @@
 """The two JE-IRT training runs the calibration, routing and onboarding evaluations share, cached as .npz.
 
-    JEIRT_CACHE=/work/cache python -m training.onboarding_runs --out .scratch/runs
+    python -m training.onboarding_runs --out .scratch/runs
 
 * ``joint.npz``: the default recipe (training.pipeline defaults, split seed 0) on all LLMs of data/mmlu_pro.
 * ``heldout.npz``: the same recipe with HELD_OUT_COUNT LLMs removed entirely (chosen by `held_out_llms`).

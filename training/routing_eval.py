@@ -1,6 +1,6 @@
 """Routing on the test split: accuracy of the routed LLM against fixed choices, and the quality–cost curve.
 
-    JEIRT_CACHE=/work/cache python -m training.routing_eval        # needs training.onboarding_runs' joint run
+    python -m training.routing_eval        # needs training.onboarding_runs' joint run
 
 Protocol (data/mmlu_pro, split seed 0, the default JE-IRT recipe): for each test question the candidates are
 the LLMs with an observed answer to it (almost all 32; the matrix is nearly dense). Every rule picks one
@@ -12,8 +12,9 @@ candidate and scores its real answer:
 * oracle: correct if any candidate answered correctly.
 
 Quality–cost: maximise P − λ·cost over a grid of λ, and "cheapest with P ≥ t" over a grid of t. The cost proxy
-is the parameter count in billions parsed from the model name (Mixtral-8x7B = 56), DEFAULT_COST_B for names
-without one (API and undisclosed models).
+is the parameter count in billions parsed from the model name (Mixtral-8x7B = 56) or published for it
+(KNOWN_SIZES_B). API models whose size is not public get no cost: the quality–cost rules route only among the
+LLMs with one (the other rules among all).
 """
 
 from __future__ import annotations
@@ -35,16 +36,13 @@ KNOWN_SIZES_B = {
     "c4ai-command-r-v01": 35.0,
     "jamba-1.5-large": 398.0,
 }
-# Names without a known parameter count (gpt-4o, gemini, the "deepseek" API run) are closed API models: counted
-# as this many billions. A stated proxy, not a price list.
-DEFAULT_COST_B = 200.0
 _MOE = re.compile(r"(\d+)x(\d+(?:\.\d+)?)b(?![a-z])", re.IGNORECASE)
 _SIZE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)b(?![a-z])", re.IGNORECASE)
 
 
-def cost_proxy(name: str) -> float:
-    """Billions of parameters from an LLM name ("Llama-2-70b-hf" → 70, "Mixtral-8x7B" → 56), else
-    DEFAULT_COST_B."""
+def cost_proxy(name: str) -> float | None:
+    """Billions of parameters from an LLM name ("Llama-2-70b-hf" → 70, "Mixtral-8x7B" → 56) or KNOWN_SIZES_B;
+    None when the size is not public (closed API models: gpt-4o, gemini, the "deepseek-2024-05" API run)."""
     for prefix, size_b in KNOWN_SIZES_B.items():
         if name.startswith(prefix):
             return size_b
@@ -52,7 +50,13 @@ def cost_proxy(name: str) -> float:
     if moe:
         return float(moe.group(1)) * float(moe.group(2))
     size = _SIZE.search(name)
-    return float(size.group(1)) if size else DEFAULT_COST_B
+    return float(size.group(1)) if size else None
+
+
+def cost_proxies(names: list[str]) -> dict[str, float]:
+    """{name: billions of parameters} for the LLMs whose size is known; the others are left out (no cost)."""
+    known = {name: cost_proxy(name) for name in names}
+    return {name: cost for name, cost in known.items() if cost is not None}
 
 
 def answer_matrix(
@@ -77,8 +81,8 @@ def accuracy_of(choice: np.ndarray, y: np.ndarray) -> float:
 
 
 def has_size(name: str) -> bool:
-    """Whether the cost proxy of `name` is a real parameter count (an open-weights model)."""
-    return any(name.startswith(p) for p in KNOWN_SIZES_B) or bool(_MOE.search(name) or _SIZE.search(name))
+    """Whether `name` has a cost proxy (a published parameter count: an open-weights model)."""
+    return cost_proxy(name) is not None
 
 
 def evaluate(prep, question_vectors: np.ndarray, llm_vectors: np.ndarray, open_only: bool = False) -> dict:  # type: ignore[no-untyped-def]
@@ -102,7 +106,8 @@ def evaluate(prep, question_vectors: np.ndarray, llm_vectors: np.ndarray, open_o
         c = np.bincount(prep.train.llm[mask], minlength=k)
         per_subject[s] = np.where(c > 0, h / np.maximum(c, 1), -1.0)
     subject_scores = np.stack([per_subject[s] for s in subjects[test_rows]])
-    costs = np.array([cost_proxy(name) for name in prep.data.llm_names])
+    known = cost_proxies(list(prep.data.llm_names))
+    costs = np.array([known.get(name, np.nan) for name in prep.data.llm_names])  # NaN: no public size
     best_single = int(np.argmax(train_acc))
     keep = observed.any(axis=1)
     y, observed, p, subject_scores, test_rows = (
@@ -124,17 +129,22 @@ def evaluate(prep, question_vectors: np.ndarray, llm_vectors: np.ndarray, open_o
         "mean_llm": float(np.nanmean(y)),
         "router_mean_cost": float(costs[pick(p, observed)].mean()),
     }
+    # The cost rules route among the LLMs with a cost only (an unknown cost is never filled in).
+    priced = observed & ~np.isnan(costs)
+    rows = priced.any(axis=1)
+    py, pp, pprice, pcost = y[rows], p[rows], priced[rows], np.nan_to_num(costs)
+    result["n_priced_llms"] = int((~np.isnan(costs)).sum())
     curve = []
     for lam in (0.0, 1e-4, 2e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2):
-        choice = pick(p - lam * costs, observed)
-        curve.append(("λ", lam, accuracy_of(choice, y), float(costs[choice].mean())))
+        choice = pick(pp - lam * pcost, pprice)
+        curve.append(("λ", lam, accuracy_of(choice, py), float(pcost[choice].mean())))
     for t in (0.5, 0.6, 0.7, 0.8, 0.9):
-        clear = (p >= t) & observed
-        cheapest = pick(np.where(clear, -costs, -np.inf), clear)
-        choice = np.where(clear.any(axis=1), cheapest, pick(p, observed))
-        curve.append(("t", t, accuracy_of(choice, y), float(costs[choice].mean())))
+        clear = (pp >= t) & pprice
+        cheapest = pick(np.where(clear, -pcost, -np.inf), clear)
+        choice = np.where(clear.any(axis=1), cheapest, pick(pp, pprice))
+        curve.append(("t", t, accuracy_of(choice, py), float(pcost[choice].mean())))
     result["curve"] = curve
-    result["costs"] = dict(zip(prep.data.llm_names, costs.tolist()))
+    result["costs"] = known
     return result
 
 
@@ -164,7 +174,8 @@ def report(r: dict) -> None:  # type: ignore[type-arg]
         f"{r['best_single_cost']:.0f} |"
     )
     print(f"| average LLM | {r['mean_llm']:.3f} | |")
-    print("\n| rule | setting | accuracy | mean cost (B params) |\n|---|---:|---:|---:|")
+    print(f"\nquality–cost rules among the {r['n_priced_llms']} LLMs with a public parameter count:\n")
+    print("| rule | setting | accuracy | mean cost (B params) |\n|---|---:|---:|---:|")
     for kind, value, acc, cost in r["curve"]:
         rule = "max P − λ·cost" if kind == "λ" else "cheapest with P ≥ t"
         print(f"| {rule} | {kind} = {value:g} | {acc:.3f} | {cost:.1f} |")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from . import kernels
-from .artifact import Artifact, load_artifact, save_artifact
+from .artifact import Artifact, load_artifact, save_artifact, validate_llm_table
 from .encoder import OnnxEncoder, check_texts
 from .errors import JeirtError
 from .llm_params import Calibration, check_costs, cost_vector, make_calibration, parse_calibration
@@ -122,6 +122,12 @@ class Router:
         return dict(self.manifest.get("costs") or {})
 
     @property
+    def priced_llms(self) -> tuple[str, ...]:
+        """The LLMs with a stored cost, in table order: the candidates of cost-aware routing by default."""
+        costs = self.costs
+        return tuple(name for name in self.llms if name in costs)
+
+    @property
     def manifest(self) -> Mapping[str, Any]:
         """The parsed router.json: encoder description, training summary, metrics."""
         return self._artifact.manifest
@@ -174,7 +180,9 @@ class Router:
         Args:
             texts: question texts.
             k: how many LLMs per text.
-            costs: {name: cost} overriding the router's stored costs (``router.costs``) for this call.
+            costs: {name: cost} overriding the router's stored costs (``router.costs``) for this call. Cost-aware
+                routing (``cost_weight`` or ``min_probability``) without ``llms`` routes among the LLMs that have
+                a cost (``router.priced_llms``): an LLM whose cost is unknown is left out, not given one.
             cost_weight: λ, the price of one unit of cost in probability of a correct answer.
             min_probability: the threshold t of the cheapest-above-threshold rule.
             llms: route only among these LLMs (e.g. those a service has); indices still refer to the full table.
@@ -221,10 +229,16 @@ class Router:
     ) -> RouteResult:
         """`route` for question vectors (N, d) embedded elsewhere."""
         questions = self._check_vectors(vectors)
-        rows = list(range(len(self.llms))) if llms is None else self._subset_rows(llms)
-        names = [self.llms[r] for r in rows]
         needs_costs = cost_weight != 0 or min_probability is not None
         cost_table = check_costs(costs, self.llms, "costs") if costs is not None else self.costs
+        if llms is None and needs_costs:
+            # An LLM without a known cost cannot be traded off against the others: it is left out, never given
+            # an invented cost. Naming it in `llms` explicitly is an error instead (cost_vector says which).
+            llms = [name for name in self.llms if name in cost_table]
+            if not llms:
+                raise JeirtError("cost-aware routing needs per-LLM costs; this router stores none (pass costs=)")
+        rows = list(range(len(self.llms))) if llms is None else self._subset_rows(llms)
+        names = [self.llms[r] for r in rows]
         cost_array = cost_vector(cost_table, names, "cost-aware routing") if needs_costs else None
         calibration = None if self._calibration is None else self._calibration.select(rows)
         indices, probabilities, fallback = route_rows(
@@ -435,10 +449,22 @@ class Router:
         """A router that reports the model's raw probabilities."""
         return self._with_llms(self.llms, self._llm_vectors, calibration=None)
 
-    def with_costs(self, costs: Mapping[str, float]) -> "Router":
-        """A router storing these per-LLM costs (merged over the stored ones; finite, >= 0, known names)."""
-        merged = {**self.costs, **check_costs(costs, self.llms, "costs")}
+    def with_costs(self, costs: Mapping[str, float], *, replace: bool = False) -> Router:
+        """A router storing these per-LLM costs (finite, >= 0, known names): merged over the stored ones, or with
+        `replace=True` instead of them (an LLM left out then has no cost)."""
+        merged = {**({} if replace else self.costs), **check_costs(costs, self.llms, "costs")}
         return self._with_llms(self.llms, self._llm_vectors, costs=merged)
+
+    def rename_llms(self, names: Mapping[str, str]) -> Router:
+        """A router whose LLMs `old` are called `names[old]` (costs follow their LLM; the rest is unchanged)."""
+        for old in names:
+            self.llm_index(old)
+        renamed = tuple(str(names.get(name, name)) for name in self.llms)
+        changes: dict[str, Any] = {}
+        if "costs" in self.manifest:
+            changes["costs"] = {str(names.get(name, name)): cost for name, cost in self.costs.items()}
+        validate_llm_table(renamed, self._llm_vectors, "renamed LLMs")
+        return self._with_llms(renamed, self._llm_vectors, **changes)
 
     def remove_llm(self, name: str) -> "Router":
         """A router without the LLM `name`."""
