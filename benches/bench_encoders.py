@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
     from jeirt_lite import Router
-    from jeirt_lite.encoder import DEFAULT_BATCH_SIZE
+    from jeirt_lite._encoder import DEFAULT_BATCH_SIZE
     from sentence_transformers import SentenceTransformer
 
     from training.build_variants import with_max_length

@@ -44,7 +44,7 @@ def main() -> None:
 
     scratch = Path(tempfile.mkdtemp(dir=args.scratch))
     if args.router is None and not args.tiny:
-        from jeirt_lite.router import DEFAULT_ROUTER_PATH
+        from jeirt_lite._router import DEFAULT_ROUTER_PATH
 
         args.router = DEFAULT_ROUTER_PATH
     if args.router is None:

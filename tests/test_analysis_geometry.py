@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from jeirt_lite import JeirtError
 from jeirt_lite.analysis import (
     align,
     alignment_scores,
@@ -14,7 +15,6 @@ from jeirt_lite.analysis import (
     taxonomy,
     validation_threshold,
 )
-from jeirt_lite.errors import JeirtError
 
 
 def test_difficulty_overall_and_within_subject() -> None:

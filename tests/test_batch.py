@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from jeirt_lite import JeirtError, Router
+from jeirt_lite._progress import Progress
 from jeirt_lite.batch import ScoreOptions, ScoreState, score_file
-from jeirt_lite.progress import Progress
 from jeirt_lite.writers import partial_path
 
 FORMATS = ["csv", "jsonl", "parquet"]

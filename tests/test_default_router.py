@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-
 from jeirt_lite import Router
-from jeirt_lite.router import DEFAULT_ROUTER_PATH
+from jeirt_lite._router import DEFAULT_ROUTER_PATH
 
 
 def test_default_router_routes_real_questions(real_texts: list[str]) -> None:

@@ -11,8 +11,7 @@ import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jeirt_lite import _core, kernels
-from jeirt_lite.errors import JeirtError
+from jeirt_lite import JeirtError, _core, kernels
 
 RTOL, ATOL = 1e-5, 1e-6
 

@@ -7,9 +7,7 @@ import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from jeirt_lite import kernels
-from jeirt_lite.errors import JeirtError
-
+from jeirt_lite import JeirtError, kernels
 from test_kernels import ATOL, RTOL, problems, reference_logits, sigmoid
 
 Problem = tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]

@@ -6,9 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from jeirt_lite import JeirtError, Router
-from jeirt_lite.onboarding import fit_llm_vector
+from jeirt_lite._onboarding import fit_llm_vector
 
 
 def _simulate(rng: np.random.Generator, n: int, d: int, true_m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

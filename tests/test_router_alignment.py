@@ -8,10 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from jeirt_lite import Router
+from jeirt_lite import JeirtError, Router
 from jeirt_lite.analysis import alignment_scores
 from jeirt_lite.artifact import REFERENCE_FILE, load_artifact, save_artifact
-from jeirt_lite.errors import JeirtError
 
 TEXTS = ["what is the derivative of a function", "which court rules on a contract", "how many prime number"]
 

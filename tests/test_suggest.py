@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jeirt_lite import JeirtError, Router
-from jeirt_lite.onboarding import fit_llm_vector
-from jeirt_lite.suggest import suggest_indices
+from jeirt_lite._onboarding import fit_llm_vector
+from jeirt_lite._suggest import suggest_indices
 
 
 def _pool(rng: np.random.Generator, n: int, d: int) -> np.ndarray:

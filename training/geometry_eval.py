@@ -30,7 +30,7 @@ from training.reference import _alignment_module
 
 _alignment_module()  # puts the checkout's python/ on sys.path when jeirt_lite is not installed
 from jeirt_lite.analysis import difficulty_vs_error, needs_calculation, probe_vectors, taxonomy
-from jeirt_lite.analysis.stats import roc_auc
+from jeirt_lite.analysis._stats import roc_auc
 
 
 def error_rates(question: np.ndarray, correct: np.ndarray, n: int) -> np.ndarray:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 from jeirt_lite import kernels
-from jeirt_lite.onboarding import fit_llm_vector
-from jeirt_lite.suggest import suggest_indices
+from jeirt_lite._onboarding import fit_llm_vector
+from jeirt_lite._suggest import suggest_indices
 
 from training.metrics import accuracy, log_loss, roc_auc
 from training.onboarding_runs import DEFAULT_DATA, REPO_ROOT

@@ -4,7 +4,7 @@ questions' directional alignment with the training questions predict the drop?
 For each group g (a benchmark of zeroeval_crux_gsm_math, a subject of mmlu_pro): the in-distribution model is
 trained on the usual train split (all groups); the out-of-distribution model on the same split without g's
 questions. Both are scored on g's TEST cells (only LLMs with training cells in both runs). Alignment of g's test
-questions is computed with each model's own training-question directions (jeirt_lite.analysis.alignment), and the
+questions is computed with each model's own training-question directions (jeirt_lite._alignment), and the
 share flagged out of distribution uses a threshold set on that model's validation questions (5th percentile).
 
     python -m training.ood_eval --json docs/analysis_ood.json
@@ -30,7 +30,7 @@ from training.reference import _alignment_module
 from training.types import Responses, Split
 
 alignment = _alignment_module()
-from jeirt_lite.analysis.stats import spearman
+from jeirt_lite.analysis._stats import spearman
 
 # JE-IRT hyper-parameters for every run (short runs: max_epochs, patience); the published runs' schedule.
 SETTINGS: dict[str, Any] = dict(PUBLISHED_SCHEDULE)

@@ -1,5 +1,5 @@
 """What a router needs for alignment scores: reference directions of training questions and a threshold set on
-validation questions (see jeirt_lite.analysis.alignment). Used by the export so new routers carry it.
+validation questions (see jeirt_lite._alignment). Used by the export so new routers carry it.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ _PYTHON_SRC = Path(__file__).resolve().parent.parent / "python"
 
 def _alignment_module() -> Any:
     try:
-        from jeirt_lite.analysis import alignment
+        from jeirt_lite import _alignment as alignment
     except ImportError:
         if str(_PYTHON_SRC) not in sys.path:
             sys.path.append(str(_PYTHON_SRC))
         try:
-            from jeirt_lite.analysis import alignment
+            from jeirt_lite import _alignment as alignment
         except ImportError:
             return None
     return alignment

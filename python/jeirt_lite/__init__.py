@@ -1,13 +1,21 @@
 """jeirt-lite: tells which LLM will answer a question correctly, before you ask any of them.
 
-Three public names: `Router` (load a router folder, route texts), `RouteResult`, `JeirtError`; the raw scoring
-kernels are in `jeirt_lite.kernels`.
+The public API, in one place: the names in `__all__` (`Router` loads a router folder and routes texts,
+`RouteResult`, `JeirtError`, `kernels` the raw Rust scoring kernels), and these modules:
+
+- `jeirt_lite.analysis`: a router's geometry (difficulty, taxonomy, probes, alignment, the HTML report);
+- `jeirt_lite.batch`: `score_file`, streaming scoring of question bank files (what `jeirt-lite score` runs);
+- `jeirt_lite.ray_engine`: the same on Ray Data (`pip install "jeirt-lite[ray]"`);
+- `jeirt_lite.cli`: the `jeirt-lite` command line (`main`).
+
+Every other module is internal, whatever its name; modules whose names start with an underscore always are.
 """
 
 __version__ = "0.1.0"
 
-from .errors import JeirtError
-from .results import RouteResult
-from .router import Router
+from . import kernels
+from ._errors import JeirtError
+from ._results import RouteResult
+from ._router import Router
 
-__all__ = ["JeirtError", "RouteResult", "Router", "__version__"]
+__all__ = ["JeirtError", "RouteResult", "Router", "__version__", "kernels"]

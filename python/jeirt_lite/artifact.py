@@ -27,8 +27,8 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from .errors import JeirtError
-from .llm_params import parse_calibration, parse_costs
+from ._errors import JeirtError
+from ._llm_params import parse_calibration, parse_costs
 
 FORMAT_NAME = "jeirt-lite-router"
 FORMAT_VERSION = 1

@@ -26,10 +26,10 @@ from typing import Any, Iterator, Optional, TextIO
 
 import numpy as np
 
-from .errors import JeirtError
-from .progress import Progress
+from ._errors import JeirtError
+from ._progress import Progress
+from ._router import Router
 from .readers import TextReader, VectorReader, format_of, open_text_reader, require_pyarrow
-from .router import Router
 from .writers import ScoredChunk, atomic_output, check_output_path, open_writer
 
 DEFAULT_CHUNK_SIZE = 4096

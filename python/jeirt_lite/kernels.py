@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from jeirt_lite import _core
-from jeirt_lite.errors import JeirtError
+from jeirt_lite._errors import JeirtError
 
 __all__ = ["JeirtError", "mean_probability", "probabilities", "top_k"]
 

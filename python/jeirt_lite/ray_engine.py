@@ -36,11 +36,11 @@ except ImportError as _err:  # the extra is missing: say which one to install
         'jeirt_lite.ray_engine needs Ray Data, which is not installed: pip install "jeirt-lite[ray]"'
     ) from _err
 
+from ._errors import JeirtError
+from ._router import DEFAULT_ROUTER_PATH
 from .artifact import load_artifact
 from .batch import ScoreOptions, ScoreSummary, score_chunk
-from .errors import JeirtError
 from .readers import DEFAULT_ID_COLUMNS, format_of, require_pyarrow, text_problem
-from .router import DEFAULT_ROUTER_PATH
 from .writers import ScoredChunk, atomic_output, check_output_path, column_names, score_table
 
 DEFAULT_BATCH_SIZE = 1024
@@ -65,7 +65,7 @@ class _BankScorer:
         threads: int,
         router_files: Optional[dict[str, bytes]] = None,
     ):
-        from .router import Router
+        from ._router import Router
 
         if router_files is not None:
             # A private copy for this worker's lifetime; Router.load checks it against router.json's hashes.

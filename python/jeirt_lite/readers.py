@@ -19,7 +19,7 @@ from typing import IO, Any, Iterator, Optional, cast
 
 import numpy as np
 
-from .errors import JeirtError
+from ._errors import JeirtError
 
 TEXT_SUFFIXES = {
     ".csv": "csv",

@@ -17,7 +17,7 @@ from typing import IO, Any, Iterator, Optional, Sequence
 
 import numpy as np
 
-from .errors import JeirtError
+from ._errors import JeirtError
 from .readers import format_of, require_pyarrow
 
 

@@ -2,10 +2,10 @@
 distribution) and a visual report. NumPy only (the report needs matplotlib: `pip install "jeirt-lite[report]"`).
 """
 
-from .alignment import AlignmentResult, align, alignment_scores, reference_directions, validation_threshold
-from .difficulty import DifficultyReport, difficulty_vs_error
-from .probes import Probe, needs_calculation, probe, probe_vectors
-from .taxonomy import Cluster, Taxonomy, taxonomy
+from .._alignment import AlignmentResult, align, alignment_scores, reference_directions, validation_threshold
+from ._difficulty import DifficultyReport, difficulty_vs_error
+from ._probes import Probe, needs_calculation, probe, probe_vectors
+from ._taxonomy import Cluster, Taxonomy, taxonomy
 
 __all__ = [
     "AlignmentResult", "Cluster", "DifficultyReport", "Probe", "Taxonomy", "align", "alignment_scores",

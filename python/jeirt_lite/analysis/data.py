@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..errors import JeirtError
+from .._errors import JeirtError
 
 
 @dataclass(frozen=True)

@@ -19,15 +19,16 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
-from ..errors import JeirtError
+from .._alignment import unit_rows
+from .._errors import JeirtError
+from ._difficulty import difficulty_vs_error
+from ._probes import needs_calculation, probe_vectors
+from ._stats import pca, roc_auc
+from ._taxonomy import taxonomy
 from .data import ResponseData, read_response_folder, stratified_sample
-from .difficulty import difficulty_vs_error
-from .probes import needs_calculation, probe_vectors
-from .stats import pca, roc_auc, unit_rows
-from .taxonomy import taxonomy
 
 if TYPE_CHECKING:
-    from ..router import Router
+    from .._router import Router
 
 SECTIONS = (
     "Router and data",

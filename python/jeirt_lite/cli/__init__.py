@@ -17,10 +17,9 @@ import sys
 from types import FrameType
 from typing import Any, Optional, Protocol, Sequence
 
-from ..errors import JeirtError
+from .._errors import JeirtError
 from . import add_llm, info, report, route, score, suggest
 from ._shared import FORMATTER, PROG, Console, Terminated
-
 
 
 class Command(Protocol):

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any, Optional
 
-from ..errors import JeirtError
+from .._errors import JeirtError
 from ..readers import CSV_FIELD_LIMIT, format_of, require_pyarrow, text_problem
 
 _TRUE = {"1", "1.0", "true", "yes"}

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, TextIO
 
 if TYPE_CHECKING:
+    from .._router import Router
     from ..batch import ScoreSummary
-    from ..router import Router
 
 PROG = "jeirt-lite"
 FORMATTER = argparse.RawDescriptionHelpFormatter
@@ -71,7 +71,7 @@ def router_option() -> argparse.ArgumentParser:
 
 
 def load_router(path: Optional[Path], threads: Optional[int]) -> Router:
-    from ..router import Router
+    from .._router import Router
 
     return Router.load(path, threads=threads)
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..errors import JeirtError
+from .._errors import JeirtError
 from ._questions import read_questions
 from ._shared import FORMATTER, PROG, Console, load_router, threads_option
 

@@ -7,9 +7,9 @@ import json
 import sys
 from typing import Any, Iterator, TextIO
 
-from ..errors import JeirtError
+from .._errors import JeirtError
+from .._results import RouteResult
 from ..readers import text_problem
-from ..results import RouteResult
 from ._shared import FORMATTER, PROG, Console, load_router, positive_int, router_option, short, threads_option
 
 # Lines of stdin routed together when stdin is a pipe; at a terminal each line is answered as it is typed.

@@ -7,8 +7,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Optional
 
+from .._errors import JeirtError
 from ..batch import DEFAULT_CHUNK_SIZE, ScoreOptions, ScoreState, score_file
-from ..errors import JeirtError
 from ..readers import format_of
 from ..writers import check_output_path
 from ._shared import (

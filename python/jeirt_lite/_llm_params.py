@@ -18,7 +18,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .errors import JeirtError
+from ._errors import JeirtError
 
 CALIBRATION_KINDS = ("per_llm", "global")
 

@@ -18,8 +18,8 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from .errors import JeirtError
-from .onboarding import DEFAULT_L2, check_labels, fit_llm_vector
+from ._errors import JeirtError
+from ._onboarding import DEFAULT_L2, check_labels, fit_llm_vector
 
 
 def _directions(questions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -9,16 +9,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import JeirtError
-
-
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to length 1 (float64); a zero row stays zero rather than becoming NaN."""
-    array = np.asarray(vectors, dtype=np.float64)
-    if array.ndim != 2:
-        raise JeirtError(f"expected a 2-D array of vectors, got shape {array.shape}")
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
-    return array / np.where(norms > 0, norms, 1.0)
+from .._errors import JeirtError
 
 
 def average_ranks(values: np.ndarray) -> np.ndarray:

@@ -7,7 +7,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .errors import JeirtError
+from ._errors import JeirtError
 
 # Small batches of length-sorted texts: on a CPU, big padded batches cost more than they save (see FACTS.md).
 # A router may name its own in the manifest (encoder.batch_size): measured per encoder, see docs/encoders.md

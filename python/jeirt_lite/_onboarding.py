@@ -13,7 +13,7 @@ from typing import Optional
 
 import numpy as np
 
-from .errors import JeirtError
+from ._errors import JeirtError
 
 DEFAULT_L2 = 1.0  # prior strength, in units of "questions' worth" of curvature; see fit_llm_vector
 MIN_LABELS = 2

@@ -5,22 +5,20 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from . import kernels
+from ._alignment import TOP_K, AlignmentResult, align
+from ._encoder import OnnxEncoder, check_texts
+from ._errors import JeirtError
+from ._llm_params import Calibration, check_costs, cost_vector, make_calibration, parse_calibration
+from ._onboarding import DEFAULT_L2, fit_llm_vector
+from ._results import RouteResult
+from ._routing import route_rows
+from ._suggest import suggest_indices
 from .artifact import Artifact, load_artifact, save_artifact, validate_llm_table
-from .encoder import OnnxEncoder, check_texts
-from .errors import JeirtError
-from .llm_params import Calibration, check_costs, cost_vector, make_calibration, parse_calibration
-from .onboarding import DEFAULT_L2, fit_llm_vector
-from .results import RouteResult
-from .routing import route_rows
-from .suggest import suggest_indices
-
-if TYPE_CHECKING:
-    from .analysis.alignment import AlignmentResult
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -295,7 +293,7 @@ class Router:
         """Whether this router carries reference directions (routers trained before the feature do not)."""
         return self._artifact.reference_directions is not None
 
-    def alignment(self, texts: Sequence[str]) -> "AlignmentResult":
+    def alignment(self, texts: Sequence[str]) -> AlignmentResult:
         """How much each text looks like the training questions, and whether it counts as in distribution.
 
         Returns `AlignmentResult(scores, in_distribution, threshold)`: the mean cosine of each question's
@@ -307,10 +305,8 @@ class Router:
         """
         return self.alignment_vectors(self.embed(texts))
 
-    def alignment_vectors(self, vectors: np.ndarray) -> "AlignmentResult":
+    def alignment_vectors(self, vectors: np.ndarray) -> AlignmentResult:
         """`alignment` for question vectors (N, d) embedded elsewhere."""
-        from .analysis.alignment import TOP_K, align
-
         reference = self._artifact.reference_directions
         if reference is None:
             raise JeirtError(
@@ -351,7 +347,7 @@ class Router:
             name: the new LLM's name (must not be in the router yet).
             texts: questions the LLM answered.
             correct: 1/True where it answered correctly, 0/False where not; one per text.
-            l2: prior strength (see `jeirt_lite.onboarding.fit_llm_vector`).
+            l2: prior strength (see `jeirt_lite._onboarding.fit_llm_vector`).
             cost: the new LLM's cost, stored with the others (see `route`); None leaves it unknown.
         """
         return self.add_llm_vectors(name, self.embed(texts), correct, l2=l2, cost=cost)
@@ -395,7 +391,7 @@ class Router:
         """Which of `texts` to ask a new LLM first, so `add_llm` learns its vector from few answers.
 
         Greedy D-optimal design on the question directions, weighted by p(1 − p) under the current estimate of
-        the new LLM (the mean LLM before any answer; see `jeirt_lite.suggest`). To work in rounds, ask the
+        the new LLM (the mean LLM before any answer; see `jeirt_lite._suggest`). To work in rounds, ask the
         suggested questions, then call again with `known={index: 0 or 1}`: the estimate is refitted and asked
         questions are never suggested again.
 

@@ -18,8 +18,8 @@ from typing import Optional
 import numpy as np
 
 from . import kernels
-from .errors import JeirtError
-from .llm_params import Calibration
+from ._errors import JeirtError
+from ._llm_params import Calibration
 
 THRESHOLD_CHUNK_ROWS = 8192
 

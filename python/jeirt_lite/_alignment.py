@@ -15,12 +15,20 @@ from typing import Optional
 
 import numpy as np
 
-from ..errors import JeirtError
-from .stats import unit_rows
+from ._errors import JeirtError
 
 TOP_K = 10
 DEFAULT_PERCENTILE = 5.0
 DEFAULT_REFERENCE_SIZE = 2048
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to length 1 (float64); a zero row stays zero rather than becoming NaN."""
+    array = np.asarray(vectors, dtype=np.float64)
+    if array.ndim != 2:
+        raise JeirtError(f"expected a 2-D array of vectors, got shape {array.shape}")
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    return array / np.where(norms > 0, norms, 1.0)
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ..errors import JeirtError
-from .stats import unit_rows
+from .._alignment import unit_rows
+from .._errors import JeirtError
 
 if TYPE_CHECKING:
-    from ..router import Router
+    from .._router import Router
 
 
 @dataclass(frozen=True)

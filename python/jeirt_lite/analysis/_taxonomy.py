@@ -11,8 +11,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..errors import JeirtError
-from .stats import adjusted_rand_index, kmeans, normalized_mutual_info, silhouette, unit_rows
+from .._alignment import unit_rows
+from .._errors import JeirtError
+from ._stats import adjusted_rand_index, kmeans, normalized_mutual_info, silhouette
 
 SILHOUETTE_SAMPLE = 2000  # silhouette is O(N^2): choose k on a seeded sample of this many questions
 TYPICAL_PER_CLUSTER = 3

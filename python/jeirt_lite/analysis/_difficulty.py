@@ -7,8 +7,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..errors import JeirtError
-from .stats import spearman
+from .._errors import JeirtError
+from ._stats import spearman
 
 MIN_SUBJECT_QUESTIONS = 10  # fewer questions than this: no per-subject correlation (too noisy to report)
 
