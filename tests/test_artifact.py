@@ -8,10 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tiny_router import build_tiny_router
-
 from jeirt_lite import JeirtError, artifact
 from jeirt_lite.artifact import load_artifact, save_artifact
+from tiny_router import build_tiny_router
 
 
 def _copy(src: Path, dst: Path) -> Path:

@@ -400,7 +400,10 @@ def test_a_signal_mid_run_leaves_no_output_and_says_how_far_it_got(
         with open(bank, "w", encoding="utf-8") as feed:
             feed.write("text\n" + "what is the price of a market\n" * 25)
             feed.flush()
-            partials = lambda: list(tmp_path.glob(".scores.csv.partial-*"))
+
+            def partials() -> list[Path]:
+                return list(tmp_path.glob(".scores.csv.partial-*"))
+
             _wait_for(lambda: bool(partials()) and len(partials()[0].read_text().splitlines()) == 21)
             process.send_signal(sent)
             _, stderr = process.communicate(timeout=30)

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from jeirt_lite import Router
 
 WORDS = ("derivative", "integral", "price", "mass", "protein", "circuit", "court", "market")

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from jeirt_lite import JeirtError, Router, RouteResult
 from tiny_router import build_tiny_router, reference_vectors
-
-from jeirt_lite import JeirtError, RouteResult, Router
 
 TEXTS = [
     "What is the derivative of a function",

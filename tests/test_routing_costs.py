@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from jeirt_lite import JeirtError, Router
 from jeirt_lite.kernels import probabilities
 

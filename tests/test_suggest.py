@@ -51,7 +51,7 @@ def test_adaptive_questions_estimate_the_true_vector_better_than_random() -> Non
     rng = np.random.default_rng(2)
     d, n, budget = 8, 3000, 80
     errors_random, errors_adaptive = [], []
-    for trial in range(6):
+    for _ in range(6):
         q = _pool(rng, n, d)
         true_m = rng.normal(size=d) * 1.5
         u = q / np.linalg.norm(q, axis=1, keepdims=True)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
-
 from jeirt_lite.artifact import save_artifact
 
 WORDS = (
@@ -124,10 +124,9 @@ def build_tiny_router(
 def reference_vectors(router_path: Path, texts: Sequence[str]) -> np.ndarray:
     """The tiny encoder re-implemented in NumPy, one text at a time (no batching, no padding)."""
     import onnx
+    from jeirt_lite.artifact import load_artifact
     from onnx import numpy_helper
     from tokenizers import Tokenizer
-
-    from jeirt_lite.artifact import load_artifact
 
     artifact = load_artifact(router_path)
     weights = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(artifact.encoder_path)).graph.initializer}

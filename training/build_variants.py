@@ -153,14 +153,14 @@ def build_static(
     calibration fitted on validation and the parameter-count cost proxy (the same extras as every shipped router)."""
     from jeirt_lite.artifact import save_artifact
 
+    from training.calibration import calibrate_router
     from training.data import load_dataset
     from training.export import INPUT_NAMES, OUTPUT_NAME, write_tokenizer
     from training.model import JeirtPredictor
     from training.pipeline import Prepared, evaluate, per_llm_accuracy_floor, training_summary
-    from training.splits import make_split
-    from training.calibration import calibrate_router
     from training.reference import alignment_reference
     from training.routing_eval import cost_proxies
+    from training.splits import make_split
     from training.static_encoder import adapter_weights, distil, embed_texts, export_static_router_graph
 
     t0 = time.perf_counter()

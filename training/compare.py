@@ -238,7 +238,7 @@ class TunedJeirt:
         self.best_val_loss: float = float("nan")
         self.candidates: list[dict[str, float]] = []  # every (d, dropout) tried, with its validation loss
 
-    def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> "TunedJeirt":
+    def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> TunedJeirt:
         from training.model import JeirtPredictor
 
         self.best, self.candidates = None, []

@@ -22,7 +22,7 @@ class Responses:
     def __len__(self) -> int:
         return int(self.question.shape[0])
 
-    def subset(self, mask: np.ndarray) -> "Responses":
+    def subset(self, mask: np.ndarray) -> Responses:
         return Responses(self.question[mask], self.llm[mask], self.correct[mask])
 
 
@@ -69,6 +69,6 @@ class Predictor(Protocol):
 
     name: str
 
-    def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> "Predictor": ...
+    def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> Predictor: ...
 
     def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray: ...

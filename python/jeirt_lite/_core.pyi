@@ -8,6 +8,8 @@ For question q and LLM m: ``logit = q.m/|q| - |q|`` (0 when ``q`` is the zero ve
 import numpy as np
 import numpy.typing as npt
 
+__all__ = ["JeirtError", "probabilities", "top_k", "mean_probability", "build_profile", "simd_level"]
+
 class JeirtError(ValueError):
     """Bad input to a kernel: shapes, NaN/inf rows (named), k, threads."""
 

@@ -13,8 +13,9 @@ Both are checked when a router loads, and errors name the field and the entry at
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 
@@ -34,10 +35,10 @@ class Calibration:
     def to_manifest(self) -> dict[str, Any]:
         return {"kind": self.kind, "scale": self.scale.tolist(), "bias": self.bias.tolist()}
 
-    def select(self, rows: Sequence[int]) -> "Calibration":
+    def select(self, rows: Sequence[int]) -> Calibration:
         return Calibration(self.kind, self.scale[list(rows)], self.bias[list(rows)])
 
-    def extended(self, count: int = 1) -> "Calibration":
+    def extended(self, count: int = 1) -> Calibration:
         """With `count` more LLMs at the identity (scale 1, bias 0): an onboarded LLM's vector is fitted by
         maximum a posteriori directly, not by the training run the calibration corrects."""
         return Calibration(

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -80,7 +81,7 @@ class Router:
         )
 
     @classmethod
-    def load(cls, path: Optional[PathLike] = None, *, threads: Optional[int] = None) -> "Router":
+    def load(cls, path: Optional[PathLike] = None, *, threads: Optional[int] = None) -> Router:
         """Load a router folder (`None`: the default router that ships inside the package).
 
         Args:
@@ -337,7 +338,7 @@ class Router:
         *,
         l2: float = DEFAULT_L2,
         cost: Optional[float] = None,
-    ) -> "Router":
+    ) -> Router:
         """A router that also holds a new LLM, fitted from its answers to some questions.
 
         Only the new LLM's vector is fitted (an exact, convex logistic regression with a Gaussian prior centred
@@ -360,7 +361,7 @@ class Router:
         *,
         l2: float = DEFAULT_L2,
         cost: Optional[float] = None,
-    ) -> "Router":
+    ) -> Router:
         """`add_llm` for question vectors embedded elsewhere."""
         if not isinstance(name, str) or not name.strip():
             raise JeirtError(f"the new LLM needs a non-empty name, got {name!r}")
@@ -418,7 +419,7 @@ class Router:
         )
         return [int(i) for i in picks]
 
-    def select_llms(self, names: Sequence[str]) -> "Router":
+    def select_llms(self, names: Sequence[str]) -> Router:
         """A router restricted to `names` (in that order), e.g. the LLMs a service actually has."""
         wanted = list(names)
         if not wanted:
@@ -435,13 +436,13 @@ class Router:
 
     def with_calibration(
         self, scale: Sequence[float], bias: Sequence[float], *, kind: str = "per_llm"
-    ) -> "Router":
+    ) -> Router:
         """A router whose probabilities are sigmoid(scale[j] * logit + bias[j]) (one entry per LLM, in table
         order; scale > 0). Fit them on held-out answers, e.g. with training/calibration.py."""
         calibration = make_calibration(scale, bias, kind, len(self.llms))
         return self._with_llms(self.llms, self._llm_vectors, calibration=calibration.to_manifest())
 
-    def without_calibration(self) -> "Router":
+    def without_calibration(self) -> Router:
         """A router that reports the model's raw probabilities."""
         return self._with_llms(self.llms, self._llm_vectors, calibration=None)
 
@@ -462,7 +463,7 @@ class Router:
         validate_llm_table(renamed, self._llm_vectors, "renamed LLMs")
         return self._with_llms(renamed, self._llm_vectors, **changes)
 
-    def remove_llm(self, name: str) -> "Router":
+    def remove_llm(self, name: str) -> Router:
         """A router without the LLM `name`."""
         index = self.llm_index(name)
         return self.select_llms([llm for i, llm in enumerate(self.llms) if i != index])
@@ -474,7 +475,7 @@ class Router:
         except ValueError:
             raise JeirtError(f"unknown LLM {name!r}; this router holds {', '.join(self.llms)}") from None
 
-    def _with_llms(self, names: tuple[str, ...], table: np.ndarray, **manifest_changes: Any) -> "Router":
+    def _with_llms(self, names: tuple[str, ...], table: np.ndarray, **manifest_changes: Any) -> Router:
         table = np.ascontiguousarray(table, dtype=np.float32)
         table.setflags(write=False)
         manifest = {**self.manifest, "llms": list(names), **manifest_changes}

@@ -14,7 +14,8 @@ are never suggested again.
 
 from __future__ import annotations
 
-from typing import Mapping, Optional
+from collections.abc import Mapping
+from typing import Optional
 
 import numpy as np
 

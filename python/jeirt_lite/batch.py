@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional, TextIO
+from typing import Any, Optional, TextIO
 
 import numpy as np
 

@@ -22,9 +22,10 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -154,7 +155,8 @@ def find_id_column(column_names_: list[str], text_column: str, id_column: Option
 def _default_concurrency(threads_per_worker: int) -> int:
     if not ray.is_initialized():
         ray.init(include_dashboard=False)
-    cpus = int(ray.cluster_resources().get("CPU", os.cpu_count() or 1))
+    resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]  # Ray leaves it unannotated
+    cpus = int(resources.get("CPU", os.cpu_count() or 1))
     # One CPU stays free for the Parquet read tasks: actors holding every CPU starve the reads, and the
     # pipeline waits forever (seen on a 2-CPU runtime with 2 workers).
     return max(1, (cpus - 1) // threads_per_worker)

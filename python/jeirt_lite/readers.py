@@ -13,9 +13,10 @@ import importlib
 import io
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator, Optional, cast
+from typing import IO, Any, Optional, cast
 
 import numpy as np
 

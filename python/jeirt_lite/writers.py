@@ -11,9 +11,10 @@ import contextlib
 import csv
 import json
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator, Optional, Sequence
+from typing import IO, Any, Optional
 
 import numpy as np
 

@@ -7,8 +7,9 @@ projection on that axis, centred so that 0 lies halfway between the two group me
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -64,7 +65,7 @@ def probe_vectors(with_vectors: np.ndarray, without_vectors: np.ndarray, *, norm
     return Probe(direction, midpoint, normalize, int(a.shape[0]), int(b.shape[0]))
 
 
-def probe(router: "Router", texts_with: Sequence[str], texts_without: Sequence[str]) -> Probe:
+def probe(router: Router, texts_with: Sequence[str], texts_without: Sequence[str]) -> Probe:
     """`probe_vectors` on texts embedded with the router; score new texts with `probe.score(router.embed(t))`."""
     return probe_vectors(router.embed(texts_with), router.embed(texts_without))
 

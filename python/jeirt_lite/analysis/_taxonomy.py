@@ -6,8 +6,9 @@ find alike, which need not follow the curriculum. ARI/NMI against the subjects m
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 

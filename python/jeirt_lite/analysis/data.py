@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import csv
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
@@ -38,7 +39,7 @@ class ResponseData:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(counts > 0, 1.0 - right / np.maximum(counts, 1), np.nan)
 
-    def subset(self, rows: np.ndarray) -> "ResponseData":
+    def subset(self, rows: np.ndarray) -> ResponseData:
         """The questions `rows` (in that order) and their cells."""
         rows = np.asarray(rows, dtype=np.int64)
         new_index = np.full(self.n_questions, -1, dtype=np.int64)

@@ -13,9 +13,10 @@ import base64
 import html
 import io
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
@@ -88,7 +89,7 @@ def _subject_colours(subjects: np.ndarray) -> tuple[list[str], np.ndarray]:
 
 
 def build_report(
-    router: "Router",
+    router: Router,
     data_dir: Path,
     output: Path,
     *,
@@ -129,7 +130,7 @@ def build_report(
     return output
 
 
-def _summary(router: "Router", data: ResponseData, data_dir: Path, split_given: bool) -> Section:
+def _summary(router: Router, data: ResponseData, data_dir: Path, split_given: bool) -> Section:
     section = Section("Router and data")
     shared = sorted(set(router.llms) & set(data.llm_names))
     section.rows = [
@@ -146,7 +147,7 @@ def _summary(router: "Router", data: ResponseData, data_dir: Path, split_given: 
     return section
 
 
-def _difficulty(plt: Any, router: "Router", vectors: np.ndarray, data: ResponseData) -> Section:
+def _difficulty(plt: Any, router: Router, vectors: np.ndarray, data: ResponseData) -> Section:
     norms = router.difficulty_vectors(vectors)
     errors = data.error_rates()
     result = difficulty_vs_error(norms, errors, list(data.subjects))
@@ -168,7 +169,7 @@ def _difficulty(plt: Any, router: "Router", vectors: np.ndarray, data: ResponseD
     return section
 
 
-def _taxonomy_and_llms(plt: Any, router: "Router", vectors: np.ndarray, data: ResponseData,
+def _taxonomy_and_llms(plt: Any, router: Router, vectors: np.ndarray, data: ResponseData,
                        seed: int) -> list[Section]:
     k_values = [k for k in range(4, 21, 2) if k < data.n_questions // 2] or [2]
     tax = taxonomy(vectors, list(data.subjects), k_values=k_values, seed=seed)
@@ -223,7 +224,7 @@ def _taxonomy_and_llms(plt: Any, router: "Router", vectors: np.ndarray, data: Re
     return [section, llms]
 
 
-def _calibration(plt: Any, router: "Router", vectors: np.ndarray, data: ResponseData) -> Section:
+def _calibration(plt: Any, router: Router, vectors: np.ndarray, data: ResponseData) -> Section:
     section = Section("Calibration")
     column = {name: i for i, name in enumerate(router.llms)}
     data_to_router = np.asarray([column.get(name, -1) for name in data.llm_names], dtype=np.int64)
@@ -309,7 +310,7 @@ def _results_curve(plt: Any, title: str, path: Path) -> Section:
     return section
 
 
-def _alignment(plt: Any, router: "Router", vectors: np.ndarray) -> Section:
+def _alignment(plt: Any, router: Router, vectors: np.ndarray) -> Section:
     section = Section("Alignment")
     if not router.has_alignment:
         section.notes.append("This router carries no reference directions: alignment is unavailable.")
@@ -327,7 +328,7 @@ def _alignment(plt: Any, router: "Router", vectors: np.ndarray) -> Section:
     return section
 
 
-def _html(router: "Router", sections: list[Section]) -> str:
+def _html(router: Router, sections: list[Section]) -> str:
     e = html.escape
     parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>jeirt-lite report</title><style>",
              "body{font-family:sans-serif;max-width:1200px;margin:auto;padding:1em}"

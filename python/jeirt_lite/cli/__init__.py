@@ -14,8 +14,9 @@ import argparse
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from types import FrameType
-from typing import Any, Optional, Protocol, Sequence
+from typing import Any, Optional, Protocol
 
 from .._errors import JeirtError
 from . import add_llm, info, report, route, score, suggest
