@@ -26,7 +26,7 @@ HAS_RAY = importlib.util.find_spec("ray") is not None
 
 
 def needs_ray(test: Any) -> Any:
-    """Skipped without Ray; at most 5 minutes (the whole file takes about 2 on 2 busy cores)."""
+    """Skipped without Ray; at most 5 minutes, well above what the whole file needs on a small busy machine."""
     return pytest.mark.skipif(not HAS_RAY, reason='needs Ray: pip install "jeirt-lite[ray]"')(
         pytest.mark.timeout(300)(test)
     )

@@ -22,7 +22,7 @@ N_Q, N_LLM, DIM = 900, 12, 16
 
 @pytest.fixture(autouse=True, scope="module")
 def one_torch_thread() -> Iterator[None]:
-    """Tiny models: one thread is 3-8x faster than two on a shared 2-core machine (no oversubscription)."""
+    """Tiny models: one thread is faster than two on a small shared machine (no oversubscription)."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

@@ -220,8 +220,8 @@ def to_markdown(result: dict[str, Any]) -> str:
 JEIRT_DIMS = (64, 128, 256)
 # Dropout is its regularisation choice, tuned the same way (matrix factorisation's grid has dropout too). 0.3 next to
 # the default 0.7: on MMLU-Pro KNN gains most on test questions with a near-duplicate in training (cosine >= 0.95),
-# which a less regularised adapter might memorise; validation keeps 0.7 on all five MMLU-Pro
-# splits and picks 0.3 on three of five zeroeval splits.
+# which a less regularised adapter might memorise. Which value validation picks on each split is recorded in the
+# results (docs/results/<dataset>).
 JEIRT_DROPOUTS = (0.3, 0.7)
 
 

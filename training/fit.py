@@ -2,10 +2,10 @@
 by 10 at validation plateaus (from the best weights so far), early stopping on the validation loss with the best
 weights restored. Deterministic for a given seed and thread count.
 
-Why the learning-rate drops: at lr 1e-3 the best validation loss comes after only 3-6 epochs and is a noisy
-optimum (runs that differ only in their seed differ by as much as JE-IRT and KNN do on MMLU-Pro). Refining the best
-weights at lr 1e-4 and 1e-5 lowered the test log-loss on all five MMLU-Pro splits of the comparison (mean AUC
-+0.0014, log-loss -0.0013) and left zeroeval unchanged on average (README, "How well it predicts").
+Why the learning-rate drops: at lr 1e-3 the best validation loss comes after a few epochs and is a noisy optimum
+(runs that differ only in their seed differ by as much as JE-IRT and KNN do on MMLU-Pro). Refining the best
+weights at lr 1e-4 and 1e-5 improved the MMLU-Pro comparison and left zeroeval about unchanged (the numbers are in
+the README, "How well it predicts").
 
 The LLM table has its own learning rate (JeirtConfig.llm_lr_scale, 10x the adapter's): see the config's comment.
 """

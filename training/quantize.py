@@ -4,10 +4,10 @@ Both take the exported question-vector graph (encoder → mean pooling → norma
 write a new ONNX file with the same inputs and output, so a router folder only swaps its `encoder.onnx`.
 
 * `fuse_bert`: onnxruntime.transformers' offline optimiser fuses attention, GELU, skip-layer-norm and the embedding
-  layer norm. Same arithmetic, fewer kernels (FACTS.md: 2.5e-7 max abs difference on MiniLM).
+  layer norm. Same arithmetic, fewer kernels (the measured difference is in docs/encoders.md).
 * `quantize_int8`: dynamic int8 (weights int8 per output channel, activations quantised per tensor at run time) on
   every MatMul EXCEPT the six FFN-output MatMuls (intermediate 1536 → 384, which feed the residual stream's outlier
-  dimensions: per-tensor activation quantisation there is what drops the default recipe to cos 0.937) and the
+  dimensions: per-tensor activation quantisation there is what damages the default recipe, docs/encoders.md) and the
   adapter's MatMuls (tiny, and their error goes straight into the question vector).
 """
 

@@ -10,9 +10,9 @@ import numpy as np
 
 from ._errors import JeirtError
 
-# Small batches of length-sorted texts: on a CPU, big padded batches cost more than they save (see FACTS.md).
-# A router may name its own in the manifest (encoder.batch_size): measured per encoder, see docs/encoders.md
-# (a transformer is fastest one text at a time, a static lookup-and-average graph with a few texts per call).
+# Small batches of length-sorted texts: on a CPU, big padded batches cost more than they save.
+# A router may name its own in the manifest (encoder.batch_size), chosen per encoder from measurements in
+# docs/encoders.md (a transformer one text at a time, a static lookup-and-average graph a few texts per call).
 DEFAULT_BATCH_SIZE = 8
 
 

@@ -2,10 +2,9 @@
 it, repeat. Memory holds one chunk at a time; output rows keep the input order; the output file appears only when
 the run is complete (see `writers.atomic_output`).
 
-One thread does it all, in turn: profiled on 10k real texts with the (very fast) tiny test encoder, reading
-took about 5% of the time, scoring and writing 1%, tokenizing and encoding the rest; with a transformer encoder the
-encoder is over 99%, and it already uses every core. A background reader thread would save at most those few
-percent, so there is none.
+One thread does it all, in turn: tokenizing and encoding take nearly all the time even with the fastest encoder,
+reading, scoring and writing a small share, and the encoder already uses every core. A background reader thread
+would save at most that small share, so there is none.
 
 Example:
     >>> from jeirt_lite import Router

@@ -122,7 +122,7 @@ class ParquetWriter(Writer):
         self.pa = require_pyarrow()
         self.writer: Any = None
         self.id_type: Any = None
-        # Names are looked up with Arrow's `take` on the index column: 80x faster than converting Python
+        # Names are looked up with Arrow's `take` on the index column: much faster than converting Python
         # strings.
         self.name_array = self.pa.array(self.llm_names, type=self.pa.string())
 

@@ -43,7 +43,8 @@ SECTIONS = (
     "Alignment",
 )
 CALIBRATION_BINS = 15
-# Result files another part of the project writes (docs/onboarding.json, docs/routing.json): read when present.
+# Optional curves drawn when a JSON file of this name is in `results_dir`; no command of the project writes them
+# yet, so by default these sections hold a note.
 RESULT_FILES = {"Onboarding": "onboarding.json", "Quality and cost": "routing.json"}
 
 
