@@ -232,3 +232,25 @@ def test_score_dataset_matches_score_file(ray_runtime: Any, tiny_router_path: Pa
     assert summary.forecast is not None and list(forecast) == list(summary.forecast)
     for name, value in summary.forecast.items():
         assert forecast[name] == pytest.approx(value, rel=1e-6)
+
+
+@needs_ray
+def test_score_file_on_ray_returns_what_score_file_returns(
+    ray_runtime: Any, tiny_router_path: Path, bank: Path, tmp_path: Path
+) -> None:
+    from jeirt_lite import Router
+    from jeirt_lite.batch import ScoreOptions, ScoreSummary, score_file
+    from jeirt_lite.ray_engine import score_file_on_ray
+
+    options = ScoreOptions(k=2, forecast=True, chunk_size=40)
+    local_path, ray_path = tmp_path / "local.parquet", tmp_path / "ray.parquet"
+    local = score_file(Router.load(tiny_router_path, threads=1), input_path=bank, output=local_path, options=options)
+    distributed = score_file_on_ray(bank, router_path=tiny_router_path, output=ray_path, options=options)
+    assert isinstance(distributed, ScoreSummary)
+    assert (distributed.rows, distributed.skipped, distributed.output) == (local.rows, local.skipped, ray_path)
+    assert distributed.seconds > 0
+    assert local.forecast is not None and distributed.forecast is not None
+    assert list(distributed.forecast) == list(local.forecast)
+    for name, value in local.forecast.items():
+        assert distributed.forecast[name] == pytest.approx(value, rel=1e-6)
+    assert by_id(ray_path).equals(by_id(local_path))
