@@ -16,25 +16,9 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-from training.model import PUBLISHED_SCHEDULE
 from training.pipeline import fit_and_export, folder_size_mb, prepare
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO_ROOT / "data" / "mmlu_pro"
-DEFAULT_OUT = REPO_ROOT / "python" / "jeirt_lite" / "default_router"
-
-# Chosen on the validation split of data/mmlu_pro (split seed 0) by log-loss, with
-#   python -m training sweep --data data/mmlu_pro --dims 32,64,128,256,512 --dropouts 0.5
-#   python -m training sweep --data data/mmlu_pro --dims 128 --dropouts 0.2,0.7
-# (the validation scores of every candidate are in docs/hyperparameters.md).
-# PUBLISHED_SCHEDULE: the shipped router and the variant table in docs/encoders.md were trained before the
-# learning-rate drops and the LLM table's own rate existed (training.fit); pinned so that this command still
-# rebuilds exactly what ships.
-DEFAULT_HYPER: dict[str, Any] = {
-    "dim": 128, "dropout": 0.7, "lr": 1e-3, "weight_decay": 1e-2, "seed": 0, **PUBLISHED_SCHEDULE
-}
+from training.shipped import DEFAULT_DATA, DEFAULT_HYPER, DEFAULT_OUT
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     label = f"default router: JE-IRT trained on {args.data.name}"
     if args.encoder == "static":
-        from training.build_variants import build_static
+        from training.static_router import build_static
 
         build_static(args.out.parent, args.data, args.threads, folder=args.out.name, label=label)
     else:

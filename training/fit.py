@@ -8,6 +8,10 @@ weights at lr 1e-4 and 1e-5 improved the MMLU-Pro comparison and left zeroeval a
 the README, "How well it predicts").
 
 The LLM table has its own learning rate (JeirtConfig.llm_lr_scale, 10x the adapter's): see the config's comment.
+
+A run records its `schedule`: the adapter's learning rate of every epoch on the path to the weights it returns
+(epochs undone by a restore are not on it). `train_on_schedule` replays such a schedule without validation data,
+which is how `fit` trains its final router on all the data with the epochs chosen on held-out runs.
 """
 
 from __future__ import annotations
@@ -15,18 +19,15 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from torch import nn
 
-from training.model import JeirtModel, jeirt_logit_matrix, jeirt_logits
+from training.network import JeirtConfig, JeirtModel, jeirt_logit_matrix, jeirt_logits
 from training.types import Responses
-
-if TYPE_CHECKING:
-    from training.model import JeirtPredictor
 
 # Warm start (llm_init="accuracy"): the adapter's output starts near WARM_NORM·u for one shared unit vector u, and
 # m_k = (logit(acc_k) + WARM_NORM)·u, so the first logits are ≈ logit(acc_k): training starts from the per-LLM
@@ -135,28 +136,33 @@ def mean_bce(model: JeirtModel, emb: torch.Tensor, cells: Responses, chunk: int 
     return total / len(cells)
 
 
-def train_model(
-    predictor: JeirtPredictor,
-    embeddings: np.ndarray,
-    train: Responses,
-    val: Responses,
-    n_llms: int,
-    progress: bool = False,
-) -> None:
-    cfg = predictor.config
-    _check_inputs(embeddings, train, n_llms, "train")
-    _check_inputs(embeddings, val, n_llms, "val")
+@dataclass
+class TrainOutcome:
+    """What one training run produced: the weights (eval mode) and how it got there."""
+
+    model: JeirtModel
+    history: list[dict[str, float]] = field(default_factory=list)  # one row per epoch: train_loss, val_loss, lr
+    best_epoch: int = -1
+    best_val_loss: float = float("nan")
+    seconds: float = float("nan")
+    schedule: list[float] = field(default_factory=list)  # the adapter's lr per epoch on the path to the weights
+
+
+def _check_config(cfg: JeirtConfig) -> None:
     if cfg.lr_drops < 0 or cfg.lr_drop_patience < 1:
         raise ValueError(
             f"lr_drops must be >= 0 and lr_drop_patience >= 1, got {cfg.lr_drops} and {cfg.lr_drop_patience}"
         )
     if not cfg.llm_lr_scale > 0:
         raise ValueError(f"llm_lr_scale must be > 0, got {cfg.llm_lr_scale}")
-    t0 = time.perf_counter()
+
+
+def _start(
+    cfg: JeirtConfig, embeddings: np.ndarray, train: Responses, n_llms: int
+) -> tuple[JeirtModel, torch.optim.Optimizer, torch.Tensor, np.random.Generator]:
+    """Seeded model (warm-started), optimiser, embeddings as a tensor, and the batch-order generator."""
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
-
     emb = torch.from_numpy(np.ascontiguousarray(embeddings, dtype=np.float32))
     model = JeirtModel(emb.shape[1], n_llms, cfg.dim, cfg.dropout)
     init_llm_vectors(model, train, n_llms, cfg.llm_init, gen)
@@ -168,45 +174,80 @@ def train_model(
         lr=cfg.lr,
         weight_decay=cfg.weight_decay,
     )
+    return model, opt, emb, np.random.default_rng(cfg.seed)
 
-    n = len(train)
+
+def _set_lr(opt: torch.optim.Optimizer, cfg: JeirtConfig, lr: float) -> None:
+    opt.param_groups[0]["lr"] = lr
+    opt.param_groups[1]["lr"] = lr * cfg.llm_lr_scale
+
+
+def _train_epoch(
+    model: JeirtModel, opt: torch.optim.Optimizer, emb: torch.Tensor, train: Responses, cfg: JeirtConfig,
+    rng: np.random.Generator,
+) -> float:
+    """One pass over the training cells; returns the mean training loss."""
+    model.train()
+    running = 0.0
+    for rows, local, llm, y in cell_batches(train, cfg.batching, cfg.batch_size, rng):
+        q = model.adapter(emb[rows])
+        logits = jeirt_logits(q[local], model.llms(llm))
+        loss = nn.functional.binary_cross_entropy_with_logits(logits, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        running += loss.item() * len(y)
+    return running / len(train)
+
+
+def _progress_bar(cfg: JeirtConfig, total: int, progress: bool):  # type: ignore[no-untyped-def]
+    if not progress:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=f"JE-IRT d={cfg.dim}", unit="epoch")
+
+
+def train_model(
+    cfg: JeirtConfig,
+    embeddings: np.ndarray,
+    train: Responses,
+    val: Responses,
+    n_llms: int,
+    progress: bool = False,
+) -> TrainOutcome:
+    """Early-stopped training on `train`, learning-rate drops and stopping decided by the loss on `val`."""
+    _check_inputs(embeddings, train, n_llms, "train")
+    _check_inputs(embeddings, val, n_llms, "val")
+    _check_config(cfg)
+    t0 = time.perf_counter()
+    model, opt, emb, rng = _start(cfg, embeddings, train, n_llms)
     best_state = copy.deepcopy(model.state_dict())
     best_loss = mean_bce(model, emb, val)
     best_epoch = 0
+    path: list[float] = []  # learning rates of the epochs that led to the current weights
+    best_path: list[float] = []
     drops_left, last_drop = cfg.lr_drops, 0  # last_drop: the epoch of the last learning-rate drop
-    history: list[dict[str, float]] = [
-        {"epoch": 0, "train_loss": float("nan"), "val_loss": best_loss, "lr": cfg.lr}
-    ]
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=cfg.max_epochs, desc=f"JE-IRT d={cfg.dim}", unit="epoch")
+    lr = cfg.lr  # the adapter's; the LLM table's is llm_lr_scale times it
+    history: list[dict[str, float]] = [{"epoch": 0, "train_loss": float("nan"), "val_loss": best_loss, "lr": lr}]
+    bar = _progress_bar(cfg, cfg.max_epochs, progress)
     for epoch in range(1, cfg.max_epochs + 1):
-        model.train()
-        running = 0.0
-        for rows, local, llm, y in cell_batches(train, cfg.batching, cfg.batch_size, rng):
-            q = model.adapter(emb[rows])
-            logits = jeirt_logits(q[local], model.llms(llm))
-            loss = nn.functional.binary_cross_entropy_with_logits(logits, y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            running += loss.item() * len(y)
+        train_loss = _train_epoch(model, opt, emb, train, cfg, rng)
+        path.append(lr)
         val_loss = mean_bce(model, emb, val)
-        lr = opt.param_groups[0]["lr"]  # the adapter's; the LLM table's is llm_lr_scale times it
-        history.append({"epoch": epoch, "train_loss": running / n, "val_loss": val_loss, "lr": lr})
+        history.append({"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss, "lr": lr})
         if val_loss < best_loss - 1e-5:
-            best_loss, best_epoch = val_loss, epoch
+            best_loss, best_epoch, best_path = val_loss, epoch, list(path)
             best_state = copy.deepcopy(model.state_dict())
         if bar is not None:
             bar.update(1)
-            bar.set_postfix(train=f"{running / n:.4f}", val=f"{val_loss:.4f}", best=best_epoch)
+            bar.set_postfix(train=f"{train_loss:.4f}", val=f"{val_loss:.4f}", best=best_epoch)
         waited = epoch - max(best_epoch, last_drop)
         if drops_left > 0 and waited >= cfg.lr_drop_patience:
             model.load_state_dict(best_state)
-            for group in opt.param_groups:
-                group["lr"] *= 0.1
+            path = list(best_path)
+            lr *= 0.1
+            _set_lr(opt, cfg, lr)
             drops_left, last_drop = drops_left - 1, epoch
         elif drops_left == 0 and waited >= cfg.patience:
             break
@@ -214,8 +255,33 @@ def train_model(
         bar.close()
     model.load_state_dict(best_state)
     model.eval()
-    predictor.model = model
-    predictor.history = history
-    predictor.best_epoch = best_epoch
-    predictor.best_val_loss = best_loss
-    predictor.train_seconds = time.perf_counter() - t0
+    return TrainOutcome(model, history, best_epoch, best_loss, time.perf_counter() - t0, best_path)
+
+
+def train_on_schedule(
+    cfg: JeirtConfig,
+    embeddings: np.ndarray,
+    train: Responses,
+    n_llms: int,
+    schedule: Sequence[float],
+    progress: bool = False,
+) -> TrainOutcome:
+    """Training without validation data: one epoch per entry of `schedule`, at that (adapter) learning rate."""
+    _check_inputs(embeddings, train, n_llms, "train")
+    _check_config(cfg)
+    if len(schedule) == 0 or not all(lr > 0 for lr in schedule):
+        raise ValueError(f"a schedule needs at least one epoch and positive learning rates, got {list(schedule)}")
+    t0 = time.perf_counter()
+    model, opt, emb, rng = _start(cfg, embeddings, train, n_llms)
+    history: list[dict[str, float]] = []
+    bar = _progress_bar(cfg, len(schedule), progress)
+    for epoch, lr in enumerate(schedule, start=1):
+        _set_lr(opt, cfg, float(lr))
+        train_loss = _train_epoch(model, opt, emb, train, cfg, rng)
+        history.append({"epoch": epoch, "train_loss": train_loss, "val_loss": float("nan"), "lr": float(lr)})
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    model.eval()
+    return TrainOutcome(model, history, len(schedule), float("nan"), time.perf_counter() - t0, list(schedule))
