@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from jeirt_lite import JeirtError, Router
+from jeirt_lite._io.outputs import partial_path
 from jeirt_lite._progress import Progress
 from jeirt_lite.batch import ScoreOptions, ScoreState, score_file
-from jeirt_lite.writers import partial_path
 
 FORMATS = ["csv", "jsonl", "parquet"]
 
@@ -223,7 +223,7 @@ def test_bad_rows_stop_the_run_with_their_row_number_or_are_skipped_and_counted(
     path = make(tmp_path / ("bank.csv" if make is _bad_csv else "bank.jsonl"))
     output = tmp_path / "scores.csv"
     with pytest.raises(
-        JeirtError, match=rf"data row {row} \(1-based, .* not counted.*\): {problem}.*--skip-bad"
+        JeirtError, match=rf"data row {row} \(1-based, .* not counted.*\): {problem}.*skip_bad=True"
     ):
         score_file(router, input_path=path, output=output)
     assert not output.exists() and not partial_path(output).exists()

@@ -82,8 +82,10 @@ def test_add_llm_parquet(tiny_router_path: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("setup", "message"),
     [
-        ("bad_label", "row 5: label 'maybe' is not 0/1 or true/false"),
-        ("empty_text", "row 2 text is empty"),
+        # Rows are named as `score` names them (one reader); add-llm has no --skip-bad, so no advice to use it.
+        ("bad_label", "data row 4 (1-based, header not counted, ending on line 5): label 'maybe' is not 0/1 or "
+         "true/false\n"),
+        ("empty_text", "data row 1 (1-based, header not counted, ending on line 2): text is empty\n"),
         ("duplicate", "LLM 'llm-0' is already in"),
         ("one_row", "need at least 2 answers"),
         ("no_column", "no label column 'correct'"),

@@ -31,6 +31,10 @@ from typing import Literal, Union
 
 import numpy as np
 import pandas as pd
+from jeirt_lite import JeirtError
+from jeirt_lite._io.formats import table_format
+from jeirt_lite._io.tables import read_table
+from jeirt_lite._io.vocabulary import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS
 
 from training.types import Dataset, Responses
 
@@ -47,9 +51,9 @@ DEFAULT_CORRECT_COLUMNS = ("correct", "label", "is_correct", "score")
 DEFAULT_SUBJECT_COLUMNS = ("subject", "category")
 DEFAULT_BENCHMARK_COLUMNS = ("benchmark", "dataset", "task")
 
-_TRUE = ("1", "1.0", "true")
-_FALSE = ("0", "0.0", "false")
-_EMPTY = ("", "nan", "none", "<na>", "null")
+_TRUE = tuple(TRUE_LABELS)
+_FALSE = tuple(FALSE_LABELS)
+_EMPTY = tuple(EMPTY_LABELS)
 
 
 class DataError(ValueError):
@@ -149,21 +153,19 @@ class _LazyDetail(Sequence[str]):
 
 
 def _read_table(path: Path) -> tuple[pd.DataFrame, str]:
-    """Read a table as strings (ids must stay strings: "007" is not 7) and say which kind of file it was."""
-    suffix = path.suffix.lower()
+    """Read a table with the package's reader (CSV values stay strings: "007" is not 7); say which kind it was."""
     if not path.exists():
         raise DataError(f"{path}: file not found")
     try:
-        if suffix in (".csv", ".tsv"):
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False, sep="\t" if suffix == ".tsv" else ",")
-            return frame, "csv"
-        if suffix in (".parquet", ".pq"):
-            return pd.read_parquet(path), "parquet"
-        if suffix in (".jsonl", ".ndjson"):
-            return pd.read_json(path, lines=True, dtype=False), "jsonl"
-    except (ValueError, OSError, pd.errors.ParserError) as exc:
-        raise DataError(f"{path}: cannot be read as {suffix[1:]}: {exc}") from exc
-    raise DataError(f"{path}: unsupported file type {suffix!r} (use .csv, .parquet or .jsonl)")
+        kind = table_format(path).name
+    except JeirtError as exc:
+        raise DataError(f"{path}: unsupported file type {path.suffix!r} ({exc})") from exc
+    try:
+        table = read_table(path)
+    except JeirtError as exc:
+        raise DataError(str(exc)) from exc
+    frame = pd.DataFrame({name: pd.Series(table.values[name], dtype=object) for name in table.columns})
+    return frame, "csv" if kind == "tsv" else kind
 
 
 def _as_str(values: pd.Series) -> np.ndarray:

@@ -1,5 +1,59 @@
-"""The one exception type of jeirt-lite's kernels (a ``ValueError`` subclass)."""
+"""The one exception type of jeirt-lite (a ``ValueError`` subclass), and hints that name an option.
+
+A library error that a caller can avoid with an option (``skip_bad=True``, ``text_column=...``) carries a
+`Hint`: the message names the option as the library spells it, and the command line swaps in its own flag
+(``--skip-bad``), or drops the advice for a command without that flag. Library code never names a flag.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
 
 from jeirt_lite._core import JeirtError
 
-__all__ = ["JeirtError"]
+__all__ = ["SKIP_BAD", "Hint", "JeirtError", "column_hint", "error_text", "hinted_error", "rehint"]
+
+
+@dataclass(frozen=True)
+class Hint:
+    """Advice naming an option: `advice` holds "{option}" where the option's name goes."""
+
+    option: str  # the keyword argument, e.g. "skip_bad"
+    advice: str  # e.g. "fix the row or pass {option} to skip such rows"
+    spelled: str  # how the library names it in the message, e.g. "skip_bad=True"
+
+
+SKIP_BAD = Hint("skip_bad", "fix the row or pass {option} to skip such rows", "skip_bad=True")
+
+
+def column_hint(option: str) -> Hint:
+    """"see text_column" for a column the caller can name with the keyword argument `option`."""
+    return Hint(option, "see {option}", option)
+
+
+def hinted_error(problem: str, hint: Hint) -> JeirtError:
+    """A JeirtError whose message is `problem` followed by the hint's advice in the library's words."""
+    error = JeirtError(f"{problem}; {hint.advice.format(option=hint.spelled)}")
+    setattr(error, "problem", problem)  # noqa: B010 - the extension's exception type declares no attributes
+    setattr(error, "hint", hint)  # noqa: B010
+    return error
+
+
+def rehint(message: str) -> JeirtError:
+    """A JeirtError rebuilt from its message alone (after crossing processes), with its hint when known."""
+    for hint in (SKIP_BAD,):
+        advice = "; " + hint.advice.format(option=hint.spelled)
+        if message.endswith(advice):
+            return hinted_error(message[: -len(advice)], hint)
+    return JeirtError(message)
+
+
+def error_text(error: BaseException, flag_for: Callable[[str], Optional[str]]) -> str:
+    """The error's message for a front end: the advice names `flag_for(option)`, or is left out when None."""
+    hint: Optional[Hint] = getattr(error, "hint", None)
+    problem: Optional[str] = getattr(error, "problem", None)
+    if hint is None or problem is None:
+        return str(error)
+    flag = flag_for(hint.option)
+    return f"{problem}; {hint.advice.format(option=flag)}" if flag else problem

@@ -1,6 +1,6 @@
 """Batch scoring of question banks of any size: read a chunk, encode it, score it with the Rust kernels, write
 it, repeat. Memory holds one chunk at a time; output rows keep the input order; the output file appears only when
-the run is complete (see `writers.atomic_output`).
+the run is complete (see `_io.outputs.atomic_output`).
 
 One thread does it all, in turn: tokenizing and encoding take nearly all the time even with the fastest encoder,
 reading, scoring and writing a small share, and the encoder already uses every core. A background reader thread
@@ -27,10 +27,14 @@ from typing import Any, Optional, TextIO
 import numpy as np
 
 from ._errors import JeirtError
+from ._io.formats import format_of, open_text_reader, open_writer
+from ._io.optional import require_pyarrow
+from ._io.outputs import atomic_output, check_output_path
+from ._io.texts import TextReader
+from ._io.vectors import VectorReader
+from ._io.writers import ScoredChunk
 from ._progress import Progress
 from ._router import Router
-from .readers import TextReader, VectorReader, format_of, open_text_reader, require_pyarrow
-from .writers import ScoredChunk, atomic_output, check_output_path, open_writer
 
 DEFAULT_CHUNK_SIZE = 4096
 # Texts go to the encoder in slices of this many rows so the progress line moves during a chunk: a 4096-row

@@ -3,7 +3,7 @@
 Each worker is an actor that loads the router folder once, either by path (the folder on storage every node can
 read) or from a copy of its files shipped through Ray's object store (`ship_router=True`, for clusters without
 shared storage), and scores whole batches with the same code as the single-machine path (`batch.score_chunk`,
-`writers.score_table`). The forecast is a distributed aggregate: each batch yields its row count and its per-LLM
+`_io.writers.score_table`). The forecast is a distributed aggregate: each batch yields its row count and its per-LLM
 sums of P(correct) in float64, and only those few numbers per batch reach the driver.
 
 Needs the optional extra: pip install "jeirt-lite[ray]". The core package never imports Ray.
@@ -37,19 +37,18 @@ except ImportError as _err:  # the extra is missing: say which one to install
         'jeirt_lite.ray_engine needs Ray Data, which is not installed: pip install "jeirt-lite[ray]"'
     ) from _err
 
-from ._errors import JeirtError
+from ._errors import SKIP_BAD, Hint, JeirtError, column_hint, hinted_error, rehint
+from ._io.formats import format_of
+from ._io.optional import require_pyarrow
+from ._io.outputs import atomic_output, check_output_path
+from ._io.vocabulary import default_id_column, probability_column, score_columns, text_problem
+from ._io.writers import ScoredChunk, score_table
 from ._router import DEFAULT_ROUTER_PATH
 from .artifact import load_artifact
 from .batch import ScoreOptions, ScoreSummary, score_chunk
-from .readers import DEFAULT_ID_COLUMNS, format_of, require_pyarrow, text_problem
-from .writers import ScoredChunk, atomic_output, check_output_path, column_names, score_table
 
 DEFAULT_BATCH_SIZE = 1024
 COUNT_COLUMN = "count"
-
-
-def _probability_column(name: str) -> str:
-    return f"p[{name}]"
 
 
 class _BankScorer:
@@ -78,7 +77,7 @@ class _BankScorer:
         self.pa = require_pyarrow()
         self.text_column, self.id_column = text_column, id_column
         self.options = ScoreOptions(k=k, all_probabilities=all_probabilities, skip_bad=skip_bad)
-        self.columns = column_names(k, self.router.llms, all_probabilities)
+        self.columns = score_columns(k, self.router.llms, all_probabilities)
         self.name_array = self.pa.array(list(self.router.llms), type=self.pa.string())
 
     def __call__(self, batch: Any) -> Any:
@@ -92,10 +91,7 @@ class _BankScorer:
                 keep.append(i)
             elif not self.options.skip_bad:
                 # Rows of a distributed dataset have no global number, so the row is named by its id.
-                raise JeirtError(
-                    f"row with {self.id_column} {ids[i].as_py()!r}: {problem}; "
-                    "fix the row or pass --skip-bad to skip such rows"
-                )
+                raise hinted_error(f"row with {self.id_column} {ids[i].as_py()!r}: {problem}", SKIP_BAD)
         if len(keep) < len(texts):
             ids = ids.take(pa.array(keep, type=pa.int64()))
             texts = [texts[i] for i in keep]
@@ -135,19 +131,22 @@ def _batch_sums(batch: Any, probability_columns: list[str]) -> dict[str, np.ndar
 def find_id_column(column_names_: list[str], text_column: str, id_column: Optional[str]) -> str:
     """The id column to carry to the output: the named one, else `id` or `question_id`."""
     if text_column not in column_names_:
-        raise JeirtError(
-            f"no column {text_column!r} (columns: {', '.join(column_names_)}); see --text-column"
+        raise hinted_error(
+            f"no column {text_column!r} (columns: {', '.join(column_names_)})", column_hint("text_column")
         )
     if id_column is not None:
         if id_column not in column_names_:
-            raise JeirtError(f"no id column {id_column!r} (columns: {', '.join(column_names_)})")
+            raise hinted_error(
+                f"no id column {id_column!r} (columns: {', '.join(column_names_)})", column_hint("id_column")
+            )
         return id_column
-    found = next((name for name in DEFAULT_ID_COLUMNS if name in column_names_), None)
+    found = default_id_column(column_names_)
     if found is None:
         # A distributed dataset's rows have no global row number to stand in for the id.
-        raise JeirtError(
+        raise hinted_error(
             "the Ray engine needs an id column (rows spread over workers have no global row number): "
-            f"add an 'id' column or name one with --id-column (columns: {', '.join(column_names_)})"
+            f"add an 'id' column (columns: {', '.join(column_names_)})",
+            Hint("id_column", "or name one with {option}", "id_column"),
         )
     return found
 
@@ -231,7 +230,7 @@ def expected_accuracy(scored: Any, llms: Any) -> tuple[dict[str, float], int]:
 
     Per-batch sums are computed where the batches are; the driver adds one small row per batch.
     """
-    columns = [_probability_column(name) for name in llms]
+    columns = [probability_column(name) for name in llms]
     partials = scored.map_batches(
         _batch_sums, fn_kwargs={"probability_columns": columns}, batch_format="pyarrow"
     ).take_all()
@@ -265,7 +264,7 @@ def unwrap_error(error: BaseException) -> Optional[JeirtError]:
             return current
         match = _JEIRT_ERROR_LINE.search(str(current))
         if match is not None:
-            return JeirtError(match.group(1))
+            return rehint(match.group(1))
         cause = getattr(current, "cause", None)
         current = cause if isinstance(cause, BaseException) else current.__cause__
     return None
@@ -393,7 +392,7 @@ def _score_on_ray(
             raise
         failure = str(cause)
     gc.collect()
-    raise JeirtError(failure)
+    raise rehint(failure)  # a new error from the message alone: holding `cause` would keep the cycles alive
 
 
 def _run_pipeline(
@@ -424,6 +423,6 @@ def _run_pipeline(
     if options.forecast:
         forecast, rows = expected_accuracy(scored, llms)
     if run.output is not None:
-        drop = [] if options.all_probabilities else [_probability_column(name) for name in llms if options.forecast]
+        drop = [] if options.all_probabilities else [probability_column(name) for name in llms if options.forecast]
         rows = _write_parquet(scored, run.output, drop)
     return rows, forecast, time.perf_counter() - started

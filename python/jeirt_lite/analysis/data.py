@@ -1,4 +1,4 @@
-"""Read a data folder in the project format (questions.csv, models.csv, responses.csv) with the csv module only.
+"""Read a data folder in the project format (questions.csv, models.csv, responses.csv) with the I/O wing.
 
 The runtime has no pandas; this is a small, strict reader for the report: questions with their subject, LLM names,
 and observed (question, LLM, correct) cells. An absent cell is missing, never wrong.
@@ -6,8 +6,6 @@ and observed (question, LLM, correct) cells. An absent cell is missing, never wr
 
 from __future__ import annotations
 
-import csv
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +14,8 @@ from typing import Optional
 import numpy as np
 
 from .._errors import JeirtError
+from .._io.tables import read_table
+from .._io.vocabulary import EMPTY_LABELS, TRUE_LABELS, label_of
 
 
 @dataclass(frozen=True)
@@ -54,13 +54,7 @@ class ResponseData:
 def _rows(path: Path, needed: Sequence[str]) -> list[dict[str, str]]:
     if not path.is_file():
         raise JeirtError(f"{path}: missing (a data folder holds questions.csv, models.csv and responses.csv)")
-    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # question texts can be long
-    with open(path, encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = [name for name in needed if name not in (reader.fieldnames or [])]
-        if missing:
-            raise JeirtError(f"{path}: no column {', '.join(missing)} (columns: {reader.fieldnames})")
-        return list(reader)
+    return read_table(path, required=needed).records()
 
 
 def read_response_folder(folder: Path, question_ids: Optional[Sequence[str]] = None) -> ResponseData:
@@ -89,16 +83,16 @@ def read_response_folder(folder: Path, question_ids: Optional[Sequence[str]] = N
     y_cells: list[float] = []
     for row_number, row in enumerate(_rows(folder / "responses.csv", ("question_id", "model_id", "correct")), 2):
         label = row["correct"].strip().lower()
-        if label in ("", "nan", "none", "null"):
+        if label in EMPTY_LABELS:
             continue
-        if label not in ("0", "1", "0.0", "1.0", "true", "false"):
+        if label_of(label) is None:
             raise JeirtError(f"{folder / 'responses.csv'}: row {row_number}: correct = {label!r} is not 0/1")
         q, m = index.get(row["question_id"].strip()), llm_of.get(row["model_id"].strip())
         if q is None or m is None:
             raise JeirtError(f"{folder / 'responses.csv'}: row {row_number}: unknown question or model id")
         q_cells.append(q)
         m_cells.append(m)
-        y_cells.append(1.0 if label in ("1", "1.0", "true") else 0.0)
+        y_cells.append(float(label in TRUE_LABELS))
     data = ResponseData(ids, texts, np.asarray(subjects, dtype=object), names, np.asarray(q_cells, dtype=np.int64),
                         np.asarray(m_cells, dtype=np.int64), np.asarray(y_cells, dtype=np.float64))
     if question_ids is not None:

@@ -15,12 +15,13 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from functools import partial
 from types import FrameType
 from typing import Any, Optional, Protocol
 
-from .._errors import JeirtError
+from .._errors import JeirtError, error_text
 from . import add_llm, info, report, route, score, suggest
-from ._shared import FORMATTER, PROG, Console, Terminated
+from ._shared import FORMATTER, PROG, Console, Terminated, flag_for
 
 
 class Command(Protocol):
@@ -82,7 +83,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return COMMANDS[args.command].run(args, console)
     except JeirtError as error:
-        console.err.write(f"{PROG}: error: {error}\n")
+        console.err.write(f"{PROG}: error: {error_text(error, partial(flag_for, args))}\n")
         return _stopped(console, "stopped", 1)
     except KeyboardInterrupt:
         console.err.write(f"\n{PROG}: interrupted\n")

@@ -111,3 +111,9 @@ def stderr_is_terminal() -> bool:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):  # replaced or closed stderr
         return False
+
+
+def flag_for(args: argparse.Namespace, option: str) -> Optional[str]:
+    """The flag that sets the library option `option` (skip_bad -> --skip-bad), or None when this command has
+    none; `errors.error_text` puts it into a library error's advice."""
+    return "--" + option.replace("_", "-") if option in vars(args) else None

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import JeirtError
-from ._questions import read_questions
+from .._io.formats import read_question_table
+from .._io.vocabulary import LABEL_COLUMN, TEXT_COLUMN
 from ._shared import FORMATTER, PROG, Console, load_router, threads_option
 
 
@@ -29,8 +30,8 @@ def add_parser(subparsers: Any) -> None:
         help="CSV/JSONL/Parquet with a text and a correct (0/1, true/false) column",
     )
     add.add_argument("-o", "--output", type=Path, required=True, metavar="NEW_ROUTER", help="folder to write")
-    add.add_argument("--text-column", default="text")
-    add.add_argument("--label-column", default="correct")
+    add.add_argument("--text-column", default=TEXT_COLUMN)
+    add.add_argument("--label-column", default=LABEL_COLUMN)
     add.add_argument(
         "--cost", type=float, default=None, help="the new LLM's cost, stored for cost-aware routing"
     )
@@ -43,10 +44,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise JeirtError(f"LLM {args.name!r} is already in {args.router}; pick another --name")
     if args.output.exists() and not args.overwrite:
         raise JeirtError(f"{args.output} already exists (pass --overwrite to replace it)")
-    texts, labels, _ = read_questions(args.answers, args.text_column, args.label_column)
-    grown = router.add_llm(args.name, texts, labels or [], cost=args.cost)
+    answers = read_question_table(args.answers, args.text_column, args.label_column)
+    texts, labels = answers.texts, answers.labels or []
+    grown = router.add_llm(args.name, texts, labels, cost=args.cost)
     path = grown.save(args.output, overwrite=args.overwrite)
     console.out.write(
-        f"added {args.name!r} from {len(texts)} answers ({sum(labels or [])} correct); wrote {path}\n"
+        f"added {args.name!r} from {len(texts)} answers ({sum(labels)} correct); wrote {path}\n"
     )
     return 0

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 from .._errors import JeirtError
+from .._io.vocabulary import text_problem
 from .._results import RouteResult
-from ..readers import text_problem
 from ._shared import FORMATTER, PROG, Console, load_router, positive_int, router_option, short, threads_option
 
 # Lines of stdin routed together when stdin is a pipe; at a terminal each line is answered as it is typed.

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .._errors import JeirtError
+from .._io.formats import format_of
+from .._io.outputs import check_output_path
 from ..batch import DEFAULT_CHUNK_SIZE, ScoreOptions, ScoreState, score_file
-from ..readers import format_of
-from ..writers import check_output_path
 from ._shared import (
     FORMATTER,
     PROG,

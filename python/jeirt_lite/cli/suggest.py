@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ._questions import read_questions
+from .._io.formats import read_question_table
+from .._io.vocabulary import TEXT_COLUMN
 from ._shared import FORMATTER, PROG, Console, load_router, threads_option
 
 
@@ -24,7 +25,7 @@ def add_parser(subparsers: Any) -> None:
         "--questions", type=Path, required=True, metavar="FILE", help="CSV/JSONL/Parquet bank"
     )
     suggest.add_argument("--budget", type=int, required=True, help="how many questions to pick")
-    suggest.add_argument("--text-column", default="text")
+    suggest.add_argument("--text-column", default=TEXT_COLUMN)
     suggest.add_argument(
         "-o",
         "--output",
@@ -37,7 +38,8 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     router = load_router(args.router, args.threads)
-    texts, _, ids = read_questions(args.questions, args.text_column)
+    bank = read_question_table(args.questions, args.text_column)
+    texts, ids = bank.texts, bank.ids
     picks = router.suggest_questions(texts, args.budget)
     lines = [
         json.dumps({"rank": r + 1, "row": i, "id": ids[i], "text": texts[i]}, default=str)

@@ -1,25 +1,24 @@
-"""Chunk-by-chunk writers for scored question banks (CSV, JSONL, Parquet), and the write-then-rename guard.
+"""Chunk-by-chunk writers for scored question banks (CSV, JSONL, Parquet).
 
 Columns, in order: id, llm_1, p_1, ..., llm_k, p_k, difficulty, and with all probabilities one `p[<llm>]`
-column per LLM in the router's table order. Probabilities and difficulties are float32 values; the text formats print
-them with 7 significant digits (float32 carries about 7).
+column per LLM in the router's table order (`vocabulary.score_columns`). Probabilities and difficulties are
+float32 values; the text formats print them with 7 significant digits (float32 carries about 7).
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
-import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Optional
 
 import numpy as np
 
-from ._errors import JeirtError
-from .readers import format_of, require_pyarrow
+from .._errors import JeirtError
+from .optional import require_pyarrow
+from .vocabulary import probability_column, score_columns
 
 
 @dataclass
@@ -33,28 +32,23 @@ class ScoredChunk:
     all_probabilities: Optional[np.ndarray] = None  # (n, K) float32, with --all
 
 
-def column_names(k: int, llm_names: Sequence[str], all_probabilities: bool) -> list[str]:
-    columns = ["id"]
-    for rank in range(1, k + 1):
-        columns += [f"llm_{rank}", f"p_{rank}"]
-    columns.append("difficulty")
-    if all_probabilities:
-        columns += [f"p[{name}]" for name in llm_names]
-    return columns
-
-
 def _floats(values: np.ndarray) -> list[str]:
     return [f"{x:.7g}" for x in values.tolist()]
 
 
 class Writer:
-    def __init__(self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool):
+    """Writes the scored chunks of one bank; `id_type` is the input's Arrow id type, when it has one."""
+
+    def __init__(
+        self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: Any = None
+    ):
         self.path = path
+        self.id_type_of_input = id_type
         self.k = k
         self.llm_names = list(llm_names)
         self.names = np.asarray(self.llm_names, dtype=object)
         self.all_probabilities = all_probabilities
-        self.columns = column_names(k, llm_names, all_probabilities)
+        self.columns = score_columns(k, llm_names, all_probabilities)
 
     def write(self, chunk: ScoredChunk) -> None:
         raise NotImplementedError
@@ -64,10 +58,14 @@ class Writer:
 
 
 class CsvWriter(Writer):
-    def __init__(self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool):
-        super().__init__(path, k, llm_names, all_probabilities)
+    delimiter = ","
+
+    def __init__(
+        self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: Any = None
+    ):
+        super().__init__(path, k, llm_names, all_probabilities, id_type)
         self.handle: IO[str] = open(path, "w", encoding="utf-8", newline="")  # noqa: SIM115 - closed by close()
-        self.writer = csv.writer(self.handle)
+        self.writer = csv.writer(self.handle, delimiter=self.delimiter)
         self.writer.writerow(self.columns)
 
     def write(self, chunk: ScoredChunk) -> None:
@@ -85,9 +83,15 @@ class CsvWriter(Writer):
         self.handle.close()
 
 
+class TsvWriter(CsvWriter):
+    delimiter = "\t"
+
+
 class JsonlWriter(Writer):
-    def __init__(self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool):
-        super().__init__(path, k, llm_names, all_probabilities)
+    def __init__(
+        self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: Any = None
+    ):
+        super().__init__(path, k, llm_names, all_probabilities, id_type)
         self.handle: IO[str] = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
         # Keys and LLM names are escaped once; each row is then plain string formatting.
         self.keys = [json.dumps(name) for name in self.columns]
@@ -117,8 +121,10 @@ class JsonlWriter(Writer):
 class ParquetWriter(Writer):
     """Appends one row group per chunk. The id column's type comes from the first chunk (text when mixed)."""
 
-    def __init__(self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool):
-        super().__init__(path, k, llm_names, all_probabilities)
+    def __init__(
+        self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: Any = None
+    ):
+        super().__init__(path, k, llm_names, all_probabilities, id_type)
         self.pa = require_pyarrow()
         self.writer: Any = None
         self.id_type: Any = None
@@ -164,16 +170,16 @@ class ParquetWriter(Writer):
                 fields += [pa.field(f"llm_{rank}", pa.string()), pa.field(f"p_{rank}", pa.float32())]
             fields.append(pa.field("difficulty", pa.float32()))
             if self.all_probabilities:
-                fields += [pa.field(f"p[{name}]", pa.float32()) for name in self.llm_names]
+                fields += [pa.field(probability_column(name), pa.float32()) for name in self.llm_names]
             self.writer = pa.parquet.ParquetWriter(str(self.path), pa.schema(fields))
         self.writer.close()
 
 
 def score_table(pa: Any, ids: Any, chunk: ScoredChunk, name_array: Any, columns: Sequence[str]) -> Any:
-    """The Arrow table of one scored chunk in the output's column layout (see `column_names`).
+    """The Arrow table of one scored chunk in the output's column layout (see `vocabulary.score_columns`).
 
-    `ids` is the id column as an Arrow array; `name_array` the LLM names as an Arrow string array. Shared by the
-    Parquet writer and the Ray engine (jeirt_lite.ray_engine), so both write the same columns and types.
+    `ids` is the id column as an Arrow array; `name_array` the LLM names as an Arrow string array. Shared by
+    the Parquet writer and the Ray engine (jeirt_lite.ray_engine), so both write the same columns and types.
     """
     arrays = [ids]
     for rank in range(chunk.indices.shape[1]):
@@ -183,42 +189,3 @@ def score_table(pa: Any, ids: Any, chunk: ScoredChunk, name_array: Any, columns:
     if chunk.all_probabilities is not None:
         arrays += [pa.array(chunk.all_probabilities[:, j], type=pa.float32()) for j in range(len(name_array))]
     return pa.Table.from_arrays(arrays, names=list(columns))
-
-
-def open_writer(path: Path, fmt: str, k: int, llm_names: Sequence[str], all_probabilities: bool) -> Writer:
-    writer_class = {"csv": CsvWriter, "jsonl": JsonlWriter, "parquet": ParquetWriter}[fmt]
-    return writer_class(path, k, llm_names, all_probabilities)
-
-
-def check_output_path(output: Path, inputs: Sequence[Path]) -> str:
-    """The output's format; refuses an output that would replace an input or has nowhere to go."""
-    fmt = format_of(output, "output")
-    if output.is_dir():
-        raise JeirtError(f"{output}: is a folder; give a file name such as {output / 'scores.parquet'}")
-    if not output.parent.is_dir():
-        raise JeirtError(f"{output.parent}: no such folder for the output")
-    for source in inputs:
-        if source.exists() and output.exists() and os.path.samefile(source, output):
-            raise JeirtError(f"{output}: is also the input; write the scores to another file")
-    return fmt
-
-
-def partial_path(output: Path) -> Path:
-    return output.parent / f".{output.name}.partial-{os.getpid()}"
-
-
-@contextlib.contextmanager
-def atomic_output(output: Path) -> Iterator[Path]:
-    """Yield a temporary path next to `output`; rename it into place on success, delete it on any failure.
-
-    Readers of `output` therefore see either nothing (or the previous file) or the complete new file, never
-    half of one, even when the run is interrupted.
-    """
-    temporary = partial_path(output)
-    try:
-        yield temporary
-        os.replace(temporary, output)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            temporary.unlink()
-        raise

@@ -1,0 +1,98 @@
+"""The registry of file formats: suffix -> reader class, writer class. Every command finds its format here.
+
+To add a table format: a `records.RecordReader` subclass, a `writers.Writer` subclass, and one row below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from .._errors import JeirtError
+from .records import CsvRecords, JsonlRecords, ParquetRecords, RecordReader, TsvRecords
+from .texts import QuestionTable, TextReader, read_questions
+from .vocabulary import TEXT_COLUMN
+from .writers import CsvWriter, JsonlWriter, ParquetWriter, TsvWriter, Writer
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    suffixes: tuple[str, ...]  # lower case, with the dot
+    records: type[RecordReader]
+    writer: type[Writer]
+
+
+FORMATS = (
+    Format("csv", (".csv",), CsvRecords, CsvWriter),
+    Format("tsv", (".tsv",), TsvRecords, TsvWriter),
+    Format("jsonl", (".jsonl", ".ndjson"), JsonlRecords, JsonlWriter),
+    Format("parquet", (".parquet", ".pq"), ParquetRecords, ParquetWriter),
+)
+# Question vectors (`score --vectors`) are the one non-table format: see `vectors.VectorReader`.
+VECTOR_SUFFIXES = (".npy",)
+
+_BY_SUFFIX = {suffix: fmt for fmt in FORMATS for suffix in fmt.suffixes}
+_BY_NAME = {fmt.name: fmt for fmt in FORMATS}
+
+
+def table_format(path: Path, what: str = "input") -> Format:
+    """The format of a table file, from its suffix."""
+    fmt = _BY_SUFFIX.get(path.suffix.lower())
+    if fmt is None:
+        known = ", ".join(sorted(_BY_SUFFIX))
+        raise JeirtError(
+            f"{path}: cannot tell the {what} format from the suffix {path.suffix!r} (use one of {known})"
+        )
+    return fmt
+
+
+def format_of(path: Path, what: str = "input") -> str:
+    """'csv', 'tsv', 'jsonl' or 'parquet' from the file's suffix."""
+    return table_format(path, what).name
+
+
+def check_input_file(path: Path, what: str = "question bank") -> None:
+    if not path.exists():
+        raise JeirtError(f"{path}: no such file")
+    if path.is_dir():
+        raise JeirtError(f"{path}: is a folder, not a {what} file")
+
+
+def open_text_reader(
+    path: Path,
+    *,
+    text_column: str = TEXT_COLUMN,
+    id_column: Optional[str] = None,
+    chunk_size: int = 4096,
+    skip_bad: bool = False,
+    label_column: Optional[str] = None,
+) -> TextReader:
+    """A chunked reader of question texts and ids (and labels) from any table format, chosen by the suffix."""
+    fmt = table_format(path)
+    check_input_file(path)
+    try:
+        return TextReader(path, fmt.records, text_column, id_column, chunk_size, skip_bad, label_column)
+    except OSError as err:
+        raise JeirtError(f"{path}: cannot read it ({err.strerror or err})") from err
+
+
+def open_writer(
+    path: Path, fmt: str, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: object = None
+) -> Writer:
+    """A scored-bank writer for the format named `fmt`; `id_type` is the input's Arrow id type, when known."""
+    return _BY_NAME[fmt].writer(path, k, llm_names, all_probabilities, id_type)
+
+
+def read_question_table(
+    path: Path,
+    text_column: str = TEXT_COLUMN,
+    label_column: Optional[str] = None,
+    id_column: Optional[str] = None,
+) -> QuestionTable:
+    """All texts (and labels) of a table file of any format, for `add-llm` and `suggest`; bad rows stop."""
+    return read_questions(
+        open_text_reader(path, text_column=text_column, id_column=id_column, label_column=label_column)
+    )

@@ -1,0 +1,282 @@
+"""One reader per table format, yielding numbered rows a chunk at a time (memory stays flat).
+
+A record reader knows its format's syntax only: how a file decodes, where a row starts and ends, which
+columns it has. What a row's values mean (a text, an id, a label) is decided by its users in `texts`. Rows are
+numbered from 1 over the data rows (a CSV header is not counted); a row the format cannot read stays in its
+batch, in order, with its problem and no values, so that its user reports the first bad row of the file,
+whatever made it bad.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Optional
+
+from .._errors import JeirtError
+from .optional import require_pyarrow
+
+# MMLU-style texts carry the question and all options in one field; the csv module's 128 KiB default is too
+# small for some banks. 2**31 - 1 is the largest value every platform's C long accepts.
+CSV_FIELD_LIMIT = 2**31 - 1
+
+
+
+@dataclass
+class RowBatch:
+    """Consecutive rows of one chunk: the first one's data row number, the wanted columns, where each row is.
+
+    `problems` maps the index of a row the format could not read to why (its values are None); a row in
+    `fatal` ends the file (a malformed CSV record cannot be resynchronised), so it stops even a run that skips
+    bad rows.
+    """
+
+    first_row: int
+    values: dict[str, list[Any]]
+    lines: list[int] = field(default_factory=list)  # per row, the line it is on (formats with lines)
+    size: int = 0
+    problems: dict[int, str] = field(default_factory=dict)
+    fatal: set[int] = field(default_factory=set)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def row(self, i: int) -> int:
+        return self.first_row + i
+
+
+
+class RecordReader:
+    """Base class. `columns` is known on opening (CSV header, Parquet schema) or after row 1 (JSONL)."""
+
+    # How data rows are counted, said in every bad-row message.
+    row_note = "1-based"
+    # Where a row is, from its entry in `RowBatch.lines`; said after the row note.
+    line_note = ""
+
+    def where(self, batch: RowBatch, i: int) -> str:
+        """", ending on line 7": where row i of `batch` is in the file, for messages."""
+        return self.line_note.format(batch.lines[i]) if self.line_note and batch.lines else ""
+
+    def __init__(self, path: Path, chunk_size: int):
+        if chunk_size < 1:
+            raise JeirtError(f"chunk size must be at least 1, got {chunk_size}")
+        self.path = path
+        self.chunk_size = chunk_size
+        self.columns: Optional[list[str]] = None
+        self.rows_read = 0  # data rows consumed, good or bad
+        self.total_rows: Optional[int] = None  # known up front for Parquet only
+
+    def fraction_read(self) -> Optional[float]:
+        """How far through the file the reader is (0..1), when that can be told."""
+        return None
+
+    def batches(self, wanted: Optional[Sequence[str]], required: Sequence[str] = ()) -> Iterator[RowBatch]:
+        """Chunks of rows with the `wanted` columns (None: all); `required` must exist."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class _ByteCounter:
+    """Share of a regular file read so far, from the raw file's position (read-ahead makes it approximate)."""
+
+    def __init__(self, raw: IO[bytes], path: Path):
+        self.raw = raw
+        size = os.stat(path).st_size if path.is_file() else 0
+        self.size = size if size > 0 else None
+
+    def fraction(self) -> Optional[float]:
+        if self.size is None or self.raw.closed:
+            return None
+        return min(1.0, self.raw.tell() / self.size)
+
+
+class CsvRecords(RecordReader):
+    """Comma-separated values with a header row, UTF-8 (a byte-order mark is dropped)."""
+
+    row_note = "1-based, header not counted"
+    line_note = ", ending on line {}"
+    delimiter = ","
+
+    def __init__(self, path: Path, chunk_size: int):
+        super().__init__(path, chunk_size)
+        csv.field_size_limit(CSV_FIELD_LIMIT)
+        self.raw = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
+        self.counter = _ByteCounter(self.raw, path)
+        # utf-8-sig drops a BOM; surrogateescape keeps undecodable bytes so the bad row, not the file, is
+        # reported.
+        buffered = io.BufferedReader(self.raw, buffer_size=1 << 16)
+        self.handle = io.TextIOWrapper(buffered, encoding="utf-8-sig", errors="surrogateescape", newline="")
+        self.reader = csv.reader(self.handle, delimiter=self.delimiter)
+        try:
+            self.columns = next(self.reader)
+        except StopIteration:
+            self.close()
+            raise JeirtError(f"{path}: empty file (a CSV bank needs a header row)") from None
+        except csv.Error as err:
+            self.close()
+            raise JeirtError(f"{path}: header row is not valid CSV ({err})") from err
+
+    def fraction_read(self) -> Optional[float]:
+        return self.counter.fraction()
+
+    def batches(self, wanted: Optional[Sequence[str]], required: Sequence[str] = ()) -> Iterator[RowBatch]:
+        assert self.columns is not None
+        wanted = self.columns if wanted is None else wanted
+        indices = [self.columns.index(name) for name in wanted]
+        reader, chunk_size = self.reader, self.chunk_size
+        while True:
+            batch = RowBatch(self.rows_read + 1, {})
+            records: list[Optional[list[str]]] = []  # None for a malformed record
+            lines = batch.lines
+            try:
+                for fields in reader:
+                    records.append(fields)
+                    lines.append(reader.line_num)
+                    if len(records) >= chunk_size:
+                        break
+            except csv.Error as err:
+                batch.problems[len(records)] = f"is not valid CSV ({err})"
+                batch.fatal.add(len(records))
+                records.append(None)
+                lines.append(reader.line_num)
+            self.rows_read += len(records)
+            if not records:
+                return
+            batch.size = len(records)
+            for name, index in zip(wanted, indices):
+                batch.values[name] = [
+                    row[index] if row is not None and index < len(row) else None for row in records
+                ]
+            yield batch
+            if batch.fatal or len(records) < chunk_size:
+                return
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+class TsvRecords(CsvRecords):
+    """Tab-separated values with a header row (quoting as in CSV)."""
+
+    delimiter = "\t"
+
+
+class JsonlRecords(RecordReader):
+    """One JSON object per line; blank lines are ignored (they are not data rows).
+
+    The fields of the first readable object stand for the file's columns, as a CSV header would.
+    """
+
+    row_note = "1-based, blank lines not counted"
+    line_note = ", line {}"
+
+    def __init__(self, path: Path, chunk_size: int):
+        super().__init__(path, chunk_size)
+        self.raw = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
+        self.counter = _ByteCounter(self.raw, path)
+        self.handle = io.BufferedReader(self.raw, buffer_size=1 << 16)
+
+    def fraction_read(self) -> Optional[float]:
+        return self.counter.fraction()
+
+    @staticmethod
+    def _record(line_number: int, line: bytes, required: Sequence[str]) -> Any:
+        """The line's object, or why it is not one (a str)."""
+        if line_number == 1 and line.startswith(b"\xef\xbb\xbf"):
+            line = line[3:]
+        try:
+            record = json.loads(line.decode("utf-8"))
+        except UnicodeDecodeError:
+            return "line holds bytes that are not valid UTF-8"
+        except json.JSONDecodeError as err:
+            return f"line is not valid JSON ({err.msg})"
+        if not isinstance(record, dict):
+            return f"line is a JSON {type(record).__name__}, not an object"
+        for name in required:
+            if name not in record:
+                fields = ", ".join(list(record)[:10])
+                return f"no field {name!r} (fields: {fields})"
+        return record
+
+    def batches(self, wanted: Optional[Sequence[str]], required: Sequence[str] = ()) -> Iterator[RowBatch]:
+        """With `wanted` None: every field met so far (a later batch may have more columns)."""
+        records: list[Any] = []  # a dict per row, or the str saying why the line is not one
+        batch = RowBatch(self.rows_read + 1, {})
+        for line_number, line in enumerate(self.handle, 1):
+            if not line.strip():
+                continue
+            self.rows_read += 1
+            record = self._record(line_number, line, required)
+            if isinstance(record, dict):
+                if self.columns is None:
+                    self.columns = list(record)
+                elif wanted is None:
+                    self.columns += [name for name in record if name not in self.columns]
+            records.append(record)
+            batch.lines.append(line_number)
+            if len(records) >= self.chunk_size:
+                yield self._columnar(batch, records, wanted)
+                records, batch = [], RowBatch(self.rows_read + 1, {})
+        if records:
+            yield self._columnar(batch, records, wanted)
+
+    def _columnar(self, batch: RowBatch, records: list[Any], wanted: Optional[Sequence[str]]) -> RowBatch:
+        batch.size = len(records)
+        for i, record in enumerate(records):
+            if isinstance(record, str):
+                batch.problems[i] = record
+        names = wanted if wanted is not None else self.columns or []
+        for name in names:
+            batch.values[name] = [r.get(name) if isinstance(r, dict) else None for r in records]
+        return batch
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+class ParquetRecords(RecordReader):
+    """Apache Parquet through pyarrow (an optional extra); the row count comes from the file's footer."""
+
+    def __init__(self, path: Path, chunk_size: int):
+        super().__init__(path, chunk_size)
+        pa = require_pyarrow()
+        try:
+            self.file = pa.parquet.ParquetFile(str(path))
+        except (pa.ArrowException, OSError) as err:
+            raise JeirtError(f"{path}: not a readable Parquet file ({err})") from err
+        self.schema = self.file.schema_arrow
+        self.columns = list(self.schema.names)
+        self.total_rows = int(self.file.metadata.num_rows)
+
+    def column_type(self, name: str) -> Any:
+        """The Arrow type of a column."""
+        return self.schema.field(name).type
+
+    def batches(self, wanted: Optional[Sequence[str]], required: Sequence[str] = ()) -> Iterator[RowBatch]:
+        pa = require_pyarrow()
+        wanted = list(self.columns or []) if wanted is None else wanted
+        try:
+            for arrow_batch in self.file.iter_batches(batch_size=self.chunk_size, columns=list(wanted)):
+                first = self.rows_read + 1
+                self.rows_read += arrow_batch.num_rows
+                yield RowBatch(
+                    first_row=first,
+                    values={name: arrow_batch.column(i).to_pylist() for i, name in enumerate(wanted)},
+                    size=arrow_batch.num_rows,
+                )
+        except pa.ArrowException as err:
+            raise JeirtError(
+                f"{self.path}: cannot read row group after data row {self.rows_read} ({err})"
+            ) from err
+
+    def close(self) -> None:
+        self.file.close()
+

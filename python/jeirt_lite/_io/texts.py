@@ -1,0 +1,185 @@
+"""What the commands read from a table: question texts with their ids (and labels), chunk by chunk.
+
+`score` streams a `TextReader`; `add-llm` and `suggest` read a whole table with `read_questions`.
+
+Built on the record readers of `records`; a bad row (no text, an empty or non-text value, bytes that are not
+UTF-8, a line that is not JSON) either stops the run with an error naming that row, or, with `skip_bad`, is
+dropped and counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from .._errors import SKIP_BAD, JeirtError, column_hint, hinted_error
+from .records import RecordReader, RowBatch
+from .vocabulary import ID_COLUMNS, default_id_column, label_of, text_problem
+
+
+@dataclass
+class TextChunk:
+    """Rows kept from one chunk of the input: their ids, texts (and 0/1 labels), in input order."""
+
+    ids: list[Any]
+    texts: list[str]
+    labels: Optional[list[int]] = None
+
+
+class TextReader:
+    """Question texts and ids of a table, in chunks; only the current chunk is in memory."""
+
+    def __init__(
+        self,
+        path: Path,
+        records_class: type[RecordReader],
+        text_column: str,
+        id_column: Optional[str],
+        chunk_size: int,
+        skip_bad: bool,
+        label_column: Optional[str] = None,
+    ):
+        if chunk_size < 1:
+            raise JeirtError(f"chunk size must be at least 1, got {chunk_size}")
+        self.path = path
+        self.text_column = text_column
+        self.id_column: Optional[str] = id_column
+        self.label_column = label_column
+        self.skip_bad = skip_bad
+        self.skipped = 0
+        self.records = records_class(path, chunk_size)
+        try:
+            self._check_columns(self.records.columns)
+        except JeirtError:
+            self.records.close()
+            raise
+        self.row_note = self.records.row_note
+
+    def _check_columns(self, columns: Optional[list[str]]) -> None:
+        if columns is None:  # known only once rows are read (JSONL)
+            return
+        if self.text_column not in columns:
+            raise hinted_error(
+                f"{self.path}: no column {self.text_column!r} (columns: {', '.join(columns)})",
+                column_hint("text_column"),
+            )
+        if self.label_column is not None and self.label_column not in columns:
+            raise hinted_error(
+                f"{self.path}: no label column {self.label_column!r} (columns: {', '.join(columns)})",
+                column_hint("label_column"),
+            )
+        if self.id_column is None:
+            self.id_column = default_id_column(columns)
+        elif self.id_column not in columns:
+            raise hinted_error(
+                f"{self.path}: no id column {self.id_column!r} (columns: {', '.join(columns)})",
+                column_hint("id_column"),
+            )
+
+    @property
+    def rows_read(self) -> int:
+        return self.records.rows_read
+
+    @property
+    def total_rows(self) -> Optional[int]:
+        return self.records.total_rows
+
+    def fraction_read(self) -> Optional[float]:
+        return self.records.fraction_read()
+
+    def id_arrow_type(self) -> Any:
+        """The id column's Arrow type when the input declares one (Parquet), else None."""
+        column_type = getattr(self.records, "column_type", None)
+        if column_type is None or self.id_column is None:
+            return None
+        return column_type(self.id_column)
+
+    def estimated_rows(self) -> Optional[float]:
+        """The total row count: known (Parquet) or extrapolated from the share of the file read so far."""
+        if self.total_rows is not None:
+            return float(self.total_rows)
+        share = self.fraction_read()
+        return self.rows_read / share if share and self.rows_read else None
+
+    def bad_row(self, row: int, problem: str, where: str = "", fatal: bool = False) -> None:
+        """Count a bad row when skipping them, else stop with its row number."""
+        if fatal:
+            raise JeirtError(f"{self.path}: data row {row} ({self.row_note}{where}) {problem}")
+        if self.skip_bad:
+            self.skipped += 1
+            return
+        raise hinted_error(f"{self.path}: data row {row} ({self.row_note}{where}): {problem}", SKIP_BAD)
+
+    def __iter__(self) -> Iterator[TextChunk]:
+        schemaless = self.records.columns is None
+        if self.id_column is not None:
+            id_candidates: tuple[str, ...] = (self.id_column,)
+        else:
+            id_candidates = ID_COLUMNS if schemaless else ()
+        required = [self.text_column] + ([self.label_column] if self.label_column is not None else [])
+        wanted = list(dict.fromkeys([*required, *id_candidates]))
+        for batch in self.records.batches(wanted, required=required):
+            if schemaless and self.id_column is None and self.records.columns is not None:
+                # The first readable row decides, like a CSV header would.
+                self.id_column = default_id_column(self.records.columns)
+                schemaless = False
+            chunk = self._chunk(batch)
+            if chunk.texts:
+                yield chunk
+
+    def _chunk(self, batch: RowBatch) -> TextChunk:
+        ids = batch.values.get(self.id_column) if self.id_column is not None else None
+        labels = batch.values[self.label_column] if self.label_column is not None else None
+        chunk = TextChunk([], [], [] if labels is not None else None)
+        problems = batch.problems
+        for i, text in enumerate(batch.values[self.text_column]):
+            problem = problems.get(i) if problems else None
+            if problem is None:
+                problem = text_problem(text)
+            label = None
+            if problem is None and labels is not None:
+                label = label_of(labels[i])
+                if label is None:
+                    problem = f"label {labels[i]!r} is not 0/1 or true/false"
+            if problem is not None:
+                self.bad_row(batch.row(i), problem, self.records.where(batch, i), i in batch.fatal)
+                continue
+            chunk.ids.append(batch.row(i) - 1 if ids is None else ids[i])
+            chunk.texts.append(text)
+            if chunk.labels is not None and label is not None:
+                chunk.labels.append(label)
+        return chunk
+
+    def close(self) -> None:
+        self.records.close()
+
+    def __enter__(self) -> TextReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class QuestionTable:
+    """A whole table's texts, ids (the id column, else 0-based row numbers) and, if asked for, 0/1 labels."""
+
+    texts: list[str]
+    ids: list[Any]
+    labels: Optional[list[int]] = None
+
+
+def read_questions(reader: TextReader) -> QuestionTable:
+    """Every row of an open `TextReader` in memory (`add-llm` answers, `suggest` banks); closes the reader."""
+    table = QuestionTable([], [], [] if reader.label_column is not None else None)
+    with reader:
+        for chunk in reader:
+            table.texts += chunk.texts
+            table.ids += chunk.ids
+            if table.labels is not None and chunk.labels is not None:
+                table.labels += chunk.labels
+    if not table.texts:
+        raise JeirtError(f"{reader.path}: has no rows")
+    return table

@@ -1,0 +1,68 @@
+"""Names and values every reader, writer and command agrees on: columns, labels, output column names."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Optional
+
+TEXT_COLUMN = "text"
+LABEL_COLUMN = "correct"
+# Tried in this order when the user names no id column; without any, ids are 0-based row numbers.
+ID_COLUMNS = ("id", "question_id")
+
+# The label vocabulary, compared after stripping and lower-casing; an empty label is a missing answer.
+TRUE_LABELS = frozenset({"1", "1.0", "true"})
+FALSE_LABELS = frozenset({"0", "0.0", "false"})
+EMPTY_LABELS = frozenset({"", "nan", "none", "<na>", "null"})
+
+
+def default_id_column(columns: Sequence[str]) -> Optional[str]:
+    """The first of `ID_COLUMNS` among `columns`, or None."""
+    return next((name for name in ID_COLUMNS if name in columns), None)
+
+
+def label_of(value: Any) -> Optional[int]:
+    """1 or 0 for a label in the vocabulary (bools, 0/1 numbers, their spellings); None when it is not one."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float)):
+        return int(value) if value in (0, 1) else None
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in TRUE_LABELS:
+            return 1
+        if word in FALSE_LABELS:
+            return 0
+    return None
+
+
+def probability_column(llm: str) -> str:
+    """The output column holding P(correct) of one LLM (`score --all`)."""
+    return f"p[{llm}]"
+
+
+def score_columns(k: int, llm_names: Sequence[str], all_probabilities: bool) -> list[str]:
+    """Columns of a scored bank, in order: id, llm_1, p_1, ..., llm_k, p_k, difficulty[, p[<llm>]...]."""
+    columns = ["id"]
+    for rank in range(1, k + 1):
+        columns += [f"llm_{rank}", f"p_{rank}"]
+    columns.append("difficulty")
+    if all_probabilities:
+        columns += [probability_column(name) for name in llm_names]
+    return columns
+
+
+def text_problem(value: Any) -> Optional[str]:
+    """Why `value` cannot be a question text, or None when it can."""
+    if value is None:
+        return "has no text (missing or null)"
+    if not isinstance(value, str):
+        return f"text is a {type(value).__name__}, not a string"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: bytes that were not UTF-8, kept by surrogateescape
+            return "text holds bytes that are not valid UTF-8"
+    if not value.strip():
+        return "text is empty"
+    return None
