@@ -151,9 +151,18 @@ def test_info(tiny_router_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "tiny test router built in code" in out
     assert "d = 4" in out and "tiny-word-mean (max 16 tokens, mean pooling)" in out
     assert "LLMs (5):" in out and "  llm-4\n" in out
-    assert main(["info", str(tiny_router_path), "--json"]) == 0
+    assert main(["info", "--router", str(tiny_router_path), "--json"]) == 0  # the documented form
     manifest = json.loads(capsys.readouterr().out)
     assert manifest["llms"] == [f"llm-{i}" for i in range(5)] and manifest["dim"] == 4
+    assert main(["info", str(tiny_router_path), "--router", str(tiny_router_path.parent)]) == 1
+    assert "two routers given" in capsys.readouterr().err
+
+
+def test_info_shows_stored_costs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["info"]) == 0  # the shipped router
+    out = capsys.readouterr().out
+    assert "LLMs (32; cost stored for 27):" in out
+    assert "  Llama-2-70b-hf" in out and "cost 70\n" in out and "  gemini-3.1-pro\n" in out
 
 
 def test_info_shows_training_and_metrics(
@@ -423,3 +432,10 @@ def test_a_signal_mid_run_leaves_no_output_and_says_how_far_it_got(
 def test_module_entry_point_and_version() -> None:
     done = run_cli("--version")
     assert done.returncode == 0 and done.stdout.strip() == f"jeirt-lite {jeirt_lite.__version__}"
+
+
+def test_cost_aware_route_says_which_llms_have_no_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["route", "--cost-weight", "0.001", "--threads", "1", "What is 7 * 8?"]) == 0  # shipped router
+    captured = capsys.readouterr()
+    assert "cost-aware routing among the 27 LLMs with a cost; left out (no known cost): " in captured.err
+    assert "gemini-3.1-pro" in captured.err and "gemini-3.1-pro" not in captured.out

@@ -44,6 +44,7 @@ def test_add_llm_writes_a_router_with_the_new_llm(
     answers = _answers(tmp_path / f"answers{suffix}")
     done = run_cli(
         "add-llm",
+        "--router",
         str(tiny_router_path),
         "--name",
         "newbie",
@@ -119,7 +120,7 @@ def test_add_llm_errors_are_clear(tiny_router_path: Path, tmp_path: Path, setup:
 
 def test_suggest_prints_and_writes_picks(tiny_router_path: Path, tmp_path: Path) -> None:
     bank = _answers(tmp_path / "bank.jsonl")
-    done = run_cli("suggest", str(tiny_router_path), "--questions", str(bank), "--budget", "5")
+    done = run_cli("suggest", "--router", str(tiny_router_path), "--questions", str(bank), "--budget", "5")
     assert done.returncode == 0, done.stderr
     picks = [json.loads(line) for line in done.stdout.splitlines()]
     assert [p["rank"] for p in picks] == [1, 2, 3, 4, 5]

@@ -108,3 +108,6 @@ def test_report_cli_bad_data_folder(tiny_router_path: Path, tmp_path: Path,
                                     capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tiny_router_path), "--data", str(tmp_path), "-o", str(tmp_path / "x.html")]) == 1
     assert "questions.csv: missing" in capsys.readouterr().err
+    missing = tmp_path / "missing" / "dir" / "x.html"
+    assert main(["report", "--router", str(tiny_router_path), "--data", str(tmp_path), "-o", str(missing)]) == 1
+    assert "missing/dir does not exist" in capsys.readouterr().err and not (tmp_path / "missing").exists()

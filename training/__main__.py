@@ -1,6 +1,6 @@
 """Command line: `python -m training {fit,sweep,embed} ...`.
 
-python -m training fit --data data/mmlu_pro --out /tmp/router --dim 128
+python -m training fit --data data/mmlu_pro --out my_router --dim 128
 python -m training sweep --data data/mmlu_pro --dims 32,64,128,256,512 --json sweep.json
 python -m training embed data/mmlu_pro data/zeroeval_crux_gsm_math
 """
@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from training.encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, ENCODERS
-from training.model import JeirtConfig
+from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, ENCODERS
+from .model import JeirtConfig
 
 DEFAULTS = JeirtConfig()
 
@@ -30,7 +30,9 @@ def _ints(text: str) -> list[int]:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--data", type=Path, required=True, help="data folder (questions.csv, models.csv, responses.csv)"
+        "--data", type=Path, required=True, metavar="DIR_OR_TABLE",
+        help="data folder (questions.csv, models.csv, responses.csv), or one long or wide table "
+        "(.csv, .parquet, .jsonl; see README, 'Training on your own data')",
     )
     p.add_argument("--encoder", default=DEFAULT_ENCODER, choices=sorted(ENCODERS))
     p.add_argument("--max-length", type=int, default=DEFAULT_MAX_LENGTH, help="encoder truncation, in tokens")
@@ -55,17 +57,44 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--llm-init", default=DEFAULTS.llm_init, choices=["accuracy", "random"])
 
 
+def _fit_arguments(p: argparse.ArgumentParser, out_required: bool) -> None:
+    _common(p)
+    p.add_argument(
+        "--out", type=Path, required=out_required, metavar="ROUTER",
+        help="router folder to write (must not exist)" + ("" if out_required else "; omit to train and evaluate only"),
+    )
+    p.add_argument("--dim", type=int, default=DEFAULTS.dim)
+    p.add_argument("--dropout", type=float, default=DEFAULTS.dropout)
+    p.add_argument("--weight-decay", type=float, default=DEFAULTS.weight_decay)
+    p.add_argument("--label", default=None, help="a note stored in the router's manifest")
+
+
+def fit_parser(prog: str) -> argparse.ArgumentParser:
+    """`fit` as a command of its own (`jeirt-lite train`): the same options, --out required."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Train a JE-IRT router on your LLMs' answers: split by question, fit on the training part, "
+        "choose the epoch on validation, report held-out test metrics, write the router folder.",
+        epilog=f"example:\n  {prog} --data data/mmlu_pro --out my_router",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _fit_arguments(parser, out_required=True)
+    return parser
+
+
+def fit_main(argv: list[str] | None = None, prog: str = "jeirt-lite train") -> int:
+    """Run `fit` from `argv` without the subcommand (what `jeirt-lite train` calls)."""
+    args = fit_parser(prog).parse_args(argv)
+    _set_threads(args)
+    return cmd_fit(args)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     fit = sub.add_parser("fit", help="train one JE-IRT router, evaluate on test, export the router folder")
-    _common(fit)
-    fit.add_argument("--out", type=Path, help="router folder to write (omit to train and evaluate only)")
-    fit.add_argument("--dim", type=int, default=DEFAULTS.dim)
-    fit.add_argument("--dropout", type=float, default=DEFAULTS.dropout)
-    fit.add_argument("--weight-decay", type=float, default=DEFAULTS.weight_decay)
-    fit.add_argument("--label", default=None)
+    _fit_arguments(fit, out_required=False)
 
     sweep = sub.add_parser("sweep", help="validation curve over d (and optional regularisation grids)")
     _common(sweep)
@@ -106,7 +135,7 @@ def _fmt(m: dict[str, float]) -> str:
 
 
 def _prepare(args: argparse.Namespace) -> Any:
-    from training.pipeline import prepare
+    from .pipeline import prepare
 
     prep = prepare(
         args.data,
@@ -124,8 +153,11 @@ def _prepare(args: argparse.Namespace) -> Any:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
-    from training.pipeline import fit_and_export, folder_size_mb
+    from .data import DataError
+    from .pipeline import fit_and_export, folder_size_mb
 
+    if args.out is not None and args.out.exists():  # say so before the training, not after it
+        raise DataError(f"{args.out} already exists: pick another --out or remove it")
     prep = _prepare(args)
     res = fit_and_export(
         prep,
@@ -147,8 +179,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from training.model import JeirtPredictor
-    from training.pipeline import evaluate, per_llm_accuracy_floor
+    from .model import JeirtPredictor
+    from .pipeline import evaluate, per_llm_accuracy_floor
 
     prep = _prepare(args)
     floor = per_llm_accuracy_floor(prep, "val")
@@ -179,19 +211,23 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_embed(args: argparse.Namespace) -> int:
-    from training.embeddings import _main as embed_main
+    from .embeddings import _main as embed_main
 
     argv = [str(d) for d in args.data_dirs]
     argv += ["--encoder", args.encoder, "--max-length", str(args.max_length), "--threads", str(args.threads)]
     return embed_main(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def _set_threads(args: argparse.Namespace) -> None:
     if getattr(args, "threads", None):
         import torch
 
         torch.set_num_threads(args.threads)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    _set_threads(args)
     return {"fit": cmd_fit, "sweep": cmd_sweep, "embed": cmd_embed}[args.command](args)
 
 

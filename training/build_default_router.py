@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from training.pipeline import fit_and_export, folder_size_mb, prepare
-from training.shipped import DEFAULT_DATA, DEFAULT_HYPER, DEFAULT_OUT
+from .pipeline import fit_and_export, folder_size_mb, prepare
+from .shipped import DEFAULT_DATA, DEFAULT_HYPER, DEFAULT_OUT
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,14 +40,14 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     label = f"default router: JE-IRT trained on {args.data.name}"
     if args.encoder == "static":
-        from training.static_router import build_static
+        from .static_router import build_static
 
         build_static(args.out.parent, args.data, args.threads, folder=args.out.name, label=label)
     else:
         prep = prepare(args.data, split_seed=0)
         res = fit_and_export(prep, args.out, label=label, overwrite=True, **DEFAULT_HYPER)
-        from training.calibration import calibrate_router
-        from training.routing_eval import cost_proxies
+        from .calibration import calibrate_router
+        from .routing_eval import cost_proxies
 
         # Calibration fitted on validation and the parameter-count cost proxy (LLMs of unknown size: no cost).
         calibrate_router(args.out, prep, res.predictor, costs=cost_proxies(prep.data.llm_names))

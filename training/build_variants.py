@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from training.encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, get_spec
-from training.shipped import DEFAULT_DATA, DEFAULT_HYPER
-from training.static_router import build_static
+from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, get_spec
+from .shipped import DEFAULT_DATA, DEFAULT_HYPER
+from .static_router import build_static
 
 VARIANTS = ("fp32", "int8", "static")
 # Texts per encoder call, written into each router's manifest (encoder.batch_size), from benches/bench_encoders.py:
@@ -75,15 +75,15 @@ def parity_texts(texts: list[str], test: np.ndarray, n: int = 12) -> list[str]:
 
 def graph_outputs(path: Path, encoder: str, max_length: int, texts: list[str]) -> np.ndarray:
     """Question vectors of `texts` from an ONNX graph, one text at a time (no padding effects)."""
-    from training.export import tokenize
-    from training.quantize import run_graph
+    from .export import tokenize
+    from .quantize import run_graph
 
     return run_graph(path, [tokenize(encoder, max_length, [t]) for t in texts])
 
 
 def build_transformer(out: Path, data: Path, variants: list[str], threads: int) -> dict[str, Any]:
-    from training.pipeline import fit_and_export, prepare
-    from training.quantize import cosine_rows, fuse_bert, quantize_int8
+    from .pipeline import fit_and_export, prepare
+    from .quantize import cosine_rows, fuse_bert, quantize_int8
 
     report: dict[str, Any] = {}
     prep = prepare(data, split_seed=0)

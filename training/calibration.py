@@ -10,7 +10,7 @@ identity so an LLM with few or one-sided validation cells stays put). Measure it
 
 and store it in a router written by training (e.g. from build_default_router.py):
 
-    from training.calibration import calibrate_router
+    from .calibration import calibrate_router
     calibrate_router(router_path, prep, predictor)
 """
 
@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from training.metrics import all_metrics, reliability_table
-from training.types import Responses
+from .metrics import all_metrics, reliability_table
+from .types import Responses
 
 RIDGE = 1e-3  # in units of cells; keeps a one-sided LLM's fit finite
 
@@ -113,8 +113,8 @@ def calibrate_router(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from training.onboarding_runs import DEFAULT_DATA, REPO_ROOT
-    from training.pipeline import prepare
+    from .onboarding_runs import DEFAULT_DATA, REPO_ROOT
+    from .pipeline import prepare
 
     parser = argparse.ArgumentParser(description="ECE and reliability before/after calibration (test split)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)

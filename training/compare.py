@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from training.data import load_dataset
-from training.metrics import ECE_BINS, all_metrics, metrics_by_group, reliability_table
-from training.splits import make_split
-from training.types import Dataset, Predictor, Responses, Split
+from .data import load_dataset
+from .metrics import ECE_BINS, all_metrics, metrics_by_group, reliability_table
+from .splits import make_split
+from .types import Dataset, Predictor, Responses, Split
 
 METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "jeirt")
 
@@ -239,7 +239,7 @@ class TunedJeirt:
         self.candidates: list[dict[str, float]] = []  # every (d, dropout) tried, with its validation loss
 
     def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> TunedJeirt:
-        from training.model import JeirtPredictor
+        from .model import JeirtPredictor
 
         self.best, self.candidates = None, []
         for dim, dropout in itertools.product(self.dims, self.dropouts):
@@ -255,8 +255,8 @@ class TunedJeirt:
 
 
 def make_predictors(methods: Sequence[str], seed: int = 0) -> list[Predictor]:
-    from training.baselines import EmbedLlmMF, KnnPerLlm, LlmAccuracy, TextMirt
-    from training.baselines.torch_fit import FitSettings
+    from .baselines import EmbedLlmMF, KnnPerLlm, LlmAccuracy, TextMirt
+    from .baselines.torch_fit import FitSettings
 
     made: list[Predictor] = []
     for method in methods:
@@ -279,7 +279,7 @@ def get_embeddings(data: Dataset, args: argparse.Namespace) -> np.ndarray:
     if args.random_embeddings:
         rng = np.random.default_rng(args.seed)
         return rng.standard_normal((data.n_questions, args.random_embeddings)).astype(np.float32)
-    from training.embeddings import embed_dataset
+    from .embeddings import embed_dataset
 
     kwargs: dict[str, Any] = {}
     if args.encoder:
@@ -331,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result["per_seed"] = {str(seed): {name: {"tuned": r["tuned"], "val": r["val"], "test": r["test"]["overall"]}
                                           for name, r in per_seed[seed]["methods"].items()} for seed in seeds}
     if not args.no_2pl:
-        from training.baselines.irt2pl import two_pl_diagnostic
+        from .baselines.irt2pl import two_pl_diagnostic
 
         print("fitting the plain 2PL diagnostic ...", file=sys.stderr)
         result["diagnostic_2pl"] = two_pl_diagnostic(data, make_split(data, seed=seeds[0]).responses(data, "train"))

@@ -36,7 +36,7 @@ from jeirt_lite._io.formats import table_format
 from jeirt_lite._io.tables import read_table
 from jeirt_lite._io.vocabulary import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS
 
-from training.types import Dataset, Responses
+from .types import Dataset, Responses
 
 logger = logging.getLogger(__name__)
 

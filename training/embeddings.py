@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from training.encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, encode_batch, get_spec, user_cache_home
-from training.types import Dataset
+from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, encode_batch, get_spec, user_cache_home
+from .types import Dataset
 
 
 def cache_root() -> Path:

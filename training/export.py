@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from training.encoders import SentenceEncoder, get_spec, load_encoder, load_tokenizer
-from training.model import Adapter, JeirtPredictor
+from .encoders import SentenceEncoder, get_spec, load_encoder, load_tokenizer
+from .model import Adapter, JeirtPredictor
 
 INPUT_NAMES = ["input_ids", "attention_mask"]
 OUTPUT_NAME = "question_vectors"

@@ -26,8 +26,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from training.network import JeirtConfig, JeirtModel, jeirt_logit_matrix, jeirt_logits
-from training.types import Responses
+from .network import JeirtConfig, JeirtModel, jeirt_logit_matrix, jeirt_logits
+from .types import Responses
 
 # Warm start (llm_init="accuracy"): the adapter's output starts near WARM_NORM·u for one shared unit vector u, and
 # m_k = (logit(acc_k) + WARM_NORM)·u, so the first logits are ≈ logit(acc_k): training starts from the per-LLM

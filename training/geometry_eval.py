@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from training.baselines.irt2pl import two_pl_diagnostic
-from training.model import PUBLISHED_SCHEDULE, JeirtPredictor
-from training.pipeline import prepare
-from training.reference import _alignment_module
+from .baselines.irt2pl import two_pl_diagnostic
+from .model import PUBLISHED_SCHEDULE, JeirtPredictor
+from .pipeline import prepare
+from .reference import _alignment_module
 
 _alignment_module()  # puts the checkout's python/ on sys.path when jeirt_lite is not installed
 from jeirt_lite.analysis import difficulty_vs_error, needs_calculation, probe_vectors, taxonomy

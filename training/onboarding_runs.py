@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from training.pipeline import Prepared, prepare
-from training.types import Responses
+from .pipeline import Prepared, prepare
+from .types import Responses
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO_ROOT / "data" / "mmlu_pro"
@@ -46,7 +46,7 @@ def _without(cells: Responses, dropped: list[int], remap: np.ndarray) -> Respons
 def train_and_save(prep: Prepared, out: Path, dropped: list[int], threads: int) -> None:
     import torch
 
-    from training.model import PUBLISHED_SCHEDULE, JeirtPredictor
+    from .model import PUBLISHED_SCHEDULE, JeirtPredictor
 
     torch.set_num_threads(threads)
     kept = [k for k in range(prep.data.n_llms) if k not in dropped]

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from training.metrics import all_metrics
-from training.model import PUBLISHED_SCHEDULE, JeirtPredictor
-from training.pipeline import Prepared, prepare
-from training.reference import _alignment_module
-from training.types import Responses, Split
+from .metrics import all_metrics
+from .model import PUBLISHED_SCHEDULE, JeirtPredictor
+from .pipeline import Prepared, prepare
+from .reference import _alignment_module
+from .types import Responses, Split
 
 alignment = _alignment_module()
 from jeirt_lite.analysis._stats import spearman

@@ -12,14 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from training.data import load_dataset
-from training.embeddings import embed_dataset
-from training.encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, get_spec
-from training.fit import llm_accuracies
-from training.metrics import all_metrics
-from training.model import JeirtPredictor
-from training.splits import make_split
-from training.types import Dataset, Responses, Split
+from .data import load_dataset
+from .embeddings import embed_dataset
+from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, get_spec
+from .fit import llm_accuracies
+from .metrics import all_metrics
+from .model import JeirtPredictor
+from .splits import make_split
+from .types import Dataset, Responses, Split
 
 
 @dataclass
@@ -142,7 +142,7 @@ def fit_and_export(
         floor_test=per_llm_accuracy_floor(prep, "test"),
     )
     if out_dir is not None:
-        from training.export import export_router
+        from .export import export_router
 
         # Parity on real questions of the test part: short and long ones (some longer than max_length).
         test_texts = [prep.data.texts[i] for i in prep.split.test]
@@ -153,7 +153,7 @@ def fit_and_export(
             "val": result.val,
             "test_per_llm_accuracy_baseline": result.floor_test,
         }
-        from training.reference import alignment_reference
+        from .reference import alignment_reference
 
         reference, center, alignment = alignment_reference(
             predictor.question_vectors(prep.embeddings[prep.split.train]),

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from jeirt_lite import Router
 
-from training.routing_eval import cost_proxies
+from .routing_eval import cost_proxies
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODELS = REPO_ROOT / "data" / "mmlu_pro" / "models.csv"

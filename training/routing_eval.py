@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from jeirt_lite import kernels
 
-from training.onboarding_runs import DEFAULT_DATA, REPO_ROOT
+from .onboarding_runs import DEFAULT_DATA, REPO_ROOT
 
 # Published total parameter counts of open models whose names do not carry one.
 KNOWN_SIZES_B = {
@@ -149,7 +149,7 @@ def evaluate(prep, question_vectors: np.ndarray, llm_vectors: np.ndarray, open_o
 
 
 def main(argv: list[str] | None = None) -> int:
-    from training.pipeline import prepare
+    from .pipeline import prepare
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)

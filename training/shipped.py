@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from training.network import PUBLISHED_SCHEDULE
+from .network import PUBLISHED_SCHEDULE
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO_ROOT / "data" / "mmlu_pro"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from training.types import Dataset, Split
+from .types import Dataset, Split
 
 
 def text_groups(texts: list[str]) -> np.ndarray:

@@ -38,7 +38,7 @@ def token_vectors(encoder: str, batch_size: int = 1024) -> np.ndarray:
     """(V, D) float32: each vocabulary token's mean-pooled last hidden state, fed alone as [CLS] t [SEP]."""
     import torch
 
-    from training.encoders import load_encoder, load_tokenizer
+    from .encoders import load_encoder, load_tokenizer
 
     tok = load_tokenizer(encoder, 8)
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
@@ -86,7 +86,7 @@ def distil(
     sif_a: float = DEFAULT_SIF_A,
 ) -> StaticTable:
     """Distil `encoder` into a static table; token frequencies come from `train_texts` only."""
-    from training.encoders import get_spec, load_tokenizer
+    from .encoders import get_spec, load_tokenizer
 
     vectors = pca(token_vectors(encoder), dim)
     tok = load_tokenizer(encoder, max_length)

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from training.encoders import DEFAULT_ENCODER, load_tokenizer
-from training.shipped import DEFAULT_HYPER
+from .encoders import DEFAULT_ENCODER, load_tokenizer
+from .shipped import DEFAULT_HYPER
 
 # The static router's adapter uses the default router's settings: on the validation split with static embeddings
 # no other dropout, learning rate or weight decay tried beat them (docs/hyperparameters.md).
@@ -32,15 +32,15 @@ def build_static(
     calibration fitted on validation and the parameter-count cost proxy (the same extras as every shipped router)."""
     from jeirt_lite.artifact import save_artifact
 
-    from training.calibration import calibrate_router
-    from training.data import load_dataset
-    from training.export import INPUT_NAMES, OUTPUT_NAME, write_tokenizer
-    from training.model import JeirtPredictor
-    from training.pipeline import Prepared, evaluate, per_llm_accuracy_floor, training_summary
-    from training.reference import alignment_reference
-    from training.routing_eval import cost_proxies
-    from training.splits import make_split
-    from training.static_encoder import adapter_weights, distil, embed_texts, export_static_router_graph
+    from .calibration import calibrate_router
+    from .data import load_dataset
+    from .export import INPUT_NAMES, OUTPUT_NAME, write_tokenizer
+    from .model import JeirtPredictor
+    from .pipeline import Prepared, evaluate, per_llm_accuracy_floor, training_summary
+    from .reference import alignment_reference
+    from .routing_eval import cost_proxies
+    from .splits import make_split
+    from .static_encoder import adapter_weights, distil, embed_texts, export_static_router_graph
 
     t0 = time.perf_counter()
     dataset = load_dataset(data)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from training.baselines.embedllm import EmbedLlmMF
-from training.baselines.irt2pl import TwoPL, fit_2pl, two_pl_diagnostic
-from training.baselines.knn import KnnPerLlm
-from training.baselines.llm_accuracy import LlmAccuracy
-from training.baselines.mirt import TextMirt
-from training.types import Predictor
+from ..types import Predictor
+from .embedllm import EmbedLlmMF
+from .irt2pl import TwoPL, fit_2pl, two_pl_diagnostic
+from .knn import KnnPerLlm
+from .llm_accuracy import LlmAccuracy
+from .mirt import TextMirt
 
 
 def default_baselines() -> list[Predictor]:

@@ -11,8 +11,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from training.baselines.torch_fit import FitSettings, fit_best_on_grid, predict_cells
-from training.types import Responses
+from ..types import Responses
+from .torch_fit import FitSettings, fit_best_on_grid, predict_cells
 
 GRID = ({"dim": 32, "dropout": 0.0}, {"dim": 128, "dropout": 0.0}, {"dim": 128, "dropout": 0.3})
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from training.types import Dataset, Responses
+from ..types import Dataset, Responses
 
 PRIOR_SD = 3.0
 SMALL_A = 0.1

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from training.baselines.llm_accuracy import smoothed_llm_accuracy
-from training.metrics import log_loss
-from training.types import Responses
+from ..metrics import log_loss
+from ..types import Responses
+from .llm_accuracy import smoothed_llm_accuracy
 
 K_GRID = (10, 20, 40, 80, 160, 320)
 ALPHA_GRID = (0.5, 2.0, 8.0)

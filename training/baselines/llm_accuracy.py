@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from training.metrics import log_loss
-from training.types import Responses
+from ..metrics import log_loss
+from ..types import Responses
 
 SMOOTHING_GRID = (0.0, 1.0, 10.0, 100.0)
 

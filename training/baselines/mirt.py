@@ -11,8 +11,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from training.baselines.torch_fit import FitSettings, fit_best_on_grid, predict_cells
-from training.types import Responses
+from ..types import Responses
+from .torch_fit import FitSettings, fit_best_on_grid, predict_cells
 
 GRID = ({"dim": 2}, {"dim": 8}, {"dim": 32})
 HIDDEN = 256

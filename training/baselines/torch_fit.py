@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from training.types import Responses
+from ..types import Responses
 
 ConfigT = TypeVar("ConfigT")
 

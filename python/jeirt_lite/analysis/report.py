@@ -1,6 +1,6 @@
 """One self-contained HTML page about a router on a data folder: every figure an inlined PNG, its numbers beside it.
 
-    jeirt-lite report ROUTER --data data/mmlu_pro -o report.html
+    jeirt-lite report --router ROUTER --data data/mmlu_pro -o report.html
 
 The questions are embedded with the router; observed error rates and the calibration curve come from the data's
 responses. Unless question ids are given (e.g. the router's test split), the data may include the questions the
@@ -109,6 +109,9 @@ def build_report(
         max_questions: embed a subject-stratified seeded sample of at most this many questions (None: all).
         results_dir: where onboarding.json / routing.json may be (default: docs/ of the working directory).
     """
+    output = Path(output)
+    if not output.parent.is_dir():  # checked before the work, and never created in passing
+        raise JeirtError(f"{output}: folder {output.parent} does not exist")
     plt = _pyplot()
     data = read_response_folder(Path(data_dir), question_ids)
     if data.n_questions < 3:
@@ -125,8 +128,6 @@ def build_report(
         *[_results_curve(plt, title, Path(results_dir or "docs") / name) for title, name in RESULT_FILES.items()],
         _alignment(plt, router, vectors),
     ]
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(_html(router, sections), encoding="utf-8")
     return output
 

@@ -20,7 +20,7 @@ from types import FrameType
 from typing import Any, Optional, Protocol
 
 from .._errors import JeirtError, error_text
-from . import add_llm, info, report, route, score, suggest
+from . import add_llm, info, report, route, score, suggest, train
 from ._shared import FORMATTER, PROG, Console, Terminated, flag_for
 
 
@@ -39,6 +39,7 @@ COMMANDS: dict[str, Command] = {
     "add-llm": add_llm,
     "suggest": suggest,
     "report": report,
+    "train": train,
 }
 
 __all__ = ["COMMANDS", "build_parser", "main"]
@@ -73,7 +74,11 @@ def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit code (the console script passes it to sys.exit)."""
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["train"]:  # every word after it is the training parser's (argparse cannot pass "--x" on)
+        args = argparse.Namespace(command="train", arguments=words[1:])
+    else:
+        args = build_parser().parse_args(words)
     console = Console(sys.stdout, sys.stderr)
     previous = None
     try:

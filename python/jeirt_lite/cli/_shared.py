@@ -70,6 +70,23 @@ def router_option() -> argparse.ArgumentParser:
     return parent
 
 
+def add_router_arguments(parser: argparse.ArgumentParser) -> None:
+    """The older positional ROUTER of info, suggest, add-llm and report, still accepted and hidden from --help:
+    `--router PATH` (router_option) is the one documented form, the same in every command."""
+    parser.add_argument("router_positional", nargs="?", type=Path, default=None, help=argparse.SUPPRESS)
+
+
+def chosen_router(args: argparse.Namespace) -> Optional[Path]:
+    """--router, else the older positional ROUTER, else None (the shipped router)."""
+    from .._errors import JeirtError
+
+    positional = getattr(args, "router_positional", None)
+    if positional is not None and args.router is not None and positional != args.router:
+        raise JeirtError(f"two routers given ({positional} and --router {args.router}): give one, with --router")
+    path: Optional[Path] = args.router if args.router is not None else positional
+    return path
+
+
 def load_router(path: Optional[Path], threads: Optional[int]) -> Router:
     from .._router import Router
 

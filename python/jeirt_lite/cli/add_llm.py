@@ -9,18 +9,28 @@ from typing import Any
 from .._errors import JeirtError
 from .._io.formats import read_question_table
 from .._io.vocabulary import LABEL_COLUMN, TEXT_COLUMN
-from ._shared import FORMATTER, PROG, Console, load_router, threads_option
+from ._shared import (
+    FORMATTER,
+    PROG,
+    Console,
+    add_router_arguments,
+    chosen_router,
+    load_router,
+    router_option,
+    threads_option,
+)
 
 
 def add_parser(subparsers: Any) -> None:
     add = subparsers.add_parser(
         "add-llm",
-        parents=[threads_option()],
+        parents=[threads_option(), router_option()],
         formatter_class=FORMATTER,
         help="add a new LLM to a router from its answers to some questions",
-        epilog=f"example:\n  {PROG} add-llm router/ --name my-llm --answers answers.csv -o router-plus/",
+        description="A router with one more LLM, fitted from its answers (--router: the router to extend).",
+        epilog=f"example:\n  {PROG} add-llm --name my-llm --answers answers.csv -o router-plus",
     )
-    add.add_argument("router", type=Path, metavar="ROUTER", help="router folder to extend")
+    add_router_arguments(add)
     add.add_argument("--name", required=True, help="the new LLM's name (must not be in the router)")
     add.add_argument(
         "--answers",
@@ -30,8 +40,14 @@ def add_parser(subparsers: Any) -> None:
         help="CSV/JSONL/Parquet with a text and a correct (0/1, true/false) column",
     )
     add.add_argument("-o", "--output", type=Path, required=True, metavar="NEW_ROUTER", help="folder to write")
-    add.add_argument("--text-column", default=TEXT_COLUMN)
-    add.add_argument("--label-column", default=LABEL_COLUMN)
+    add.add_argument(
+        "--text-column", default=TEXT_COLUMN, metavar="NAME",
+        help=f"the column holding the question text (default: {TEXT_COLUMN})",
+    )
+    add.add_argument(
+        "--label-column", default=LABEL_COLUMN, metavar="NAME",
+        help=f"the column saying whether the LLM answered correctly: 0/1 or true/false (default: {LABEL_COLUMN})",
+    )
     add.add_argument(
         "--cost", type=float, default=None, help="the new LLM's cost, stored for cost-aware routing"
     )
@@ -39,9 +55,9 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    router = load_router(args.router, args.threads)
+    router = load_router(chosen_router(args), args.threads)
     if args.name in router.llms:
-        raise JeirtError(f"LLM {args.name!r} is already in {args.router}; pick another --name")
+        raise JeirtError(f"LLM {args.name!r} is already in {router.path}; pick another --name")
     if args.output.exists() and not args.overwrite:
         raise JeirtError(f"{args.output} already exists (pass --overwrite to replace it)")
     answers = read_question_table(args.answers, args.text_column, args.label_column)

@@ -5,28 +5,30 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-from ._shared import FORMATTER, PROG, Console, load_router, short, threads_option
+from ._shared import (
+    FORMATTER,
+    PROG,
+    Console,
+    add_router_arguments,
+    chosen_router,
+    load_router,
+    router_option,
+    short,
+    threads_option,
+)
 
 
 def add_parser(subparsers: Any) -> None:
     info = subparsers.add_parser(
         "info",
-        parents=[threads_option()],
+        parents=[threads_option(), router_option()],
         formatter_class=FORMATTER,
         help="what a router holds: LLMs, d, encoder, training data and metrics",
-        epilog=f"examples:\n  {PROG} info\n  {PROG} info path/to/router --json",
+        epilog=f"examples:\n  {PROG} info\n  {PROG} info --json",
     )
-    info.add_argument(
-        "router",
-        nargs="?",
-        type=Path,
-        default=None,
-        metavar="ROUTER",
-        help="router folder (default: the router shipped inside the package)",
-    )
+    add_router_arguments(info)
     info.add_argument("--json", action="store_true", help="print the router's manifest (router.json) as JSON")
 
 
@@ -41,7 +43,7 @@ def _flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     out = console.out
-    router = load_router(args.router, args.threads)
+    router = load_router(chosen_router(args), args.threads)
     manifest = dict(router.manifest)
     if args.json:
         out.write(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
@@ -66,8 +68,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
         ),
     ]
     out.writelines(f"{key:<10} {value}\n" for key, value in lines)
-    out.write(f"LLMs ({len(router.llms)}):\n")
-    out.writelines(f"  {name}\n" for name in router.llms)
+    costs = router.costs
+    out.write(f"LLMs ({len(router.llms)}" + (f"; cost stored for {len(costs)}" if costs else "") + "):\n")
+    width = max(len(name) for name in router.llms)
+    out.writelines(
+        f"  {name:<{width}}  cost {costs[name]:g}\n" if name in costs else f"  {name}\n" for name in router.llms
+    )
     for section in ("training", "metrics"):
         block = manifest.get(section)
         if not block:

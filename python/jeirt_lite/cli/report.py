@@ -7,13 +7,22 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import JeirtError
-from ._shared import FORMATTER, PROG, Console, load_router, threads_option
+from ._shared import (
+    FORMATTER,
+    PROG,
+    Console,
+    add_router_arguments,
+    chosen_router,
+    load_router,
+    router_option,
+    threads_option,
+)
 
 
 def add_parser(subparsers: Any) -> None:
     report = subparsers.add_parser(
         "report",
-        parents=[threads_option()],
+        parents=[threads_option(), router_option()],
         formatter_class=FORMATTER,
         help="one HTML page about a router on a data folder: difficulty, taxonomy, calibration, alignment",
         description=(
@@ -24,13 +33,13 @@ def add_parser(subparsers: Any) -> None:
         ),
         epilog=(
             "examples:\n"
-            f"  {PROG} report path/to/router --data data/mmlu_pro -o report.html\n"
-            f"  {PROG} report path/to/router --data data/mmlu_pro --question-ids test_ids.txt --max-questions 0"
+            f"  {PROG} report --data data/mmlu_pro -o report.html      # in a checkout of the repository\n"
+            f"  {PROG} report --router my_router --data my_data --max-questions 0"
         ),
     )
-    report.add_argument("router", type=Path, metavar="ROUTER", help="router folder")
-    report.add_argument("--data", type=Path, default=Path("data/mmlu_pro"), metavar="DIR",
-                        help="data folder in the project format (default: data/mmlu_pro)")
+    add_router_arguments(report)
+    report.add_argument("--data", type=Path, required=True, metavar="DIR",
+                        help="data folder in the project format, e.g. data/mmlu_pro of a checkout of the repository")
     report.add_argument("-o", "--output", type=Path, default=Path("report.html"), metavar="HTML",
                         help="the page to write (default: report.html)")
     report.add_argument("--question-ids", type=Path, default=None, metavar="FILE",
@@ -51,10 +60,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
     ids = None
     if args.question_ids is not None:
         ids = [line.strip() for line in args.question_ids.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not args.output.parent.is_dir():  # a mistyped folder is an error, not a folder created in passing
+        raise JeirtError(f"-o {args.output}: folder {args.output.parent} does not exist")
     if args.max_questions < 0:
         raise JeirtError(f"--max-questions must be 0 (all) or positive, got {args.max_questions}")
     path = build_report(
-        load_router(args.router, args.threads), args.data, args.output, question_ids=ids,
+        load_router(chosen_router(args), args.threads), args.data, args.output, question_ids=ids,
         max_questions=args.max_questions or None, results_dir=args.results,
     )
     console.out.write(f"wrote {path}\n")

@@ -45,7 +45,8 @@ def add_parser(subparsers: Any) -> None:
         type=float,
         default=0.0,
         metavar="LAMBDA",
-        help="rank by P(correct) - LAMBDA * cost, with the costs stored in the router (default 0: P alone)",
+        help="rank by P(correct) - LAMBDA * cost, with the costs stored in the router (default 0: P alone); "
+        "LLMs without a cost are left out",
     )
     route.add_argument(
         "--min-probability",
@@ -129,6 +130,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
     batches = _question_batches(args)
     width = max(len(name) for name in router.llms)
     llms = [name.strip() for name in args.llms.split(",") if name.strip()] if args.llms else None
+    cost_aware = args.cost_weight != 0 or args.min_probability is not None
+    unpriced = [name for name in router.llms if name not in router.costs]
+    if cost_aware and llms is None and unpriced and len(unpriced) < len(router.llms):
+        console.err.write(
+            f"cost-aware routing among the {len(router.llms) - len(unpriced)} LLMs with a cost; "
+            f"left out (no known cost): {', '.join(unpriced)}\n"
+        )
     for texts in batches:
         vectors = router.embed(texts)
         result: RouteResult = router.route_vectors(

