@@ -34,7 +34,7 @@ def add_parser(subparsers: Any) -> None:
         epilog=(
             "examples:\n"
             f"  {PROG} report --data data/mmlu_pro -o report.html      # in a checkout of the repository\n"
-            f"  {PROG} report --router my_router --data my_data --max-questions 0"
+            f"  {PROG} report --data data/mmlu_pro --max-questions 300 -o small.html"
         ),
     )
     add_router_arguments(report)

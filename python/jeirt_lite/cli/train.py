@@ -14,7 +14,7 @@ from typing import Any
 from .._errors import JeirtError
 from ._shared import FORMATTER, PROG, Console
 
-TRAIN_EXTRA = 'pip install "jeirt-lite[train]"'
+TRAIN_EXTRA = 'pip install "jeirt-lite[train]" (from a checkout: pip install ".[train]")'
 
 
 def add_parser(subparsers: Any) -> None:
