@@ -1,11 +1,21 @@
 # Developer shortcuts. CI runs .ci/run (a fresh venv, the README's test command, then `make lint`).
-.PHONY: build-dev build-prod lint test bench default-router
+.PHONY: build-dev build-prod dist lint test bench default-router
 
 build-dev:      ## editable install with a release extension (debug builds make benchmarks meaningless)
 	pip install -e ".[test,dev]" --no-build-isolation
 
-build-prod:     ## a wheel in dist/
+build-prod:     ## a wheel in dist/ for this machine only
 	maturin build --release --out dist
+
+# zig links against an old glibc without a manylinux container; maturin finds it on PATH (the ziglang package).
+ZIG_DIR = $(shell python -c 'import os, ziglang; print(os.path.dirname(ziglang.__file__))' 2>/dev/null)
+
+dist:           ## release artefacts a package index accepts: abi3 manylinux_2_28 wheel + sdist (needs the dist extra)
+	@test -n "$(ZIG_DIR)" || { echo 'make dist needs the dist extra (maturin, ziglang, twine)'; exit 1; }
+	rm -rf dist
+	PATH="$(ZIG_DIR):$$PATH" maturin build --release --zig --compatibility manylinux_2_28 --out dist
+	maturin sdist --out dist
+	twine check --strict dist/*
 
 lint:           ## needs the dev extra and the package installed (stubtest imports the compiled extension)
 	ruff check python tests training benches

