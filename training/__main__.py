@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from jeirt_lite._io.outputs import refuse_inputs
+
 from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, ENCODERS
 from .model import JeirtConfig
 
@@ -156,8 +158,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from .data import DataError
     from .pipeline import fit_and_export, folder_size_mb
 
-    if args.out is not None and args.out.exists():  # say so before the training, not after it
-        raise DataError(f"{args.out} already exists: pick another --out or remove it")
+    if args.out is not None:  # say so before the training, not after it
+        refuse_inputs(args.out, [args.data], replaces_folder=True)
+        if args.out.exists():
+            raise DataError(f"{args.out} already exists: pick another --out or remove it")
     prep = _prepare(args)
     res = fit_and_export(
         prep,

@@ -180,13 +180,9 @@ def score_file(
         # installed, up to a second), so the reported time is the scoring loop's.
         require_pyarrow().array([0])
     started = time.perf_counter()
-    reader: Any
     if input_path is not None:
-        reader = open_text_reader(
-            input_path,
-            text_column=text_column,
-            id_column=id_column,
-            chunk_size=options.chunk_size,
+        reader: Any = open_text_reader(
+            input_path, text_column=text_column, id_column=id_column, chunk_size=options.chunk_size,
             skip_bad=options.skip_bad,
         )
     else:
@@ -207,8 +203,9 @@ def score_file(
     result: Optional[dict[str, float]] = None
     try:
         with reader, atomic_output(output) if output is not None else contextlib.nullcontext() as temporary:
+            id_type = reader.id_arrow_type() if isinstance(reader, TextReader) else None
             writer = (
-                open_writer(temporary, fmt, options.k, router.llms, options.all_probabilities)
+                open_writer(temporary, fmt, options.k, router.llms, options.all_probabilities, id_type)
                 if temporary is not None and fmt is not None
                 else None
             )

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import ast
+import math
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +14,55 @@ from typing import IO, Any, Optional
 import numpy as np
 
 from .._errors import SKIP_BAD, JeirtError, hinted_error
+
+# NumPy refuses headers longer than this by default (numpy.lib.format's max_header_size); so does this reader.
+NPY_MAX_HEADER = 10_000
+
+
+def read_npy_header(handle: IO[bytes], path: Path) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """Shape, Fortran order and dtype of a .npy file, formats 1.0, 2.0 and 3.0, through NumPy's public API.
+
+    The header is a Python dict literal, read with `ast.literal_eval` (no code runs); format 3.0 differs from
+    2.0 only in encoding the header as UTF-8.
+    """
+    from numpy.lib import format as npy
+
+    def bad(why: str) -> JeirtError:
+        return JeirtError(f"{path}: not a readable .npy array ({why})")
+
+    try:
+        major, minor = npy.read_magic(handle)
+    except ValueError as err:
+        raise bad(str(err)) from err
+    if (major, minor) not in ((1, 0), (2, 0), (3, 0)):
+        raise bad(f"format version {major}.{minor}; versions 1.0, 2.0 and 3.0 are read")
+    size_bytes = 2 if major == 1 else 4
+    raw_size = handle.read(size_bytes)
+    if len(raw_size) != size_bytes:
+        raise bad("the header is cut short")
+    header_size = int.from_bytes(raw_size, "little")
+    if header_size > NPY_MAX_HEADER:
+        raise bad(f"a header of {header_size:,} bytes; at most {NPY_MAX_HEADER:,} are read")
+    raw = handle.read(header_size)
+    if len(raw) != header_size:
+        raise bad("the header is cut short")
+    try:
+        header = ast.literal_eval(raw.decode("utf-8" if major == 3 else "latin1"))
+    except (ValueError, SyntaxError, UnicodeDecodeError, MemoryError, RecursionError) as err:
+        raise bad(f"the header is not a Python literal: {err}") from err
+    if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
+        raise bad("the header is not a dict of descr, fortran_order and shape")
+    shape, fortran_order = header["shape"], header["fortran_order"]
+    if not isinstance(shape, tuple) or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                                               for n in shape):
+        raise bad(f"shape {shape!r} is not a tuple of sizes")
+    if not isinstance(fortran_order, bool):
+        raise bad(f"fortran_order {fortran_order!r} is not a bool")
+    try:
+        dtype = npy.descr_to_dtype(header["descr"])
+    except (TypeError, ValueError, KeyError, IndexError) as err:
+        raise bad(f"descr {header['descr']!r}: {err}") from err
+    return shape, fortran_order, dtype
 
 
 class NpyRows:
@@ -21,36 +73,45 @@ class NpyRows:
     """
 
     def __init__(self, path: Path):
-        from numpy.lib import format as npy
-
         self.path = path
         try:
             self.handle: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed by close()
         except FileNotFoundError:
             raise JeirtError(f"{path}: no such file") from None
+        except OSError as err:
+            raise JeirtError(f"{path}: cannot read it ({err.strerror or err})") from err
         try:
-            version = npy.read_magic(self.handle)
-            if version == (1, 0):
-                shape, fortran_order, dtype = npy.read_array_header_1_0(self.handle)
-            elif version == (2, 0):
-                shape, fortran_order, dtype = npy.read_array_header_2_0(self.handle)
-            else:  # format 3.0 (UTF-8 field names) has no public header reader
-                shape, fortran_order, dtype = npy._read_array_header(self.handle, version)  # type: ignore[attr-defined]
-        except (ValueError, OSError, SyntaxError) as err:
+            shape, fortran_order, dtype = read_npy_header(self.handle, path)
+            self._check(shape, fortran_order, dtype)
+        except BaseException:
             self.handle.close()
-            raise JeirtError(f"{path}: not a readable .npy array ({err})") from err
+            raise
+        self.shape: tuple[int, ...] = shape
+        self.dtype = dtype
+        self.row_items = math.prod(shape[1:]) if len(shape) > 1 else 1
+        self.rows_left = shape[0] if shape else 0
+
+    def _check(self, shape: tuple[int, ...], fortran_order: bool, dtype: np.dtype) -> None:
+        path = self.path
         if dtype.hasobject:
-            self.handle.close()
             raise JeirtError(f"{path}: holds Python objects; only numeric arrays are read (no pickle)")
         if fortran_order and len(shape) > 1:
-            self.handle.close()
             raise JeirtError(
                 f"{path}: is stored in Fortran order; save it with np.save(path, np.ascontiguousarray(a))"
             )
-        self.shape: tuple[int, ...] = tuple(shape)
-        self.dtype = dtype
-        self.row_items = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-        self.rows_left = int(shape[0]) if shape else 0
+        if path.is_file():  # the declared size against the file's, before anything is read or written
+            data_bytes = math.prod(shape) * dtype.itemsize
+            held = os.stat(path).st_size - self.handle.tell()
+            if held < data_bytes:
+                raise JeirtError(
+                    f"{path}: file ends early (truncated .npy): shape {shape} of {dtype} needs {data_bytes:,} "
+                    f"bytes of data, the file holds {held:,}"
+                )
+            if held > data_bytes:
+                raise JeirtError(
+                    f"{path}: has {held - data_bytes:,} bytes after the array its header declares ({shape} of "
+                    f"{dtype}): not a .npy file as np.save writes it"
+                )
 
     def read(self, rows: int) -> np.ndarray:
         rows = min(rows, self.rows_left)
@@ -156,7 +217,7 @@ class IdReader:
                 )
         else:
             try:
-                self.handle = open(path, encoding="utf-8", newline="")  # noqa: SIM115 - closed by close()
+                self.handle = open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115 - closed by close()
             except FileNotFoundError:
                 raise JeirtError(f"{path}: no such file") from None
             except OSError as err:
@@ -193,3 +254,19 @@ class IdReader:
             self.array.close()
         if self.handle is not None:
             self.handle.close()
+
+
+def read_id_lines(path: Path) -> list[str]:
+    """The non-blank lines of a UTF-8 text file of ids, one per line (`report --question-ids`)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise JeirtError(f"{path}: no such file") from None
+    except OSError as err:
+        raise JeirtError(f"{path}: cannot read it ({err.strerror or err})") from err
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise JeirtError(f"{path}: line {line} (byte {err.start}) is not valid UTF-8") from None
+    return [line.strip() for line in text.splitlines() if line.strip()]

@@ -65,4 +65,6 @@ def text_problem(value: Any) -> Optional[str]:
             return "text holds bytes that are not valid UTF-8"
     if not value.strip():
         return "text is empty"
+    if "\x00" in value:
+        return "text holds a NUL character (a binary file, or UTF-16 read as UTF-8?)"
     return None

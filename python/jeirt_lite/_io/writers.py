@@ -7,8 +7,10 @@ float32 values; the text formats print them with 7 significant digits (float32 c
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,11 @@ class ScoredChunk:
     probabilities: np.ndarray  # (n, k) float32
     difficulty: np.ndarray  # (n,) float32
     all_probabilities: Optional[np.ndarray] = None  # (n, K) float32, with --all
+
+
+def id_text(ident: Any) -> str:
+    """An id as text: strings as they are, other JSON values in JSON (an integer prints as Arrow casts it)."""
+    return ident if isinstance(ident, str) else json.dumps(ident, default=str)
 
 
 def _floats(values: np.ndarray) -> list[str]:
@@ -119,7 +126,13 @@ class JsonlWriter(Writer):
 
 
 class ParquetWriter(Writer):
-    """Appends one row group per chunk. The id column's type comes from the first chunk (text when mixed)."""
+    """Appends one row group per chunk, under one schema decided the same way whatever the chunk size.
+
+    The id column keeps the input's Arrow type when the input declares one (Parquet). Ids from formats without
+    a schema (CSV ids are text, JSONL ids are any JSON value, row numbers are integers) are int64 when every id
+    of the bank is an integer, else text: when a later chunk brings the first non-integer id, the row groups
+    written so far are rewritten with their ids as text.
+    """
 
     def __init__(
         self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: Any = None
@@ -127,31 +140,52 @@ class ParquetWriter(Writer):
         super().__init__(path, k, llm_names, all_probabilities, id_type)
         self.pa = require_pyarrow()
         self.writer: Any = None
-        self.id_type: Any = None
+        if id_type is not None and self.pa.types.is_large_string(id_type):
+            id_type = self.pa.string()  # as the Ray engine writes it
+        self.declared_type = id_type
+        self.integer_ids = id_type is None  # schemaless ids: int64 until a non-integer id comes
         # Names are looked up with Arrow's `take` on the index column: much faster than converting Python
         # strings.
         self.name_array = self.pa.array(self.llm_names, type=self.pa.string())
 
     def _ids(self, ids: list[Any]) -> Any:
         pa = self.pa
-        if self.id_type is None:
+        if self.declared_type is not None:
             try:
-                array = pa.array(ids)
-            except (pa.ArrowException, TypeError, ValueError):  # mixed kinds, e.g. numbers and strings
-                array = pa.array([None if ident is None else str(ident) for ident in ids], type=pa.string())
-            if pa.types.is_null(array.type):
-                array = array.cast(pa.string())
-            self.id_type = array.type
-            return array
+                return pa.array(ids, type=self.declared_type)
+            except (pa.ArrowException, TypeError, ValueError) as err:
+                raise JeirtError(f"{self.path}: ids do not fit the input's id type {self.declared_type}: {err}") from err
+        if self.integer_ids:
+            if all(ident is None or type(ident) is int for ident in ids):
+                try:
+                    return pa.array(ids, type=pa.int64())
+                except (pa.ArrowException, OverflowError):  # an integer beyond int64
+                    pass
+            self._ids_become_text()
+        return pa.array([None if ident is None else id_text(ident) for ident in ids], type=pa.string())
+
+    def _ids_become_text(self) -> None:
+        """Rewrites the row groups written so far with text ids; later chunks are written as text."""
+        self.integer_ids = False
+        if self.writer is None:
+            return
+        pa = self.pa
+        self.writer.close()
+        written = pa.parquet.ParquetFile(str(self.path))
+        schema = written.schema_arrow.set(0, pa.field("id", pa.string()))
+        widened = self.path.with_name(self.path.name + ".text-ids")
         try:
-            return pa.array(ids, type=self.id_type)
-        except (pa.ArrowException, TypeError, ValueError) as err:
-            if pa.types.is_string(self.id_type):
-                return pa.array([None if ident is None else str(ident) for ident in ids], type=pa.string())
-            raise JeirtError(
-                f"{self.path}: the id column changes type part way through "
-                f"(first rows were {self.id_type}): {err}"
-            ) from err
+            self.writer = pa.parquet.ParquetWriter(str(widened), schema)
+            for group in range(written.num_row_groups):
+                table = written.read_row_group(group)
+                self.writer.write_table(table.set_column(0, "id", table.column(0).cast(pa.string())))
+            written.close()
+            # The open writer keeps writing to the renamed file: the partial file now has text ids.
+            os.replace(widened, self.path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                widened.unlink()
+            raise
 
     def _table(self, chunk: ScoredChunk) -> Any:
         return score_table(self.pa, self._ids(chunk.ids), chunk, self.name_array, self.columns)

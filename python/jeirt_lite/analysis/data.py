@@ -17,6 +17,8 @@ from .._errors import JeirtError
 from .._io.tables import read_table
 from .._io.vocabulary import EMPTY_LABELS, TRUE_LABELS, label_of
 
+DATA_FILES = ("questions.csv", "models.csv", "responses.csv")
+
 
 @dataclass(frozen=True)
 class ResponseData:

@@ -22,11 +22,12 @@ import numpy as np
 
 from .._alignment import unit_rows
 from .._errors import JeirtError
+from .._io.outputs import atomic_output, refuse_inputs
 from ._difficulty import difficulty_vs_error
 from ._probes import needs_calculation, probe_vectors
 from ._stats import pca, roc_auc
 from ._taxonomy import taxonomy
-from .data import ResponseData, read_response_folder, stratified_sample
+from .data import DATA_FILES, ResponseData, read_response_folder, stratified_sample
 
 if TYPE_CHECKING:
     from .._router import Router
@@ -112,6 +113,9 @@ def build_report(
     output = Path(output)
     if not output.parent.is_dir():  # checked before the work, and never created in passing
         raise JeirtError(f"{output}: folder {output.parent} does not exist")
+    results = Path(results_dir or "docs")
+    inputs = [Path(data_dir) / name for name in DATA_FILES] + [results / name for name in RESULT_FILES.values()]
+    refuse_inputs(output, [*inputs, router.path])
     plt = _pyplot()
     data = read_response_folder(Path(data_dir), question_ids)
     if data.n_questions < 3:
@@ -125,10 +129,11 @@ def build_report(
         *_taxonomy_and_llms(plt, router, vectors, data, seed),
         _calibration(plt, router, vectors, data),
         _probe(plt, vectors, data, seed),
-        *[_results_curve(plt, title, Path(results_dir or "docs") / name) for title, name in RESULT_FILES.items()],
+        *[_results_curve(plt, title, results / name) for title, name in RESULT_FILES.items()],
         _alignment(plt, router, vectors),
     ]
-    output.write_text(_html(router, sections), encoding="utf-8")
+    with atomic_output(output) as temporary:
+        temporary.write_text(_html(router, sections), encoding="utf-8")
     return output
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from .._errors import JeirtError
 from .._io.formats import read_question_table
+from .._io.outputs import refuse_inputs
 from .._io.vocabulary import LABEL_COLUMN, TEXT_COLUMN
 from ._shared import (
     FORMATTER,
@@ -55,7 +56,11 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    router = load_router(chosen_router(args), args.threads)
+    from .._router import DEFAULT_ROUTER_PATH  # here: loading the router package is the slow part of a run
+
+    router_path = chosen_router(args)
+    refuse_inputs(args.output, [router_path or DEFAULT_ROUTER_PATH, args.answers], replaces_folder=True)
+    router = load_router(router_path, args.threads)
     if args.name in router.llms:
         raise JeirtError(f"LLM {args.name!r} is already in {router.path}; pick another --name")
     if args.output.exists() and not args.overwrite:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import JeirtError
+from .._io.vectors import read_id_lines
 from ._shared import (
     FORMATTER,
     PROG,
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise JeirtError(str(err)) from err
     ids = None
     if args.question_ids is not None:
-        ids = [line.strip() for line in args.question_ids.read_text(encoding="utf-8").splitlines() if line.strip()]
+        ids = read_id_lines(args.question_ids)
     if not args.output.parent.is_dir():  # a mistyped folder is an error, not a folder created in passing
         raise JeirtError(f"-o {args.output}: folder {args.output.parent} does not exist")
     if args.max_questions < 0:

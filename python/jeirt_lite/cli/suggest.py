@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io.formats import read_question_table
+from .._io.outputs import atomic_output, check_output_folder, refuse_inputs
 from .._io.vocabulary import TEXT_COLUMN
 from ._shared import (
     FORMATTER,
@@ -49,7 +50,13 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    router = load_router(chosen_router(args), args.threads)
+    from .._router import DEFAULT_ROUTER_PATH  # here: loading the router package is the slow part of a run
+
+    router_path = chosen_router(args)
+    if args.output is not None:
+        check_output_folder(args.output)
+        refuse_inputs(args.output, [args.questions, router_path or DEFAULT_ROUTER_PATH])
+    router = load_router(router_path, args.threads)
     bank = read_question_table(args.questions, args.text_column)
     texts, ids = bank.texts, bank.ids
     picks = router.suggest_questions(texts, args.budget)
@@ -60,6 +67,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.output is None:
         console.out.write("\n".join(lines) + "\n")
     else:
-        args.output.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        with atomic_output(args.output) as temporary:
+            temporary.write_text("\n".join(lines) + "\n", encoding="utf-8")
         console.out.write(f"wrote {len(picks)} questions to {args.output}\n")
     return 0

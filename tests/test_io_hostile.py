@@ -1,0 +1,325 @@
+"""Hostile input and output paths through the I/O wing: each case ends in a clear JeirtError that names the file
+and row (the input untouched, no output) or in a complete, correct result."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jeirt_lite
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from jeirt_lite import JeirtError, Router
+from jeirt_lite._io.formats import read_question_table
+from jeirt_lite._io.outputs import partial_path, refuse_inputs, remove_stale_partials
+from jeirt_lite._io.tables import read_table
+from jeirt_lite.batch import ScoreOptions, score_file
+from jeirt_lite.cli import main
+
+
+@pytest.fixture(scope="module")
+def router(tiny_router_path: Path) -> Router:
+    return Router.load(tiny_router_path, threads=1)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(jeirt_lite.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")])
+    return env
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: Any) -> tuple[int, str]:
+    code = main([str(arg) for arg in args])
+    return code, capsys.readouterr().err
+
+
+def _bank_lines(n: int) -> list[str]:
+    return [f"q{i},what is the price of a market {i}" for i in range(n)]
+
+
+# -- CSV read strictly ---------------------------------------------------------------------------------------
+
+
+def test_an_unclosed_quote_is_an_error_naming_its_row_never_a_merge(router: Router, tmp_path: Path) -> None:
+    lines = ["id,text", *_bank_lines(1000)]
+    lines[20] = 'q19,"what is the price of a market'  # data row 20 opens a quote it never closes
+    bank = tmp_path / "bank.csv"
+    bank.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    output = tmp_path / "scores.csv"
+    with pytest.raises(JeirtError, match=r"bank\.csv: data row 20 \(.*\) .*starting on line 21 is never closed"):
+        score_file(router, input_path=bank, output=output, options=ScoreOptions(chunk_size=7, skip_bad=True))
+    assert not output.exists()
+    with pytest.raises(JeirtError, match="data row 20"):  # the same reader for add-llm and suggest
+        read_question_table(bank)
+
+
+def test_text_after_a_closing_quote_is_an_error(router: Router, tmp_path: Path) -> None:
+    bank = tmp_path / "bank.csv"
+    bank.write_text('id,text\na,plain\nb,"quoted" and more\nc,plain\n', encoding="utf-8")
+    with pytest.raises(JeirtError, match=r"data row 2 .*not valid CSV .*the row starts on line 3"):
+        score_file(router, input_path=bank, output=tmp_path / "s.csv")
+
+
+def test_ragged_rows_are_bad_rows_not_shifted_columns(router: Router, tmp_path: Path) -> None:
+    bank = tmp_path / "bank.csv"
+    # Row 2's unquoted comma would make "what is the price" its text and drop the rest.
+    bank.write_text("id,text\na,acid base\nb,what is the price, of a market\nc\nd,law\n", encoding="utf-8")
+    with pytest.raises(JeirtError, match=r"data row 2 .*has 3 fields, the header has 2"):
+        score_file(router, input_path=bank, output=tmp_path / "s.csv")
+    summary = score_file(router, input_path=bank, output=tmp_path / "s.csv", options=ScoreOptions(skip_bad=True))
+    assert (summary.rows, summary.skipped) == (2, 2)
+    assert [row.split(",")[0] for row in (tmp_path / "s.csv").read_text().splitlines()[1:]] == ["a", "d"]
+
+
+def test_blank_lines_and_embedded_newlines(router: Router, tmp_path: Path) -> None:
+    bank = tmp_path / "bank.csv"
+    bank.write_text('id,text\n\na,"two\nlines"\n\n\nb,law\n\n', encoding="utf-8")
+    table = read_question_table(bank)
+    assert table.texts == ["two\nlines", "law"] and table.ids == ["a", "b"]
+
+
+def test_nul_bytes(router: Router, tmp_path: Path) -> None:
+    bank = tmp_path / "bank.csv"
+    bank.write_bytes(b"id,text\na,acid\x00 base\nb,law\n")
+    with pytest.raises(JeirtError, match=r"data row 1 .*NUL character"):
+        score_file(router, input_path=bank, output=tmp_path / "s.csv")
+    utf16_without_mark = tmp_path / "wide.csv"
+    utf16_without_mark.write_bytes("id,text\na,law\n".encode("utf-16-le"))
+    with pytest.raises(JeirtError, match=r"wide\.csv: has a NUL byte at byte 1"):
+        score_file(router, input_path=utf16_without_mark, output=tmp_path / "s.csv")
+
+
+# -- encodings, decided once for every reader ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_utf16_and_utf8_byte_order_marks(router: Router, tmp_path: Path, suffix: str) -> None:
+    text = "id,text\na,law\n" if suffix == ".csv" else '{"id": "a", "text": "law"}\n'
+    marked = tmp_path / f"marked{suffix}"
+    marked.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    assert read_question_table(marked).ids == ["a"]  # a UTF-8 byte-order mark is dropped
+    wide = tmp_path / f"wide{suffix}"
+    wide.write_bytes(text.encode("utf-16"))  # with its byte-order mark
+    for read in (
+        lambda: score_file(router, input_path=wide, output=tmp_path / "s.csv"),
+        lambda: read_question_table(wide),
+        lambda: read_table(wide),
+    ):
+        with pytest.raises(JeirtError, match=r"wide\.\w+: is UTF-16 \(byte-order mark FF FE at byte 0\)"):
+            read()
+
+
+def test_bytes_that_are_not_utf8_in_any_column_are_a_bad_row(router: Router, tmp_path: Path) -> None:
+    bank = tmp_path / "bank.csv"
+    bank.write_bytes(b"id,text\nca\xe9,acid base\nb,law\n")  # the id, not the text, is Latin-1
+    output = tmp_path / "s.csv"
+    with pytest.raises(JeirtError, match=r"data row 1 .*not valid UTF-8"):
+        score_file(router, input_path=bank, output=output)
+    summary = score_file(router, input_path=bank, output=output, options=ScoreOptions(skip_bad=True))
+    assert (summary.rows, summary.skipped) == (1, 1)
+
+
+def test_question_ids_file_that_is_not_utf8(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    ids = tmp_path / "ids.txt"
+    ids.write_bytes(b"q1\nq\xe92\n")
+    code, err = _cli(capsys, "report", tiny_router_path, "--data", tmp_path, "--question-ids", ids, "-o", tmp_path / "r.html")
+    assert code == 1 and "ids.txt: line 2 (byte 4) is not valid UTF-8" in err
+
+
+# -- outputs never replace an input --------------------------------------------------------------------------
+
+
+def _jsonl_bank(path: Path, n: int = 40) -> Path:
+    path.write_text("".join(json.dumps({"id": f"q{i}", "text": f"what is the price {i}"}) + "\n" for i in range(n)))
+    return path
+
+
+def test_suggest_onto_its_own_bank_is_refused(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bank = _jsonl_bank(tmp_path / "bank.jsonl")
+    before = bank.read_bytes()
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(bank)
+    hard = tmp_path / "hard.jsonl"
+    os.link(bank, hard)
+    for target in (bank, link, hard, tmp_path / "." / "bank.jsonl"):
+        code, err = _cli(capsys, "suggest", tiny_router_path, "--questions", bank, "--budget", 3, "-o", target)
+        assert code == 1 and "is also the input" in err, err
+    assert bank.read_bytes() == before
+    code, _ = _cli(capsys, "suggest", tiny_router_path, "--questions", bank, "--budget", 3, "-o", tmp_path / "p.jsonl")
+    assert code == 0 and len((tmp_path / "p.jsonl").read_text().splitlines()) == 3
+
+
+def test_add_llm_onto_its_answers_or_a_folder_holding_them_is_refused(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    answers = tmp_path / "a.csv"
+    answers.write_text("text,correct\n" + "".join(f"what is the price {i},{i % 2}\n" for i in range(10)))
+    before = answers.read_bytes()
+    base = ["add-llm", tiny_router_path, "--name", "x", "--answers", answers, "--overwrite"]
+    code, err = _cli(capsys, *base, "-o", answers)
+    assert code == 1 and "is also the input" in err
+    code, err = _cli(capsys, *base, "-o", tmp_path)
+    assert code == 1 and "holds the input" in err
+    code, err = _cli(capsys, *base, "-o", tiny_router_path)
+    assert code == 1 and "is also the input" in err
+    assert answers.read_bytes() == before and Router.load(tiny_router_path).llms[-1] != "x"
+
+
+def test_score_and_report_onto_an_input_are_refused(
+    router: Router, tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bank = tmp_path / "bank.csv"
+    bank.write_text("id,text\na,law\n")
+    hard = tmp_path / "hard.csv"
+    os.link(bank, hard)
+    with pytest.raises(JeirtError, match="is also the input"):
+        score_file(router, input_path=bank, output=hard)
+    assert bank.read_text() == "id,text\na,law\n"
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "questions.csv").write_text("question_id,text\nq1,law\n")
+    code, err = _cli(capsys, "report", tiny_router_path, "--data", data, "-o", data / "questions.csv")
+    assert code == 1 and "is also the input" in err
+    assert (data / "questions.csv").read_text() == "question_id,text\nq1,law\n"
+
+
+def test_training_refuses_an_output_folder_holding_its_data(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from training.__main__ import main as training_main
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for target, message in ((data, "is also the input"), (tmp_path, "holds the input")):
+        with pytest.raises(JeirtError, match=message):
+            training_main(["fit", "--data", str(data), "--out", str(target)])
+    with pytest.raises(JeirtError, match="holds the input"):
+        refuse_inputs(tmp_path, [data / "questions.csv"], replaces_folder=True)
+
+
+# -- .npy question vectors -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [(1, 0), (2, 0), (3, 0)])
+def test_every_npy_format_version_is_read(router: Router, tmp_path: Path, version: tuple[int, int]) -> None:
+    from numpy.lib import format as npy
+
+    vectors = np.random.default_rng(1).normal(size=(9, router.dim)).astype(np.float32)
+    path = tmp_path / "v.npy"
+    with open(path, "wb") as handle:
+        npy.write_array(handle, vectors, version=version)
+    output = tmp_path / "s.csv"
+    summary = score_file(router, vectors_path=path, output=output, options=ScoreOptions(chunk_size=4))
+    assert summary.rows == 9
+    best = [line.split(",")[1] for line in output.read_text().splitlines()[1:]]
+    assert best == router.route_vectors(vectors).best
+
+
+def _npy(header: str, version: bytes = b"\x01\x00", data: bytes = b"") -> bytes:
+    size = len(header).to_bytes(2 if version == b"\x01\x00" else 4, "little")
+    return b"\x93NUMPY" + version + size + header.encode("latin1") + data
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4), }", b"\x04\x00"), "format version 4.0"),
+        (_npy("[1, 2]"), "not a dict of descr"),
+        (_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 4), }"), "is not a tuple of sizes"),
+        (_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4), }", data=bytes(20)), "bytes after"),
+        (_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }", data=bytes(16)), "file ends early"),
+        (_npy("{'descr': 'zz9', 'fortran_order': False, 'shape': (1, 4), }", data=bytes(16)), "descr 'zz9'"),
+        (_npy("__import__('os')"), "not a Python literal"),
+        (b"\x93NUMPY\x01\x00\xff", "header is cut short"),
+    ],
+    ids=["version", "not-a-dict", "negative-shape", "extra-bytes", "truncated", "bad-descr", "code", "cut-header"],
+)
+def test_malformed_npy_files(router: Router, tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "v.npy"
+    path.write_bytes(content)
+    with pytest.raises(JeirtError, match=message):
+        score_file(router, vectors_path=path, output=tmp_path / "s.csv")
+    assert not (tmp_path / "s.csv").exists()
+
+
+# -- typed outputs: one schema whatever the chunks -----------------------------------------------------------
+
+
+def test_parquet_ids_that_stop_looking_numeric_after_the_first_chunk(router: Router, tmp_path: Path) -> None:
+    ids: list[Any] = list(range(5000)) + ["q-5000", "q-5001"]
+    bank = tmp_path / "bank.jsonl"
+    bank.write_text("".join(json.dumps({"id": i, "text": f"what is the price {n % 7}"}) + "\n" for n, i in enumerate(ids)))
+    written = {}
+    for chunk_size in (4096, 10_000):
+        output = tmp_path / f"s{chunk_size}.parquet"
+        score_file(router, input_path=bank, output=output, options=ScoreOptions(chunk_size=chunk_size))
+        written[chunk_size] = pq.read_table(output)
+    assert written[4096].schema == written[10_000].schema and str(written[4096].schema.field("id").type) == "string"
+    assert written[4096].column("id").to_pylist() == [str(i) for i in ids] == written[10_000].column("id").to_pylist()
+    assert written[4096].column("llm_1").to_pylist() == written[10_000].column("llm_1").to_pylist()
+    assert not list(tmp_path.glob(".*partial*"))
+    score_file(router, input_path=bank, output=tmp_path / "s.csv")  # the same bank, every format
+    assert (tmp_path / "s.csv").read_text().splitlines()[-1].startswith("q-5001,")
+
+
+# -- partial files of killed runs ----------------------------------------------------------------------------
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.05)
+
+
+def test_the_partial_file_of_a_killed_run_is_removed_by_the_next_run(tiny_router_path: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "feed.csv"
+    os.mkfifo(fifo)
+    output = tmp_path / "scores.csv"
+    killed = subprocess.Popen(
+        [sys.executable, "-m", "jeirt_lite", "score", str(fifo), "-o", str(output), "--router",
+         str(tiny_router_path), "--chunk-size", "5"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(),
+    )
+    try:
+        with open(fifo, "w", encoding="utf-8") as feed:
+            feed.write("text\n" + "what is the price of a market\n" * 12)
+            feed.flush()
+            left = tmp_path / f".scores.csv.partial-{killed.pid}"
+            _wait_for(lambda: left.exists() and len(left.read_text().splitlines()) == 11)
+            killed.send_signal(signal.SIGKILL)  # no handler runs: the partial file stays
+            killed.wait(timeout=60)
+    finally:
+        if killed.poll() is None:
+            killed.kill()
+    assert left.exists()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        someone_elses = tmp_path / f".scores.csv.partial-{alive.pid}"
+        someone_elses.write_text("a run still going")
+        bank = tmp_path / "bank.csv"
+        bank.write_text("text\nwhat is the price\n")
+        done = subprocess.run(
+            [sys.executable, "-m", "jeirt_lite", "score", str(bank), "-o", str(output), "--router", str(tiny_router_path)],
+            capture_output=True, text=True, env=_env(), timeout=120, check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert not left.exists() and someone_elses.exists()  # a live process's file is left alone
+    finally:
+        alive.kill()
+        alive.wait()
+    assert len(output.read_text().splitlines()) == 2
+    assert remove_stale_partials(output) == [someone_elses] and partial_path(output).name.endswith(str(os.getpid()))
