@@ -331,7 +331,7 @@ class ParquetRecords(RecordReader):
         pa = require_pyarrow()
         try:
             self.file = pa.parquet.ParquetFile(str(path))
-        except (pa.ArrowException, OSError) as err:
+        except (pa.ArrowException, OSError, ValueError) as err:
             raise JeirtError(f"{path}: not a readable Parquet file ({err})") from err
         self.schema = self.file.schema_arrow
         self.columns = list(self.schema.names)
@@ -344,19 +344,22 @@ class ParquetRecords(RecordReader):
     def batches(self, wanted: Optional[Sequence[str]], required: Sequence[str] = ()) -> Iterator[RowBatch]:
         pa = require_pyarrow()
         wanted = list(self.columns or []) if wanted is None else wanted
-        try:
-            for arrow_batch in self.file.iter_batches(batch_size=self.chunk_size, columns=list(wanted)):
-                first = self.rows_read + 1
-                self.rows_read += arrow_batch.num_rows
-                yield RowBatch(
-                    first_row=first,
-                    values={name: arrow_batch.column(i).to_pylist() for i, name in enumerate(wanted)},
-                    size=arrow_batch.num_rows,
-                )
-        except pa.ArrowException as err:
-            raise JeirtError(
-                f"{self.path}: cannot read row group after data row {self.rows_read} ({err})"
-            ) from err
+        arrow_batches = self.file.iter_batches(batch_size=self.chunk_size, columns=list(wanted))
+        while True:
+            # A damaged page fails in pyarrow (ArrowException, OSError), a string that is not UTF-8 only when
+            # it is converted (UnicodeDecodeError): either way the rows cannot be read.
+            try:
+                arrow_batch = next(arrow_batches, None)
+                if arrow_batch is None:
+                    return
+                values = {name: arrow_batch.column(i).to_pylist() for i, name in enumerate(wanted)}
+            except (pa.ArrowException, OSError, ValueError) as err:  # UnicodeDecodeError is a ValueError
+                raise JeirtError(
+                    f"{self.path}: cannot read the rows after data row {self.rows_read} (damaged file? {err})"
+                ) from err
+            first = self.rows_read + 1
+            self.rows_read += arrow_batch.num_rows
+            yield RowBatch(first_row=first, values=values, size=arrow_batch.num_rows)
 
     def close(self) -> None:
         self.file.close()
