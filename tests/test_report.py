@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import csv
-import json
 import re
 from pathlib import Path
 
@@ -74,16 +73,15 @@ def test_report_is_complete(tiny_router_path: Path, tmp_path: Path) -> None:
         tmp_path / "aligned", llm_names=artifact.llm_names, llm_vectors=artifact.llm_vectors,
         tokenizer_json=artifact.tokenizer_path, encoder_onnx=artifact.encoder_path, encoder=artifact.encoder,
         reference_directions=np.eye(router.dim, dtype=np.float32), alignment={"threshold": 0.6}), threads=1)
+    aligned = aligned.with_costs({"llm-0": 1.0, "llm-1": 2.0, "llm-3": 8.0})  # llm-2 and llm-4: no cost
     data = _write_folder(tmp_path / "data", list(router.llms))
-    results = tmp_path / "results"
-    results.mkdir()
-    curve = {"x": "answers", "y": "auc", "curves": {"new LLM": [{"answers": 10, "auc": 0.6}, {"answers": 50, "auc": 0.7}]}}
-    (results / "onboarding.json").write_text(json.dumps(curve))
-    (results / "routing.json").write_text(json.dumps([{"cost": 1.0, "quality": 0.5}, {"cost": 2.0, "quality": 0.7}]))
-    page = build_report(aligned, data, tmp_path / "report.html", results_dir=results).read_text(encoding="utf-8")
-    assert _check_complete(page) == 8
+    page = build_report(aligned, data, tmp_path / "report.html").read_text(encoding="utf-8")
+    assert _check_complete(page) == 9  # LLM vectors: two figures
     assert _sections_with_figures(page) == [s for s in SECTIONS if s != "Router and data"]
-    assert "may include the router&#x27;s training questions" in page
+    assert "the router records no split: these questions may include the router&#x27;s training" in page
+    assert "log-loss from 10 answers" in page and "log-loss from 25 answers" in page  # computed here
+    assert "best single LLM in hindsight" in page and "cheapest with P ≥ t" in page
+    assert "among the 3 LLMs with a cost" in page
 
 
 def test_report_cli_notes_missing_parts(tiny_router_path: Path, tmp_path: Path,
@@ -94,12 +92,14 @@ def test_report_cli_notes_missing_parts(tiny_router_path: Path, tmp_path: Path,
     ids.write_text("\n".join(f"q{i}" for i in range(60)))
     out = tmp_path / "cli.html"
     code = main(["report", str(tiny_router_path), "--data", str(data), "-o", str(out), "--threads", "1",
-                 "--question-ids", str(ids), "--results", str(tmp_path / "nothing")])
+                 "--question-ids", str(ids)])
     assert code == 0 and out.is_file()
     page = out.read_text(encoding="utf-8")
-    assert _check_complete(page) == 5
-    assert _sections_with_figures(page) == ["Difficulty", "Taxonomy", "LLM vectors", "Calibration", "Arithmetic probe"]
-    assert "alignment is unavailable" in page and "not found: this section needs" in page
+    assert _check_complete(page) == 7
+    assert _sections_with_figures(page) == [
+        "Difficulty", "Taxonomy", "LLM vectors", "Calibration", "Arithmetic probe", "Onboarding"
+    ]
+    assert "alignment is unavailable" in page and "no quality–cost curve" in page
     assert "may include the router" not in page  # ids were given
     assert "<td>60</td>" in page
 
@@ -111,3 +111,13 @@ def test_report_cli_bad_data_folder(tiny_router_path: Path, tmp_path: Path,
     missing = tmp_path / "missing" / "dir" / "x.html"
     assert main(["report", "--router", str(tiny_router_path), "--data", str(tmp_path), "-o", str(missing)]) == 1
     assert "missing/dir does not exist" in capsys.readouterr().err and not (tmp_path / "missing").exists()
+
+
+def test_report_on_the_shipped_router_uses_its_test_split(tmp_path: Path) -> None:
+    pytest.importorskip("pandas", reason="drawing the router's split again needs the train extra")
+    data = Path(__file__).resolve().parent.parent / "data" / "mmlu_pro"
+    page = build_report(Router.load(threads=1), data, tmp_path / "r.html", max_questions=200).read_text("utf-8")
+    assert "Questions: the router&#x27;s test split (seed 0, drawn again: 2161 questions)." in page
+    assert "may include" not in page
+    assert _sections_with_figures(page) == [s for s in SECTIONS if s != "Router and data"]
+    assert "gemini-3.1-pro" in page and "among the 27 LLMs with a cost" in page

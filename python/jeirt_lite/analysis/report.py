@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +23,10 @@ from .._alignment import unit_rows
 from .._errors import JeirtError
 from .._io.outputs import atomic_output, refuse_inputs
 from ._difficulty import difficulty_vs_error
+from ._onboarding_value import ANSWER_COUNTS, REPEATS, onboarding_curves
 from ._probes import needs_calculation, probe_vectors
+from ._router_split import router_test_question_ids
+from ._routing_value import answer_matrix, routing_value
 from ._stats import pca, roc_auc
 from ._taxonomy import taxonomy
 from .data import DATA_FILES, ResponseData, read_response_folder, stratified_sample
@@ -44,9 +46,6 @@ SECTIONS = (
     "Alignment",
 )
 CALIBRATION_BINS = 15
-# Optional curves drawn when a JSON file of this name is in `results_dir`; no command of the project writes them
-# yet, so by default these sections hold a note.
-RESULT_FILES = {"Onboarding": "onboarding.json", "Quality and cost": "routing.json"}
 
 
 def _pyplot() -> Any:
@@ -97,7 +96,6 @@ def build_report(
     *,
     question_ids: Optional[Sequence[str]] = None,
     max_questions: Optional[int] = 3000,
-    results_dir: Optional[Path] = None,
     seed: int = 0,
 ) -> Path:
     """Write the HTML report and return its path.
@@ -106,17 +104,18 @@ def build_report(
         router: the router to describe.
         data_dir: a data folder (questions.csv, models.csv, responses.csv).
         output: the .html file to write.
-        question_ids: only these questions (e.g. the router's test split); None: all of the folder's.
+        question_ids: only these questions; None: the router's test split where it can be drawn again
+            (_router_split), else all of the folder's.
         max_questions: embed a subject-stratified seeded sample of at most this many questions (None: all).
-        results_dir: where onboarding.json / routing.json may be (default: docs/ of the working directory).
     """
     output = Path(output)
     if not output.parent.is_dir():  # checked before the work, and never created in passing
         raise JeirtError(f"{output}: folder {output.parent} does not exist")
-    results = Path(results_dir or "docs")
-    inputs = [Path(data_dir) / name for name in DATA_FILES] + [results / name for name in RESULT_FILES.values()]
-    refuse_inputs(output, [*inputs, router.path])
+    refuse_inputs(output, [*(Path(data_dir) / name for name in DATA_FILES), router.path])
     plt = _pyplot()
+    how = "the question ids given"
+    if question_ids is None:
+        question_ids, how = router_test_question_ids(router.manifest, Path(data_dir))
     data = read_response_folder(Path(data_dir), question_ids)
     if data.n_questions < 3:
         raise JeirtError(f"{data_dir}: the report needs at least 3 questions, found {data.n_questions}")
@@ -124,12 +123,13 @@ def build_report(
         data = data.subset(stratified_sample(data.subjects, max_questions, seed))
     vectors = router.embed(data.texts)
     sections = [
-        _summary(router, data, data_dir, question_ids is not None),
+        _summary(router, data, data_dir, question_ids is not None, how),
         _difficulty(plt, router, vectors, data),
         *_taxonomy_and_llms(plt, router, vectors, data, seed),
         _calibration(plt, router, vectors, data),
         _probe(plt, vectors, data, seed),
-        *[_results_curve(plt, title, results / name) for title, name in RESULT_FILES.items()],
+        _onboarding(plt, router, vectors, data, seed),
+        _quality_and_cost(plt, router, vectors, data),
         _alignment(plt, router, vectors),
     ]
     with atomic_output(output) as temporary:
@@ -137,7 +137,7 @@ def build_report(
     return output
 
 
-def _summary(router: Router, data: ResponseData, data_dir: Path, split_given: bool) -> Section:
+def _summary(router: Router, data: ResponseData, data_dir: Path, held_out: bool, how: str) -> Section:
     section = Section("Router and data")
     shared = sorted(set(router.llms) & set(data.llm_names))
     section.rows = [
@@ -145,9 +145,11 @@ def _summary(router: Router, data: ResponseData, data_dir: Path, split_given: bo
         ("data", str(data_dir)), ("questions used", str(data.n_questions)), ("observed cells", str(data.correct.size)),
         ("LLMs in both", str(len(shared))),
     ]
-    if not split_given:
-        section.notes.append("No question ids were given: these questions may include the router's training "
-                             "questions, which flatters difficulty and calibration.")
+    if held_out:
+        section.notes.append(f"Questions: {how}.")
+    else:
+        section.notes.append(f"No question ids were given and {how}: these questions may include the router's "
+                             "training questions, which flatters every section that compares with answers.")
     label = router.manifest.get("label")
     if label:
         section.notes.append(f"Router label: {label}")
@@ -207,21 +209,23 @@ def _taxonomy_and_llms(plt: Any, router: Router, vectors: np.ndarray, data: Resp
     llm_dirs = unit_rows(router.llm_vectors)
     llm_points = (llm_dirs - mean) @ components.T
     llm_norms = np.linalg.norm(router.llm_vectors, axis=1)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
-    fig.subplots_adjust(wspace=0.55)  # room for the LLM names of the bar chart
+    # Two figures, each cropped to its own labels: full LLM names, however long, are never cut or overlapped.
+    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    bars, bar_ax = plt.subplots(figsize=(5.5, max(3.0, 0.16 * len(router.llms) + 1.0)))
+    axes = (ax, bar_ax)
     axes[0].scatter(points[:, 0], points[:, 1], s=3, color="0.85")
     axes[0].scatter(llm_points[:, 0], llm_points[:, 1], s=25, color="C3")
     # Naming every LLM makes an unreadable pile; name the strongest and weakest few (all of them when few).
     named = np.argsort(-llm_norms)
     named = named if len(named) <= 10 else np.r_[named[:5], named[-3:]]
     for i in named:
-        axes[0].annotate(router.llms[i][:24], tuple(llm_points[i]), fontsize=6)
+        axes[0].annotate(router.llms[i], tuple(llm_points[i]), fontsize=6)
     axes[0].set_title("LLM directions in the question PCA plane")
     order = np.argsort(llm_norms)
-    axes[1].barh([router.llms[i][:24] for i in order], llm_norms[order])
+    axes[1].barh([router.llms[i] for i in order], llm_norms[order])
     axes[1].tick_params(axis="y", labelsize=6)
     axes[1].set_xlabel("‖m‖ (overall strength)")
-    llms = Section("LLM vectors", [_png(fig)])
+    llms = Section("LLM vectors", [_png(fig), _png(bars)])
     cosines = llm_dirs @ llm_dirs.T
     off = cosines[~np.eye(len(router.llms), dtype=bool)]
     llms.rows = [("LLMs", str(len(router.llms))), ("‖m‖ min / median / max",
@@ -287,33 +291,71 @@ def _probe(plt: Any, vectors: np.ndarray, data: ResponseData, seed: int) -> Sect
     return section
 
 
-def _results_curve(plt: Any, title: str, path: Path) -> Section:
-    """Plot {"curves": {name: [{x_key: .., y_key: ..}, ...]}, "x": x_key, "y": y_key} or a plain list of points."""
-    section = Section(title)
-    if not path.is_file():
-        section.notes.append(f"{path} not found: this section needs that result file (skipped).")
+def _answers_in_router_order(router: Router, data: ResponseData) -> np.ndarray:
+    columns = [data.llm_names.index(name) if name in data.llm_names else -1 for name in router.llms]
+    return answer_matrix(data.question, data.llm, data.correct, data.n_questions, columns)
+
+
+def _onboarding(plt: Any, router: Router, vectors: np.ndarray, data: ResponseData, seed: int) -> Section:
+    section = Section("Onboarding")
+    curves = onboarding_curves(router, vectors, _answers_in_router_order(router, data), seed)
+    if not curves:
+        section.notes.append(f"No LLM of the router has {2 * ANSWER_COUNTS[0]} answers here: nothing to refit.")
         return section
-    try:
-        content = json.loads(path.read_text(encoding="utf-8"))
-        curves = content.get("curves") if isinstance(content, dict) else {"result": content}
-        x_key = content.get("x") if isinstance(content, dict) else None
-        y_key = content.get("y") if isinstance(content, dict) else None
-        fig, ax = plt.subplots(figsize=(5.5, 4))
-        if not isinstance(curves, dict):
-            raise TypeError("'curves' must map a curve name to a list of points")
-        for name, points in curves.items():
-            keys = [k for k, v in points[0].items() if isinstance(v, (int, float))]
-            xk, yk = x_key or keys[0], y_key or keys[1]
-            xs, ys = [float(p[xk]) for p in points], [float(p[yk]) for p in points]
-            ax.plot(xs, ys, "o-", label=str(name))
-            section.rows.append((f"{name}: last {yk}", _f(ys[-1])))
-        ax.set_xlabel(str(xk))
-        ax.set_ylabel(str(yk))
-        ax.legend(fontsize=7)
-        section.figures.append(_png(fig))
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as err:
-        section.figures.clear()
-        section.notes.append(f"{path}: not a curve file this report understands ({err}); skipped.")
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for number, (name, points) in enumerate(curves.items()):
+        counts = [n for n, _, _ in points]
+        ax.plot(counts, [a for _, a, _ in points], "o-", color=f"C{number}", label=f"{name}, refitted")
+        ax.plot(counts, [b for _, _, b in points], ":", color=f"C{number}", label=f"{name}, router's own vector")
+        section.rows += [(f"{name}: log-loss from {n} answers", f"{_f(a)} (own vector {_f(b)})")
+                         for n, a, b in points]
+    ax.set_xscale("log")
+    ax.set_xlabel("answers the LLM's vector is fitted from")
+    ax.set_ylabel("log-loss on its other answered questions")
+    ax.legend(fontsize=7)
+    section.figures.append(_png(fig))
+    section.notes.append("Each LLM is removed and added back from n of its answers (add_llm, mean of "
+                         f"{REPEATS} draws). The router's adapter saw these LLMs in training: "
+                         "docs/onboarding.md measures LLMs it never saw.")
+    return section
+
+
+def _quality_and_cost(plt: Any, router: Router, vectors: np.ndarray, data: ResponseData) -> Section:
+    section = Section("Quality and cost")
+    value = routing_value(router.predict_proba_vectors(vectors), _answers_in_router_order(router, data),
+                          router.llms, router.costs)
+    section.rows = [
+        ("questions", str(value.n_questions)), ("router (most likely LLM)", _f(value.router)),
+        (f"best single LLM in hindsight ({value.best_single_name})", _f(value.best_single)),
+        ("oracle (any LLM right)", _f(value.oracle)), ("average LLM", _f(value.mean_llm)),
+    ]
+    if value.single:
+        name, (accuracy, cost) = max(value.single.items(), key=lambda item: item[1][0])
+        section.rows.append((f"best single LLM with a cost, in hindsight ({name}, cost {cost:g})", _f(accuracy)))
+    if not value.curve:
+        section.notes.append("No LLM here has a cost in the router (router.with_costs): no quality–cost curve.")
+        return section
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for rule, marker in (("max P − λ·cost", "o-"), ("cheapest with P ≥ t", "s--")):
+        points = [(c, a) for r, _, a, c in value.curve if r == rule]
+        ax.plot([c for c, _ in points], [a for _, a in points], marker, label=rule)
+    best_so_far = -1.0
+    for name, (accuracy, cost) in sorted(value.single.items(), key=lambda item: (item[1][1], -item[1][0])):
+        ax.plot(cost, accuracy, "k.", alpha=0.5)
+        if accuracy > best_so_far:  # name only the LLMs no cheaper one beats: the single-LLM frontier
+            ax.annotate(name, (cost, accuracy), fontsize=6, alpha=0.8)
+            best_so_far = accuracy
+    ax.axhline(value.oracle, color="C3", ls=":", label="oracle")
+    ax.axhline(value.router, color="C2", ls="-.", label="router, every LLM")
+    ax.set_xlabel("mean cost per question (the router's cost unit)")
+    ax.set_ylabel("accuracy")
+    ax.legend(fontsize=7)
+    section.figures.append(_png(fig))
+    section.table = (["rule", "setting", "accuracy", "mean cost"],
+                     [[r, f"{'λ' if r.startswith('max') else 't'} = {v:.3g}", _f(a), _f(c, 1)]
+                      for r, v, a, c in value.curve])
+    section.notes.append(f"The cost rules choose among the {value.n_priced} LLMs with a cost (dots: each alone); "
+                         "an LLM without one is left out, as route(cost_weight=...) does.")
     return section
 
 

@@ -28,9 +28,11 @@ def add_parser(subparsers: Any) -> None:
         help="one HTML page about a router on a data folder: difficulty, taxonomy, calibration, alignment",
         description=(
             "Embed a data folder's questions (questions.csv, models.csv, responses.csv) with the router and write\n"
-            "one self-contained HTML page of plots with their numbers. Observed error rates come from the data's\n"
-            "responses; without --question-ids they may include the router's training questions. Needs\n"
-            'matplotlib: pip install "jeirt-lite[report]".'
+            "one self-contained HTML page of plots with their numbers: difficulty, taxonomy, LLM vectors,\n"
+            "calibration, a probe, onboarding from a few answers, routing value and its quality-cost curve,\n"
+            "alignment. Every section is computed from the router and the data, on the router's test\n"
+            "questions when its split can be drawn again (else the page says it may include training\n"
+            'questions). Needs matplotlib: pip install "jeirt-lite[report]".'
         ),
         epilog=(
             "examples:\n"
@@ -44,11 +46,10 @@ def add_parser(subparsers: Any) -> None:
     report.add_argument("-o", "--output", type=Path, default=Path("report.html"), metavar="HTML",
                         help="the page to write (default: report.html)")
     report.add_argument("--question-ids", type=Path, default=None, metavar="FILE",
-                        help="only the question ids in FILE (one per line), e.g. the router's test split")
+                        help="only the question ids in FILE (one per line); default: the router's test split when "
+                        "it can be drawn again (needs the train extra), else every question")
     report.add_argument("--max-questions", type=int, default=3000, metavar="N",
                         help="embed a subject-stratified sample of at most N questions; 0: all (default 3000)")
-    report.add_argument("--results", type=Path, default=Path("docs"), metavar="DIR",
-                        help="folder with onboarding.json / routing.json curves (default: docs)")
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise JeirtError(f"--max-questions must be 0 (all) or positive, got {args.max_questions}")
     path = build_report(
         load_router(chosen_router(args), args.threads), args.data, args.output, question_ids=ids,
-        max_questions=args.max_questions or None, results_dir=args.results,
+        max_questions=args.max_questions or None,
     )
     console.out.write(f"wrote {path}\n")
     return 0

@@ -1,0 +1,103 @@
+"""What routing buys on questions with known answers: the router against fixed choices, and its quality–cost curve.
+
+Every rule picks, per question, one LLM among those with an observed answer to it and is scored by that answer:
+
+* router: the highest P(correct) (the router's plain `route`);
+* best single LLM: the one LLM most often right on these same questions (chosen in hindsight, so a bound the
+  router has to beat without hindsight);
+* oracle: right when any LLM was right;
+* max P − λ·cost over a grid of λ, and the cheapest LLM with P ≥ t over a grid of t: among the LLMs with a known
+  cost only (an unknown cost is never filled in), as `route(cost_weight=λ)` and `route(min_probability=t)` do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# λ from 0 up to one unit of P(correct) per largest cost, in round 1-2-5 steps (values a user types).
+SMALLEST_SHARE = 0.02
+THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+@dataclass
+class RoutingValue:
+    n_questions: int
+    router: float
+    best_single: float
+    best_single_name: str
+    oracle: float
+    mean_llm: float
+    single: dict[str, tuple[float, float]] = field(default_factory=dict)  # priced LLM: (accuracy, cost)
+    curve: list[tuple[str, float, float, float]] = field(default_factory=list)  # (rule, setting, acc, mean cost)
+    n_priced: int = 0
+
+
+def cost_weights(largest_cost: float) -> list[float]:
+    """0, then the 1-2-5 values of λ from SMALLEST_SHARE to 1 unit of P(correct) per `largest_cost`."""
+    low, high = SMALLEST_SHARE / (largest_cost or 1.0), 1.0 / (largest_cost or 1.0)
+    steps = sorted(float(f"{m}e{e}") for e in range(-9, 4) for m in (1, 2, 5))
+    return [0.0] + [w for w in steps if low <= w <= high]
+
+
+def _pick(scores: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Per row, the allowed column with the highest score (ties: lower index)."""
+    picks: np.ndarray = np.argmax(np.where(allowed, scores, -np.inf), axis=1)
+    return picks
+
+
+def _accuracy(choice: np.ndarray, answers: np.ndarray) -> float:
+    return float(np.mean(answers[np.arange(len(answers)), choice]))
+
+
+def routing_value(
+    probabilities: np.ndarray, answers: np.ndarray, names: Sequence[str], costs: Mapping[str, float]
+) -> RoutingValue:
+    """All rules on questions × LLMs: `probabilities` (N, K), `answers` (N, K) 1/0 with NaN where unobserved."""
+    observed = ~np.isnan(answers)
+    keep = observed.any(axis=1)
+    p, y, observed = probabilities[keep].astype(np.float64), answers[keep], observed[keep]
+    hits = np.nansum(y, axis=0) / np.maximum(observed.sum(axis=0), 1)
+    best = int(np.argmax(np.where(observed.any(axis=0), hits, -1.0)))
+    result = RoutingValue(
+        n_questions=int(keep.sum()),
+        router=_accuracy(_pick(p, observed), y),
+        best_single=_accuracy(_pick(np.broadcast_to(hits, y.shape), observed), y),
+        best_single_name=str(names[best]),
+        oracle=float(np.mean(np.nansum(y, axis=1) > 0)),
+        mean_llm=float(np.nanmean(y)),
+    )
+    cost = np.array([costs.get(name, np.nan) for name in names], dtype=np.float64)
+    priced = observed & ~np.isnan(cost)
+    rows = priced.any(axis=1)
+    result.n_priced = int((~np.isnan(cost)).sum())
+    if not rows.any():
+        return result
+    p, y, priced, cost = p[rows], y[rows], priced[rows], np.nan_to_num(cost)
+    result.single = {
+        str(names[int(j)]): (float(np.nanmean(y[:, j])), float(cost[j])) for j in np.flatnonzero(priced.any(axis=0))
+    }
+    for weight in cost_weights(float(cost.max())):
+        choice = _pick(p - weight * cost, priced)
+        result.curve.append(("max P − λ·cost", weight, _accuracy(choice, y), float(cost[choice].mean())))
+    for t in THRESHOLDS:
+        clear = (p >= t) & priced
+        choice = np.where(clear.any(axis=1), _pick(-np.broadcast_to(cost, p.shape), clear), _pick(p, priced))
+        result.curve.append(("cheapest with P ≥ t", t, _accuracy(choice, y), float(cost[choice].mean())))
+    return result
+
+
+def answer_matrix(question: np.ndarray, llm: np.ndarray, correct: np.ndarray, n_questions: int,
+                  columns: Sequence[int]) -> np.ndarray:
+    """(n_questions, len(columns)) answers of the data's LLM `columns[j]` (-1: not in the data), NaN unobserved."""
+    position = np.full(max(int(llm.max(initial=0)) + 1, max(columns, default=0) + 1), -1, dtype=np.int64)
+    for j, column in enumerate(columns):
+        if column >= 0:
+            position[column] = j
+    out = np.full((n_questions, len(columns)), np.nan)
+    cell = position[llm]
+    keep = cell >= 0
+    out[question[keep], cell[keep]] = correct[keep]
+    return out
