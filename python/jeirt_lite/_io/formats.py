@@ -38,6 +38,11 @@ _BY_SUFFIX = {suffix: fmt for fmt in FORMATS for suffix in fmt.suffixes}
 _BY_NAME = {fmt.name: fmt for fmt in FORMATS}
 
 
+def known_suffixes() -> str:
+    """The table suffixes, for help texts: ".csv, .tsv, .jsonl, .ndjson, .parquet, .pq"."""
+    return ", ".join(suffix for fmt in FORMATS for suffix in fmt.suffixes)
+
+
 def table_format(path: Path, what: str = "input") -> Format:
     """The format of a table file, from its suffix."""
     fmt = _BY_SUFFIX.get(path.suffix.lower())

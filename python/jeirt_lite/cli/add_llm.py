@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import JeirtError
-from .._io.formats import read_question_table
+from .._io.formats import known_suffixes, read_question_table
 from .._io.outputs import refuse_inputs
 from .._io.vocabulary import LABEL_COLUMN, TEXT_COLUMN
 from ._shared import (
@@ -38,7 +38,7 @@ def add_parser(subparsers: Any) -> None:
         type=Path,
         required=True,
         metavar="FILE",
-        help="CSV/JSONL/Parquet with a text and a correct (0/1, true/false) column",
+        help=f"{known_suffixes()} table with a text and a correct (0/1, true/false) column",
     )
     add.add_argument("-o", "--output", type=Path, required=True, metavar="NEW_ROUTER", help="folder to write")
     add.add_argument(

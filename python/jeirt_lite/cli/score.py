@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .._errors import JeirtError
-from .._io.formats import format_of
+from .._io.formats import format_of, known_suffixes
 from .._io.outputs import check_output_path
 from ..batch import DEFAULT_CHUNK_SIZE, ScoreOptions, ScoreState, score_file
 from ._shared import (
@@ -57,7 +57,7 @@ def _add_input_arguments(score: argparse.ArgumentParser) -> None:
         nargs="?",
         type=Path,
         metavar="INPUT",
-        help="question bank: .csv, .jsonl or .parquet (format from the suffix)",
+        help=f"question bank: {known_suffixes()} (format from the suffix)",
     )
     score.add_argument(
         "--text-column",
@@ -108,7 +108,7 @@ def _add_output_arguments(score: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="OUTPUT",
-        help="scores file: .parquet, .csv or .jsonl (format from the suffix); optional with --forecast",
+        help=f"scores file: {known_suffixes()} (format from the suffix); optional with --forecast",
     )
     score.add_argument(
         "--k", type=positive_int, default=1, help="LLMs per question in the output (default 1)"

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .._io.formats import read_question_table
+from .._io.formats import known_suffixes, read_question_table
 from .._io.outputs import atomic_output, check_output_folder, refuse_inputs
 from .._io.vocabulary import TEXT_COLUMN
 from ._shared import (
@@ -32,7 +32,7 @@ def add_parser(subparsers: Any) -> None:
     )
     add_router_arguments(suggest)
     suggest.add_argument(
-        "--questions", type=Path, required=True, metavar="FILE", help="CSV/JSONL/Parquet bank"
+        "--questions", type=Path, required=True, metavar="FILE", help=f"question bank: {known_suffixes()} (format from the suffix)"
     )
     suggest.add_argument("--budget", type=int, required=True, help="how many questions to pick")
     suggest.add_argument(
