@@ -323,3 +323,15 @@ def test_the_partial_file_of_a_killed_run_is_removed_by_the_next_run(tiny_router
         alive.wait()
     assert len(output.read_text().splitlines()) == 2
     assert remove_stale_partials(output) == [someone_elses] and partial_path(output).name.endswith(str(os.getpid()))
+
+
+def test_training_reads_tables_through_the_same_strict_reader(tmp_path: Path) -> None:
+    pytest.importorskip("pandas")
+    from training.data import DataError, load_dataset_with_report
+
+    table = tmp_path / "long.csv"
+    table.write_text("question_id,text,llm,correct\nq1,law,a,1\nq2,acid, base,b,0\nq3,price,a,0\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"long\.csv: data row 2 .*has 5 fields, the header has 4"):
+        load_dataset_with_report(table)
+    data, report = load_dataset_with_report(table, skip_bad=True)
+    assert data.question_ids == ["q1", "q3"] and report.skipped == {"unreadable row": 1}

@@ -152,8 +152,12 @@ class _LazyDetail(Sequence[str]):
 # ----------------------------------------------------------------------------------------------------------- readers
 
 
-def _read_table(path: Path) -> tuple[pd.DataFrame, str]:
-    """Read a table with the package's reader (CSV values stay strings: "007" is not 7); say which kind it was."""
+def _read_table(path: Path, skip_bad: bool = False, skipped: dict[str, int] | None = None) -> tuple[pd.DataFrame, str]:
+    """Read a table with the package's reader (CSV values stay strings: "007" is not 7); say which kind it was.
+
+    Rows the format cannot read (a ragged CSV row, a line that is not JSON) stop with `DataError`, or with
+    `skip_bad` are dropped and counted in `skipped` under "unreadable row".
+    """
     if not path.exists():
         raise DataError(f"{path}: file not found")
     try:
@@ -161,9 +165,13 @@ def _read_table(path: Path) -> tuple[pd.DataFrame, str]:
     except JeirtError as exc:
         raise DataError(f"{path}: unsupported file type {path.suffix!r} ({exc})") from exc
     try:
-        table = read_table(path)
+        table = read_table(path, skip_bad=skip_bad)
     except JeirtError as exc:
         raise DataError(str(exc)) from exc
+    if table.skipped:
+        if skipped is not None:
+            skipped["unreadable row"] = skipped.get("unreadable row", 0) + table.skipped
+        logger.warning("%s: skipped %d unreadable rows, first: %s", path, table.skipped, table.problems[0])
     frame = pd.DataFrame({name: pd.Series(table.values[name], dtype=object) for name in table.columns})
     return frame, "csv" if kind == "tsv" else kind
 
@@ -266,7 +274,7 @@ def _load_folder(folder: Path, name: str, skip_bad: bool, report: LoadReport) ->
         if not p.exists():
             raise DataError(f"{p}: missing (a data folder holds questions.csv, models.csv and responses.csv)")
 
-    qf, _ = _read_table(q_path)
+    qf, _ = _read_table(q_path, skip_bad, report.skipped)
     for col in ("question_id", "text"):
         if col not in qf.columns:
             raise DataError(f"{q_path}: no {col!r} column (columns: {list(qf.columns)})")
@@ -277,7 +285,7 @@ def _load_folder(folder: Path, name: str, skip_bad: bool, report: LoadReport) ->
     questions, qkeep = _questions(qid, _as_str(qf["text"]), subject, bench, np.arange(len(qf)), qcheck, report)
     report.duplicate_question_rows += int(qkeep.sum() - len(questions))
 
-    mf, _ = _read_table(m_path)
+    mf, _ = _read_table(m_path, skip_bad, report.skipped)
     for col in ("model_id", "name"):
         if col not in mf.columns:
             raise DataError(f"{m_path}: no {col!r} column (columns: {list(mf.columns)})")
@@ -289,7 +297,7 @@ def _load_folder(folder: Path, name: str, skip_bad: bool, report: LoadReport) ->
             i = int(np.flatnonzero(dup)[0])
             raise DataError(f"{m_path}: row {i + 2}: {what} {values[i]!r} appears twice")
 
-    rf, _ = _read_table(r_path)
+    rf, _ = _read_table(r_path, skip_bad, report.skipped)
     for col in ("question_id", "model_id", "correct"):
         if col not in rf.columns:
             raise DataError(f"{r_path}: no {col!r} column (columns: {list(rf.columns)})")
@@ -422,13 +430,14 @@ def load_dataset_with_report(path: PathLike, *, layout: Layout = "auto", columns
     if p.is_dir() or layout == "folder":
         report = LoadReport(source=str(p), layout="folder")
         return _load_folder(p, name or p.name, skip_bad, report), report
-    frame, kind = _read_table(p)
+    unreadable: dict[str, int] = {}
+    frame, kind = _read_table(p, skip_bad, unreadable)
     if layout == "auto":
         has_llm = cols.llm in frame.columns if cols.llm else any(c in frame.columns for c in DEFAULT_LLM_COLUMNS)
         has_correct = (cols.correct in frame.columns if cols.correct
                        else any(c in frame.columns for c in DEFAULT_CORRECT_COLUMNS))
         layout = "long" if has_llm and has_correct else "wide"
-    report = LoadReport(source=str(p), layout=layout)
+    report = LoadReport(source=str(p), layout=layout, skipped=unreadable)
     loader = _load_long if layout == "long" else _load_wide
     return loader(frame, kind, str(p), name or p.stem, cols, skip_bad, report), report
 
