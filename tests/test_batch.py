@@ -143,7 +143,7 @@ def test_without_an_id_column_ids_are_row_numbers(
     _, texts = bank
     path = write_bank(tmp_path / "bank.csv", [{"text": t, "label": "x"} for t in texts[:10]])
     score_file(router, input_path=path, output=tmp_path / "s.jsonl", options=ScoreOptions(chunk_size=3))
-    assert [row["id"] for row in read_scores(tmp_path / "s.jsonl")] == list(range(10))
+    assert [row["id"] for row in read_scores(tmp_path / "s.jsonl")] == list(range(1, 11))  # as errors count
 
 
 def test_parquet_ids_keep_their_type_and_dates_survive_every_format(router: Router, tmp_path: Path) -> None:
@@ -270,7 +270,7 @@ def test_null_and_non_text_parquet_values(router: Router, tmp_path: Path) -> Non
         router, input_path=path, output=tmp_path / "s.csv", options=ScoreOptions(skip_bad=True)
     )
     assert (summary.rows, summary.skipped) == (2, 1)
-    assert [r["id"] for r in read_scores(tmp_path / "s.csv")] == ["0", "2"]  # row numbers keep the gap
+    assert [r["id"] for r in read_scores(tmp_path / "s.csv")] == ["1", "3"]  # row numbers keep the gap
     numbers = tmp_path / "numbers.parquet"
     pq.write_table(pa.table({"text": [1, 2]}), numbers)
     with pytest.raises(JeirtError, match=r"data row 1 .*text is a int, not a string"):

@@ -343,7 +343,7 @@ def test_bad_row_exits_1_without_traceback_and_skip_bad_counts(
     assert "data row 2 (1-based, header not counted, ending on line 3): text is empty" in done.stderr
     assert "fix the row or pass --skip-bad to skip such rows" in done.stderr  # the library's hint, as a flag
     assert "Traceback" not in done.stderr
-    assert "stopped after scoring 0 rows" in done.stderr
+    assert "stopped before any row was scored; no output was written" in done.stderr  # not "0 rows (of 0 read)"
     assert not (tmp_path / "s.csv").exists()
     done = run_cli(
         "score", str(bank), "-o", str(tmp_path / "s.csv"), "--router", str(tiny_router_path), "--skip-bad"

@@ -154,7 +154,7 @@ def score_file(
         ids_path: ids for the vector rows (.npy or one per line); default: the row numbers.
         output: .csv, .jsonl or .parquet file for the scores; None only with `options.forecast`.
         text_column, id_column: column names in the input; the id column defaults to `id` or `question_id`
-            when present, else the 0-based row number.
+            when present, else the data row number (1-based, header not counted, as errors name rows).
         options: k, all probabilities, forecast, chunk size, skip bad rows.
         state: counters to read after an interruption (rows done so far).
         show_progress: draw a progress line on `progress_stream` (default stderr).

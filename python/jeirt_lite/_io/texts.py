@@ -146,7 +146,7 @@ class TextReader:
             if problem is not None:
                 self.bad_row(batch.row(i), problem, self.records.where(batch, i), i in batch.fatal)
                 continue
-            chunk.ids.append(batch.row(i) - 1 if ids is None else ids[i])
+            chunk.ids.append(batch.row(i) if ids is None else ids[i])  # the row number errors name too
             chunk.texts.append(text)
             if chunk.labels is not None and label is not None:
                 chunk.labels.append(label)
@@ -164,7 +164,7 @@ class TextReader:
 
 @dataclass
 class QuestionTable:
-    """A whole table's texts, ids (the id column, else 0-based row numbers) and, if asked for, 0/1 labels."""
+    """A whole table's texts, ids (the id column, else data row numbers, 1-based as in error messages) and, if asked for, 0/1 labels."""
 
     texts: list[str]
     ids: list[Any]

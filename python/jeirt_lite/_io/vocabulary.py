@@ -7,7 +7,8 @@ from typing import Any, Optional
 
 TEXT_COLUMN = "text"
 LABEL_COLUMN = "correct"
-# Tried in this order when the user names no id column; without any, ids are 0-based row numbers.
+# Tried in this order when the user names no id column; without any, ids are data row numbers (1-based, header
+# not counted: the numbers error messages use).
 ID_COLUMNS = ("id", "question_id")
 
 # The label vocabulary, compared after stripping and lower-casing; an empty label is a missing answer.

@@ -70,7 +70,8 @@ def _add_input_arguments(score: argparse.ArgumentParser) -> None:
         default=None,
         metavar="NAME",
         help="column carried to the output as id (default: id or question_id when present, "
-        "else the 0-based row number)",
+        "else the data row number: 1-based, header not counted, the number an error names; "
+        "with --vectors the 0-based index in the array)",
     )
     score.add_argument(
         "--vectors",
@@ -167,6 +168,8 @@ def _options(args: argparse.Namespace) -> ScoreOptions:
 
 def _stopped_note(state: ScoreState, output: Optional[Path], how: str) -> str:
     target = f"; no output was written ({output} left untouched)" if output is not None else ""
+    if state.rows_scored == 0:  # stopped within the first chunk: its rows were never counted as read
+        return f"{PROG}: {how} before any row was scored{target}\n"
     return f"{PROG}: {how} after scoring {state.rows_scored:,} rows (of {state.rows_read:,} read){target}\n"
 
 
