@@ -335,3 +335,20 @@ def test_training_reads_tables_through_the_same_strict_reader(tmp_path: Path) ->
         load_dataset_with_report(table)
     data, report = load_dataset_with_report(table, skip_bad=True)
     assert data.question_ids == ["q1", "q3"] and report.skipped == {"unreadable row": 1}
+
+
+def test_a_column_named_twice_is_refused(router: Router, tmp_path: Path) -> None:
+    bank = tmp_path / "bank.csv"
+    bank.write_text("id,text,text\na,law,acid base\n", encoding="utf-8")
+    with pytest.raises(JeirtError, match="names the column 'text' twice"):
+        score_file(router, input_path=bank, output=tmp_path / "s.csv")
+
+
+def test_ids_print_the_same_in_every_output(router: Router, tmp_path: Path) -> None:
+    bank = tmp_path / "bank.jsonl"
+    bank.write_text('{"id": true, "text": "law"}\n{"id": 1.5, "text": "acid base"}\n{"id": null, "text": "price"}\n')
+    score_file(router, input_path=bank, output=tmp_path / "s.csv")
+    score_file(router, input_path=bank, output=tmp_path / "s.parquet")
+    in_csv = [line.split(",")[0] for line in (tmp_path / "s.csv").read_text().splitlines()[1:]]
+    assert in_csv == ["true", "1.5", ""]
+    assert pq.read_table(tmp_path / "s.parquet").column("id").to_pylist() == ["true", "1.5", None]

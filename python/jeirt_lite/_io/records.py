@@ -138,6 +138,11 @@ class CsvRecords(RecordReader):
         if not _valid_utf8(header):
             self.close()
             raise JeirtError(f"{path}: header row holds bytes that are not valid UTF-8")
+        try:
+            check_unique_columns(path, header)
+        except JeirtError:
+            self.close()
+            raise
         self.columns = header
 
     def fraction_read(self) -> Optional[float]:
@@ -193,6 +198,15 @@ class CsvRecords(RecordReader):
 
     def close(self) -> None:
         self.raw.close()
+
+
+def check_unique_columns(path: Path, columns: list[str]) -> None:
+    """Refuse a header that names a column twice: which of the two is meant cannot be told."""
+    seen: set[str] = set()
+    for name in columns:
+        if name in seen:
+            raise JeirtError(f"{path}: the header names the column {name!r} twice")
+        seen.add(name)
 
 
 def _valid_utf8(fields: list[str]) -> bool:
@@ -335,6 +349,7 @@ class ParquetRecords(RecordReader):
             raise JeirtError(f"{path}: not a readable Parquet file ({err})") from err
         self.schema = self.file.schema_arrow
         self.columns = list(self.schema.names)
+        check_unique_columns(path, self.columns)
         self.total_rows = int(self.file.metadata.num_rows)
 
     def column_type(self, name: str) -> Any:

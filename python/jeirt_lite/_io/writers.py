@@ -35,8 +35,13 @@ class ScoredChunk:
 
 
 def id_text(ident: Any) -> str:
-    """An id as text: strings as they are, other JSON values in JSON (an integer prints as Arrow casts it)."""
-    return ident if isinstance(ident, str) else json.dumps(ident, default=str)
+    """An id as text, the same in every output: strings as they are, other JSON values as JSON (true, 1.5;
+    an integer as Arrow casts it), anything else (a Parquet date) as str() gives it."""
+    if isinstance(ident, str):
+        return ident
+    if ident is None or isinstance(ident, (bool, int, float, list, dict)):
+        return json.dumps(ident, default=str)
+    return str(ident)
 
 
 def _floats(values: np.ndarray) -> list[str]:
@@ -76,7 +81,7 @@ class CsvWriter(Writer):
         self.writer.writerow(self.columns)
 
     def write(self, chunk: ScoredChunk) -> None:
-        columns: list[list[Any]] = [["" if ident is None else ident for ident in chunk.ids]]
+        columns: list[list[Any]] = [["" if ident is None else id_text(ident) for ident in chunk.ids]]
         for rank in range(self.k):
             columns.append(self.names[chunk.indices[:, rank]].tolist())
             columns.append(_floats(chunk.probabilities[:, rank]))
