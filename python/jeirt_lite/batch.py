@@ -32,6 +32,7 @@ from ._io.optional import require_pyarrow
 from ._io.outputs import atomic_output, check_output_path
 from ._io.texts import TextReader
 from ._io.vectors import VectorReader
+from ._io.vocabulary import TEXT_COLUMN
 from ._io.writers import ScoredChunk
 from ._progress import Progress
 from ._router import Router
@@ -138,7 +139,7 @@ def score_file(
     vectors_path: Optional[Path] = None,
     ids_path: Optional[Path] = None,
     output: Optional[Path] = None,
-    text_column: str = "text",
+    text_column: str = TEXT_COLUMN,
     id_column: Optional[str] = None,
     options: Optional[ScoreOptions] = None,
     state: Optional[ScoreState] = None,

@@ -41,7 +41,7 @@ from ._errors import SKIP_BAD, Hint, JeirtError, column_hint, hinted_error, rehi
 from ._io.formats import format_of
 from ._io.optional import require_pyarrow
 from ._io.outputs import atomic_output, check_output_path
-from ._io.vocabulary import default_id_column, probability_column, score_columns, text_problem
+from ._io.vocabulary import TEXT_COLUMN, default_id_column, probability_column, score_columns, text_problem
 from ._io.writers import ScoredChunk, score_table
 from ._router import DEFAULT_ROUTER_PATH
 from .artifact import load_artifact
@@ -165,7 +165,7 @@ def score_dataset(
     ds: Any,
     router_path: Union[str, Path],
     *,
-    text_column: str = "text",
+    text_column: str = TEXT_COLUMN,
     id_column: Optional[str] = None,
     k: int = 1,
     all_probabilities: bool = False,
@@ -281,7 +281,7 @@ def score_file_on_ray(
     *,
     router_path: Optional[Union[str, Path]] = None,
     output: Optional[Path] = None,
-    text_column: str = "text",
+    text_column: str = TEXT_COLUMN,
     id_column: Optional[str] = None,
     options: Optional[ScoreOptions] = None,
     address: Optional[str] = None,

@@ -10,6 +10,7 @@ from typing import Any, Optional
 from .._errors import JeirtError
 from .._io.formats import format_of, known_suffixes
 from .._io.outputs import check_output_path
+from .._io.vocabulary import TEXT_COLUMN
 from ..batch import DEFAULT_CHUNK_SIZE, ScoreOptions, ScoreState, score_file
 from ._shared import (
     FORMATTER,
@@ -61,7 +62,7 @@ def _add_input_arguments(score: argparse.ArgumentParser) -> None:
     )
     score.add_argument(
         "--text-column",
-        default="text",
+        default=TEXT_COLUMN,
         metavar="NAME",
         help="column (or JSON field) holding the question text (default: text)",
     )
