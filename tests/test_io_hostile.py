@@ -352,3 +352,9 @@ def test_ids_print_the_same_in_every_output(router: Router, tmp_path: Path) -> N
     in_csv = [line.split(",")[0] for line in (tmp_path / "s.csv").read_text().splitlines()[1:]]
     assert in_csv == ["true", "1.5", ""]
     assert pq.read_table(tmp_path / "s.parquet").column("id").to_pylist() == ["true", "1.5", None]
+
+
+def test_a_named_id_column_missing_from_jsonl_is_refused_as_in_csv(router: Router, tmp_path: Path) -> None:
+    bank = _jsonl_bank(tmp_path / "bank.jsonl", 3)
+    with pytest.raises(JeirtError, match=r"no id column 'qid' \(columns: id, text\)"):
+        score_file(router, input_path=bank, output=tmp_path / "s.csv", id_column="qid")

@@ -121,9 +121,10 @@ class TextReader:
         required = [self.text_column] + ([self.label_column] if self.label_column is not None else [])
         wanted = list(dict.fromkeys([*required, *id_candidates]))
         for batch in self.records.batches(wanted, required=required):
-            if schemaless and self.id_column is None and self.records.columns is not None:
-                # The first readable row decides, like a CSV header would.
-                self.id_column = default_id_column(self.records.columns)
+            if schemaless and self.records.columns is not None:
+                # The first readable row stands for the header: it decides the default id column, and a named
+                # one must be in it.
+                self._check_columns(self.records.columns)
                 schemaless = False
             chunk = self._chunk(batch)
             if chunk.texts:
