@@ -2,7 +2,7 @@
 
 A record reader knows its format's syntax only: how a file decodes, where a row starts and ends, which
 columns it has. What a row's values mean (a text, an id, a label) is decided by its users in `texts`. Rows are
-numbered from 1 over the data rows (a CSV header is not counted); a row the format cannot read stays in its
+numbered from 1 over the data rows (a header and blank lines are not rows); a row the format cannot read stays in its
 batch, in order, with its problem and no values, so that its user reports the first bad row of the file,
 whatever made it bad.
 """
@@ -26,7 +26,6 @@ from .optional import require_pyarrow
 CSV_FIELD_LIMIT = 2**31 - 1
 
 
-
 @dataclass
 class RowBatch:
     """Consecutive rows of one chunk: the first one's data row number, the wanted columns, where each row is.
@@ -48,7 +47,6 @@ class RowBatch:
 
     def row(self, i: int) -> int:
         return self.first_row + i
-
 
 
 class RecordReader:
