@@ -32,6 +32,7 @@ def build_static(
     calibration fitted on validation and the parameter-count cost proxy (the same extras as every shipped router)."""
     from jeirt_lite.artifact import save_artifact
 
+    from .add_static_encoder import add_static_encoder
     from .calibration import calibrate_router
     from .data import load_dataset
     from .export import INPUT_NAMES, OUTPUT_NAME, write_tokenizer
@@ -109,4 +110,5 @@ def build_static(
             alignment=alignment,
         )
     calibrate_router(router_path, prep, predictor, costs=cost_proxies(dataset.llm_names))
+    add_static_encoder(router_path)  # the Rust fast path's table and adapter, checked against the graph
     return {"static": {"test": metrics["test"], "seconds": round(time.perf_counter() - t0, 1)}}

@@ -49,3 +49,37 @@ def build_profile() -> str:
 
 def simd_level() -> str:
     """The code path on this CPU: ``"avx512f"``, ``"avx2+fma"`` or ``"portable"``."""
+
+class StaticEncoder:
+    """A static router's tokenizer (BERT WordPiece, ids equal to Hugging Face ``tokenizers``'), token table and
+    adapter: texts to question vectors in Rust, the GIL released (see jeirt_lite._static_path)."""
+
+    def __init__(
+        self,
+        vocab: list[tuple[str, int]],
+        unk_id: int,
+        continuation_prefix: str,
+        max_input_chars_per_word: int,
+        added_tokens: list[tuple[str, int]],
+        clean_text: bool,
+        handle_chinese_chars: bool,
+        strip_accents: bool,
+        lowercase: bool,
+        cls_id: int,
+        sep_id: int,
+        max_length: int,
+        table: npt.NDArray[np.float32],
+        w1: npt.NDArray[np.float32],
+        b1: npt.NDArray[np.float32],
+        w2: npt.NDArray[np.float32],
+        b2: npt.NDArray[np.float32],
+    ) -> None: ...
+    @property
+    def dim(self) -> int:
+        """Dimension of the question vectors."""
+
+    def token_ids(self, texts: list[str]) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+        """``(ids, offsets)``: text i's ids (``[CLS]`` and ``[SEP]`` included) are ``ids[offsets[i]:offsets[i+1]]``."""
+
+    def embed(self, texts: list[str], threads: int) -> npt.NDArray[np.float32]:
+        """Question vectors, float32 ``(N, dim)``; ``threads = 0`` means all cores."""

@@ -20,6 +20,7 @@ from ._results import RouteResult
 from ._routing import route_rows
 from ._suggest import suggest_indices
 from .artifact import Artifact, load_artifact, save_artifact, validate_llm_table
+from ._static_path import StaticEncoder, static_encoder_for
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -70,28 +71,39 @@ class Router:
         [('Meta-Llama-3.1-70B-Instruct', 0.91), ('gemma-2-27b-it', 0.88)]
     """
 
-    def __init__(self, artifact: Artifact, *, threads: Optional[int] = None):
+    def __init__(self, artifact: Artifact, *, threads: Optional[int] = None, fast_path: bool = True):
         self._artifact = artifact
         self._llm_vectors = artifact.llm_vectors
         self._calibration = parse_calibration(artifact.manifest, len(artifact.llm_names), str(artifact.path))
         self._threads = resolve_threads(threads)
         # One setting sizes both ONNX Runtime's pool and the Rust kernels' pool so they never fight for cores.
-        self._encoder = OnnxEncoder(
+        # Static routers encode in Rust (jeirt_lite._static_path) unless asked not to; the ONNX graph computes the
+        # same vectors and is the path of every other router.
+        fast = static_encoder_for(
+            artifact.path, artifact.manifest, artifact.tokenizer_path, artifact.dim, self._threads
+        ) if fast_path else None
+        self._encoder: Union[OnnxEncoder, StaticEncoder] = fast or OnnxEncoder(
             artifact.tokenizer_path, artifact.encoder_path, artifact.encoder, artifact.dim, self._threads
         )
 
     @classmethod
-    def load(cls, path: Optional[PathLike] = None, *, threads: Optional[int] = None) -> Router:
+    def load(
+        cls, path: Optional[PathLike] = None, *, threads: Optional[int] = None, fast_path: bool = True
+    ) -> Router:
         """Load a router folder (`None`: the default router that ships inside the package).
 
         Args:
             path: a folder written by `Router.save` or by training.
             threads: cores for encoding and scoring; None uses every core this process may run on.
+            fast_path: static routers encode in Rust (same vectors as their ONNX graph, several times faster);
+                False forces the ONNX Runtime path, the reference.
 
         Raises:
             JeirtError: the folder is missing, incomplete, corrupt or inconsistent; the message names the file.
         """
-        return cls(load_artifact(DEFAULT_ROUTER_PATH if path is None else Path(path)), threads=threads)
+        return cls(
+            load_artifact(DEFAULT_ROUTER_PATH if path is None else Path(path)), threads=threads, fast_path=fast_path
+        )
 
     # -- what the router holds ---------------------------------------------------------------------------------
 
@@ -507,6 +519,7 @@ class Router:
             reference_directions=self._artifact.reference_directions,
             alignment=_alignment_settings(manifest.get("alignment")),
             reference_center=self._artifact.reference_center,
+            static_encoder=self._artifact.static_encoder_path,
         )
 
 

@@ -39,6 +39,7 @@ ENCODER_FILE = "encoder.onnx"
 LLMS_FILE = "llms.safetensors"
 LLM_TENSOR = "llm_vectors"
 REFERENCE_FILE = "reference.safetensors"
+STATIC_ENCODER_FILE = "static_encoder.safetensors"
 REFERENCE_TENSOR = "reference_directions"
 CENTER_TENSOR = "reference_center"
 
@@ -75,6 +76,12 @@ class Artifact:
     @property
     def encoder_path(self) -> Path:
         return self.path / str(self.manifest["files"]["encoder"]["path"])
+
+    @property
+    def static_encoder_path(self) -> Optional[Path]:
+        """The static routers' token table and adapter for the Rust fast path (jeirt_lite._static_path), if any."""
+        entry = self.manifest["files"].get("static_encoder")
+        return None if entry is None else self.path / str(entry["path"])
 
 
 def sha256_of(path: Path) -> str:
@@ -149,6 +156,7 @@ def save_artifact(
     reference_directions: Optional[np.ndarray] = None,
     alignment: Optional[Mapping[str, Any]] = None,
     reference_center: Optional[np.ndarray] = None,
+    static_encoder: Optional[PathLike] = None,
 ) -> Path:
     """Write a router folder atomically and return its path.
 
@@ -171,13 +179,16 @@ def save_artifact(
         reference_directions: optional (R, d) unit directions of training questions, for alignment scores.
         alignment: with `reference_directions`: at least {"threshold": float}, the in-distribution cut-off.
         reference_center: (d,) mean training question vector the directions are taken around (default zeros).
+        static_encoder: a static router's static_encoder.safetensors (token table and adapter, the same
+            computation as `encoder_onnx`), copied in for the Rust fast path.
     """
     target = Path(path)
     vectors = validate_llm_table(llm_names, llm_vectors, str(target))
     missing = [field for field in REQUIRED_ENCODER_FIELDS if field not in encoder]
     if missing:
         raise JeirtError(f"{target}: encoder description lacks {', '.join(missing)}")
-    for source in (Path(tokenizer_json), Path(encoder_onnx)):
+    sources = (tokenizer_json, encoder_onnx) + ((static_encoder,) if static_encoder is not None else ())
+    for source in map(Path, sources):
         if not source.is_file():
             raise JeirtError(f"{target}: cannot save, {source} does not exist")
     if target.exists() and not overwrite:
@@ -209,6 +220,11 @@ def save_artifact(
             "training": dict(training) if training is not None else None,
             "metrics": dict(metrics) if metrics is not None else None,
         }
+        if static_encoder is not None:
+            shutil.copyfile(static_encoder, staging / STATIC_ENCODER_FILE)
+            manifest["files"]["static_encoder"] = {
+                "path": STATIC_ENCODER_FILE, "sha256": sha256_of(staging / STATIC_ENCODER_FILE)
+            }
         if reference is not None and center is not None:
             _write_tensors(staging / REFERENCE_FILE, {REFERENCE_TENSOR: reference, CENTER_TENSOR: center})
             manifest["files"]["reference"] = {"path": REFERENCE_FILE, "sha256": sha256_of(staging / REFERENCE_FILE)}
@@ -284,7 +300,8 @@ def load_artifact(path: PathLike) -> Artifact:
         raise JeirtError(f"{folder}: no router folder here")
     manifest = _read_manifest(folder / MANIFEST_FILE)
     files = manifest["files"]
-    roles = ("tokenizer", "encoder", "llms") + (("reference",) if "reference" in files else ())
+    optional = tuple(role for role in ("reference", "static_encoder") if role in files)
+    roles = ("tokenizer", "encoder", "llms") + optional
     for role in roles:
         entry = files.get(role)
         if not isinstance(entry, Mapping) or "path" not in entry or "sha256" not in entry:

@@ -15,6 +15,7 @@
 //! portable code chosen at run time. The pure Rust API here never touches Python; the PyO3 bindings live
 //! in `py.rs` behind the `python` feature.
 
+mod adapter;
 mod adjust;
 mod alloc;
 mod engine;
@@ -27,10 +28,14 @@ mod pool;
 mod score;
 mod sigmoid;
 mod simd;
+mod static_encoder;
+pub mod text;
 mod topk;
 
 #[cfg(feature = "python")]
 mod py;
+#[cfg(feature = "python")]
+mod py_static;
 
 pub use adjust::Calibration;
 pub use error::KernelError;
@@ -40,6 +45,7 @@ pub use pool::resolve_threads;
 pub use score::{probabilities, probabilities_calibrated};
 pub use sigmoid::sigmoid;
 pub use simd::SimdLevel;
+pub use static_encoder::StaticEncoder;
 pub use topk::{top_k, top_k_adjusted};
 
 /// How a kernel call runs.

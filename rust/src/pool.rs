@@ -37,7 +37,7 @@ pub fn resolve_threads(threads: usize) -> usize {
 }
 
 /// The cached pool of `threads` workers for this process, built on first use.
-fn pool(threads: usize) -> Result<Arc<ThreadPool>, KernelError> {
+pub(crate) fn pool(threads: usize) -> Result<Arc<ThreadPool>, KernelError> {
     if threads > MAX_THREADS {
         return Err(KernelError::InvalidThreads(format!(
             "{threads} threads requested, at most {MAX_THREADS} allowed"

@@ -182,5 +182,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mean_probability, m)?)?;
     m.add_function(wrap_pyfunction!(build_profile, m)?)?;
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
+    m.add_class::<crate::py_static::StaticEncoder>()?;
     Ok(())
 }

@@ -1,0 +1,105 @@
+//! The fast tokenizer on a small hand-made vocabulary; tests/test_static_path.py checks it against Hugging
+//! Face `tokenizers` on every public question and on Unicode edge cases.
+
+use super::{BertTokenizer, NormalizerOptions, TokenizerScratch, TokenizerSpec};
+
+const CLS: u32 = 1;
+const SEP: u32 = 2;
+const UNK: u32 = 3;
+const MASK: u32 = 4;
+
+fn tokenizer(max_length: usize, max_chars: usize) -> BertTokenizer {
+    let words = [
+        "[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]", "the", "cat", "sat", "un", "##aff", "##able",
+        "##s", "!", ",", "cafe", "中", "$", "k", "##at", "c",
+    ];
+    let vocab = words
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (w.to_string(), i as u32))
+        .collect();
+    let spec = TokenizerSpec {
+        vocab,
+        unk_id: UNK,
+        continuation_prefix: "##".into(),
+        max_input_chars_per_word: max_chars,
+        added_tokens: vec![("[MASK]".into(), MASK), ("[SEP]".into(), SEP)],
+        normalizer: NormalizerOptions {
+            clean_text: true,
+            handle_chinese_chars: true,
+            strip_accents: true,
+            lowercase: true,
+        },
+        cls_id: CLS,
+        sep_id: SEP,
+        max_length,
+    };
+    BertTokenizer::new(&spec).expect("valid test vocabulary")
+}
+
+fn ids(tok: &BertTokenizer, text: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    tok.encode_into(text, &mut out, &mut TokenizerScratch::default());
+    out
+}
+
+#[test]
+fn words_pieces_and_punctuation() {
+    let tok = tokenizer(64, 100);
+    assert_eq!(ids(&tok, "The cat sat!"), vec![CLS, 5, 6, 7, 12, SEP]);
+    assert_eq!(
+        ids(&tok, "unaffable cats,"),
+        vec![CLS, 8, 9, 10, 6, 11, 13, SEP]
+    );
+    // no piece matches the remainder "x": the whole word is one unknown token
+    assert_eq!(ids(&tok, "catx the"), vec![CLS, UNK, 5, SEP]);
+    // '$' is ASCII punctuation for BERT although Unicode calls it a symbol
+    assert_eq!(ids(&tok, "$cat"), vec![CLS, 16, 6, SEP]);
+}
+
+#[test]
+fn unicode_normalisation() {
+    let tok = tokenizer(64, 100);
+    // accents stripped (precomposed and combining), control characters dropped, odd spaces are spaces
+    assert_eq!(
+        ids(&tok, "Caf\u{e9} CAFE\u{301}\u{0}\u{200b}"),
+        vec![CLS, 14, 14, SEP]
+    );
+    assert_eq!(
+        ids(&tok, "the\u{a0}cat\u{3000}sat"),
+        vec![CLS, 5, 6, 7, SEP]
+    );
+    // CJK ideographs become words of their own; the Kelvin sign decomposes to K and is lowercased
+    assert_eq!(ids(&tok, "cat中sat \u{212a}"), vec![CLS, 6, 15, 7, 17, SEP]);
+    // a combining mark after an ASCII letter
+    assert_eq!(ids(&tok, "ca\u{301}t"), vec![CLS, 6, SEP]);
+}
+
+#[test]
+fn added_tokens_are_matched_in_the_raw_text() {
+    let tok = tokenizer(64, 100);
+    assert_eq!(
+        ids(&tok, "the[MASK]cat [SEP]"),
+        vec![CLS, 5, MASK, 6, SEP, SEP]
+    );
+    // lowercase "[mask]" is not the added token: brackets are punctuation, "mask" is unknown
+    assert_eq!(ids(&tok, "[mask]"), vec![CLS, UNK, UNK, UNK, SEP]);
+}
+
+#[test]
+fn long_words_and_truncation() {
+    let tok = tokenizer(5, 4);
+    assert_eq!(ids(&tok, "unaffables"), vec![CLS, UNK, SEP]);
+    assert_eq!(ids(&tok, "cats"), vec![CLS, 6, 11, SEP]);
+    // five tokens in all, [CLS] and [SEP] included; a word cut by the limit keeps its first pieces
+    assert_eq!(ids(&tok, "the cat sat the cat"), vec![CLS, 5, 6, 7, SEP]);
+    let tok = tokenizer(4, 100);
+    assert_eq!(ids(&tok, "the unaffable"), vec![CLS, 5, 8, SEP]);
+}
+
+#[test]
+fn empty_and_blank_texts() {
+    let tok = tokenizer(8, 100);
+    assert_eq!(ids(&tok, ""), vec![CLS, SEP]);
+    assert_eq!(ids(&tok, " \t\u{1}\n"), vec![CLS, SEP]);
+}

@@ -1,0 +1,170 @@
+"""The static routers' Rust fast path against its references: token ids against Hugging Face `tokenizers` on
+every public question and on Unicode edge cases, question vectors against the ONNX graph, loading and saving."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jeirt_lite import JeirtError, Router
+from jeirt_lite._static_path import StaticEncoder, Unsupported, tokenizer_settings
+
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = REPO / "python" / "jeirt_lite" / "default_router"
+
+EDGE_TEXTS = [
+    "Café naïve résumé ÉCOLE Ångström façade Œuvre straße ŉ ǅ",  # accents, ligatures, titlecase
+    "e\u0301 a\u0308\u0323 o\u0323\u0308 \u0301 x\u0334\u0327",  # combining marks, out of canonical order
+    "北京大学 東京 서울 日本語のテキスト 中文，标点。",  # CJK ideographs, Hangul, kana, CJK punctuation
+    "emoji 😀👍🏽 👨‍👩‍👧 🇫🇷 ❤️ 🥰 keycap 1️⃣",  # astral plane, ZWJ sequences, variation selectors
+    "tab\there\nnew\rline\x0b\x0c\x1c\x1d\x1e\x1f\x7f\x00nul \x85 \u200b\u200d\ufeff\ufffd end",  # controls
+    "nbsp\u00a0ideo\u3000thin\u2009line\u2028para\u2029 ogham\u1680",  # Unicode whitespace
+    "\u212a Kelvin \u037e greek question \u1fef varia \u2126 ohm \u0130stanbul \u0131 \uff21\uff42 fullwidth",
+    "हिन्दी ਪੰਜਾਬੀ தமிழ் ภาษาไทย العربية עברית Ελληνικά Кириллица",  # Mc/Mn marks, RTL scripts
+    "private \ue000\uf8ff unassigned \u0378\U000e0001 tags \U000e0041 \U0010fffd end",
+    "[MASK] the [CLS][SEP] x[PAD]y [UNK] [mask] [[MASK]] [MAS K]",  # added tokens in the raw text
+    "a" * 100 + " " + "b" * 101 + " " + "ab" * 60,  # max_input_chars_per_word: 100 passes, 101 is unknown
+    "word " * 700,  # truncated at max_seq_length
+    "x" * 5000,  # one very long word
+    "$100 + 5% = ~€5 <tag> a^b `code` {x|y} @user #hash _under_ ¿¡ «quote» — dash … ellipsis",
+    "\u0300 starts with a mark",
+    "digits ١٢٣ ½ ² ⅷ ① ∑∫√∞ ≠ ≤",
+]
+
+
+def _questions(dataset: str) -> list[str]:
+    csv.field_size_limit(1 << 30)
+    with open(REPO / "data" / dataset / "questions.csv", newline="", encoding="utf-8") as handle:
+        return [row["text"] for row in csv.DictReader(handle)]
+
+
+def _hf_ids(router: Router, texts: list[str]) -> list[list[int]]:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(router.path / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=int(router.manifest["encoder"]["max_seq_length"]))
+    tokenizer.no_padding()
+    return [encoding.ids for encoding in tokenizer.encode_batch(texts)]
+
+
+def _random_texts(count: int, seed: int) -> list[str]:
+    """Strings over the whole Unicode range (ASCII, controls, every plane), surrogates left out."""
+    rng = random.Random(seed)
+    spans = [
+        (0x20, 0x7F, 0.4),
+        (0x00, 0x20, 0.1),
+        (0x80, 0x3000, 0.2),
+        (0x3000, 0x10000, 0.15),
+        (0x10000, 0x110000, 0.15),
+    ]
+    texts = []
+    while len(texts) < count:
+        chars = []
+        for _ in range(rng.randrange(1, 60)):
+            low, high, _ = rng.choices(spans, weights=[w for *_, w in spans])[0]
+            code = rng.randrange(low, high)
+            chars.append(chr(code) if not 0xD800 <= code <= 0xDFFF else "x")
+        texts.append("".join(chars))
+    return texts
+
+
+@pytest.fixture(scope="module")
+def fast() -> Router:
+    return Router.load(SHIPPED, threads=1)
+
+
+@pytest.fixture(scope="module")
+def reference() -> Router:
+    return Router.load(SHIPPED, threads=1, fast_path=False)
+
+
+def _encoder(router: Router) -> StaticEncoder:
+    encoder = router._encoder
+    assert isinstance(encoder, StaticEncoder)
+    return encoder
+
+
+def test_the_shipped_router_uses_the_fast_path(fast: Router, reference: Router) -> None:
+    assert isinstance(fast._encoder, StaticEncoder)
+    assert not isinstance(reference._encoder, StaticEncoder)
+
+
+@pytest.mark.parametrize("dataset", ["mmlu_pro", "zeroeval_crux_gsm_math"])
+def test_token_ids_equal_tokenizers_on_every_public_question(fast: Router, dataset: str) -> None:
+    texts = _questions(dataset)
+    expected = _hf_ids(fast, texts)
+    got = _encoder(fast).token_ids(texts)
+    mismatches = [i for i, (a, b) in enumerate(zip(expected, got)) if a != b]
+    assert len(got) == len(texts) and not mismatches, (
+        f"{len(mismatches)} texts differ, first {mismatches[:5]}"
+    )
+
+
+def test_token_ids_equal_tokenizers_on_edge_cases_and_random_unicode(fast: Router) -> None:
+    texts = EDGE_TEXTS + _random_texts(3000, seed=0)
+    expected = _hf_ids(fast, texts)
+    got = _encoder(fast).token_ids(texts)
+    for text, a, b in zip(texts, expected, got):
+        assert a == b, f"{text!r}: tokenizers {a[:20]}..., fast path {b[:20]}..."
+    assert max(len(ids) for ids in got) == 512  # truncation was exercised
+
+
+def test_question_vectors_match_the_onnx_graph(fast: Router, reference: Router) -> None:
+    texts = _questions("mmlu_pro")[::20] + _questions("zeroeval_crux_gsm_math")[::20] + EDGE_TEXTS
+    got, want = fast.embed(texts), reference.embed(texts)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-5)
+    top_fast, top_ref = fast.route(texts[:300], k=3), reference.route(texts[:300], k=3)
+    np.testing.assert_allclose(top_fast.probabilities, top_ref.probabilities, atol=1e-5)
+
+
+def test_threads_give_identical_vectors(fast: Router) -> None:
+    texts = _questions("mmlu_pro")[:700]
+    two = Router.load(SHIPPED, threads=2)
+    assert np.array_equal(fast.embed(texts), two.embed(texts))
+
+
+def test_a_lone_surrogate_is_named(fast: Router) -> None:
+    with pytest.raises(JeirtError, match="text 1 is not valid Unicode"):
+        fast.embed(["fine", "bad \ud800 text"])
+
+
+def test_save_keeps_the_fast_path_and_a_tampered_file_is_refused(fast: Router, tmp_path: Path) -> None:
+    saved = Router.load(fast.save(tmp_path / "copy"), threads=1)
+    assert isinstance(saved._encoder, StaticEncoder)
+    texts = EDGE_TEXTS[:3]
+    assert np.array_equal(saved.embed(texts), fast.embed(texts))
+    broken = tmp_path / "broken"
+    shutil.copytree(tmp_path / "copy", broken)
+    with open(broken / "static_encoder.safetensors", "r+b") as handle:
+        handle.seek(-4, 2)
+        handle.write(b"\x00\x00\x80\x7f")
+    with pytest.raises(JeirtError, match="static_encoder.safetensors: sha256"):
+        Router.load(broken)
+
+
+def test_routers_without_the_file_keep_the_onnx_path(tiny_router_path: Path) -> None:
+    router = Router.load(tiny_router_path, threads=1)
+    assert not isinstance(router._encoder, StaticEncoder)
+
+
+def test_unsupported_tokenizers_are_recognised(tmp_path: Path) -> None:
+    spec = json.loads((SHIPPED / "tokenizer.json").read_text(encoding="utf-8"))
+    for change in (
+        {"normalizer": {"type": "NFKC"}},
+        {"pre_tokenizer": {"type": "Whitespace"}},
+        {"post_processor": None},
+        {"added_tokens": [{"id": 0, "content": "[PAD]", "normalized": True}]},
+    ):
+        path = tmp_path / "tokenizer.json"
+        path.write_text(json.dumps({**spec, **change}), encoding="utf-8")
+        with pytest.raises(Unsupported):
+            tokenizer_settings(path, 512)
+    with pytest.raises(Unsupported):
+        tokenizer_settings(SHIPPED / "tokenizer.json", 2)

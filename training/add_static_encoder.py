@@ -1,0 +1,112 @@
+"""Give a static router its Rust fast path: extract the token table and adapter from its ONNX graph into
+static_encoder.safetensors and bind the file into router.json by its sha256.
+
+    python -m training.add_static_encoder python/jeirt_lite/default_router    # the shipped router (migration)
+    python -m training.add_static_encoder ROUTER_DIR
+
+Only graphs written by `training.static_encoder.export_static_router_graph` qualify (Gather, masked mean, L2
+normalise, Gemm, Relu, Gemm); the values are copied bit for bit (the table keeps its stored dtype), and the
+router's vectors are checked to be the ONNX graph's afterwards. Needs the `onnx` package (the train extra); the
+runtime reads the result with safetensors alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+STATIC_OPS = [
+    "Gather",
+    "Cast",
+    "Cast",
+    "Unsqueeze",
+    "MatMul",
+    "Squeeze",
+    "ReduceSum",
+    "Max",
+    "Div",
+    "ReduceL2",
+    "Max",
+    "Div",
+    "Gemm",
+    "Relu",
+    "Gemm",
+]
+CHECK_TEXTS = [
+    "Which enzyme unwinds DNA during replication?",
+    "Café naïve ÉCOLE 北京 résumé [MASK] 😀 x" + "y" * 120,
+]
+
+
+def graph_tensors(onnx_path: Path) -> dict[str, np.ndarray]:
+    """The static graph's table and adapter weights; ValueError for any other graph."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(onnx_path))
+    ops = [node.op_type for node in model.graph.node]
+    if ops != STATIC_OPS:
+        raise ValueError(f"{onnx_path}: not a static encoder graph (nodes {ops})")
+    weights = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
+    gemm_first, gemm_last = model.graph.node[12], model.graph.node[14]
+    if any(
+        not node.attribute or node.attribute[0].name != "transB" or node.attribute[0].i != 1
+        for node in (gemm_first, gemm_last)
+    ):
+        raise ValueError(f"{onnx_path}: the adapter's Gemm nodes are not x W^T + b")
+    names = [model.graph.node[0].input[0], *gemm_first.input[1:], *gemm_last.input[1:]]
+    return {
+        key: np.ascontiguousarray(weights[name])
+        for key, name in zip(("table", "w1", "b1", "w2", "b2"), names)
+    }
+
+
+def add_static_encoder(router_dir: Path) -> Path:
+    """Writes router_dir/static_encoder.safetensors and its entry in router.json; returns the file."""
+    from safetensors.numpy import save
+
+    from jeirt_lite.artifact import MANIFEST_FILE, STATIC_ENCODER_FILE, sha256_of
+
+    manifest_path = router_dir / MANIFEST_FILE
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    tensors = graph_tensors(router_dir / manifest["files"]["encoder"]["path"])
+    target = router_dir / STATIC_ENCODER_FILE
+    target.write_bytes(save(tensors, metadata={"source": "initializers of encoder.onnx"}))
+    manifest["files"]["static_encoder"] = {"path": STATIC_ENCODER_FILE, "sha256": sha256_of(target)}
+    staging = manifest_path.with_suffix(".json.tmp")
+    staging.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    staging.replace(manifest_path)
+    check_parity(router_dir)
+    return target
+
+
+def check_parity(router_dir: Path, tolerance: float = 1e-4) -> float:
+    """Max abs difference of the fast path's question vectors to the ONNX graph's; raises above tolerance."""
+    from jeirt_lite import Router
+
+    fast, reference = Router.load(router_dir, threads=1), Router.load(router_dir, threads=1, fast_path=False)
+    if type(fast._encoder).__name__ != "StaticEncoder":
+        raise RuntimeError(
+            f"{router_dir}: the fast path did not load (tokenizer.json of an unsupported shape?)"
+        )
+    diff = float(np.abs(fast.embed(CHECK_TEXTS) - reference.embed(CHECK_TEXTS)).max())
+    if not diff <= tolerance:
+        raise RuntimeError(f"{router_dir}: fast path and ONNX differ by {diff:.3g} > {tolerance}")
+    return diff
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("router", type=Path, help="a static router folder")
+    args = parser.parse_args(argv)
+    path = add_static_encoder(args.router)
+    print(f"{path} written ({path.stat().st_size / 1e6:.1f} MB); router.json updated; ONNX parity checked")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
