@@ -181,10 +181,12 @@ def main(argv: list[str] | None = None) -> int:
 
             inits = graph_initializers(router.path / "encoder.onnx")
             table = inits["table"].astype(np.float32)
-            enc = router._encoder.tokenizer  # the router's own tokenizer (truncation as its manifest says)
+            from tokenizers import Tokenizer
+
+            enc = Tokenizer.from_file(str(router.path / "tokenizer.json"))  # truncation as the manifest says
+            enc.enable_truncation(max_length=int(router.manifest["encoder"]["max_seq_length"]))
             enc.enable_padding(pad_id=0, pad_token="[PAD]")
             batch = enc.encode_batch(texts)
-            enc.no_padding()
             ids = np.array([e.ids for e in batch], dtype=np.int64)
             mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
             agreement[name] = {

@@ -151,6 +151,11 @@ class Router:
     def threads(self) -> int:
         return self._threads
 
+    @property
+    def fast_path(self) -> bool:
+        """Whether texts are encoded in Rust (a static router with its static_encoder.safetensors)."""
+        return isinstance(self._encoder, StaticEncoder)
+
     def __repr__(self) -> str:
         label = self.manifest.get("label")
         note = f", label={label!r}" if label else ""
