@@ -2,9 +2,11 @@
 it, repeat. Memory holds one chunk at a time; output rows keep the input order; the output file appears only when
 the run is complete (see `_io.outputs.atomic_output`).
 
-One thread does it all, in turn: tokenizing and encoding take nearly all the time even with the fastest encoder,
-reading, scoring and writing a small share, and the encoder already uses every core. A background reader thread
-would save at most that small share, so there is none.
+With a transformer encoder the encoder is over 99% of the time and already uses every core, so one thread does
+it all, in turn. A static router's Rust fast path encodes so fast that reading, scoring and writing (Python, under
+the GIL) become about a fifth of the run: with more than one thread, each chunk is encoded in a worker thread
+(the GIL released, on all the router's threads) while the previous one is scored and written and the next one is
+read, so at most three chunks are in memory (docs/throughput.md has the measured scaling).
 
 Example:
     >>> from jeirt_lite import Router
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +114,9 @@ def score_chunk(router: Router, ids: list[Any], vectors: np.ndarray, options: Sc
 def _embedded_chunks(
     router: Router, reader: TextReader, progress: Progress, state: ScoreState
 ) -> Iterator[tuple[list[Any], np.ndarray]]:
+    if router.fast_path and router.threads > 1:
+        yield from _pipelined_chunks(router, reader, progress, state)
+        return
     for chunk in reader:
         vectors = np.empty((len(chunk.texts), router.dim), dtype=np.float32)
         for start in range(0, len(chunk.texts), ENCODE_SLICE):
@@ -120,6 +126,41 @@ def _embedded_chunks(
         progress.advance(reader.skipped - state.rows_skipped)  # bad rows count as read for the percentage
         state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
         yield chunk.ids, vectors
+    state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
+
+
+def _pipelined_chunks(
+    router: Router, reader: TextReader, progress: Progress, state: ScoreState
+) -> Iterator[tuple[list[Any], np.ndarray]]:
+    """Chunks encoded by the Rust fast path in a worker thread (the GIL released, on all of the router's
+    threads) while this thread scores and writes the previous chunk and parses the next: reading and writing are
+    Python, and without the overlap they would keep every core but one idle for a fifth of the run."""
+    pending: Optional[tuple[list[Any], Future[np.ndarray], int, int]] = None
+
+    def finish(item: tuple[list[Any], Future[np.ndarray], int, int]) -> tuple[list[Any], np.ndarray]:
+        ids, future, rows_read, skipped = item
+        vectors = future.result()
+        progress.advance(len(ids) + skipped - state.rows_skipped)  # bad rows count as read for the percentage
+        state.rows_read, state.rows_skipped = rows_read, skipped
+        return ids, vectors
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="jeirt-encode") as worker:
+        chunks = iter(reader)
+        while True:
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                break
+            except BaseException:
+                if pending is not None:  # what was read before a bad row is still scored, as without overlap
+                    yield finish(pending)
+                raise
+            future = worker.submit(router.embed, chunk.texts)
+            if pending is not None:
+                yield finish(pending)
+            pending = (chunk.ids, future, reader.rows_read, reader.skipped)
+        if pending is not None:
+            yield finish(pending)
     state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
 
 

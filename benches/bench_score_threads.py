@@ -1,0 +1,81 @@
+"""`score` (texts in, top-k out) at 1, 2, ... threads on one bank of real texts, rounds interleaved, in one run.
+
+The bank is MMLU-Pro's 10,801 question texts repeated to `--rows` rows (100,000 by default: each text about 9
+times), written once as CSV; every round scores it with each thread count in turn through
+`jeirt_lite.batch.score_file` (what `jeirt-lite score bank.csv -o out.csv --threads N` runs) and the output is
+CSV. Prints rows/s per thread count (best and median round), the ratio to one thread, the core count and the load
+average before and after, so a busy machine shows in the numbers. Never asserts a time.
+
+Usage: python benches/bench_score_threads.py [--rows 100000] [--threads 1,2] [--rounds 3] [--router PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from jeirt_lite import Router
+from jeirt_lite.batch import ScoreOptions, score_file
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write_bank(path: Path, rows: int) -> None:
+    csv.field_size_limit(1 << 30)
+    with open(REPO / "data" / "mmlu_pro" / "questions.csv", newline="", encoding="utf-8") as handle:
+        texts = [row["text"] for row in csv.DictReader(handle)]
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "text"])
+        for i in range(rows):
+            writer.writerow([i, texts[i % len(texts)]])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--k", type=int, default=1)
+    parser.add_argument("--router", type=Path, default=None, help="router folder (default: the shipped one)")
+    parser.add_argument("--out", type=Path, default=None, help="also write the numbers as JSON")
+    args = parser.parse_args(argv)
+    counts = [int(t) for t in args.threads.split(",")]
+    routers = {t: Router.load(args.router, threads=t) for t in counts}
+    load_before = os.getloadavg()[0]
+    rates: dict[int, list[float]] = {t: [] for t in counts}
+    with tempfile.TemporaryDirectory(prefix="bench-score-") as tmp:
+        bank, out = Path(tmp) / "bank.csv", Path(tmp) / "scores.csv"
+        write_bank(bank, args.rows)
+        for _ in range(args.rounds):
+            for t in counts:
+                summary = score_file(routers[t], input_path=bank, output=out, options=ScoreOptions(k=args.k))
+                rates[t].append(summary.rows / summary.seconds)
+                print(f"  threads {t}: {rates[t][-1]:,.0f} rows/s", flush=True)
+    load_after = os.getloadavg()[0]
+    fast = routers[counts[0]].fast_path
+    print(f"{args.rows:,} MMLU-Pro texts (10,801 distinct, repeated), {args.rounds} interleaved rounds, "
+          f"fast path {'on' if fast else 'off'}; {os.cpu_count()} cores, load average {load_before:.1f} before, "
+          f"{load_after:.1f} after")
+    base = max(rates[counts[0]])
+    result: dict[str, Any] = {"rows": args.rows, "rounds": args.rounds, "cores": os.cpu_count(), "fast_path": fast,
+                              "load_average": [load_before, load_after], "threads": {}}
+    for t in counts:
+        best, median = max(rates[t]), statistics.median(rates[t])
+        print(f"  threads {t:3d}: best {best:9,.0f} rows/s, median {median:9,.0f}; best / 1-thread best "
+              f"{best / base:.2f}x")
+        result["threads"][str(t)] = {"best_rows_per_s": best, "median_rows_per_s": median, "rounds": rates[t]}
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,53 @@
+"""`score` with the static fast path on more than one thread (encoding overlapped with reading and writing)
+gives the rows, order, errors and counters of the one-thread run."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from jeirt_lite import JeirtError, Router
+from jeirt_lite.batch import ScoreOptions, ScoreState, score_file
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    csv.field_size_limit(1 << 30)
+    with open(REPO / "data" / "mmlu_pro" / "questions.csv", newline="", encoding="utf-8") as handle:
+        return [row["text"] for row in csv.DictReader(handle)][:300]
+
+
+def _bank(path: Path, texts: list[str]) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "text"])
+        writer.writerows([i, text] for i, text in enumerate(texts))
+    return path
+
+
+def test_two_threads_write_what_one_thread_writes(texts: list[str], tmp_path: Path) -> None:
+    bank = _bank(tmp_path / "bank.csv", texts)
+    one, two = Router.load(threads=1), Router.load(threads=2)
+    assert one.fast_path and two.fast_path
+    options = ScoreOptions(k=3, chunk_size=37, forecast=True, all_probabilities=True)
+    first = score_file(one, input_path=bank, output=tmp_path / "one.csv", options=options)
+    second = score_file(two, input_path=bank, output=tmp_path / "two.csv", options=options)
+    assert (tmp_path / "one.csv").read_text() == (tmp_path / "two.csv").read_text()
+    assert first.rows == second.rows == len(texts) and first.forecast == second.forecast
+
+
+def test_a_bad_row_in_a_later_chunk_is_named_after_the_earlier_chunks(texts: list[str], tmp_path: Path) -> None:
+    bank = _bank(tmp_path / "bank.csv", texts[:50] + [""] + texts[:10])
+    state = ScoreState()
+    with pytest.raises(JeirtError, match="data row 51"):
+        score_file(Router.load(threads=2), input_path=bank, output=tmp_path / "s.csv",
+                   options=ScoreOptions(chunk_size=8), state=state)
+    assert state.rows_scored == 48  # the six whole chunks before the one holding row 51, as on one thread
+    assert not (tmp_path / "s.csv").exists()
+    skipped = score_file(Router.load(threads=2), input_path=bank, output=tmp_path / "s.csv",
+                         options=ScoreOptions(chunk_size=8, skip_bad=True))
+    assert (skipped.rows, skipped.skipped) == (60, 1)
