@@ -44,6 +44,20 @@ def mean_probability(
 ) -> npt.NDArray[np.float32]:
     """Mean P(correct) per LLM over the questions (float64 sums): float32 ``(K,)``; N = 0 raises."""
 
+def top_k_bf16(
+    questions: npt.NDArray[np.float32],
+    llms: npt.NDArray[np.float32],
+    k: int,
+    threads: int,
+    scale: npt.NDArray[np.float32] | None = None,
+    bias: npt.NDArray[np.float32] | None = None,
+) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
+    """``top_k`` ranked with bfloat16 products, the chosen k scored again exactly (float32 kernel where the CPU
+    lacks AVX-512 BF16)."""
+
+def bf16_supported() -> bool:
+    """Whether this CPU has AVX-512 BF16."""
+
 def build_profile() -> str:
     """``"release"`` or ``"debug"``."""
 

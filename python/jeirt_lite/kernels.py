@@ -20,7 +20,7 @@ import numpy.typing as npt
 from jeirt_lite import _core
 from jeirt_lite._errors import JeirtError
 
-__all__ = ["JeirtError", "mean_probability", "probabilities", "top_k"]
+__all__ = ["JeirtError", "bf16_supported", "mean_probability", "probabilities", "top_k"]
 
 
 def _as_matrix(x: npt.ArrayLike, name: str) -> npt.NDArray[np.float32]:
@@ -106,6 +106,7 @@ def top_k(
     scale: npt.ArrayLike | None = None,
     bias: npt.ArrayLike | None = None,
     penalty: npt.ArrayLike | None = None,
+    precision: str = "float32",
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
     """The ``k`` most likely-correct LLMs for each question, without building the ``N x K`` matrix.
 
@@ -120,6 +121,10 @@ def top_k(
         scale, bias: optional ``(K,)`` calibration, applied before ranking.
         penalty: optional ``(K,)``: rank by ``P - penalty`` (e.g. ``cost_weight * cost``) instead of by logit;
             ties by lower index; the values returned are still the probabilities.
+        precision: ``"float32"``, or ``"bfloat16"``: the LLMs are ranked with bfloat16 products (AVX-512 BF16,
+            where :func:`bf16_supported`; float32 otherwise and with a penalty) and the chosen k scored again
+            exactly, so the probabilities are float32's and the set differs only where two LLMs are within
+            about 1e-3 in logit. Not faster than float32 on the CPUs measured so far (docs/throughput.md).
 
     Returns:
         ``(indices, probabilities)``: uint32 ``(N, k)`` LLM indices and float32 ``(N, k)`` P(correct).
@@ -138,6 +143,12 @@ def top_k(
     if not 1 <= k <= m.shape[0]:
         raise JeirtError(f"k must be in 1..=K (K = {m.shape[0]}), got {k}")
     n_llms = m.shape[0]
+    if precision not in ("float32", "bfloat16"):
+        raise JeirtError(f"precision must be 'float32' or 'bfloat16', got {precision!r}")
+    if precision == "bfloat16" and penalty is None:
+        return _core.top_k_bf16(
+            q, m, int(k), _threads(threads), _per_llm(scale, "scale", n_llms), _per_llm(bias, "bias", n_llms)
+        )
     return _core.top_k(
         q,
         m,
@@ -147,6 +158,11 @@ def top_k(
         _per_llm(bias, "bias", n_llms),
         _per_llm(penalty, "penalty", n_llms),
     )
+
+
+def bf16_supported() -> bool:
+    """Whether this CPU has AVX-512 BF16, which ``top_k(..., precision="bfloat16")`` uses."""
+    return bool(_core.bf16_supported())
 
 
 def mean_probability(

@@ -18,7 +18,7 @@ pub(crate) const MAX_ROWS: usize = 16;
 /// Largest panel width any level uses (two vectors of 16 lanes).
 pub(crate) const MAX_WIDTH: usize = 32;
 /// Tiles per block of rows.
-const TILES_PER_BLOCK: usize = 4;
+pub(crate) const TILES_PER_BLOCK: usize = 4;
 /// Rows per unit of parallel work. Fixed (not derived from the thread count) so that the summation order
 /// of `mean_probability` does not depend on how many threads run. A multiple of every level's block size.
 pub(crate) const CHUNK_ROWS: usize = 960;
@@ -81,12 +81,12 @@ pub(crate) fn check_shapes(
 
 /// How one question row enters the micro-kernel: `logit = dot(row * scale, m) * a - b`.
 #[derive(Clone, Copy, Default)]
-struct RowScale {
-    a: f32,
-    b: f32,
+pub(crate) struct RowScale {
+    pub(crate) a: f32,
+    pub(crate) b: f32,
     /// `Some(s)`: the row is copied multiplied by the power of two `s` first (tiny or huge norms), so the
     /// float32 dot products neither underflow nor overflow.
-    scale: Option<f64>,
+    pub(crate) scale: Option<f64>,
 }
 
 /// Below/above these norms (or when `|q| * max|m|` could overflow) a row is rescaled by a power of two.
@@ -96,7 +96,11 @@ const LARGE_DOT: f64 = 1e30;
 
 /// Norm of question row `index`, validated; the zero vector gets logit 0 (`a = b = 0`).
 #[inline(always)]
-fn prepare_row(row: &[f32], index: usize, max_llm_norm: f64) -> Result<RowScale, KernelError> {
+pub(crate) fn prepare_row(
+    row: &[f32],
+    index: usize,
+    max_llm_norm: f64,
+) -> Result<RowScale, KernelError> {
     let norm = sum_squares_f64(row).sqrt();
     if !norm.is_finite() {
         return Err(KernelError::NonFiniteQuestion { row: index });

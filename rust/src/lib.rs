@@ -18,6 +18,8 @@
 mod adapter;
 mod adjust;
 mod alloc;
+#[cfg(target_arch = "x86_64")]
+mod bf16;
 mod engine;
 mod error;
 mod forecast;
@@ -31,9 +33,13 @@ mod simd;
 mod static_encoder;
 pub mod text;
 mod topk;
+#[cfg(target_arch = "x86_64")]
+mod topk_bf16;
 
 #[cfg(feature = "python")]
 mod py;
+#[cfg(feature = "python")]
+mod py_bf16;
 #[cfg(feature = "python")]
 mod py_static;
 
@@ -65,6 +71,64 @@ impl Config {
             simd: SimdLevel::detect(),
         }
     }
+}
+
+/// The arithmetic of `top_k`'s scoring pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    /// float32 multiply-adds (every CPU).
+    Float32,
+    /// bfloat16 products accumulated in float32 (AVX-512 BF16), the shortlist rescored exactly.
+    Bf16,
+}
+
+impl Precision {
+    /// Whether this CPU can run `self`.
+    pub fn is_supported(self) -> bool {
+        match self {
+            Self::Float32 => true,
+            #[cfg(target_arch = "x86_64")]
+            Self::Bf16 => bf16::supported(),
+            #[cfg(not(target_arch = "x86_64"))]
+            Self::Bf16 => false,
+        }
+    }
+
+    /// `Bf16` where this CPU has it, else `Float32`.
+    pub fn detect() -> Self {
+        if Self::Bf16.is_supported() {
+            Self::Bf16
+        } else {
+            Self::Float32
+        }
+    }
+}
+
+/// [`top_k_adjusted`] with the scoring pass in `precision`. `Bf16` applies without a penalty and when the
+/// CPU has it and the LLM table fits bfloat16; otherwise this is the float32 kernel. Probabilities are
+/// float32-exact either way (the bf16 pass only shortlists, see `topk_bf16`).
+pub fn top_k_with_precision(
+    questions: MatrixView<'_>,
+    llms: MatrixView<'_>,
+    k: usize,
+    calibration: &Calibration<'_>,
+    penalty: Option<&[f32]>,
+    config: &Config,
+    precision: Precision,
+) -> Result<(Vec<u32>, Vec<f32>), KernelError> {
+    #[cfg(target_arch = "x86_64")]
+    if precision == Precision::Bf16
+        && penalty.is_none()
+        && precision.is_supported()
+        && llms.cols() == questions.cols()
+        && (1..=llms.rows()).contains(&k)
+    {
+        if let Some(result) = topk_bf16::top_k_bf16(questions, llms, k, calibration, config)? {
+            return Ok(result);
+        }
+    }
+    let _ = precision;
+    top_k_adjusted(questions, llms, k, calibration, penalty, config)
 }
 
 /// "release" or "debug": how this library was compiled (benchmarks refuse debug builds).

@@ -20,12 +20,15 @@ create_exception!(
     "Bad input to a jeirt-lite kernel (shapes, NaN/inf rows, k, threads); a ValueError."
 );
 
-fn to_py(error: KernelError) -> PyErr {
+pub(crate) fn to_py(error: KernelError) -> PyErr {
     JeirtError::new_err(error.to_string())
 }
 
 /// Borrows a C-contiguous float32 array as a matrix view, naming `name` in errors.
-fn view<'a>(array: &'a PyReadonlyArray2<'_, f32>, name: &'static str) -> PyResult<MatrixView<'a>> {
+pub(crate) fn view<'a>(
+    array: &'a PyReadonlyArray2<'_, f32>,
+    name: &'static str,
+) -> PyResult<MatrixView<'a>> {
     // `as_slice` also accepts Fortran order, which would be read transposed: insist on C order.
     let slice = Some(array)
         .filter(|a| a.is_c_contiguous())
@@ -42,7 +45,7 @@ fn view<'a>(array: &'a PyReadonlyArray2<'_, f32>, name: &'static str) -> PyResul
 }
 
 /// Borrows an optional contiguous float32 1-D array (a per-LLM parameter), naming `name` in errors.
-fn vector<'a>(
+pub(crate) fn vector<'a>(
     array: &'a Option<PyReadonlyArray1<'_, f32>>,
     name: &'static str,
 ) -> PyResult<Option<&'a [f32]>> {
@@ -56,7 +59,7 @@ fn vector<'a>(
 }
 
 /// The optional per-LLM calibration (`scale`, `bias` on the logit) every kernel takes.
-fn calibration<'a>(
+pub(crate) fn calibration<'a>(
     scale: &'a Option<PyReadonlyArray1<'_, f32>>,
     bias: &'a Option<PyReadonlyArray1<'_, f32>>,
 ) -> PyResult<Calibration<'a>> {
@@ -66,13 +69,13 @@ fn calibration<'a>(
     })
 }
 
-fn config(threads: i64) -> PyResult<Config> {
+pub(crate) fn config(threads: i64) -> PyResult<Config> {
     let threads = usize::try_from(threads)
         .map_err(|_| JeirtError::new_err(format!("threads must be >= 0, got {threads}")))?;
     Ok(Config::new(threads))
 }
 
-fn matrix<T: numpy::Element>(
+pub(crate) fn matrix<T: numpy::Element>(
     py: Python<'_>,
     data: Vec<T>,
     rows: usize,
@@ -183,5 +186,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build_profile, m)?)?;
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
     m.add_class::<crate::py_static::StaticEncoder>()?;
+    crate::py_bf16::register(m)?;
     Ok(())
 }

@@ -23,15 +23,15 @@ type ChunkOutput<'a> = (&'a mut [u32], &'a mut [f32]);
 
 /// Running top-k for a chunk of rows, kept directly in the output slices (`values` holds logits until
 /// [`TileSink::finish`] turns them into probabilities).
-struct TopKSink<'a> {
-    k: usize,
-    llms: usize,
-    indices: &'a mut [u32],
-    values: &'a mut [f32],
-    lens: Vec<usize>,
-    calibration: Option<&'a PaddedCalibration>,
+pub(crate) struct TopKSink<'a> {
+    pub(crate) k: usize,
+    pub(crate) llms: usize,
+    pub(crate) indices: &'a mut [u32],
+    pub(crate) values: &'a mut [f32],
+    pub(crate) lens: Vec<usize>,
+    pub(crate) calibration: Option<&'a PaddedCalibration>,
     /// Padded per-LLM penalty: when present the key is `sigmoid(logit) - penalty` instead of the logit.
-    penalty: Option<&'a [f32]>,
+    pub(crate) penalty: Option<&'a [f32]>,
 }
 
 impl TopKSink<'_> {

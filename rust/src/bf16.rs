@@ -1,0 +1,222 @@
+//! The reduced-precision pass: question and LLM components rounded to bfloat16, products accumulated in
+//! float32 by AVX-512 BF16's `vdpbf16ps` (two multiply-adds per 32-bit lane, twice float32 FMA's), for CPUs
+//! that have it (Zen 4, Sapphire Rapids and later).
+//!
+//! Same tiling as the float32 engine (`engine`): panels of 32 LLMs, tiles of 12 rows, logits
+//! `dot * a - b` handed to a [`TileSink`] as tiles finish. Panel `p` holds, for each pair of components
+//! `(2t, 2t + 1)`, two vectors of 16 lanes, lane `l` of vector `v` holding LLM `p*32 + v*16 + l`'s two
+//! components as one bf16 pair: exactly what `vdpbf16ps` multiplies against a broadcast question pair.
+//!
+//! Rounding each component to 8 bits of mantissa moves a logit by about 1e-4 to 1e-3 on the shipped router;
+//! `topk_bf16` therefore only uses this pass to shortlist candidates and scores those again in float64.
+
+use std::arch::x86_64::*;
+use std::ops::Range;
+
+use crate::engine::{
+    prepare_row, RowScale, TileLogits, TileSink, MAX_ROWS, MAX_WIDTH, TILES_PER_BLOCK,
+};
+use crate::error::KernelError;
+use crate::matrix::MatrixView;
+use crate::norm::sum_squares_f64;
+use crate::simd::Avx512;
+
+/// LLMs per panel.
+pub(crate) const BF16_WIDTH: usize = 32;
+/// Rows per register tile (24 accumulators, two panel vectors, one broadcast).
+const ROWS: usize = 12;
+/// Components above this would round to infinity in bfloat16.
+const LARGEST_COMPONENT: f32 = 1e38;
+
+/// Whether this CPU runs the bf16 pass.
+pub(crate) fn supported() -> bool {
+    is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bf16")
+}
+
+/// Round to nearest even (finite inputs).
+#[inline(always)]
+fn to_bf16(x: f32) -> u16 {
+    let bits = x.to_bits();
+    ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) as u16
+}
+
+/// The LLM table packed as bf16 pairs, panels of [`BF16_WIDTH`] LLMs (zero-padded).
+pub(crate) struct PackedBf16 {
+    data: Vec<u16>,
+    pairs: usize,
+    pub(crate) panels: usize,
+    pub(crate) max_norm: f64,
+}
+
+impl PackedBf16 {
+    fn panel(&self, p: usize) -> &[u16] {
+        let size = self.pairs * 2 * BF16_WIDTH;
+        self.data.get(p * size..(p + 1) * size).unwrap_or(&[])
+    }
+}
+
+/// Packs a validated LLM table; `None` when a component is too large for bfloat16 (use float32).
+pub(crate) fn pack_bf16(llms: MatrixView<'_>) -> Option<PackedBf16> {
+    let (count, d) = (llms.rows(), llms.cols());
+    if llms
+        .data()
+        .iter()
+        .any(|v| !v.is_finite() || v.abs() > LARGEST_COMPONENT)
+    {
+        return None;
+    }
+    let pairs = d.div_ceil(2);
+    let panels = count.div_ceil(BF16_WIDTH);
+    let mut data = vec![0u16; panels * pairs * 2 * BF16_WIDTH];
+    let mut max_norm = 0.0f64;
+    for j in 0..count {
+        let row = llms.row(j);
+        max_norm = max_norm.max(sum_squares_f64(row).sqrt());
+        let (p, lane) = (j / BF16_WIDTH, j % BF16_WIDTH);
+        let (v, l) = (lane / 16, lane % 16);
+        for (t, &x) in row.iter().enumerate() {
+            let index = ((p * pairs + t / 2) * 2 + v) * 32 + l * 2 + t % 2;
+            if let Some(slot) = data.get_mut(index) {
+                *slot = to_bf16(x);
+            }
+        }
+    }
+    if max_norm > f64::from(f32::MAX) {
+        return None;
+    }
+    Some(PackedBf16 {
+        data,
+        pairs,
+        panels,
+        max_norm,
+    })
+}
+
+/// `ROWS` question rows (bf16 pairs, `pairs` per row) against one panel.
+#[inline(always)]
+unsafe fn micro_kernel(
+    q: &[u32],
+    pairs: usize,
+    panel: &[u16],
+    scales: &[RowScale; ROWS],
+    out: &mut TileLogits,
+) {
+    if q.len() < ROWS * pairs || panel.len() < pairs * 64 {
+        return;
+    }
+    let (qp, mp) = (q.as_ptr(), panel.as_ptr());
+    let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
+    for t in 0..pairs {
+        let m0: __m512bh = std::mem::transmute(_mm512_loadu_si512(mp.add(t * 64) as *const _));
+        let m1: __m512bh = std::mem::transmute(_mm512_loadu_si512(mp.add(t * 64 + 32) as *const _));
+        for (r, acc_row) in acc.iter_mut().enumerate() {
+            let qv: __m512bh =
+                std::mem::transmute(_mm512_set1_epi32(*qp.add(r * pairs + t) as i32));
+            acc_row[0] = _mm512_dpbf16_ps(acc_row[0], qv, m0);
+            acc_row[1] = _mm512_dpbf16_ps(acc_row[1], qv, m1);
+        }
+    }
+    for (r, acc_row) in acc.iter().enumerate() {
+        let (a, b) = (_mm512_set1_ps(scales[r].a), _mm512_set1_ps(scales[r].b));
+        let dst = out.v[r].as_mut_ptr();
+        _mm512_storeu_ps(dst, _mm512_fmsub_ps(acc_row[0], a, b));
+        _mm512_storeu_ps(dst.add(16), _mm512_fmsub_ps(acc_row[1], a, b));
+    }
+}
+
+/// Converts the whole multiples of 32 components of `src` to bf16 pairs in `dst`, 32 at a time (round to
+/// nearest even, as [`to_bf16`]); returns how many components it converted.
+#[inline(always)]
+unsafe fn convert_row(src: &[f32], dst: &mut [u32]) -> usize {
+    let whole = src.len() / 32 * 32;
+    if dst.len() * 2 < whole {
+        return 0;
+    }
+    for c in (0..whole).step_by(32) {
+        let lo = _mm512_loadu_ps(src.as_ptr().add(c));
+        let hi = _mm512_loadu_ps(src.as_ptr().add(c + 16));
+        let pairs: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
+        _mm512_storeu_si512(dst.as_mut_ptr().add(c / 2) as *mut _, pairs);
+    }
+    whole
+}
+
+/// The bf16 pass over question rows `rows` (global indices), tiles handed to `sink`.
+#[target_feature(enable = "avx512f,avx512bf16,avx512bw,avx2,fma")]
+unsafe fn run(
+    questions: MatrixView<'_>,
+    rows: Range<usize>,
+    llms: &PackedBf16,
+    sink: &mut impl TileSink,
+) -> Result<(), KernelError> {
+    const { assert!(ROWS <= MAX_ROWS && BF16_WIDTH <= MAX_WIDTH) };
+    let pairs = llms.pairs;
+    let block_rows = ROWS * TILES_PER_BLOCK;
+    let mut block = vec![0u32; block_rows * pairs];
+    let mut scales = [[RowScale::default(); ROWS]; TILES_PER_BLOCK];
+    let mut logits = TileLogits {
+        v: [[0.0; MAX_WIDTH]; MAX_ROWS],
+    };
+    let mut block_start = rows.start;
+    while block_start < rows.end {
+        let block_end = (block_start + block_rows).min(rows.end);
+        block.fill(0);
+        for (i, row) in (block_start..block_end).enumerate() {
+            let scale = prepare_row(questions.row(row), row, llms.max_norm)?;
+            scales[i / ROWS][i % ROWS] = scale;
+            let s = scale.scale.unwrap_or(1.0);
+            let dst = block.get_mut(i * pairs..(i + 1) * pairs).unwrap_or(&mut []);
+            let src = questions.row(row);
+            let done = if scale.scale.is_none() {
+                convert_row(src, dst)
+            } else {
+                0
+            };
+            for (slot, pair) in dst.iter_mut().zip(src.chunks(2)).skip(done / 2) {
+                let lo = to_bf16((f64::from(pair[0]) * s) as f32);
+                let hi = pair
+                    .get(1)
+                    .map_or(0, |&x| to_bf16((f64::from(x) * s) as f32));
+                *slot = u32::from(lo) | (u32::from(hi) << 16);
+            }
+        }
+        let tiles = (block_end - block_start).div_ceil(ROWS);
+        for p in 0..llms.panels {
+            let panel = llms.panel(p);
+            for (tile, tile_scales) in scales.iter().enumerate().take(tiles) {
+                let first = tile * ROWS;
+                let q = block
+                    .get(first * pairs..(first + ROWS) * pairs)
+                    .unwrap_or(&[]);
+                micro_kernel(q, pairs, panel, tile_scales, &mut logits);
+                let valid = (block_end - block_start - first).min(ROWS);
+                sink.consume::<Avx512>(block_start + first - rows.start, valid, p, &logits);
+            }
+        }
+        block_start = block_end;
+    }
+    sink.finish::<Avx512>();
+    Ok(())
+}
+
+/// Runs the bf16 pass over `rows`; an error if this CPU lacks AVX-512 BF16.
+pub(crate) fn run_rows_bf16(
+    questions: MatrixView<'_>,
+    rows: Range<usize>,
+    llms: &PackedBf16,
+    sink: &mut impl TileSink,
+) -> Result<(), KernelError> {
+    if !supported() {
+        return Err(KernelError::UnsupportedSimd("avx512bf16"));
+    }
+    if questions.cols().div_ceil(2) != llms.pairs {
+        return Err(KernelError::DimensionMismatch {
+            questions: questions.cols(),
+            llms: llms.pairs * 2,
+        });
+    }
+    let rows = rows.start.min(questions.rows())..rows.end.min(questions.rows());
+    // SAFETY: the CPU has AVX-512F and BF16 (checked above); every slice the micro-kernel reads is checked
+    // for length before use.
+    unsafe { run(questions, rows, llms, sink) }
+}

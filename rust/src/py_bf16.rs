@@ -1,0 +1,51 @@
+//! PyO3 bindings of the reduced-precision scoring pass: `top_k_bf16` and `bf16_supported`.
+
+use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use pyo3::prelude::*;
+
+use crate::py::{calibration, config, matrix, to_py, view, JeirtError};
+use crate::Precision;
+
+/// `top_k` (no penalty) with the bf16 shortlist and exact rescoring; the float32 kernel where the CPU lacks
+/// AVX-512 BF16 or the table does not fit bfloat16.
+#[pyfunction]
+#[pyo3(signature = (questions, llms, k, threads, scale=None, bias=None))]
+#[allow(clippy::type_complexity)]
+fn top_k_bf16<'py>(
+    py: Python<'py>,
+    questions: PyReadonlyArray2<'py, f32>,
+    llms: PyReadonlyArray2<'py, f32>,
+    k: i64,
+    threads: i64,
+    scale: Option<PyReadonlyArray1<'py, f32>>,
+    bias: Option<PyReadonlyArray1<'py, f32>>,
+) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray2<f32>>)> {
+    let (q, m, cfg) = (
+        view(&questions, "questions")?,
+        view(&llms, "llms")?,
+        config(threads)?,
+    );
+    let k_rows = m.rows();
+    let k = usize::try_from(k)
+        .map_err(|_| JeirtError::new_err(format!("k must be in 1..=K (K = {k_rows}), got {k}")))?;
+    let cal = calibration(&scale, &bias)?;
+    let (indices, values) = py
+        .detach(|| crate::top_k_with_precision(q, m, k, &cal, None, &cfg, Precision::Bf16))
+        .map_err(to_py)?;
+    Ok((
+        matrix(py, indices, q.rows(), k)?,
+        matrix(py, values, q.rows(), k)?,
+    ))
+}
+
+/// Whether this CPU has AVX-512 BF16 (the reduced-precision pass).
+#[pyfunction]
+fn bf16_supported() -> bool {
+    Precision::Bf16.is_supported()
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(top_k_bf16, m)?)?;
+    m.add_function(wrap_pyfunction!(bf16_supported, m)?)?;
+    Ok(())
+}

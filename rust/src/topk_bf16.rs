@@ -1,0 +1,232 @@
+//! `top_k` with the bf16 pass (`bf16`): the bf16 logits rank the LLMs of each question and pick its best k,
+//! which are then scored again exactly (float64 dot products) and ordered by the exact logits. The returned
+//! probabilities are therefore float32-exact; the set of k differs from float32's only where the k-th and
+//! (k+1)-th best LLMs are closer than the bf16 rounding error (about 1e-3 in logit on the shipped router).
+//! Keeping a longer shortlist to rescore made the pass slower than float32 (the running top-k insertion
+//! dominates), so none is kept; tests/test_kernels_bf16.py measures the agreement on real questions.
+
+use crate::adjust::{Calibration, PaddedCalibration};
+use crate::alloc::zeroed;
+use crate::bf16::{pack_bf16, run_rows_bf16, BF16_WIDTH};
+use crate::engine::CHUNK_ROWS;
+use crate::error::KernelError;
+use crate::matrix::MatrixView;
+use crate::norm::sum_squares_f64;
+use crate::pool::run_chunks;
+use crate::sigmoid::sigmoid;
+use crate::topk::TopKSink;
+use crate::Config;
+
+/// Indices and probabilities, each row-major `N x k`.
+type TopK = (Vec<u32>, Vec<f32>);
+/// One chunk's slices of the outputs.
+type ChunkOutput<'a> = (&'a mut [u32], &'a mut [f32]);
+
+/// `sum(a_i * b_i)` in float64, eight independent accumulators (vectorises).
+#[inline(always)]
+fn dot_f64(a: &[f32], b: &[f32]) -> f64 {
+    let mut acc = [0.0f64; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..8 {
+            acc[i] += f64::from(x[i]) * f64::from(y[i]);
+        }
+    }
+    for (x, y) in ra.iter().zip(rb) {
+        acc[0] += f64::from(*x) * f64::from(*y);
+    }
+    acc.iter().sum()
+}
+
+/// The exact calibrated logit of question `q` (norm `norm`) for LLM `j`.
+#[inline(always)]
+fn exact_logit(
+    q: &[f32],
+    norm: f64,
+    llms: MatrixView<'_>,
+    j: usize,
+    calibration: &Calibration<'_>,
+) -> f64 {
+    let logit = if norm == 0.0 {
+        0.0
+    } else {
+        dot_f64(q, llms.row(j)) / norm - norm
+    };
+    let scale = calibration
+        .scale
+        .and_then(|s| s.get(j))
+        .map_or(1.0, |&v| f64::from(v));
+    let bias = calibration
+        .bias
+        .and_then(|b| b.get(j))
+        .map_or(0.0, |&v| f64::from(v));
+    scale * logit + bias
+}
+
+/// [`rescore`] compiled for AVX-512 (the float64 dot products vectorise eight wide).
+///
+/// # Safety
+/// The CPU must have AVX-512F (every CPU with AVX-512 BF16 does).
+#[target_feature(enable = "avx512f,avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn rescore_avx512(
+    questions: MatrixView<'_>,
+    first_row: usize,
+    shortlist: &[u32],
+    width: usize,
+    llms: MatrixView<'_>,
+    calibration: &Calibration<'_>,
+    indices: &mut [u32],
+    values: &mut [f32],
+) {
+    rescore(
+        questions,
+        first_row,
+        shortlist,
+        width,
+        llms,
+        calibration,
+        indices,
+        values,
+    )
+}
+
+/// Ranks each row's shortlist exactly and writes its best `k` into `indices` / `values`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn rescore(
+    questions: MatrixView<'_>,
+    first_row: usize,
+    shortlist: &[u32],
+    width: usize,
+    llms: MatrixView<'_>,
+    calibration: &Calibration<'_>,
+    indices: &mut [u32],
+    values: &mut [f32],
+) {
+    let k = values.len() / (shortlist.len() / width).max(1);
+    let mut scored: Vec<(f64, u32)> = Vec::with_capacity(width);
+    for (r, candidates) in shortlist.chunks_exact(width).enumerate() {
+        let q = questions.row(first_row + r);
+        let norm = sum_squares_f64(q).sqrt();
+        scored.clear();
+        scored.extend(
+            candidates
+                .iter()
+                .map(|&j| (exact_logit(q, norm, llms, j as usize, calibration), j)),
+        );
+        // Best first; equal logits broken by the lower index, as in the float32 kernel.
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let (Some(idx), Some(val)) = (
+            indices.get_mut(r * k..(r + 1) * k),
+            values.get_mut(r * k..(r + 1) * k),
+        ) else {
+            continue;
+        };
+        for ((slot, value), &(logit, j)) in idx.iter_mut().zip(val.iter_mut()).zip(&scored) {
+            *slot = j;
+            *value = sigmoid(logit as f32);
+        }
+    }
+}
+
+/// [`crate::top_k_adjusted`] without a penalty, on the bf16 pass; `None` when the table does not fit bfloat16.
+/// Shapes, `k` and the calibration must already be checked by the caller.
+pub(crate) fn top_k_bf16(
+    questions: MatrixView<'_>,
+    llms: MatrixView<'_>,
+    k: usize,
+    calibration: &Calibration<'_>,
+    config: &Config,
+) -> Result<Option<TopK>, KernelError> {
+    let Some(packed) = pack_bf16(llms) else {
+        return Ok(None);
+    };
+    let count = llms.rows();
+    let width = k;
+    let cal = PaddedCalibration::new(calibration, count, packed.panels * BF16_WIDTH)?;
+    let (n, d) = (questions.rows(), questions.cols());
+    let mut indices: Vec<u32> = zeroed(n, k)?;
+    let mut values: Vec<f32> = zeroed(n, k)?;
+    let items: Vec<(usize, ChunkOutput<'_>)> = indices
+        .chunks_mut(CHUNK_ROWS * k)
+        .zip(values.chunks_mut(CHUNK_ROWS * k))
+        .enumerate()
+        .map(|(c, chunk)| (c * CHUNK_ROWS, chunk))
+        .collect();
+    let work = n
+        .saturating_mul(packed.panels * BF16_WIDTH)
+        .saturating_mul(d)
+        / 2;
+    run_chunks(config.threads, work, items, |first_row, (idx, val)| {
+        let rows = first_row..first_row + val.len() / k;
+        let mut short_idx = vec![0u32; rows.len() * width];
+        let mut short_val = vec![0.0f32; rows.len() * width];
+        let mut sink = TopKSink {
+            k: width,
+            llms: count,
+            lens: vec![0; rows.len()],
+            indices: &mut short_idx,
+            values: &mut short_val,
+            calibration: cal.as_ref(),
+            penalty: None,
+        };
+        run_rows_bf16(questions, rows, &packed, &mut sink)?;
+        // SAFETY: the bf16 pass above ran, so this CPU has AVX-512F.
+        unsafe {
+            rescore_avx512(
+                questions,
+                first_row,
+                &short_idx,
+                width,
+                llms,
+                calibration,
+                idx,
+                val,
+            )
+        };
+        Ok(())
+    })?;
+    Ok(Some((indices, values)))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{top_k, top_k_with_precision, Calibration, Config, MatrixView, Precision};
+
+    #[test]
+    fn bf16_ranking_with_exact_values_matches_float32() {
+        if !Precision::Bf16.is_supported() {
+            return;
+        }
+        let (n, d, k_llms) = (200, 37, 45);
+        let values = |len: usize, seed: u32| -> Vec<f32> {
+            (0..len)
+                .map(|i| {
+                    (((i as u32).wrapping_mul(2_654_435_761) ^ seed) % 2001) as f32 / 1000.0 - 1.0
+                })
+                .collect()
+        };
+        let (q, m) = (values(n * d, 7), values(k_llms * d, 11));
+        let (q, m) = (
+            MatrixView::new("q", &q, n, d).expect("shape"),
+            MatrixView::new("m", &m, k_llms, d).expect("shape"),
+        );
+        let config = Config::new(2);
+        let (i32_idx, _) = top_k(q, m, k_llms, &config).expect("float32");
+        let (bf_idx, _) = top_k_with_precision(
+            q,
+            m,
+            k_llms,
+            &Calibration::none(),
+            None,
+            &config,
+            Precision::Bf16,
+        )
+        .expect("bf16");
+        // k = K: every LLM is rescored exactly, so the full order is float32's up to float64 rounding.
+        let same = i32_idx.iter().zip(&bf_idx).filter(|(a, b)| a == b).count();
+        assert!(same as f64 >= 0.99 * i32_idx.len() as f64);
+    }
+}
