@@ -5,8 +5,10 @@ For each K it times, best of ``--repeats``:
   * (a) the NumPy reference of the same computation (norms, ``Q @ M.T``, sigmoid, argmax / mean), float32,
     in place where NumPy allows, and
   * (b) NumPy's bare ``Q @ M.T``,
-and prints pairs/s, GFLOP/s (2 N K d useful flops), the ratios, the core count and the SIMD level, and writes
-them to a JSON file. Wall-clock numbers are reported, never asserted.
+and prints pairs/s, GFLOP/s (2 N K d useful flops), the ratios, the share of the measured multiply-add peak of
+the cores used (a register-only FMA loop, and vdpbf16ps where the CPU has AVX-512 BF16), the core count and the
+SIMD level, and writes them to a JSON file. Where the CPU has AVX-512 BF16, ``top_k`` is also timed with
+``precision="bfloat16"``. Wall-clock numbers are reported, never asserted.
 
 Memory: Q is N x d float32 (1 GB at the default size) and the reference materialises N x K float32 (4 GB at
 K = 1000); one such matrix is alive at a time.
@@ -82,7 +84,9 @@ def reference_mean(q: F32, m: F32) -> npt.NDArray[np.float64]:
     return mean
 
 
-def bench_one_k(q: F32, k: int, repeats: int, threads: int, rng: np.random.Generator) -> list[dict[str, Any]]:
+def bench_one_k(
+    q: F32, k: int, repeats: int, threads: int, rng: np.random.Generator, peaks: dict[str, float]
+) -> list[dict[str, Any]]:
     n, d = q.shape
     m = (rng.standard_normal((k, d)) / np.sqrt(d) * 4.0).astype(np.float32)
     flops = 2.0 * n * k * d
@@ -102,13 +106,20 @@ def bench_one_k(q: F32, k: int, repeats: int, threads: int, rng: np.random.Gener
             "numpy_matmul_gflops": flops / bare / 1e9,
             "speedup_vs_reference": ref_s / rust_s,
             "speedup_vs_matmul": bare / rust_s,
+            # Useful flops over the measured multiply-add peak of the cores used (float32 FMA; the bf16 row
+            # also over the bf16 peak).
+            "fraction_of_fma_peak": flops / rust_s / 1e9 / peaks["float32"],
+            "numpy_matmul_fraction_of_fma_peak": flops / bare / 1e9 / peaks["float32"],
             **agreement,
         }
+        if "bfloat16" in kernel and "bfloat16" in peaks:
+            row["fraction_of_bf16_peak"] = flops / rust_s / 1e9 / peaks["bfloat16"]
         rows.append(row)
         print(
             f"K={k:5d} {kernel:17s} rust {rust_s:8.3f}s ({row['rust_pairs_per_s'] / 1e9:6.2f} G pairs/s, "
             f"{row['rust_gflops']:6.1f} GFLOP/s) | numpy ref {ref_s:8.3f}s -> x{row['speedup_vs_reference']:5.2f}"
-            f" | bare Q@M.T {bare:7.3f}s -> x{row['speedup_vs_matmul']:5.2f}",
+            f" | bare Q@M.T {bare:7.3f}s -> x{row['speedup_vs_matmul']:5.2f}"
+            f" | {100 * row['fraction_of_fma_peak']:4.0f}% of FMA peak",
             flush=True,
         )
 
@@ -124,6 +135,19 @@ def bench_one_k(q: F32, k: int, repeats: int, threads: int, rng: np.random.Gener
                 "max_abs_prob_diff": float(np.max(np.abs(p[:, 0] - ref_p))),
             },
         )
+        if _core.bf16_supported():
+            rust_s, (idx, p) = best_time(
+                lambda: kernels.top_k(q, m, 1, threads=threads, precision="bfloat16"), repeats
+            )
+            record(
+                "top_k(k=1, bfloat16)",
+                rust_s,
+                ref_s,
+                {
+                    "top1_agreement": float(np.mean(idx[:, 0] == ref_idx)),
+                    "max_abs_prob_diff": float(np.max(np.abs(p[:, 0] - ref_p))),
+                },
+            )
         del ref_idx, ref_p, idx, p
 
         ref_s, ref_mean = best_time(lambda: reference_mean(q, m), repeats)
@@ -173,9 +197,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         block[...] = rng.standard_normal(block.shape, dtype=np.float32)
     q *= np.float32(1.5 / np.sqrt(args.d))  # |q| ~ 1.5: logits of order 1, probabilities not saturated
 
+    used = args.threads or cores or 1
+    f32_peak, bf16_peak = _core.multiply_add_peak(0.3)  # one core; times the cores used
+    peaks = {"float32": f32_peak * used, **({"bfloat16": bf16_peak * used} if bf16_peak else {})}
+    print(f"measured multiply-add peak, {used} cores: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items()))
     results = []
     for k in args.ks:
-        results.extend(bench_one_k(q, k, args.repeats, args.threads, rng))
+        results.extend(bench_one_k(q, k, args.repeats, args.threads, rng, peaks))
     report = {
         "machine": {
             "cores": cores,
@@ -185,6 +213,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "python": platform.python_version(),
             "processor": platform.processor() or platform.machine(),
             "load_average_at_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+            "measured_peak_gflops": peaks,
         },
         "params": {"n": args.n, "d": args.d, "ks": args.ks, "repeats": args.repeats, "threads": args.threads},
         "results": results,

@@ -58,6 +58,9 @@ def top_k_bf16(
 def bf16_supported() -> bool:
     """Whether this CPU has AVX-512 BF16."""
 
+def multiply_add_peak(seconds: float) -> tuple[float, float | None]:
+    """One core's measured peak in GFLOP/s: float32 FMA at the detected SIMD level, bfloat16 or None."""
+
 def build_profile() -> str:
     """``"release"`` or ``"debug"``."""
 

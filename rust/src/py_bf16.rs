@@ -1,4 +1,5 @@
-//! PyO3 bindings of the reduced-precision scoring pass: `top_k_bf16` and `bf16_supported`.
+//! PyO3 bindings of the reduced-precision scoring pass (`top_k_bf16`, `bf16_supported`) and of the
+//! multiply-add peak the benchmarks compare the kernels with.
 
 use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -44,8 +45,21 @@ fn bf16_supported() -> bool {
     Precision::Bf16.is_supported()
 }
 
+/// One core's measured multiply-add peak in GFLOP/s: `(float32 FMA at the detected SIMD level, bfloat16
+/// vdpbf16ps or None)`, each timed for about `seconds` with the GIL released.
+#[pyfunction]
+fn multiply_add_peak(py: Python<'_>, seconds: f64) -> (f64, Option<f64>) {
+    py.detach(|| {
+        (
+            crate::fma_peak_gflops(crate::SimdLevel::detect(), seconds),
+            crate::bf16_peak_gflops(seconds),
+        )
+    })
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(top_k_bf16, m)?)?;
     m.add_function(wrap_pyfunction!(bf16_supported, m)?)?;
+    m.add_function(wrap_pyfunction!(multiply_add_peak, m)?)?;
     Ok(())
 }
