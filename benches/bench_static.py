@@ -34,9 +34,8 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
-
 from jeirt_lite import Router  # noqa: E402
-from jeirt_lite.static_path import read_static_tensors  # noqa: E402
+from jeirt_lite._static_path import read_static_tensors  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 

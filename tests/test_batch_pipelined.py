@@ -7,7 +7,6 @@ import csv
 from pathlib import Path
 
 import pytest
-
 from jeirt_lite import JeirtError, Router
 from jeirt_lite.batch import ScoreOptions, ScoreState, score_file
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from jeirt_lite import JeirtError, Router, kernels
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from jeirt_lite import JeirtError, Router
 from jeirt_lite._static_path import StaticEncoder, Unsupported, tokenizer_settings
 

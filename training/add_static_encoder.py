@@ -67,9 +67,8 @@ def graph_tensors(onnx_path: Path) -> dict[str, np.ndarray]:
 
 def add_static_encoder(router_dir: Path) -> Path:
     """Writes router_dir/static_encoder.safetensors and its entry in router.json; returns the file."""
-    from safetensors.numpy import save
-
     from jeirt_lite.artifact import MANIFEST_FILE, STATIC_ENCODER_FILE, sha256_of
+    from safetensors.numpy import save
 
     manifest_path = router_dir / MANIFEST_FILE
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))

@@ -5,10 +5,23 @@ copying, release the GIL, and raise :class:`JeirtError` on bad input. ``threads 
 For question q and LLM m: ``logit = q.m/|q| - |q|`` (0 when ``q`` is the zero vector), ``P = sigmoid(logit)``.
 """
 
+from typing import final
+
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["JeirtError", "probabilities", "top_k", "mean_probability", "build_profile", "simd_level"]
+__all__ = [
+    "JeirtError",
+    "probabilities",
+    "top_k",
+    "mean_probability",
+    "build_profile",
+    "simd_level",
+    "StaticEncoder",
+    "top_k_bf16",
+    "bf16_supported",
+    "multiply_add_peak",
+]
 
 class JeirtError(ValueError):
     """Bad input to a kernel: shapes, NaN/inf rows (named), k, threads."""
@@ -67,12 +80,13 @@ def build_profile() -> str:
 def simd_level() -> str:
     """The code path on this CPU: ``"avx512f"``, ``"avx2+fma"`` or ``"portable"``."""
 
+@final
 class StaticEncoder:
     """A static router's tokenizer (BERT WordPiece, ids equal to Hugging Face ``tokenizers``'), token table and
     adapter: texts to question vectors in Rust, the GIL released (see jeirt_lite._static_path)."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         vocab: list[tuple[str, int]],
         unk_id: int,
         continuation_prefix: str,
@@ -90,7 +104,7 @@ class StaticEncoder:
         b1: npt.NDArray[np.float32],
         w2: npt.NDArray[np.float32],
         b2: npt.NDArray[np.float32],
-    ) -> None: ...
+    ) -> StaticEncoder: ...
     @property
     def dim(self) -> int:
         """Dimension of the question vectors."""

@@ -18,9 +18,9 @@ from ._llm_params import Calibration, check_costs, cost_vector, make_calibration
 from ._onboarding import DEFAULT_L2, fit_llm_vector
 from ._results import RouteResult
 from ._routing import route_rows
+from ._static_path import StaticEncoder, static_encoder_for
 from ._suggest import suggest_indices
 from .artifact import Artifact, load_artifact, save_artifact, validate_llm_table
-from ._static_path import StaticEncoder, static_encoder_for
 
 PathLike = Union[str, "os.PathLike[str]"]
 
