@@ -1,6 +1,6 @@
 """Batch scoring of question banks of any size: read a chunk, encode it, score it with the Rust kernels, write
-it, repeat. Memory holds one chunk at a time (up to three, see below); output rows keep the input order; the output file appears only when
-the run is complete (see `_io.outputs.atomic_output`).
+it, repeat. Memory holds one chunk at a time (up to three, see below); output rows keep the input order; the
+output file appears only when the run is complete (see `_io.outputs.atomic_output`).
 
 With a transformer encoder the encoder is over 99% of the time and already uses every core, so one thread does
 it all, in turn. A static router's Rust fast path encodes so fast that reading, scoring and writing (Python, under
