@@ -3,8 +3,9 @@
 The bank is MMLU-Pro's 10,801 question texts repeated to `--rows` rows (100,000 by default: each text about 9
 times), written once as CSV; every round scores it with each thread count in turn through
 `jeirt_lite.batch.score_file` (what `jeirt-lite score bank.csv -o out.csv --threads N` runs) and the output is
-CSV. Prints rows/s per thread count (best and median round), the ratio to one thread, the core count and the load
-average before and after, so a busy machine shows in the numbers. Never asserts a time.
+CSV. Prints rows/s per thread count (best and median round), the ratio to one thread, how many cores the run kept
+busy on average (process CPU time over wall time: on a machine shared with other jobs it shows the share the
+process got), the core count and the load average before and after. Never asserts a time.
 
 Usage: python benches/bench_score_threads.py [--rows 100000] [--threads 1,2] [--rounds 3] [--router PATH]
 """
@@ -17,6 +18,7 @@ import json
 import os
 import statistics
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,14 +52,19 @@ def main(argv: list[str] | None = None) -> int:
     routers = {t: Router.load(args.router, threads=t) for t in counts}
     load_before = os.getloadavg()[0]
     rates: dict[int, list[float]] = {t: [] for t in counts}
+    cores_used: dict[int, list[float]] = {t: [] for t in counts}  # CPU time / wall time of each run
     with tempfile.TemporaryDirectory(prefix="bench-score-") as tmp:
         bank, out = Path(tmp) / "bank.csv", Path(tmp) / "scores.csv"
         write_bank(bank, args.rows)
         for _ in range(args.rounds):
             for t in counts:
+                cpu = time.process_time()
                 summary = score_file(routers[t], input_path=bank, output=out, options=ScoreOptions(k=args.k))
+                cpu = time.process_time() - cpu
                 rates[t].append(summary.rows / summary.seconds)
-                print(f"  threads {t}: {rates[t][-1]:,.0f} rows/s", flush=True)
+                cores_used[t].append(cpu / summary.seconds)
+                print(f"  threads {t}: {rates[t][-1]:,.0f} rows/s, {cpu:.2f} CPU-s, "
+                      f"{cores_used[t][-1]:.2f} cores busy on average", flush=True)
     load_after = os.getloadavg()[0]
     fast = routers[counts[0]].fast_path
     print(f"{args.rows:,} MMLU-Pro texts (10,801 distinct, repeated), {args.rounds} interleaved rounds, "
@@ -70,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         best, median = max(rates[t]), statistics.median(rates[t])
         print(f"  threads {t:3d}: best {best:9,.0f} rows/s, median {median:9,.0f}; best / 1-thread best "
               f"{best / base:.2f}x")
-        result["threads"][str(t)] = {"best_rows_per_s": best, "median_rows_per_s": median, "rounds": rates[t]}
+        result["threads"][str(t)] = {"best_rows_per_s": best, "median_rows_per_s": median, "rounds": rates[t],
+                                     "cores_busy": cores_used[t]}
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
