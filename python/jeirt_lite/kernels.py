@@ -124,8 +124,8 @@ def top_k(
         precision: ``"float32"``, or ``"bfloat16"``: the LLMs are ranked with bfloat16 products (AVX-512 BF16,
             where :func:`bf16_supported`; float32 otherwise and with a penalty) and the chosen k scored again
             exactly, so the probabilities are float32's and the set differs only where two LLMs are within
-            about 1e-3 in logit. Measured on Zen 4: 7% less CPU time at K = 112, faster at K = 1000
-            (docs/throughput.md).
+            about 1e-3 in logit. Whether it saves CPU time depends on the CPU and K: docs/throughput.md has the
+            measurements.
 
     Returns:
         ``(indices, probabilities)``: uint32 ``(N, k)`` LLM indices and float32 ``(N, k)`` P(correct).
