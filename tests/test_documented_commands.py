@@ -1,4 +1,4 @@
-"""Every shell command of the README's code blocks, and every example of `jeirt-lite ... --help`, runs as written.
+"""Every shell command of the README's and docs/'s code blocks, and every `--help` example, runs as written.
 
 Each README block runs as one bash script (`set -e`: a later line may use a file an earlier line wrote) in a fresh
 folder that holds a link to the repository's `data/` (the README says which commands need a checkout). `jeirt-lite`
@@ -35,6 +35,7 @@ SKIPPED = {
     "--engine ray": "needs a Ray cluster (--address auto); tests/test_ray.py runs the Ray engine locally",
     "ray start": "starts a Ray cluster",
     "benches/": "a benchmark",
+    ".scratch/": "uses a router and files an experiment of that document made (.scratch/ is not kept)",
 }
 
 
@@ -48,14 +49,14 @@ def _reason_to_skip(command: str) -> str | None:
     return next((why for key, why in SKIPPED.items() if key in command), None)
 
 
-def readme_blocks() -> list[tuple[str, str]]:
-    """(language, text) of each fenced block of the README."""
-    return [(m.group(1), m.group(2)) for m in FENCE.finditer(README.read_text(encoding="utf-8"))]
+def readme_blocks(document: Path = README) -> list[tuple[str, str]]:
+    """(language, text) of each fenced block of a Markdown file (the README by default)."""
+    return [(m.group(1), m.group(2)) for m in FENCE.finditer(document.read_text(encoding="utf-8"))]
 
 
-def _shell_blocks() -> list[pytest.param]:
+def _shell_blocks(document: Path = README) -> list[pytest.param]:
     params = []
-    for number, (language, text) in enumerate(readme_blocks(), 1):
+    for number, (language, text) in enumerate(readme_blocks(document), 1):
         if language != "bash":
             continue
         # An install step is dropped (the package under test is installed already); any other skipped command
@@ -66,9 +67,9 @@ def _shell_blocks() -> list[pytest.param]:
         reasons = [r for r in map(_reason_to_skip, segments) if r is not None and r != SKIPPED["pip install"]]
         if not runnable or reasons:
             reason = reasons[0] if reasons else SKIPPED["pip install"]
-            params.append(pytest.param([], id=f"block{number}", marks=[pytest.mark.skip(reason=reason)]))
+            params.append(pytest.param([], id=f"{document.stem}-{number}", marks=[pytest.mark.skip(reason=reason)]))
         else:
-            params.append(pytest.param(runnable, id=f"block{number}"))
+            params.append(pytest.param(runnable, id=f"{document.stem}-{number}"))
     return params
 
 
@@ -98,6 +99,15 @@ def _run(script: str, cwd: Path, env: dict[str, str], timeout: float = 300) -> N
 @pytest.mark.parametrize("commands", _shell_blocks())
 def test_readme_shell_block_runs_as_written(commands: list[str], workdir: tuple[Path, dict[str, str]]) -> None:
     cwd, env = workdir
+    _run("\n".join(commands), cwd, env)
+
+
+@pytest.mark.parametrize("commands", [p for doc in sorted((REPO / "docs").glob("*.md")) for p in _shell_blocks(doc)])
+def test_docs_shell_block_runs_as_written(commands: list[str], workdir: tuple[Path, dict[str, str]]) -> None:
+    """docs/ blocks run in a folder holding the small inputs they name (bank.jsonl, answers.csv, ...)."""
+    pytest.importorskip("pyarrow")
+    cwd, env = workdir
+    _write_inputs(cwd)
     _run("\n".join(commands), cwd, env)
 
 
