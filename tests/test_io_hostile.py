@@ -227,6 +227,12 @@ def test_every_npy_format_version_is_read(router: Router, tmp_path: Path, versio
     assert best == router.route_vectors(vectors).best
 
 
+def test_vectors_in_an_unregistered_format_are_refused(router: Router, tmp_path: Path) -> None:
+    (tmp_path / "v.txt").write_text("0 0 0 0\n")
+    with pytest.raises(JeirtError, match=r"v\.txt: question vectors must be a \.npy file"):
+        score_file(router, vectors_path=tmp_path / "v.txt", output=tmp_path / "s.csv")
+
+
 def _npy(header: str, version: bytes = b"\x01\x00", data: bytes = b"") -> bytes:
     size = len(header).to_bytes(2 if version == b"\x01\x00" else 4, "little")
     return b"\x93NUMPY" + version + size + header.encode("latin1") + data

@@ -30,7 +30,7 @@ from typing import Any, Optional, TextIO
 import numpy as np
 
 from ._errors import JeirtError
-from ._io.formats import format_of, open_text_reader, open_writer
+from ._io.formats import format_of, open_text_reader, open_vector_reader, open_writer
 from ._io.optional import require_pyarrow
 from ._io.outputs import atomic_output, check_output_path
 from ._io.texts import TextReader
@@ -229,7 +229,7 @@ def score_file(
         )
     else:
         assert vectors_path is not None
-        reader = VectorReader(vectors_path, router.dim, options.chunk_size, options.skip_bad, ids_path)
+        reader = open_vector_reader(vectors_path, router.dim, options.chunk_size, options.skip_bad, ids_path)
     progress = Progress(
         reader.total_rows,
         estimate_total=reader.estimated_rows if isinstance(reader, TextReader) else None,

@@ -13,6 +13,7 @@ from typing import Optional
 from .._errors import JeirtError
 from .records import CsvRecords, JsonlRecords, ParquetRecords, RecordReader, TsvRecords
 from .texts import QuestionTable, TextReader, read_questions
+from .vectors import VectorReader
 from .vocabulary import TEXT_COLUMN
 from .writers import CsvWriter, JsonlWriter, ParquetWriter, TsvWriter, Writer
 
@@ -31,8 +32,18 @@ FORMATS = (
     Format("jsonl", (".jsonl", ".ndjson"), JsonlRecords, JsonlWriter),
     Format("parquet", (".parquet", ".pq"), ParquetRecords, ParquetWriter),
 )
-# Question vectors (`score --vectors`) are the one non-table format: see `vectors.VectorReader`.
-VECTOR_SUFFIXES = (".npy",)
+
+
+@dataclass(frozen=True)
+class VectorFormat:
+    """A file format of precomputed question vectors (`score --vectors`): one (N, d) array."""
+
+    name: str
+    suffixes: tuple[str, ...]
+    reader: type[VectorReader]
+
+
+VECTOR_FORMATS = (VectorFormat("npy", (".npy",), VectorReader),)
 
 _BY_SUFFIX = {suffix: fmt for fmt in FORMATS for suffix in fmt.suffixes}
 _BY_NAME = {fmt.name: fmt for fmt in FORMATS}
@@ -82,6 +93,17 @@ def open_text_reader(
         return TextReader(path, fmt.records, text_column, id_column, chunk_size, skip_bad, label_column)
     except OSError as err:
         raise JeirtError(f"{path}: cannot read it ({err.strerror or err})") from err
+
+
+def open_vector_reader(
+    path: Path, dim: int, chunk_size: int, skip_bad: bool, ids_path: Optional[Path] = None
+) -> VectorReader:
+    """A chunked reader of (N, dim) question vectors, its format chosen by the file's suffix."""
+    fmt = next((fmt for fmt in VECTOR_FORMATS if path.suffix.lower() in fmt.suffixes), None)
+    if fmt is None:
+        known = ", ".join(suffix for fmt in VECTOR_FORMATS for suffix in fmt.suffixes)
+        raise JeirtError(f"{path}: question vectors must be a {known} file holding an (N, d) array")
+    return fmt.reader(path, dim, chunk_size, skip_bad, ids_path)
 
 
 def open_writer(

@@ -140,8 +140,6 @@ class VectorReader:
     ):
         if chunk_size < 1:
             raise JeirtError(f"chunk size must be at least 1, got {chunk_size}")
-        if path.suffix.lower() != ".npy":
-            raise JeirtError(f"{path}: question vectors must be a .npy file holding an (N, d) array")
         self.rows = NpyRows(path)
         shape, dtype = self.rows.shape, self.rows.dtype
         if len(shape) != 2 or shape[1] != dim:
