@@ -124,7 +124,7 @@ def test_suggest_prints_and_writes_picks(tiny_router_path: Path, tmp_path: Path)
     assert done.returncode == 0, done.stderr
     picks = [json.loads(line) for line in done.stdout.splitlines()]
     assert [p["rank"] for p in picks] == [1, 2, 3, 4, 5]
-    assert len({p["row"] for p in picks}) == 5 and all(p["id"] == f"q{p['row']}" for p in picks)
+    assert len({p["row"] for p in picks}) == 5 and all(p["id"] == f"q{p['row'] - 1}" for p in picks)  # 1-based
     done = run_cli(
         "suggest",
         str(tiny_router_path),

@@ -45,7 +45,8 @@ def add_parser(subparsers: Any) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="write the picks as JSONL ({rank, row, id, text}); default: print to stdout",
+        help="write the picks as JSONL ({rank, row, id, text}; row: the bank's data row, 1-based as in error "
+        "messages); default: print to stdout",
     )
 
 
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     texts, ids = bank.texts, bank.ids
     picks = router.suggest_questions(texts, args.budget)
     lines = [
-        json.dumps({"rank": r + 1, "row": i, "id": ids[i], "text": texts[i]}, default=str)
+        json.dumps({"rank": r + 1, "row": i + 1, "id": ids[i], "text": texts[i]}, default=str)  # row: 1-based
         for r, i in enumerate(picks)
     ]
     if args.output is None:
