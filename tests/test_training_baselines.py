@@ -210,7 +210,7 @@ def test_compare_cli_over_several_splits(tmp_path) -> None:  # type: ignore[no-u
 
 
 def test_jeirt_is_tuned_over_d_and_dropout_on_validation(world: tuple[Dataset, np.ndarray]) -> None:
-    from training.compare import TunedJeirt
+    from training.choose import TunedJeirt
 
     data, emb = world
     split = make_split(data)

@@ -102,9 +102,13 @@ def test_cli_fit_and_sweep_print_a_summary(slice_run, capsys) -> None:  # type: 
 
     prep, _, _ = slice_run
     # The slice's embeddings are cached by the fixture, so these runs only train.
-    assert main(["fit", "--data", prep.source, "--dim", "8", "--max-epochs", "3", "--threads", "2"]) == 0
+    argv = ["fit", "--data", prep.source, "--dim", "8", "--dropout", "0.7", "--max-epochs", "3", "--threads", "2"]
+    assert main([*argv, "--holdout", "0.2"]) == 0
     out = capsys.readouterr().out
-    assert "test, per-LLM floor" in out and "JE-IRT d=8" in out
+    assert "test, per-LLM floor" in out and "JE-IRT d=8" in out and "held out" in out
+    assert main(argv) == 0  # no holdout: all questions learned from, nothing to test on
+    out = capsys.readouterr().out
+    assert "held out" in out and "test (untouched)" not in out
     assert main(["sweep", "--data", prep.source, "--dims", "4,8", "--max-epochs", "2", "--threads", "2"]) == 0
     out = capsys.readouterr().out
     assert "d=   4" in out and "d=   8" in out and "best by validation log-loss" in out

@@ -1,6 +1,8 @@
 """Command line: `python -m training {fit,sweep,embed} ...`.
 
-python -m training fit --data data/mmlu_pro --out my_router --dim 128
+python -m training fit --data data/mmlu_pro --out my_router                  # choose settings, refit on all
+python -m training fit --data data/mmlu_pro --out my_router --holdout 0.2    # and report on untouched questions
+python -m training fit --data data/mmlu_pro --out my_router --encoder static
 python -m training sweep --data data/mmlu_pro --dims 32,64,128,256,512 --json sweep.json
 python -m training embed data/mmlu_pro data/zeroeval_crux_gsm_math
 """
@@ -16,8 +18,10 @@ from typing import Any
 
 from jeirt_lite._io.outputs import refuse_inputs
 
+from .choose import DEFAULT_DIMS, DEFAULT_DROPOUTS
 from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, ENCODERS
 from .model import JeirtConfig
+from .pipeline import STATIC
 
 DEFAULTS = JeirtConfig()
 
@@ -36,11 +40,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="data folder (questions.csv, models.csv, responses.csv), or one long or wide table "
         "(.csv, .parquet, .jsonl; see README, 'Training on your own data')",
     )
-    p.add_argument("--encoder", default=DEFAULT_ENCODER, choices=sorted(ENCODERS))
+    p.add_argument(
+        "--encoder", default=DEFAULT_ENCODER, choices=sorted([*ENCODERS, STATIC]),
+        help=f"frozen transformer, or {STATIC!r}: a token table distilled from {DEFAULT_ENCODER} (far faster)",
+    )
     p.add_argument("--max-length", type=int, default=DEFAULT_MAX_LENGTH, help="encoder truncation, in tokens")
     p.add_argument("--split-seed", type=int, default=0)
-    p.add_argument("--val-fraction", type=float, default=0.1)
-    p.add_argument("--test-fraction", type=float, default=0.2)
+    p.add_argument("--val-fraction", type=float, default=0.1, help="held-out part for the choices (of all questions)")
     p.add_argument("--threads", type=int, default=2, help="torch threads")
     p.add_argument("--lr", type=float, default=DEFAULTS.lr)
     p.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size)
@@ -65,8 +71,13 @@ def _fit_arguments(p: argparse.ArgumentParser, out_required: bool) -> None:
         "--out", type=Path, required=out_required, metavar="ROUTER",
         help="router folder to write (must not exist)" + ("" if out_required else "; omit to train and evaluate only"),
     )
-    p.add_argument("--dim", type=int, default=DEFAULTS.dim)
-    p.add_argument("--dropout", type=float, default=DEFAULTS.dropout)
+    p.add_argument(
+        "--holdout", "--test-fraction", dest="holdout", type=float, default=0.0,
+        help="fraction of questions kept out of everything, for a report on untouched questions (default 0)",
+    )
+    p.add_argument("--folds", type=int, default=1, help="k > 1: choose by k-fold cross-validation instead")
+    p.add_argument("--dims", "--dim", type=_ints, default=list(DEFAULT_DIMS), help="candidate d (comma list)")
+    p.add_argument("--dropouts", "--dropout", type=_floats, default=list(DEFAULT_DROPOUTS), help="candidate dropouts")
     p.add_argument("--weight-decay", type=float, default=DEFAULTS.weight_decay)
     p.add_argument("--label", default=None, help="a note stored in the router's manifest")
 
@@ -75,8 +86,9 @@ def fit_parser(prog: str) -> argparse.ArgumentParser:
     """`fit` as a command of its own (`jeirt-lite train`): the same options, --out required."""
     parser = argparse.ArgumentParser(
         prog=prog,
-        description="Train a JE-IRT router on your LLMs' answers: split by question, fit on the training part, "
-        "choose the epoch on validation, report held-out test metrics, write the router folder.",
+        description="Train a JE-IRT router on your LLMs' answers: choose d, dropout and the training schedule on "
+        "held-out questions, train the router on all of them, report the held-out metrics (and, with --holdout, "
+        "metrics on untouched questions), write the router folder.",
         epilog=f"example:\n  {prog} --data data/mmlu_pro --out my_router",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -95,11 +107,14 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    fit = sub.add_parser("fit", help="train one JE-IRT router, evaluate on test, export the router folder")
+    fit = sub.add_parser(
+        "fit", help="choose d, dropout and the schedule on held-out data, train the router on all of it, export it"
+    )
     _fit_arguments(fit, out_required=False)
 
     sweep = sub.add_parser("sweep", help="validation curve over d (and optional regularisation grids)")
     _common(sweep)
+    sweep.add_argument("--test-fraction", type=float, default=0.2)
     sweep.add_argument("--dims", type=_ints, default=[32, 64, 128, 256, 512])
     sweep.add_argument("--dropouts", type=_floats, default=[DEFAULTS.dropout])
     sweep.add_argument("--weight-decays", type=_floats, default=[DEFAULTS.weight_decay])
@@ -143,7 +158,7 @@ def _prepare(args: argparse.Namespace) -> Any:
         args.data,
         split_seed=args.split_seed,
         val_fraction=args.val_fraction,
-        test_fraction=args.test_fraction,
+        test_fraction=args.holdout if hasattr(args, "holdout") else args.test_fraction,
         encoder=args.encoder,
         max_length=args.max_length,
     )
@@ -156,29 +171,39 @@ def _prepare(args: argparse.Namespace) -> Any:
 
 def cmd_fit(args: argparse.Namespace) -> int:
     from .data import DataError
-    from .pipeline import fit_and_export, folder_size_mb
+    from .pipeline import choose_refit_and_export, folder_size_mb
 
     if args.out is not None:  # say so before the training, not after it
         refuse_inputs(args.out, [args.data], replaces_folder=True)
         if args.out.exists():
             raise DataError(f"{args.out} already exists: pick another --out or remove it")
+    if args.folds < 1:
+        raise DataError(f"--folds must be >= 1, got {args.folds}")
+    if not args.dims or not args.dropouts:
+        raise DataError("--dims and --dropouts need at least one value each")
     prep = _prepare(args)
-    res = fit_and_export(
+    res = choose_refit_and_export(
         prep,
         args.out,
+        folds=args.folds,
+        dims=args.dims,
+        dropouts=args.dropouts,
         label=args.label,
-        **_hyper(args, dim=args.dim, dropout=args.dropout, weight_decay=args.weight_decay),
+        **_hyper(args, weight_decay=args.weight_decay),
     )
-    p = res.predictor
-    print(f"\nJE-IRT d={p.config.dim}: best epoch {p.best_epoch}, {p.train_seconds:.0f}s training")
-    print(f"  validation           {_fmt(res.val)}")
-    print(f"  test                 {_fmt(res.test)}")
-    print(f"  test, per-LLM floor  {_fmt(res.floor_test)}")
+    p, chosen = res.predictor, res.extra["selection"]
+    print(
+        f"\nJE-IRT d={p.config.dim} dropout={p.config.dropout} (chosen on held-out data), trained on "
+        f"{chosen['refit_on']['questions']} questions for {len(p.schedule)} epochs in {p.train_seconds:.0f}s"
+    )
+    print(f"  held out                 {_fmt(res.val)}")
+    print(f"  held out, per-LLM floor  {_fmt(res.extra['heldout']['per_llm_accuracy_baseline'])}")
+    if res.test:
+        print(f"  test (untouched)         {_fmt(res.test)}")
+        print(f"  test, per-LLM floor      {_fmt(res.floor_test)}")
     if res.router_path is not None:
-        print(
-            f"  router: {res.router_path} ({folder_size_mb(res.router_path):.1f} MB), "
-            f"ONNX parity max abs diff {res.parity:.2e}"
-        )
+        parity = "" if res.parity is None else f", ONNX parity max abs diff {res.parity:.2e}"
+        print(f"  router: {res.router_path} ({folder_size_mb(res.router_path):.1f} MB){parity}")
     return 0
 
 

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     label = f"default router: JE-IRT trained on {args.data.name}"
     if args.encoder == "static":
-        from .static_router import build_static
+        from .build_variants import build_static
 
         build_static(args.out.parent, args.data, args.threads, folder=args.out.name, label=label)
     else:

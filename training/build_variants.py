@@ -20,6 +20,7 @@ import argparse
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +28,16 @@ import numpy as np
 
 from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, get_spec
 from .shipped import DEFAULT_DATA, DEFAULT_HYPER
-from .static_router import build_static
+from .static_router import STATIC_MAX_LENGTH, static_embeddings
 
 VARIANTS = ("fp32", "int8", "static")
 # Texts per encoder call, written into each router's manifest (encoder.batch_size), from benches/bench_encoders.py:
 # a transformer is fastest one text at a time on a CPU (no padding at all, and its vectors then do not depend on
 # which texts share a batch).
 TRANSFORMER_BATCH_SIZE = 1
+# The static router's adapter uses the default router's settings: on the validation split with static embeddings
+# no other dropout, learning rate or weight decay tried beat them (docs/hyperparameters.md).
+STATIC_HYPER: dict[str, Any] = dict(DEFAULT_HYPER)
 
 
 def copy_with_graph(
@@ -136,6 +140,46 @@ def build_transformer(out: Path, data: Path, variants: list[str], threads: int) 
             )
             report["int8"] = int8_metrics
     return report
+
+
+def build_static(
+    out: Path, data: Path, threads: int, max_length: int = STATIC_MAX_LENGTH, *, folder: str = "static",
+    label: str | None = None,
+) -> dict[str, Any]:
+    """The published static router: distil (frequencies from the training part), train its adapter with
+    STATIC_HYPER, write `out / folder` with the alignment reference, the calibration fitted on validation and the
+    parameter-count cost proxy (the same extras as every shipped router)."""
+    from .add_static_encoder import add_static_encoder
+    from .calibration import calibrate_router
+    from .data import load_dataset
+    from .model import JeirtPredictor
+    from .pipeline import Prepared, evaluate, export_trained, per_llm_accuracy_floor, training_summary
+    from .routing_eval import cost_proxies
+    from .splits import make_split
+
+    t0 = time.perf_counter()
+    dataset = load_dataset(data)
+    split = make_split(dataset, seed=0)
+    static, embeddings = static_embeddings(dataset, split.train, max_length)
+    prep = Prepared(
+        data=dataset, split=split, split_seed=0, train=split.responses(dataset, "train"),
+        val=split.responses(dataset, "val"), test=split.responses(dataset, "test"), embeddings=embeddings,
+        encoder=DEFAULT_ENCODER, max_length=max_length, source=str(data), static=static,
+    )
+    predictor = JeirtPredictor(**STATIC_HYPER).fit(embeddings, prep.train, prep.val, dataset.n_llms)
+    metrics = {
+        "test": evaluate(predictor, prep, "test"),
+        "val": evaluate(predictor, prep, "val"),
+        "test_per_llm_accuracy_baseline": per_llm_accuracy_floor(prep, "test"),
+    }
+    router_path, _ = export_trained(
+        prep, predictor, out / folder, metrics=metrics, training=training_summary(prep, predictor),
+        reference_parts=(split.train, split.val),
+        label=label or f"JE-IRT on {dataset.name}, static encoder distilled from {DEFAULT_ENCODER}", overwrite=True,
+    )
+    calibrate_router(router_path, prep, predictor, costs=cost_proxies(dataset.llm_names))
+    add_static_encoder(router_path)  # again: the calibrated manifest must bind the fast path's file
+    return {"static": {"test": metrics["test"], "seconds": round(time.perf_counter() - t0, 1)}}
 
 
 def main(argv: list[str] | None = None) -> int:

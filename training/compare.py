@@ -14,7 +14,6 @@ the split and seeds the training) and summarises mean, spread and per-split wins
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import math
 import os
@@ -29,10 +28,12 @@ import numpy as np
 
 from .data import load_dataset
 from .metrics import ECE_BINS, all_metrics, metrics_by_group, reliability_table
+from .routing_eval import cost_proxies
+from .routing_metrics import router_metrics
 from .splits import make_split
 from .types import Dataset, Predictor, Responses, Split
 
-METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "jeirt")
+METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "logreg", "jeirt", "jeirt_fit")
 
 
 def subset_questions(data: Dataset, keep: np.ndarray) -> Dataset:
@@ -77,7 +78,8 @@ def evaluate(data: Dataset, cells: Responses, p: np.ndarray) -> dict[str, Any]:
 
 
 def run_comparison(data: Dataset, split: Split, embeddings: np.ndarray, predictors: Sequence[Predictor],
-                   log: Any = print) -> dict[str, Any]:
+                   log: Any = print, costs: np.ndarray | None = None,
+                   checkpoint: Path | None = None) -> dict[str, Any]:
     """Fit each predictor on the split's train/val cells, score it on the test cells. Works for any Predictor."""
     if embeddings.shape[0] != data.n_questions:
         raise ValueError(f"embeddings have {embeddings.shape[0]} rows for {data.n_questions} questions")
@@ -98,8 +100,16 @@ def run_comparison(data: Dataset, split: Split, embeddings: np.ndarray, predicto
             "val": all_metrics(val.correct, p_val),
             "test": evaluate(data, test, p),
         }
+        extra = router_metrics(test.question, test.llm, test.correct, p, costs)
+        overall = results[predictor.name]["test"]["overall"]
+        overall.update({k: v for k, v in extra.items() if k != "routing"})
+        if "routing" in extra:
+            overall["aiq"] = extra["routing"]["aiq"]
+            results[predictor.name]["test"]["routing"] = extra["routing"]
         o = results[predictor.name]["test"]["overall"]
         log(f"  {predictor.name}: test AUC {o['auc']:.3f}  log-loss {o['log_loss']:.3f}  ({fit_seconds:.0f} s)")
+        if checkpoint is not None:  # what is done so far survives a run that is cut short
+            checkpoint.write_text(json.dumps(results, indent=1, default=float))
     return {
         "dataset": data.name,
         "n_llms": data.n_llms,
@@ -122,9 +132,9 @@ def summarise_seeds(per_seed: dict[int, dict[str, Any]], reference: str = "JE-IR
     method, averaged over splits) is reported too, since the splits share nothing but the data.
     """
     methods = list(next(iter(per_seed.values()))["methods"])
-    metrics = ("accuracy", "auc", "log_loss", "brier", "ece")
-    # values[name][metric]: one number per split, in the order of per_seed
-    values = {name: {metric: np.array([result["methods"][name]["test"]["overall"][metric]
+    metrics = ("accuracy", "auc", "log_loss", "brier", "ece", "within_question_auc", "per_llm_auc", "aiq")
+    # values[name][metric]: one number per split, in the order of per_seed (NaN where a run did not measure it)
+    values = {name: {metric: np.array([result["methods"][name]["test"]["overall"].get(metric, np.nan)
                                        for result in per_seed.values()]) for metric in metrics}
               for name in methods}
     summary: dict[str, Any] = {"seeds": sorted(per_seed), "methods": {}}
@@ -173,6 +183,14 @@ def seeds_markdown(dataset: str, summary: dict[str, Any], reference: str = "JE-I
             extra = "| |"
         lines.append(f"| {name} | {entry['accuracy']['mean']:.3f} | {pm('auc')} | {pm('log_loss')} | "
                      f"{entry['ece']['mean']:.3f} | {extra} |")
+    lines += ["", ("What a router uses (training/routing_metrics.py): the AUC within each question (the order of the "
+                   "LLMs), the mean per-LLM AUC (the order of the questions), and the area under the accuracy–cost "
+                   "curve (AIQ) of routing by P − λ·cost among the LLMs with a cost proxy; mean ± sd over splits."),
+              "", "| method | within-question AUC | per-LLM AUC | AIQ |", "|---|---:|---:|---:|"]
+    for name, entry in summary["methods"].items():
+        cells = [f"{entry[m]['mean']:.4f} ± {entry[m]['sd']:.4f}" if not math.isnan(entry[m]["mean"]) else "n/a"
+                 for m in ("within_question_auc", "per_llm_auc", "aiq")]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -216,49 +234,15 @@ def to_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-# d is JE-IRT's one structural choice; like every baseline's settings it is chosen on validation per dataset.
-JEIRT_DIMS = (64, 128, 256)
-# Dropout is its regularisation choice, tuned the same way (matrix factorisation's grid has dropout too). 0.3 next to
-# the default 0.7: on MMLU-Pro KNN gains most on test questions with a near-duplicate in training (cosine >= 0.95),
-# which a less regularised adapter might memorise. Which value validation picks on each split is recorded in the
-# results (docs/results/<dataset>).
-JEIRT_DROPOUTS = (0.3, 0.7)
-
-
-class TunedJeirt:
-    """JE-IRT with d and dropout chosen by validation log-loss (the baselines get the same treatment for theirs)."""
-
-    name = "JE-IRT"
-
-    def __init__(self, seed: int = 0, dims: Sequence[int] = JEIRT_DIMS,
-                 dropouts: Sequence[float] = JEIRT_DROPOUTS) -> None:
-        self.seed, self.dims, self.dropouts = seed, tuple(dims), tuple(dropouts)
-        self.best: Any = None
-        self.config: Any = None
-        self.best_val_loss: float = float("nan")
-        self.candidates: list[dict[str, float]] = []  # every (d, dropout) tried, with its validation loss
-
-    def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> TunedJeirt:
-        from .model import JeirtPredictor
-
-        self.best, self.candidates = None, []
-        for dim, dropout in itertools.product(self.dims, self.dropouts):
-            candidate = JeirtPredictor(dim=dim, dropout=dropout, seed=self.seed).fit(embeddings, train, val, n_llms)
-            self.candidates.append({"dim": dim, "dropout": dropout, "val_loss": candidate.best_val_loss})
-            if self.best is None or candidate.best_val_loss < self.best.best_val_loss:
-                self.best = candidate
-        self.config, self.best_val_loss = self.best.config, self.best.best_val_loss
-        return self
-
-    def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
-        return np.asarray(self.best.predict_proba(embeddings, question, llm))
-
-
-def make_predictors(methods: Sequence[str], seed: int = 0) -> list[Predictor]:
+def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str, Any] | None = None
+                    ) -> list[Predictor]:
     from .baselines import EmbedLlmMF, KnnPerLlm, LlmAccuracy, TextMirt
+    from .baselines.logreg import LogisticPerLlm
     from .baselines.torch_fit import FitSettings
+    from .choose import ChooseRefitJeirt, TunedJeirt
 
     made: list[Predictor] = []
+    tuned: TunedJeirt | None = None  # jeirt_fit reuses the held-out runs of jeirt when both are asked for
     for method in methods:
         if method == "llm_accuracy":
             made.append(LlmAccuracy())
@@ -268,14 +252,26 @@ def make_predictors(methods: Sequence[str], seed: int = 0) -> list[Predictor]:
             made.append(EmbedLlmMF(settings=FitSettings(seed=seed)))
         elif method == "mirt_text":
             made.append(TextMirt(settings=FitSettings(seed=seed)))
+        elif method == "logreg":
+            made.append(LogisticPerLlm())
         elif method == "jeirt":
-            made.append(TunedJeirt(seed=seed))
+            tuned = TunedJeirt(seed=seed, **(jeirt_hyper or {}))
+            made.append(tuned)
+        elif method == "jeirt_fit":
+            made.append(ChooseRefitJeirt(seed=seed, tuned=tuned))
         else:
             raise SystemExit(f"unknown method {method!r}; known: {', '.join(METHODS)}")
     return made
 
 
-def get_embeddings(data: Dataset, args: argparse.Namespace) -> np.ndarray:
+def get_embeddings(data: Dataset, args: argparse.Namespace, split: Split | None = None) -> np.ndarray:
+    """The frozen embeddings every method gets. The static encoder's token frequencies come from the split's
+    training and validation texts, so it is distilled once per split."""
+    if args.encoder == "static":
+        from .static_router import static_embeddings
+
+        assert split is not None
+        return static_embeddings(data, np.concatenate([split.train, split.val]))[1]
     if args.random_embeddings:
         rng = np.random.default_rng(args.seed)
         return rng.standard_normal((data.n_questions, args.random_embeddings)).astype(np.float32)
@@ -289,7 +285,7 @@ def get_embeddings(data: Dataset, args: argparse.Namespace) -> np.ndarray:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Compare JE-IRT and the baselines on one split.")
-    parser.add_argument("--data", required=True, type=Path, help="data folder or table (see training.data)")
+    parser.add_argument("--data", type=Path, help="data folder or table (see training.data); required unless --merge")
     parser.add_argument("--embeddings-cache", type=Path, help="embedding cache folder (sets JEIRT_CACHE)")
     parser.add_argument("--encoder", default=None, help="frozen encoder name (default: the project's)")
     parser.add_argument("--methods", default=",".join(METHODS), help=f"comma list from {','.join(METHODS)}")
@@ -301,7 +297,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--random-embeddings", type=int, default=0, help="D: random embeddings (plumbing tests)")
     parser.add_argument("--no-2pl", action="store_true", help="skip the plain 2PL diagnostic")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--jeirt-hyper", help='extra JE-IRT settings as JSON, e.g. \'{"llm_lr_scale": 30}\'')
+    parser.add_argument("--checkpoint", type=Path, help="rewrite the results so far to this JSON after each method")
+    parser.add_argument("--reference", default="JE-IRT", help="the method the summary compares the others with")
+    parser.add_argument("--merge", type=Path, nargs="+",
+                        help="only summarise these result JSONs (one split each, e.g. run in parallel) into --out")
     args = parser.parse_args(argv)
+    if args.merge:
+        runs = [json.loads(path.read_text()) for path in args.merge]
+        per_seed = {int(run["settings"]["seed"]): run for run in runs}
+        first = runs[0]
+        first["settings"]["seeds"] = sorted(per_seed)
+        return write_report(first, per_seed, args.out, args.reference)
+    if args.data is None:
+        parser.error("--data is required (unless --merge)")
     if args.embeddings_cache:
         os.environ["JEIRT_CACHE"] = str(args.embeddings_cache)
 
@@ -313,35 +322,48 @@ def main(argv: Sequence[str] | None = None) -> int:
         keep = np.sort(np.random.default_rng(args.seed).choice(data.n_questions, args.max_questions, replace=False))
         data = subset_questions(data, keep)
     seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [args.seed]
-    embeddings = get_embeddings(data, args)
+    embeddings = None if args.encoder == "static" else get_embeddings(data, args)
+    jeirt_hyper = json.loads(args.jeirt_hyper) if args.jeirt_hyper else None
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     per_seed: dict[int, dict[str, Any]] = {}
+    priced = cost_proxies(data.llm_names)
+    costs = np.array([priced.get(name, np.nan) for name in data.llm_names], dtype=np.float64)
     for seed in seeds:
         print(f"split seed {seed}:", file=sys.stderr)
-        per_seed[seed] = run_comparison(data, make_split(data, seed=seed), embeddings,
-                                        make_predictors(methods, seed), log=lambda s: print(s, file=sys.stderr))
+        split = make_split(data, seed=seed)
+        per_seed[seed] = run_comparison(data, split, get_embeddings(data, args, split) if embeddings is None
+                                        else embeddings, make_predictors(methods, seed, jeirt_hyper),
+                                        log=lambda s: print(s, file=sys.stderr),
+                                        costs=costs, checkpoint=args.checkpoint)
     result = per_seed[seeds[0]]  # the first split, in full detail
     result["settings"] = {"seed": seeds[0], "seeds": seeds, "max_questions": args.max_questions,
                           "embeddings": f"random {args.random_embeddings}-d" if args.random_embeddings
                           else (args.encoder or "default encoder"),
                           "torch_threads": args.threads, "python": platform.python_version(),
                           "cpu_count": os.cpu_count()}
-    if len(seeds) > 1:
-        result["over_seeds"] = summarise_seeds(per_seed)
-        result["per_seed"] = {str(seed): {name: {"tuned": r["tuned"], "val": r["val"], "test": r["test"]["overall"]}
-                                          for name, r in per_seed[seed]["methods"].items()} for seed in seeds}
     if not args.no_2pl:
         from .baselines.irt2pl import two_pl_diagnostic
 
         print("fitting the plain 2PL diagnostic ...", file=sys.stderr)
         result["diagnostic_2pl"] = two_pl_diagnostic(data, make_split(data, seed=seeds[0]).responses(data, "train"))
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{data.name}.json").write_text(json.dumps(result, indent=1, default=float))
+    return write_report(result, per_seed, args.out, args.reference)
+
+
+def write_report(result: dict[str, Any], per_seed: dict[int, dict[str, Any]], out: Path, reference: str) -> int:
+    """Write <out>/<dataset>.json and .md: `result` (the first split in detail) plus the summary over splits."""
+    seeds = sorted(per_seed)
+    name = result["dataset"]
+    if len(seeds) > 1:
+        result["over_seeds"] = summarise_seeds(per_seed, reference)
+        result["per_seed"] = {str(seed): {m: {"tuned": r["tuned"], "val": r["val"], "test": r["test"]["overall"]}
+                                          for m, r in per_seed[seed]["methods"].items()} for seed in seeds}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(result, indent=1, default=float))
     markdown = to_markdown(result)
     if "over_seeds" in result:
-        markdown = seeds_markdown(data.name, result["over_seeds"]) + "\n" + markdown.replace(
-            f"## {data.name}: test metrics", f"## {data.name}: test metrics on the first split (seed {seeds[0]})", 1)
-    (args.out / f"{data.name}.md").write_text(markdown)
+        markdown = seeds_markdown(name, result["over_seeds"], reference) + "\n" + markdown.replace(
+            f"## {name}: test metrics", f"## {name}: test metrics on the first split (seed {seeds[0]})", 1)
+    (out / f"{name}.md").write_text(markdown)
     print(markdown)
     return 0
 

@@ -1,24 +1,28 @@
-"""One JE-IRT run end to end: load data, split, embed (cached), train with early stopping, evaluate, export.
+"""One JE-IRT router end to end, the same way for every encoder kind: load data, split, embed (a cached frozen
+transformer, or a static token table distilled from it), train, evaluate, export.
 
-Shared by the CLI (`python -m training fit|sweep`) and `build_default_router.py`.
+`choose_refit_and_export` is what `python -m training fit` does (see training.choose); `fit_and_export` trains one
+fixed setting on the training part (the published experiments and build_variants use it).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .choose import DEFAULT_DIMS, DEFAULT_DROPOUTS, choose, refit, selection_record
 from .data import load_dataset
 from .embeddings import embed_dataset
 from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, get_spec
 from .fit import llm_accuracies
 from .metrics import all_metrics
 from .model import JeirtPredictor
-from .splits import make_split
+from .splits import make_folds, make_split
 from .types import Dataset, Responses, Split
 
 
@@ -36,6 +40,10 @@ class Prepared:
     encoder: str
     max_length: int
     source: str = ""
+    static: Any = None  # training.static_encoder.StaticTable when the encoder is the static one
+
+
+STATIC = "static"  # the encoder choice: a token table distilled from the default transformer (static_encoder.py)
 
 
 def prepare(
@@ -48,9 +56,20 @@ def prepare(
     max_length: int = DEFAULT_MAX_LENGTH,
     progress: bool = True,
 ) -> Prepared:
+    """Load, split (test = the untouched part), embed. encoder STATIC distils the token table from the default
+    transformer, its token frequencies read from the texts of the training and validation parts (never the test
+    part), and reads up to STATIC_MAX_LENGTH tokens (`max_length` applies to transformers)."""
     data = load_dataset(data_dir)
     split = make_split(data, seed=split_seed, val_fraction=val_fraction, test_fraction=test_fraction)
-    emb = embed_dataset(data, encoder=encoder, max_length=max_length, progress=progress)
+    static = None
+    if encoder == STATIC:
+        from .static_router import STATIC_MAX_LENGTH, static_embeddings
+
+        max_length, encoder = STATIC_MAX_LENGTH, DEFAULT_ENCODER  # the teacher, as the manifest records it
+        learn_from = np.concatenate([split.train, split.val])
+        static, emb = static_embeddings(data, learn_from, max_length)
+    else:
+        emb = embed_dataset(data, encoder=encoder, max_length=max_length, progress=progress)
     return Prepared(
         data=data,
         split=split,
@@ -62,6 +81,7 @@ def prepare(
         encoder=encoder,
         max_length=max_length,
         source=str(data_dir),
+        static=static,
     )
 
 
@@ -123,6 +143,53 @@ def training_summary(prep: Prepared, predictor: JeirtPredictor) -> dict[str, Any
     }
 
 
+def parity_texts(prep: Prepared, n: int = 4) -> list[str]:
+    """Short, middle and long real questions for the export's parity check: from the test part, or from all
+    questions when there is none."""
+    rows = prep.split.test if len(prep.split.test) else np.arange(prep.data.n_questions)
+    by_len = sorted((prep.data.texts[i] for i in rows), key=len)
+    mid = len(by_len) // 2
+    return by_len[:n] + by_len[mid : mid + n] + by_len[-n:]
+
+
+def export_trained(
+    prep: Prepared,
+    predictor: JeirtPredictor,
+    out_dir: Path,
+    *,
+    metrics: dict[str, Any],
+    training: dict[str, Any],
+    reference_parts: tuple[np.ndarray, np.ndarray],
+    label: str | None = None,
+    overwrite: bool = False,
+) -> tuple[Path, float | None]:
+    """Write the router folder for whichever encoder `prep` used; returns (path, ONNX parity or None).
+
+    reference_parts: (questions whose vectors are the alignment reference, questions that set its threshold)."""
+    from .reference import alignment_reference
+
+    reference, center, alignment = alignment_reference(
+        predictor.question_vectors(prep.embeddings[reference_parts[0]]),
+        predictor.question_vectors(prep.embeddings[reference_parts[1]]),
+    )
+    extras = {"reference_directions": reference, "reference_center": center, "alignment": alignment}
+    if prep.static is not None:
+        from .static_router import export_static_router
+
+        path = export_static_router(
+            prep.static, predictor, out_dir, prep.data.llm_names, max_length=prep.max_length, training=training,
+            metrics=metrics, label=label, overwrite=overwrite, **extras,
+        )
+        return path, None
+    from .export import export_router
+
+    return export_router(
+        predictor, out_dir, prep.data.llm_names, encoder=prep.encoder, max_length=prep.max_length,
+        parity_texts=parity_texts(prep), training=training, metrics=metrics, label=label, overwrite=overwrite,
+        **extras,
+    )
+
+
 def fit_and_export(
     prep: Prepared,
     out_dir: Path | None,
@@ -132,49 +199,84 @@ def fit_and_export(
     overwrite: bool = False,
     **hyper: Any,
 ) -> FitResult:
+    """One fixed setting trained on the training part, early-stopped on validation, scored on the test part."""
     predictor = JeirtPredictor(**hyper).fit(
         prep.embeddings, prep.train, prep.val, prep.data.n_llms, progress=progress
     )
     result = FitResult(
         predictor=predictor,
         val=evaluate(predictor, prep, "val"),
-        test=evaluate(predictor, prep, "test"),
-        floor_test=per_llm_accuracy_floor(prep, "test"),
+        test=evaluate(predictor, prep, "test") if len(prep.test) else {},
+        floor_test=per_llm_accuracy_floor(prep, "test") if len(prep.test) else {},
     )
     if out_dir is not None:
-        from .export import export_router
-
-        # Parity on real questions of the test part: short and long ones (some longer than max_length).
-        test_texts = [prep.data.texts[i] for i in prep.split.test]
-        by_len = sorted(test_texts, key=len)
-        parity_texts = by_len[:4] + by_len[len(by_len) // 2 : len(by_len) // 2 + 4] + by_len[-4:]
-        metrics = {
-            "test": result.test,
-            "val": result.val,
-            "test_per_llm_accuracy_baseline": result.floor_test,
-        }
-        from .reference import alignment_reference
-
-        reference, center, alignment = alignment_reference(
-            predictor.question_vectors(prep.embeddings[prep.split.train]),
-            predictor.question_vectors(prep.embeddings[prep.split.val]),
-        )
-        result.router_path, result.parity = export_router(
-            predictor,
-            out_dir,
-            prep.data.llm_names,
-            encoder=prep.encoder,
-            max_length=prep.max_length,
-            parity_texts=parity_texts,
-            training=training_summary(prep, predictor),
-            metrics=metrics,
-            label=label,
-            overwrite=overwrite,
-            reference_directions=reference,
-            reference_center=center,
-            alignment=alignment,
+        metrics = {"test": result.test, "val": result.val, "test_per_llm_accuracy_baseline": result.floor_test}
+        result.router_path, result.parity = export_trained(
+            prep, predictor, out_dir, metrics=metrics, training=training_summary(prep, predictor),
+            reference_parts=(prep.split.train, prep.split.val), label=label, overwrite=overwrite,
         )
     return result
+
+
+def choose_refit_and_export(
+    prep: Prepared,
+    out_dir: Path | None,
+    *,
+    folds: int = 1,
+    dims: Sequence[int] = DEFAULT_DIMS,
+    dropouts: Sequence[float] = DEFAULT_DROPOUTS,
+    label: str | None = None,
+    progress: bool = True,
+    overwrite: bool = False,
+    log: Callable[[str], None] = print,
+    **hyper: Any,
+) -> FitResult:
+    """Choose the settings on held-out parts of the non-test questions, refit on all of them (training.choose)."""
+    pool = np.sort(np.concatenate([prep.split.train, prep.split.val]))
+    if folds == 1:
+        parts = [(prep.train, prep.val)]
+    else:
+        fold_questions = make_folds(prep.data, pool, folds, seed=prep.split_seed)
+        parts = [(cells_of(prep.data, np.concatenate(fold_questions[:j] + fold_questions[j + 1 :])),
+                  cells_of(prep.data, fold_questions[j])) for j in range(folds)]
+    log(f"choosing d x dropout on {f'{folds} folds' if folds > 1 else 'a held-out part'} ...")
+    selection = choose(prep.embeddings, parts, prep.data.n_llms, dims=dims, dropouts=dropouts, log=log, **hyper)
+    all_cells = cells_of(prep.data, pool)
+    log(f"refitting d={selection.hyper['dim']} dropout={selection.hyper['dropout']} on all {len(pool)} questions "
+        f"for {len(selection.schedule)} epochs ...")
+    predictor = refit(prep.embeddings, all_cells, prep.data.n_llms, selection, progress=progress)
+    heldout = selection.heldout_metrics()
+    result = FitResult(predictor=predictor, val=heldout.get("jeirt", {}), test={}, floor_test={})
+    if len(prep.test):
+        acc = llm_accuracies(all_cells, prep.data.n_llms)
+        result.test = evaluate(predictor, prep, "test")
+        result.floor_test = all_metrics(prep.test.correct, acc[prep.test.llm])
+    record = selection_record(selection, folds=folds, n_questions=len(pool), n_cells=len(all_cells))
+    result.extra = {"selection": record, "heldout": heldout}
+    if out_dir is not None:
+        metrics = {
+            "how": (
+                "heldout: the chosen setting's validation predictions (out of fold when folds > 1), from runs that "
+                "did not train on those questions; the setting was chosen on them, so slightly optimistic. "
+                + (f"test: the written router on {len(prep.split.test)} questions kept out of everything "
+                   "(--holdout)." if len(prep.test) else "No test part (--holdout 0): every question was used.")
+            ),
+            "heldout": heldout.get("jeirt"),
+            "heldout_per_llm_accuracy_baseline": heldout.get("per_llm_accuracy_baseline"),
+            "test": result.test or None,
+            "test_per_llm_accuracy_baseline": result.floor_test or None,
+        }
+        training = training_summary(prep, predictor)
+        training["selection"] = record
+        result.router_path, result.parity = export_trained(
+            prep, predictor, out_dir, metrics=metrics, training=training,
+            reference_parts=(prep.split.train, prep.split.val), label=label, overwrite=overwrite,
+        )
+    return result
+
+
+def cells_of(data: Dataset, questions: np.ndarray) -> Responses:
+    return data.responses.subset(np.isin(data.responses.question, questions))
 
 
 def folder_size_mb(path: Path) -> float:

@@ -56,6 +56,21 @@ def token_vectors(encoder: str, batch_size: int = 1024) -> np.ndarray:
     return out
 
 
+def cached_token_vectors(encoder: str) -> np.ndarray:
+    """token_vectors(encoder), kept in the embedding cache folder ($JEIRT_CACHE): they depend on nothing else."""
+    from .embeddings import cache_root
+
+    path = cache_root() / f"{encoder}__token_vectors.npy"
+    if path.is_file():
+        return np.load(path)
+    vectors = token_vectors(encoder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npy")
+    np.save(tmp, vectors)
+    tmp.replace(path)
+    return vectors
+
+
 def pca(vectors: np.ndarray, dim: int) -> np.ndarray:
     """Centred PCA of the rows to `dim` components (dim >= D keeps all, only centring and rotating)."""
     centred = vectors.astype(np.float64) - vectors.mean(axis=0, dtype=np.float64)
@@ -88,7 +103,7 @@ def distil(
     """Distil `encoder` into a static table; token frequencies come from `train_texts` only."""
     from .encoders import get_spec, load_tokenizer
 
-    vectors = pca(token_vectors(encoder), dim)
+    vectors = pca(cached_token_vectors(encoder), dim)
     tok = load_tokenizer(encoder, max_length)
     ids = [e.ids for e in tok.encode_batch(list(train_texts))]  # padding ids are [PAD]: counted, never used
     weights = sif_weights(token_frequencies(ids, vectors.shape[0]), sif_a)

