@@ -87,7 +87,7 @@ def test_onnx_matches_torch_on_real_texts(slice_run) -> None:  # type: ignore[no
     ids, mask = tokenize("all-MiniLM-L6-v2", 256, texts)
     (got,) = sess.run([OUTPUT_NAME], {"input_ids": ids, "attention_mask": mask})
     with torch.inference_mode():
-        want = graph(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
+        want = graph(torch.from_numpy(ids), torch.from_numpy(mask))[0].numpy()
     assert got.shape == (12, 32) and got.dtype == np.float32
     assert np.abs(got - want).max() <= 1e-4
     via_cache = result.predictor.question_vectors(prep.embeddings[prep.split.val[:12]])

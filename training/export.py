@@ -1,7 +1,8 @@
 """Export a trained JE-IRT predictor as a router folder the runtime can load without torch.
 
 One ONNX graph: input_ids, attention_mask (int64, dynamic batch and sequence) → frozen encoder (eager attention) →
-attention-masked mean pooling → L2 normalise → adapter → question_vectors (float32, (batch, d)). The LLM table,
+attention-masked mean pooling → L2 normalise → adapter → question_vectors (float32, (batch, d)); the normalised
+embedding before the adapter is a second output, features (what onboarding corrections read). The LLM table,
 the tokenizer (truncation at the chosen max length, padding to the longest text, saved in the file) and a manifest
 go next to it via `jeirt_lite.artifact.save_artifact`.
 """
@@ -22,6 +23,7 @@ from .model import Adapter, JeirtPredictor
 
 INPUT_NAMES = ["input_ids", "attention_mask"]
 OUTPUT_NAME = "question_vectors"
+FEATURE_OUTPUT = "features"
 OPSET = 17
 
 
@@ -33,8 +35,9 @@ class QuestionVectorGraph(nn.Module):
         self.encoder = encoder
         self.adapter = adapter
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        return self.adapter(self.encoder(input_ids, attention_mask))
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        features = self.encoder(input_ids, attention_mask)
+        return self.adapter(features), features
 
 
 def build_graph(adapter: Adapter, encoder: str) -> QuestionVectorGraph:
@@ -61,11 +64,12 @@ def export_onnx(graph: QuestionVectorGraph, path: Path) -> Path:
             dynamo=False,
             opset_version=OPSET,
             input_names=INPUT_NAMES,
-            output_names=[OUTPUT_NAME],
+            output_names=[OUTPUT_NAME, FEATURE_OUTPUT],
             dynamic_axes={
                 "input_ids": {0: "batch", 1: "sequence"},
                 "attention_mask": {0: "batch", 1: "sequence"},
                 OUTPUT_NAME: {0: "batch"},
+                FEATURE_OUTPUT: {0: "batch"},
             },
         )
     return path
@@ -100,7 +104,7 @@ def parity(
         ids, mask = tokenize(encoder, max_length, batch)
         (got,) = sess.run([OUTPUT_NAME], {"input_ids": ids, "attention_mask": mask})
         with torch.inference_mode():
-            want = graph(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
+            want = graph(torch.from_numpy(ids), torch.from_numpy(mask))[0].numpy()
         worst = max(worst, float(np.abs(got - want).max()))
     return worst
 
@@ -115,6 +119,8 @@ def encoder_manifest(encoder: str, max_length: int) -> dict[str, Any]:
         "normalize": spec.normalize,
         "input_names": INPUT_NAMES,
         "output_name": OUTPUT_NAME,
+        "feature_output": FEATURE_OUTPUT,
+        "feature_dim": spec.embedding_dim,
         "embedding_dim": spec.embedding_dim,
     }
 

@@ -159,8 +159,10 @@ def export_static_router_graph(
     table_dtype: str = "float16",
     input_names: Sequence[str] = ("input_ids", "attention_mask"),
     output_name: str = "question_vectors",
+    feature_output: str = "features",
 ) -> Path:
-    """Write the ONNX graph: Gather → masked mean → L2 normalise → Gemm → Relu → Gemm.
+    """Write the ONNX graph: Gather → masked mean → L2 normalise → Gemm → Relu → Gemm. The normalised mean (the
+    encoder's features, before the adapter) is a second output, `feature_output`, for onboarding corrections.
 
     The table may be stored as float16 (half the file; the rows are cast to float32 right after the lookup, and
     the rounding is below 1e-3 relative, far under the distillation's own error).
@@ -187,6 +189,7 @@ def export_static_router_graph(
         helper.make_node("Gemm", ["pooled", "w1", "b1"], ["hidden_raw"], transB=1),
         helper.make_node("Relu", ["hidden_raw"], ["hidden"]),
         helper.make_node("Gemm", ["hidden", "w2", "b2"], [output_name], transB=1),
+        helper.make_node("Identity", ["pooled"], [feature_output]),
     ]
     initializers = [
         numpy_helper.from_array(stored, "table"),
@@ -205,7 +208,10 @@ def export_static_router_graph(
             helper.make_tensor_value_info(ids_name, TensorProto.INT64, ["batch", "sequence"]),
             helper.make_tensor_value_info(mask_name, TensorProto.INT64, ["batch", "sequence"]),
         ],
-        [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, ["batch", int(w2.shape[0])])],
+        [
+            helper.make_tensor_value_info(output_name, TensorProto.FLOAT, ["batch", int(w2.shape[0])]),
+            helper.make_tensor_value_info(feature_output, TensorProto.FLOAT, ["batch", int(table.shape[1])]),
+        ],
         initializers,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="jeirt-lite")

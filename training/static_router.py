@@ -37,7 +37,7 @@ def export_static_router(
     from jeirt_lite.artifact import save_artifact
 
     from .add_static_encoder import add_static_encoder
-    from .export import INPUT_NAMES, OUTPUT_NAME, write_tokenizer
+    from .export import FEATURE_OUTPUT, INPUT_NAMES, OUTPUT_NAME, write_tokenizer
     from .static_encoder import adapter_weights, export_static_router_graph
 
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -66,6 +66,8 @@ def export_static_router(
                 "normalize": True,
                 "input_names": INPUT_NAMES,
                 "output_name": OUTPUT_NAME,
+                "feature_output": FEATURE_OUTPUT,
+                "feature_dim": int(static.table.shape[1]),
                 "embedding_dim": int(static.table.shape[1]),
                 "batch_size": STATIC_BATCH_SIZE,
             },

@@ -3,6 +3,7 @@
 All kernels take C-contiguous float32 2-D arrays (questions ``(N, d)``, llms ``(K, d)``), read them without
 copying, release the GIL, and raise :class:`JeirtError` on bad input. ``threads = 0`` means all cores.
 For question q and LLM m: ``logit = q.m/|q| - |q|`` (0 when ``q`` is the zero vector), ``P = sigmoid(logit)``.
+Optional ``offsets`` ``(N, K)`` are added to each logit before the calibration ``scale``/``bias``.
 """
 
 from typing import final
@@ -32,6 +33,7 @@ def probabilities(
     threads: int,
     scale: npt.NDArray[np.float32] | None = None,
     bias: npt.NDArray[np.float32] | None = None,
+    offsets: npt.NDArray[np.float32] | None = None,
 ) -> npt.NDArray[np.float32]:
     """P(correct) for every pair: float32 ``(N, K)``; with scale/bias ``sigmoid(scale * logit + bias)``."""
 
@@ -43,6 +45,7 @@ def top_k(
     scale: npt.NDArray[np.float32] | None = None,
     bias: npt.NDArray[np.float32] | None = None,
     penalty: npt.NDArray[np.float32] | None = None,
+    offsets: npt.NDArray[np.float32] | None = None,
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
     """The k most likely-correct LLMs per question, best first, ties by lower index: ``(N, k)`` each.
 
@@ -54,6 +57,7 @@ def mean_probability(
     threads: int,
     scale: npt.NDArray[np.float32] | None = None,
     bias: npt.NDArray[np.float32] | None = None,
+    offsets: npt.NDArray[np.float32] | None = None,
 ) -> npt.NDArray[np.float32]:
     """Mean P(correct) per LLM over the questions (float64 sums): float32 ``(K,)``; N = 0 raises."""
 

@@ -46,6 +46,10 @@ class OnnxEncoder:
                 f"encoder.input_names must name two inputs (token ids, attention mask), got {self.input_names}"
             )
         self.output_name = str(spec["output_name"])
+        # Optional second output: the encoder's own features before the adapter (onboarding corrections use them).
+        feature_output = spec.get("feature_output")
+        self.feature_output: Optional[str] = None if feature_output is None else str(feature_output)
+        self.feature_dim = int(spec.get("feature_dim") or 0) if feature_output is not None else 0
         self.dim = dim
         self.batch_size = _batch_size_hint(spec)
         try:
@@ -85,19 +89,41 @@ class OnnxEncoder:
         shape = outputs[self.output_name].shape
         if len(shape) != 2 or (isinstance(shape[1], int) and shape[1] != self.dim):
             raise JeirtError(f"{onnx_path}: output {self.output_name!r} has shape {shape}, expected (N, {self.dim})")
+        if self.feature_output is not None:
+            if self.feature_output not in outputs:
+                raise JeirtError(f"{onnx_path}: has no feature output {self.feature_output!r} (outputs: {sorted(outputs)})")
+            shape = outputs[self.feature_output].shape
+            if self.feature_dim < 1 or len(shape) != 2 or (isinstance(shape[1], int) and shape[1] != self.feature_dim):
+                raise JeirtError(
+                    f"{onnx_path}: feature output {self.feature_output!r} has shape {shape}, router.json says "
+                    f"feature_dim {self.feature_dim}"
+                )
 
     def encode(self, texts: Sequence[str], batch_size: Optional[int] = None) -> np.ndarray:
         """Question vectors (N, d) float32 for already validated texts, in input order.
 
         `batch_size` None uses the router's own (manifest encoder.batch_size, else DEFAULT_BATCH_SIZE).
         """
+        return self._run(texts, batch_size, with_features=False)[0]
+
+    def encode_with_features(
+        self, texts: Sequence[str], batch_size: Optional[int] = None
+    ) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        """(question vectors (N, d), encoder features (N, p) or None when the graph exposes none)."""
+        return self._run(texts, batch_size, with_features=self.feature_output is not None)
+
+    def _run(
+        self, texts: Sequence[str], batch_size: Optional[int], with_features: bool
+    ) -> tuple[np.ndarray, Optional[np.ndarray]]:
         if batch_size is None:
             batch_size = self.batch_size
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise JeirtError(f"batch_size must be an integer of at least 1, got {batch_size!r}")
         out = np.empty((len(texts), self.dim), dtype=np.float32)
+        features = np.empty((len(texts), self.feature_dim), dtype=np.float32) if with_features else None
+        outputs = [self.output_name] + ([str(self.feature_output)] if with_features else [])
         if not texts:
-            return out
+            return out, features
         token_ids = [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
         lengths = np.fromiter((len(ids) for ids in token_ids), dtype=np.int64, count=len(token_ids))
         # Sorting by length keeps padding small inside each batch; results go back to their input positions.
@@ -112,14 +138,17 @@ class OnnxEncoder:
                 ids[row, :n] = token_ids[text_index]
                 mask[row, :n] = 1
             feeds = dict(zip(self.input_names, (ids, mask)))
-            vectors = self.session.run([self.output_name], feeds)[0]
+            results = self.session.run(outputs, feeds)
+            vectors = results[0]
             if vectors.shape != (len(rows), self.dim):
                 raise JeirtError(f"encoder returned shape {vectors.shape}, expected ({len(rows)}, {self.dim})")
             out[rows] = vectors
+            if features is not None:
+                features[rows] = results[1]
         if not np.isfinite(out).all():
             bad = int(np.flatnonzero(~np.isfinite(out).all(axis=1))[0])
             raise JeirtError(f"encoder produced NaN or inf for text {bad}")
-        return out
+        return out, features
 
 
 def _batch_size_hint(spec: Mapping[str, Any]) -> int:

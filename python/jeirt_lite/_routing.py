@@ -40,8 +40,10 @@ def route_rows(
     cost_weight: float,
     min_probability: Optional[float],
     threads: int,
+    offsets: Optional[np.ndarray] = None,
 ) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
-    """(indices (N, k) uint32, probabilities (N, k) float32, fallback (N,) bool or None) for one LLM table."""
+    """(indices (N, k) uint32, probabilities (N, k) float32, fallback (N,) bool or None) for one LLM table;
+    `offsets` (N, K) are per-(question, LLM) logit offsets (onboarded LLMs' feature corrections)."""
     scale = None if calibration is None else calibration.scale
     bias = None if calibration is None else calibration.bias
     if (
@@ -55,7 +57,7 @@ def route_rows(
     if min_probability is None:
         penalty = None if cost_weight == 0 or costs is None else (cost_weight * costs).astype(np.float32)
         indices, probabilities = kernels.top_k(
-            questions, llm_vectors, k, threads=threads, scale=scale, bias=bias, penalty=penalty
+            questions, llm_vectors, k, threads=threads, scale=scale, bias=bias, penalty=penalty, offsets=offsets
         )
         return indices, probabilities, None
 
@@ -74,7 +76,14 @@ def route_rows(
     fallback = np.empty(n, dtype=bool)
     for start in range(0, n, THRESHOLD_CHUNK_ROWS):
         rows = slice(start, min(n, start + THRESHOLD_CHUNK_ROWS))
-        p = kernels.probabilities(questions[rows], llm_vectors, threads=threads, scale=scale, bias=bias)
+        p = kernels.probabilities(
+            questions[rows],
+            llm_vectors,
+            threads=threads,
+            scale=scale,
+            bias=bias,
+            offsets=None if offsets is None else offsets[rows],
+        )
         clear = p >= threshold
         # lexsort: last key is primary. Clearing LLMs first; among them cheapest, among the rest most likely;
         # then higher P; then (stable) lower index.

@@ -8,6 +8,8 @@
     reference.safetensors  optional: "reference_directions" (R, d) float32, unit directions of a sample of training
                        questions around their mean "reference_center" (d,), with the manifest's "alignment" block
                        (threshold set on validation questions); routers without it have no alignment scores
+    corrections.safetensors  optional: onboarded LLMs' logit corrections on the encoder's features (the graph's
+                       second output, encoder.feature_output); see _feature_offsets.py
 
 Loading checks every file against the manifest and names the file at fault; saving writes a temporary folder and
 renames it into place, so a reader never sees half a router.
@@ -29,6 +31,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from ._errors import JeirtError
+from ._feature_offsets import CORRECTIONS_FILE, FeatureCorrections, parse_corrections
 from ._llm_params import parse_calibration, parse_costs
 
 FORMAT_NAME = "jeirt-lite-router"
@@ -59,6 +62,7 @@ class Artifact:
     llm_vectors: np.ndarray  # (K, d) float32, C-contiguous, read-only
     reference_directions: Optional[np.ndarray] = None  # (R, d) float32, read-only; None when the router has none
     reference_center: Optional[np.ndarray] = None  # (d,) float32: the mean training question vector
+    corrections: Optional[FeatureCorrections] = None  # onboarded LLMs' feature corrections; None when none
 
     @property
     def dim(self) -> int:
@@ -157,6 +161,7 @@ def save_artifact(
     alignment: Optional[Mapping[str, Any]] = None,
     reference_center: Optional[np.ndarray] = None,
     static_encoder: Optional[PathLike] = None,
+    corrections: Optional[FeatureCorrections] = None,
 ) -> Path:
     """Write a router folder atomically and return its path.
 
@@ -181,6 +186,7 @@ def save_artifact(
         reference_center: (d,) mean training question vector the directions are taken around (default zeros).
         static_encoder: a static router's static_encoder.safetensors (token table and adapter, the same
             computation as `encoder_onnx`), copied in for the Rust fast path.
+        corrections: onboarded LLMs' feature corrections (their LLMs must be in `llm_names`).
     """
     target = Path(path)
     vectors = validate_llm_table(llm_names, llm_vectors, str(target))
@@ -229,6 +235,12 @@ def save_artifact(
             _write_tensors(staging / REFERENCE_FILE, {REFERENCE_TENSOR: reference, CENTER_TENSOR: center})
             manifest["files"]["reference"] = {"path": REFERENCE_FILE, "sha256": sha256_of(staging / REFERENCE_FILE)}
             manifest["alignment"] = dict(alignment or {}, n_reference=int(reference.shape[0]))
+        if corrections is not None:
+            _write_tensors(staging / CORRECTIONS_FILE, corrections.tensors())
+            manifest["files"]["corrections"] = {
+                "path": CORRECTIONS_FILE, "sha256": sha256_of(staging / CORRECTIONS_FILE)
+            }
+            manifest["corrections"] = corrections.manifest_block()
         for key, value in (extra or {}).items():
             if key in manifest:
                 raise JeirtError(f"{target}: extra manifest field {key!r} would overwrite a standard field")
@@ -300,7 +312,7 @@ def load_artifact(path: PathLike) -> Artifact:
         raise JeirtError(f"{folder}: no router folder here")
     manifest = _read_manifest(folder / MANIFEST_FILE)
     files = manifest["files"]
-    optional = tuple(role for role in ("reference", "static_encoder") if role in files)
+    optional = tuple(role for role in ("reference", "static_encoder", "corrections") if role in files)
     roles = ("tokenizer", "encoder", "llms") + optional
     for role in roles:
         entry = files.get(role)
@@ -337,8 +349,26 @@ def load_artifact(path: PathLike) -> Artifact:
         center.setflags(write=False)
     return Artifact(
         path=folder, manifest=manifest, llm_names=tuple(names), llm_vectors=vectors, reference_directions=reference,
-        reference_center=center,
+        reference_center=center, corrections=_read_corrections(folder, manifest),
     )
+
+
+def _read_corrections(folder: Path, manifest: Mapping[str, Any]) -> Optional[FeatureCorrections]:
+    files = manifest["files"]
+    if "corrections" not in files and "corrections" not in manifest:
+        return None
+    if "corrections" not in files:
+        raise JeirtError(f"{folder / MANIFEST_FILE}: has a corrections block but files.corrections is missing")
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    path = folder / str(files["corrections"]["path"])
+    try:
+        tensors = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as err:
+        raise JeirtError(f"{path}: not a readable safetensors file ({err})") from err
+    feature_dim = manifest["encoder"].get("feature_dim") if manifest["encoder"].get("feature_output") else None
+    return parse_corrections(manifest.get("corrections"), tensors, manifest["llms"], feature_dim, str(path))
 
 
 def _read_manifest(path: Path) -> dict[str, Any]:

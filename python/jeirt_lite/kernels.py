@@ -10,6 +10,9 @@ Calibration: every kernel takes optional per-LLM ``scale`` and ``bias`` arrays (
 and then works on ``sigmoid(scale[j] * logit + bias[j])``, applied inside the fused pass. ``top_k`` also takes a
 per-LLM ``penalty`` and then ranks by ``P - penalty[j]`` (cost-aware routing). Without them the kernels behave
 exactly as before.
+
+Offsets: every kernel takes an optional ``(N, K)`` float32 ``offsets`` array, added to each (question, LLM) logit
+before the calibration (an onboarded LLM's feature correction; see :mod:`jeirt_lite._corrections`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,16 @@ def _as_matrix(x: npt.ArrayLike, name: str) -> npt.NDArray[np.float32]:
     if raw.shape[1] == 0:
         raise JeirtError(f"{name} must have dimension d >= 1, got shape {raw.shape}")
     return np.ascontiguousarray(raw, dtype=np.float32)
+
+
+def _offsets(x: npt.ArrayLike | None, n: int, k: int) -> npt.NDArray[np.float32] | None:
+    """Optional (N, K) logit offsets as C-contiguous float32; NaN/inf are left to the kernel, which names them."""
+    if x is None:
+        return None
+    offsets = _as_matrix(x, "offsets") if np.asarray(x).ndim == 2 else None
+    if offsets is None or offsets.shape != (n, k):
+        raise JeirtError(f"offsets must have shape ({n}, {k}) (questions x LLMs), got {np.shape(x)}")
+    return offsets
 
 
 def _threads(threads: int | None) -> int:
@@ -71,6 +84,7 @@ def probabilities(
     threads: int | None = None,
     scale: npt.ArrayLike | None = None,
     bias: npt.ArrayLike | None = None,
+    offsets: npt.ArrayLike | None = None,
 ) -> npt.NDArray[np.float32]:
     """P(correct) for every question x LLM pair.
 
@@ -79,6 +93,7 @@ def probabilities(
         llms: ``(K, d)`` LLM vectors, ``K >= 1``.
         threads: worker threads; ``None`` or 0 = all cores.
         scale, bias: optional ``(K,)`` calibration: ``sigmoid(scale * logit + bias)``.
+        offsets: optional ``(N, K)`` added to each logit before the calibration.
 
     Returns:
         float32 array ``(N, K)`` of ``sigmoid(q.m/|q| - |q|)`` (calibrated when asked).
@@ -93,7 +108,12 @@ def probabilities(
     q, m = _as_matrix(questions, "questions"), _as_matrix(llms, "llms")
     k = m.shape[0]
     return _core.probabilities(
-        q, m, _threads(threads), _per_llm(scale, "scale", k), _per_llm(bias, "bias", k)
+        q,
+        m,
+        _threads(threads),
+        _per_llm(scale, "scale", k),
+        _per_llm(bias, "bias", k),
+        _offsets(offsets, q.shape[0], k),
     )
 
 
@@ -107,6 +127,7 @@ def top_k(
     bias: npt.ArrayLike | None = None,
     penalty: npt.ArrayLike | None = None,
     precision: str = "float32",
+    offsets: npt.ArrayLike | None = None,
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
     """The ``k`` most likely-correct LLMs for each question, without building the ``N x K`` matrix.
 
@@ -122,10 +143,11 @@ def top_k(
         penalty: optional ``(K,)``: rank by ``P - penalty`` (e.g. ``cost_weight * cost``) instead of by logit;
             ties by lower index; the values returned are still the probabilities.
         precision: ``"float32"``, or ``"bfloat16"``: the LLMs are ranked with bfloat16 products (AVX-512 BF16,
-            where :func:`bf16_supported`; float32 otherwise and with a penalty) and the chosen k scored again
+            where :func:`bf16_supported`; float32 otherwise and with a penalty or offsets) and the chosen k scored again
             exactly, so the probabilities are float32's and the set differs only where two LLMs are within
             about 1e-3 in logit. Whether it saves CPU time depends on the CPU and K: docs/throughput.md has the
             measurements.
+        offsets: optional ``(N, K)`` added to each logit before the calibration.
 
     Returns:
         ``(indices, probabilities)``: uint32 ``(N, k)`` LLM indices and float32 ``(N, k)`` P(correct).
@@ -146,7 +168,7 @@ def top_k(
     n_llms = m.shape[0]
     if precision not in ("float32", "bfloat16"):
         raise JeirtError(f"precision must be 'float32' or 'bfloat16', got {precision!r}")
-    if precision == "bfloat16" and penalty is None:
+    if precision == "bfloat16" and penalty is None and offsets is None:
         return _core.top_k_bf16(
             q, m, int(k), _threads(threads), _per_llm(scale, "scale", n_llms), _per_llm(bias, "bias", n_llms)
         )
@@ -158,6 +180,7 @@ def top_k(
         _per_llm(scale, "scale", n_llms),
         _per_llm(bias, "bias", n_llms),
         _per_llm(penalty, "penalty", n_llms),
+        _offsets(offsets, q.shape[0], n_llms),
     )
 
 
@@ -173,6 +196,7 @@ def mean_probability(
     threads: int | None = None,
     scale: npt.ArrayLike | None = None,
     bias: npt.ArrayLike | None = None,
+    offsets: npt.ArrayLike | None = None,
 ) -> npt.NDArray[np.float32]:
     """Mean P(correct) of each LLM over a question bank (a forecast of its accuracy).
 
@@ -183,6 +207,7 @@ def mean_probability(
         llms: ``(K, d)`` LLM vectors, ``K >= 1``.
         threads: worker threads; ``None`` or 0 = all cores.
         scale, bias: optional ``(K,)`` calibration.
+        offsets: optional ``(N, K)`` added to each logit before the calibration.
 
     Returns:
         float32 array ``(K,)``.
@@ -197,5 +222,10 @@ def mean_probability(
     q, m = _as_matrix(questions, "questions"), _as_matrix(llms, "llms")
     k = m.shape[0]
     return _core.mean_probability(
-        q, m, _threads(threads), _per_llm(scale, "scale", k), _per_llm(bias, "bias", k)
+        q,
+        m,
+        _threads(threads),
+        _per_llm(scale, "scale", k),
+        _per_llm(bias, "bias", k),
+        _offsets(offsets, q.shape[0], k),
     )

@@ -5,11 +5,15 @@
 //! - penalty (top-k only): rank by `P(correct) - penalty[j]` instead of by the logit (cost-aware routing:
 //!   `penalty = lambda * cost`).
 //!
-//! Both are validated once per call and padded to the packed table's width, so the sinks load them as SIMD
-//! vectors at the same column as the logits.
+//! - offsets: `logit' = logit + offset[i][j]`, one value per (question, LLM), added before the calibration
+//!   (an onboarded LLM's correction from the encoder's features; see python/jeirt_lite/_corrections.py).
+//!
+//! The per-LLM arrays are validated once per call and padded to the packed table's width, so the sinks load them
+//! as SIMD vectors at the same column as the logits; the offsets are added to each tile by the engine.
 
 use crate::engine::MAX_WIDTH;
 use crate::error::KernelError;
+use crate::matrix::MatrixView;
 use crate::simd::Simd;
 
 /// Per-LLM temperature and bias on the logit; `None` means 1 (scale) or 0 (bias).
@@ -19,6 +23,8 @@ pub struct Calibration<'a> {
     pub scale: Option<&'a [f32]>,
     /// Length K, finite.
     pub bias: Option<&'a [f32]>,
+    /// N x K (one row per question, one column per LLM), finite: added to the logit before scale and bias.
+    pub offsets: Option<MatrixView<'a>>,
 }
 
 impl Calibration<'_> {
@@ -26,6 +32,32 @@ impl Calibration<'_> {
     pub fn none() -> Self {
         Self::default()
     }
+}
+
+/// Checks that the optional offsets are N x K and finite (the first bad entry is named).
+pub(crate) fn check_offsets(
+    offsets: Option<MatrixView<'_>>,
+    questions: usize,
+    llms: usize,
+) -> Result<(), KernelError> {
+    let Some(off) = offsets else {
+        return Ok(());
+    };
+    if off.rows() != questions || off.cols() != llms {
+        return Err(KernelError::OffsetShape {
+            rows: off.rows(),
+            cols: off.cols(),
+            questions,
+            llms,
+        });
+    }
+    if let Some(i) = off.data().iter().position(|v| !v.is_finite()) {
+        return Err(KernelError::NonFiniteOffset {
+            row: i / llms.max(1),
+            col: i % llms.max(1),
+        });
+    }
+    Ok(())
 }
 
 /// Checks a per-LLM array and copies it, padded with `fill`, to `padded + MAX_WIDTH` entries (so a SIMD load

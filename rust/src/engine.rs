@@ -170,12 +170,34 @@ struct Tile<const R: usize> {
     scales: [RowScale; R],
 }
 
+/// Adds the (question, LLM) offsets of a tile's `valid` rows (global row `first`) and panel columns `cols`.
+#[inline(always)]
+fn add_offsets(
+    logits: &mut TileLogits,
+    offsets: MatrixView<'_>,
+    first: usize,
+    valid: usize,
+    cols: Range<usize>,
+) {
+    let cols = cols.start..cols.end.min(offsets.cols());
+    for (r, tile_row) in logits.v.iter_mut().enumerate().take(valid) {
+        let row = offsets.row(first + r);
+        let (Some(src), Some(dst)) = (row.get(cols.clone()), tile_row.get_mut(..cols.len())) else {
+            continue;
+        };
+        for (x, &o) in dst.iter_mut().zip(src) {
+            *x += o;
+        }
+    }
+}
+
 /// The fused pass over question rows `rows` (global indices) for level `S` with tiles of `R` rows.
 #[inline(always)]
 unsafe fn run_generic<S: Simd, const R: usize, T: TileSink>(
     questions: MatrixView<'_>,
     rows: Range<usize>,
     llms: &PackedLlms,
+    offsets: Option<MatrixView<'_>>,
     sink: &mut T,
 ) -> Result<(), KernelError> {
     debug_assert!(R <= MAX_ROWS && 2 * S::LANES == llms.width);
@@ -244,6 +266,16 @@ unsafe fn run_generic<S: Simd, const R: usize, T: TileSink>(
                 } else {
                     micro_kernel::<S, R, 2>(q, d, panel, &tile.scales, &mut logits);
                 }
+                if let Some(off) = offsets {
+                    let first = rows.start + tile.first_row;
+                    add_offsets(
+                        &mut logits,
+                        off,
+                        first,
+                        tile.valid,
+                        p * llms.width..(p + 1) * llms.width,
+                    );
+                }
                 sink.consume::<S>(tile.first_row, tile.valid, p, &logits);
             }
         }
@@ -259,9 +291,10 @@ unsafe fn run_avx512<T: TileSink>(
     questions: MatrixView<'_>,
     rows: Range<usize>,
     llms: &PackedLlms,
+    offsets: Option<MatrixView<'_>>,
     sink: &mut T,
 ) -> Result<(), KernelError> {
-    run_generic::<crate::simd::Avx512, 12, T>(questions, rows, llms, sink)
+    run_generic::<crate::simd::Avx512, 12, T>(questions, rows, llms, offsets, sink)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -270,12 +303,14 @@ unsafe fn run_avx2<T: TileSink>(
     questions: MatrixView<'_>,
     rows: Range<usize>,
     llms: &PackedLlms,
+    offsets: Option<MatrixView<'_>>,
     sink: &mut T,
 ) -> Result<(), KernelError> {
-    run_generic::<crate::simd::Avx2Fma, 6, T>(questions, rows, llms, sink)
+    run_generic::<crate::simd::Avx2Fma, 6, T>(questions, rows, llms, offsets, sink)
 }
 
-/// Runs the fused pass over `rows` with the code path of `level`.
+/// Runs the fused pass over `rows` with the code path of `level`; `offsets` (N x K, checked by the caller with
+/// `adjust::check_offsets`) are added to the logits before the sink sees them.
 ///
 /// `llms` must have been packed with [`panel_width`]`(level)`, and `level` must be supported by this CPU
 /// (both are checked; a mismatch is reported, never executed).
@@ -284,6 +319,7 @@ pub(crate) fn run_rows<T: TileSink>(
     questions: MatrixView<'_>,
     rows: Range<usize>,
     llms: &PackedLlms,
+    offsets: Option<MatrixView<'_>>,
     sink: &mut T,
 ) -> Result<(), KernelError> {
     if !level.is_supported() {
@@ -301,10 +337,10 @@ pub(crate) fn run_rows<T: TileSink>(
     unsafe {
         match level {
             #[cfg(target_arch = "x86_64")]
-            SimdLevel::Avx512 => run_avx512(questions, rows, llms, sink),
+            SimdLevel::Avx512 => run_avx512(questions, rows, llms, offsets, sink),
             #[cfg(target_arch = "x86_64")]
-            SimdLevel::Avx2Fma => run_avx2(questions, rows, llms, sink),
-            _ => run_generic::<Portable, 4, T>(questions, rows, llms, sink),
+            SimdLevel::Avx2Fma => run_avx2(questions, rows, llms, offsets, sink),
+            _ => run_generic::<Portable, 4, T>(questions, rows, llms, offsets, sink),
         }
     }
 }

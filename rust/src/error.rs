@@ -48,6 +48,15 @@ pub enum KernelError {
         row: usize,
         why: &'static str,
     },
+    /// The logit offsets are not one row per question and one column per LLM.
+    OffsetShape {
+        rows: usize,
+        cols: usize,
+        questions: usize,
+        llms: usize,
+    },
+    /// A logit offset is NaN or inf.
+    NonFiniteOffset { row: usize, col: usize },
 }
 
 impl fmt::Display for KernelError {
@@ -96,6 +105,18 @@ impl fmt::Display for KernelError {
             }
             Self::BadLlmParameter { what, row, why } => {
                 write!(f, "{what} entry {row} {why}")
+            }
+            Self::OffsetShape {
+                rows,
+                cols,
+                questions,
+                llms,
+            } => write!(
+                f,
+                "offsets must have shape ({questions}, {llms}) (questions x LLMs), got ({rows}, {cols})"
+            ),
+            Self::NonFiniteOffset { row, col } => {
+                write!(f, "offset at question row {row}, LLM {col} is NaN or inf")
             }
         }
     }

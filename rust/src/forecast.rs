@@ -3,7 +3,7 @@
 //! Sums are kept per chunk in float64 and added in chunk order, so the result does not depend on the
 //! number of threads.
 
-use crate::adjust::{calibrate, Calibration, PaddedCalibration};
+use crate::adjust::{calibrate, check_offsets, Calibration, PaddedCalibration};
 use crate::engine::{check_shapes, panel_width, run_rows, TileLogits, TileSink, CHUNK_ROWS};
 use crate::error::KernelError;
 use crate::matrix::MatrixView;
@@ -76,6 +76,7 @@ pub fn mean_probability_calibrated(
     if n == 0 {
         return Err(KernelError::EmptyQuestionBank);
     }
+    check_offsets(calibration.offsets, questions.rows(), llms.rows())?;
     let packed = pack_llms(llms, panel_width(config.simd))?;
     let padded = packed.panels * packed.width;
     let cal = PaddedCalibration::new(calibration, llms.rows(), padded)?;
@@ -88,7 +89,14 @@ pub fn mean_probability_calibrated(
             sums: vec![0.0; padded],
             calibration: cal.as_ref(),
         };
-        run_rows(config.simd, questions, rows, &packed, &mut sink)?;
+        run_rows(
+            config.simd,
+            questions,
+            rows,
+            &packed,
+            calibration.offsets,
+            &mut sink,
+        )?;
         Ok(sink.sums)
     })?;
     let mut total = vec![0.0f64; padded];

@@ -58,14 +58,17 @@ pub(crate) fn vector<'a>(
     }
 }
 
-/// The optional per-LLM calibration (`scale`, `bias` on the logit) every kernel takes.
+/// The optional per-LLM calibration (`scale`, `bias` on the logit) and (question, LLM) logit `offsets` every
+/// kernel takes.
 pub(crate) fn calibration<'a>(
     scale: &'a Option<PyReadonlyArray1<'_, f32>>,
     bias: &'a Option<PyReadonlyArray1<'_, f32>>,
+    offsets: &'a Option<PyReadonlyArray2<'_, f32>>,
 ) -> PyResult<Calibration<'a>> {
     Ok(Calibration {
         scale: vector(scale, "scale")?,
         bias: vector(bias, "bias")?,
+        offsets: offsets.as_ref().map(|o| view(o, "offsets")).transpose()?,
     })
 }
 
@@ -88,7 +91,7 @@ pub(crate) fn matrix<T: numpy::Element>(
 
 /// P(correct) for every question x LLM pair, float32 (N, K).
 #[pyfunction]
-#[pyo3(signature = (questions, llms, threads, scale=None, bias=None))]
+#[pyo3(signature = (questions, llms, threads, scale=None, bias=None, offsets=None))]
 fn probabilities<'py>(
     py: Python<'py>,
     questions: PyReadonlyArray2<'py, f32>,
@@ -96,13 +99,14 @@ fn probabilities<'py>(
     threads: i64,
     scale: Option<PyReadonlyArray1<'py, f32>>,
     bias: Option<PyReadonlyArray1<'py, f32>>,
+    offsets: Option<PyReadonlyArray2<'py, f32>>,
 ) -> PyResult<Bound<'py, PyArray2<f32>>> {
     let (q, m, cfg) = (
         view(&questions, "questions")?,
         view(&llms, "llms")?,
         config(threads)?,
     );
-    let cal = calibration(&scale, &bias)?;
+    let cal = calibration(&scale, &bias, &offsets)?;
     let out = py
         .detach(|| crate::probabilities_calibrated(q, m, &cal, &cfg))
         .map_err(to_py)?;
@@ -111,7 +115,7 @@ fn probabilities<'py>(
 
 /// The k most likely-correct LLMs per question: (uint32 (N, k) indices, float32 (N, k) probabilities).
 #[pyfunction]
-#[pyo3(signature = (questions, llms, k, threads, scale=None, bias=None, penalty=None))]
+#[pyo3(signature = (questions, llms, k, threads, scale=None, bias=None, penalty=None, offsets=None))]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
 fn top_k<'py>(
     py: Python<'py>,
@@ -122,6 +126,7 @@ fn top_k<'py>(
     scale: Option<PyReadonlyArray1<'py, f32>>,
     bias: Option<PyReadonlyArray1<'py, f32>>,
     penalty: Option<PyReadonlyArray1<'py, f32>>,
+    offsets: Option<PyReadonlyArray2<'py, f32>>,
 ) -> PyResult<(Bound<'py, PyArray2<u32>>, Bound<'py, PyArray2<f32>>)> {
     let (q, m, cfg) = (
         view(&questions, "questions")?,
@@ -131,7 +136,7 @@ fn top_k<'py>(
     let k_rows = m.rows();
     let k = usize::try_from(k)
         .map_err(|_| JeirtError::new_err(format!("k must be in 1..=K (K = {k_rows}), got {k}")))?;
-    let cal = calibration(&scale, &bias)?;
+    let cal = calibration(&scale, &bias, &offsets)?;
     let pen = vector(&penalty, "penalty")?;
     let (indices, values) = py
         .detach(|| crate::top_k_adjusted(q, m, k, &cal, pen, &cfg))
@@ -144,7 +149,7 @@ fn top_k<'py>(
 
 /// Mean P(correct) per LLM over the questions, float32 (K,).
 #[pyfunction]
-#[pyo3(signature = (questions, llms, threads, scale=None, bias=None))]
+#[pyo3(signature = (questions, llms, threads, scale=None, bias=None, offsets=None))]
 fn mean_probability<'py>(
     py: Python<'py>,
     questions: PyReadonlyArray2<'py, f32>,
@@ -152,13 +157,14 @@ fn mean_probability<'py>(
     threads: i64,
     scale: Option<PyReadonlyArray1<'py, f32>>,
     bias: Option<PyReadonlyArray1<'py, f32>>,
+    offsets: Option<PyReadonlyArray2<'py, f32>>,
 ) -> PyResult<Bound<'py, PyArray1<f32>>> {
     let (q, m, cfg) = (
         view(&questions, "questions")?,
         view(&llms, "llms")?,
         config(threads)?,
     );
-    let cal = calibration(&scale, &bias)?;
+    let cal = calibration(&scale, &bias, &offsets)?;
     let out = py
         .detach(|| crate::mean_probability_calibrated(q, m, &cal, &cfg))
         .map_err(to_py)?;

@@ -29,7 +29,7 @@ fn top_k_bf16<'py>(
     let k_rows = m.rows();
     let k = usize::try_from(k)
         .map_err(|_| JeirtError::new_err(format!("k must be in 1..=K (K = {k_rows}), got {k}")))?;
-    let cal = calibration(&scale, &bias)?;
+    let cal = calibration(&scale, &bias, &None)?;
     let (indices, values) = py
         .detach(|| crate::top_k_with_precision(q, m, k, &cal, None, &cfg, Precision::Bf16))
         .map_err(to_py)?;

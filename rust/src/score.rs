@@ -1,6 +1,6 @@
 //! `probabilities`: the full N x K matrix of P(correct), sigmoid applied in SIMD lanes as tiles finish.
 
-use crate::adjust::{calibrate, Calibration, PaddedCalibration};
+use crate::adjust::{calibrate, check_offsets, Calibration, PaddedCalibration};
 use crate::alloc::zeroed;
 use crate::engine::{check_shapes, panel_width, run_rows, TileLogits, TileSink, CHUNK_ROWS};
 use crate::error::KernelError;
@@ -76,6 +76,7 @@ pub fn probabilities_calibrated(
     config: &Config,
 ) -> Result<Vec<f32>, KernelError> {
     check_shapes(questions, llms)?;
+    check_offsets(calibration.offsets, questions.rows(), llms.rows())?;
     let packed = pack_llms(llms, panel_width(config.simd))?;
     let cal = PaddedCalibration::new(calibration, llms.rows(), packed.panels * packed.width)?;
     let (n, k, d) = (questions.rows(), llms.rows(), llms.cols());
@@ -95,7 +96,14 @@ pub fn probabilities_calibrated(
             llms: k,
             calibration: cal.as_ref(),
         };
-        run_rows(config.simd, questions, rows, &packed, &mut sink)
+        run_rows(
+            config.simd,
+            questions,
+            rows,
+            &packed,
+            calibration.offsets,
+            &mut sink,
+        )
     })?;
     Ok(out)
 }

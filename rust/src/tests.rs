@@ -334,6 +334,7 @@ fn calibration_and_penalty_match_reference_on_every_level() {
         let cal = Calibration {
             scale: Some(&scale),
             bias: Some(&bias),
+            offsets: None,
         };
         for level in levels() {
             let cfg = config(2, level);
@@ -385,6 +386,7 @@ fn bad_calibration_and_penalty_are_rejected() {
     let cal = Calibration {
         scale: Some(&short),
         bias: None,
+        offsets: None,
     };
     let err =
         crate::probabilities_calibrated(view(&q, 2, 3), view(&m, 2, 3), &cal, &cfg).unwrap_err();
@@ -400,6 +402,7 @@ fn bad_calibration_and_penalty_are_rejected() {
     let cal = Calibration {
         scale: Some(&zero),
         bias: None,
+        offsets: None,
     };
     let err =
         crate::probabilities_calibrated(view(&q, 2, 3), view(&m, 2, 3), &cal, &cfg).unwrap_err();
@@ -415,4 +418,78 @@ fn bad_calibration_and_penalty_are_rejected() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("penalty entry 0"));
+}
+
+#[test]
+fn offsets_are_added_to_the_logit_before_calibration_on_every_level() {
+    let mut rng = Rng(0x0ff5_e75);
+    for &(n, k, d) in SHAPES.iter() {
+        let q = rng.values(n * d, 1.5);
+        let m = rng.values(k * d, 1.5);
+        let offsets = rng.values(n * k, 2.0);
+        let scale: Vec<f32> = (0..k).map(|j| 0.5 + 0.1 * (j % 7) as f32).collect();
+        let logits = reference_logits(&q, &m, n, k, d);
+        let want: Vec<f64> = logits
+            .iter()
+            .enumerate()
+            .map(|(i, &z)| sigmoid64(f64::from(scale[i % k]) * (z + f64::from(offsets[i]))))
+            .collect();
+        let cal = Calibration {
+            scale: Some(&scale),
+            bias: None,
+            offsets: Some(view(&offsets, n, k)),
+        };
+        for level in levels() {
+            let cfg = config(2, level);
+            let p = crate::probabilities_calibrated(view(&q, n, d), view(&m, k, d), &cal, &cfg)
+                .expect("valid");
+            for (i, (&got, &w)) in p.iter().zip(&want).enumerate() {
+                assert_close(got, w, &format!("{level:?} offset p[{i}]"));
+            }
+            if n > 0 {
+                let means =
+                    crate::mean_probability_calibrated(view(&q, n, d), view(&m, k, d), &cal, &cfg)
+                        .expect("valid");
+                for j in 0..k {
+                    let mean = (0..n).map(|i| want[i * k + j]).sum::<f64>() / n as f64;
+                    assert_close(means[j], mean, &format!("{level:?} offset mean[{j}]"));
+                }
+            }
+            let (idx, val) =
+                crate::top_k_adjusted(view(&q, n, d), view(&m, k, d), 1, &cal, None, &cfg)
+                    .expect("valid");
+            for i in 0..n {
+                let best = (0..k).map(|j| want[i * k + j]).fold(f64::MIN, f64::max);
+                let chosen = idx[i] as usize;
+                assert!(want[i * k + chosen] >= best - 1e-5, "{level:?} row {i}");
+                assert_close(
+                    val[i],
+                    want[i * k + chosen],
+                    "top-k probability with offsets",
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_offsets_are_rejected() {
+    let cfg = config(1, SimdLevel::Portable);
+    let (q, m) = (vec![1.0f32; 6], vec![1.0f32; 6]);
+    let short = vec![0.0f32; 2];
+    let cal = Calibration {
+        offsets: Some(view(&short, 1, 2)),
+        ..Calibration::none()
+    };
+    let err =
+        crate::probabilities_calibrated(view(&q, 2, 3), view(&m, 2, 3), &cal, &cfg).unwrap_err();
+    assert!(matches!(err, KernelError::OffsetShape { rows: 1, .. }));
+    let nan = vec![0.0f32, 0.0, 0.0, f32::NAN];
+    let cal = Calibration {
+        offsets: Some(view(&nan, 2, 2)),
+        ..Calibration::none()
+    };
+    let err =
+        crate::mean_probability_calibrated(view(&q, 2, 3), view(&m, 2, 3), &cal, &cfg).unwrap_err();
+    assert!(err.to_string().contains("question row 1, LLM 1"));
 }

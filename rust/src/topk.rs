@@ -7,7 +7,7 @@
 //! With a calibration the ranked logit is the calibrated one. With a per-LLM penalty the ranking key is
 //! `P(correct) - penalty[j]` instead (cost-aware routing); the reported values are still probabilities.
 
-use crate::adjust::{calibrate, padded_penalty, Calibration, PaddedCalibration};
+use crate::adjust::{calibrate, check_offsets, padded_penalty, Calibration, PaddedCalibration};
 use crate::alloc::zeroed;
 use crate::engine::{check_shapes, panel_width, run_rows, TileLogits, TileSink, CHUNK_ROWS};
 use crate::error::KernelError;
@@ -177,6 +177,7 @@ pub fn top_k_adjusted(
             cols: 1,
         });
     }
+    check_offsets(calibration.offsets, questions.rows(), llms.rows())?;
     let packed = pack_llms(llms, panel_width(config.simd))?;
     let padded = packed.panels * packed.width;
     let cal = PaddedCalibration::new(calibration, llms.rows(), padded)?;
@@ -206,7 +207,14 @@ pub fn top_k_adjusted(
             calibration: cal.as_ref(),
             penalty: pen.as_deref(),
         };
-        run_rows(config.simd, questions, rows, &packed, &mut sink)
+        run_rows(
+            config.simd,
+            questions,
+            rows,
+            &packed,
+            calibration.offsets,
+            &mut sink,
+        )
     })?;
     Ok((indices, values))
 }

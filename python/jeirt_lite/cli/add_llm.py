@@ -72,4 +72,26 @@ def run(args: argparse.Namespace, console: Console) -> int:
     console.out.write(
         f"added {args.name!r} from {len(texts)} answers ({sum(labels)} correct); wrote {path}\n"
     )
+    console.out.write(fit_summary(grown.manifest["onboarded"][-1]))
     return 0
+
+
+def fit_summary(record: dict[str, Any]) -> str:
+    """How well the new LLM fits its answers (cross-validated), and whether its questions look like the router's."""
+    lines = []
+    if record.get("cv_auc") is not None:
+        lines.append(
+            f"  cross-validated on its answers ({record['folds']} folds): AUC {record['cv_auc']:.3f}, log-loss "
+            f"{record['cv_log_loss']:.3f} (vector alone: AUC {record['cv_auc_vector_only']:.3f}, log-loss "
+            f"{record['cv_log_loss_vector_only']:.3f})"
+        )
+    strength = f" (strength {record['strength']:g})" if record.get("strength") else ""
+    lines.append(f"  feature correction: {record['correction']}{strength}")
+    alignment = record.get("alignment")
+    if alignment:
+        verdict = "mostly UNLIKE" if alignment["mostly_out_of_distribution"] else "mostly like"
+        lines.append(
+            f"  its questions are {verdict} the router's training questions: "
+            f"{alignment['in_distribution_share']:.0%} in distribution (mean alignment {alignment['mean_score']:.3f})"
+        )
+    return "\n".join(lines) + "\n"

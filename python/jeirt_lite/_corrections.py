@@ -1,0 +1,266 @@
+"""A new LLM's correction on the encoder's own features, for answers on questions unlike the router's.
+
+`fit_llm_vector` fits only the LLM's vector m in a question space shaped on the router's training questions.
+When the new LLM's answers are on other questions, that space may not separate them: what the answers say about
+which of the user's questions the LLM gets right is lost. The correction adds, for that LLM only, a logit offset
+that is linear in the encoder's features f (the embedding before the router's adapter):
+
+    logit = q·m/‖q‖ − ‖q‖ + f·w + b
+
+(m, then w and b) are fitted from the answers: m exactly as `fit_llm_vector` does, then (w, b) by a logistic
+regression with m's logits as a fixed offset and a ridge penalty ½α‖w̃‖² on the standardised weights. The strength
+α is chosen by cross-validation on the answers (log-loss; the strongest penalty within one standard error of the
+best), over a grid that includes α = ∞ (no correction): where the router's geometry already explains the answers,
+the correction is switched off and the fit is today's.
+Everything is numpy; a fit on a few hundred answers takes well under a second.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from ._errors import JeirtError
+from ._onboarding import DEFAULT_L2, fit_llm_vector
+
+# Ridge strengths tried, in units of the standardised feature scale (see _design); inf = no correction.
+DEFAULT_STRENGTHS = (np.inf, 3000.0, 1000.0, 300.0, 100.0, 30.0, 10.0, 3.0)
+DEFAULT_FOLDS = 5
+# Below this many answers of each kind the folds cannot estimate anything: the correction stays off.
+MIN_PER_CLASS_FOR_CV = 5
+_PROBABILITY_FLOOR = 1e-7
+
+
+@dataclass(frozen=True)
+class OnboardingFit:
+    """What `fit_onboarding` found: the LLM vector, the correction (None when switched off) and how well it fits."""
+
+    vector: np.ndarray  # (d,) float32
+    weights: Optional[np.ndarray]  # (p,) float32: logit offset = features · weights + bias; None: no correction
+    bias: float
+    strength: float  # the chosen α (inf: no correction)
+    report: dict[str, object]
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+
+def base_logits(questions: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """q·m/‖q‖ − ‖q‖ per question (0 for a zero vector, as in the kernels)."""
+    norms = np.linalg.norm(questions, axis=1)
+    dots = np.divide(questions @ vector, norms, out=np.zeros_like(norms), where=norms > 0)
+    return dots - norms
+
+
+def _design(features: np.ndarray, center: np.ndarray, scale: float) -> np.ndarray:
+    """Standardised features and a constant column: the ridge penalty treats every direction alike."""
+    return np.hstack([(features - center) * scale, np.ones((features.shape[0], 1))])
+
+
+def _ridge_logistic(
+    design: np.ndarray, y: np.ndarray, offset: np.ndarray, strength: float, start: Optional[np.ndarray] = None
+) -> np.ndarray:
+    """argmin Σ log-loss(y, σ(Xw + offset)) + ½ strength ‖w‖², by Newton's method (strictly convex)."""
+    p = design.shape[1]
+    w = np.zeros(p) if start is None else start.copy()
+    for _ in range(50):
+        prob = _sigmoid(design @ w + offset)
+        gradient = design.T @ (prob - y) + strength * w
+        if np.max(np.abs(gradient)) < 1e-6:
+            break
+        hessian = (design * (prob * (1.0 - prob))[:, None]).T @ design + strength * np.eye(p)
+        w = w - np.linalg.solve(hessian, gradient)
+    return w
+
+
+def _losses(y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, _PROBABILITY_FLOOR, 1.0 - _PROBABILITY_FLOOR)
+    return -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
+
+
+def _log_loss(y: np.ndarray, p: np.ndarray) -> float:
+    return float(np.mean(_losses(y, p)))
+
+
+def _choose_strength(y: np.ndarray, held_out: dict[float, np.ndarray]) -> float:
+    """The strongest penalty whose held-out log-loss is within one standard error (of the paired per-answer
+    differences) of the best one's: a correction must earn its place beyond the noise of the folds."""
+    losses = {s: _losses(y, p) for s, p in held_out.items()}
+    best = min(losses, key=lambda s: (float(losses[s].mean()), -s))
+    for strength in sorted(losses, reverse=True):
+        gap = losses[strength] - losses[best]
+        if gap.mean() <= gap.std(ddof=1) / np.sqrt(len(y)):
+            return strength
+    return best
+
+
+def _auc(y: np.ndarray, score: np.ndarray) -> Optional[float]:
+    """Rank AUC (ties averaged); None when only one class is present."""
+    positives = int(y.sum())
+    negatives = len(y) - positives
+    if positives == 0 or negatives == 0:
+        return None
+    order = np.argsort(score, kind="mergesort")
+    ranks = np.empty(len(score))
+    sorted_scores = score[order]
+    # average ranks over ties
+    boundaries = np.flatnonzero(np.diff(sorted_scores)) + 1
+    starts = np.concatenate([[0], boundaries])
+    ends = np.concatenate([boundaries, [len(score)]])
+    for start, end in zip(starts, ends):
+        ranks[order[start:end]] = 0.5 * (start + end - 1) + 1.0
+    return float((ranks[y == 1].sum() - positives * (positives + 1) / 2) / (positives * negatives))
+
+
+def _folds(y: np.ndarray, count: int, seed: int) -> np.ndarray:
+    """Fold number per answer, stratified by label, seeded."""
+    rng = np.random.default_rng(seed)
+    fold = np.empty(len(y), dtype=np.int64)
+    for label in (0.0, 1.0):
+        rows = rng.permutation(np.flatnonzero(y == label))
+        fold[rows] = np.arange(len(rows)) % count
+    return fold
+
+
+def _ridge_path(
+    design: np.ndarray, y: np.ndarray, offset: np.ndarray, strengths: list[float], iterations: int = 30
+) -> dict[float, np.ndarray]:
+    """Approximate ridge-logistic weights for many strengths at the cost of one eigendecomposition: Newton steps
+    with the Hessian frozen at the offset-only fit (w = 0). Used only to choose the strength by cross-validation;
+    the chosen strength is then fitted exactly by `_ridge_logistic`."""
+    prob0 = _sigmoid(offset)
+    values, basis = np.linalg.eigh((design * (prob0 * (1.0 - prob0))[:, None]).T @ design)
+    out: dict[float, np.ndarray] = {}
+    w = np.zeros(design.shape[1])
+    for strength in sorted(strengths, reverse=True):  # strong to weak: each path point warm-starts the next
+        for _ in range(iterations):
+            gradient = design.T @ (_sigmoid(design @ w + offset) - y) + strength * w
+            step = basis @ ((basis.T @ gradient) / (np.maximum(values, 0.0) + strength))
+            w = w - step
+            if np.max(np.abs(step)) < 1e-5:
+                break
+        out[strength] = w.copy()
+    return out
+
+
+def _cross_validated(
+    q: np.ndarray, design: np.ndarray, y: np.ndarray, prior: np.ndarray, l2: float, strengths: tuple[float, ...],
+    folds: int, seed: int,
+) -> dict[float, np.ndarray]:
+    """Held-out probabilities of every answer under each strength (m and the correction refitted per fold)."""
+    fold = _folds(y, folds, seed)
+    held_out = {s: np.empty(len(y)) for s in strengths}
+    finite = [s for s in strengths if np.isfinite(s)]
+    for k in range(folds):
+        train, test = fold != k, fold == k
+        vector = fit_llm_vector(q[train], y[train], prior_mean=prior, l2=l2).astype(np.float64)
+        offset_train, offset_test = base_logits(q[train], vector), base_logits(q[test], vector)
+        if len(finite) < len(strengths):
+            held_out[float("inf")][test] = _sigmoid(offset_test)
+        if finite:
+            for strength, w in _ridge_path(design[train], y[train], offset_train, finite).items():
+                held_out[strength][test] = _sigmoid(design[test] @ w + offset_test)
+    return held_out
+
+
+def fit_onboarding(
+    questions: np.ndarray,
+    features: Optional[np.ndarray],
+    correct: np.ndarray,
+    *,
+    prior_mean: np.ndarray,
+    l2: float = DEFAULT_L2,
+    strengths: tuple[float, ...] = DEFAULT_STRENGTHS,
+    folds: int = DEFAULT_FOLDS,
+    seed: int = 0,
+) -> OnboardingFit:
+    """The new LLM's vector and, where cross-validation says it helps, its feature correction.
+
+    Args:
+        questions: (n, d) question vectors of the answered questions.
+        features: (n, p) encoder features of the same questions, or None (the router exposes none: no correction).
+        correct: (n,) 0/1 answers.
+        prior_mean: (d,) the prior mean LLM vector.
+        l2: prior precision of the LLM vector (as in `fit_llm_vector`).
+        strengths: ridge strengths to choose from by cross-validation; include inf to allow "no correction".
+        folds, seed: the cross-validation.
+
+    Returns:
+        An `OnboardingFit`; its report holds the cross-validated AUC and log-loss of the chosen fit and of the
+        vector alone, the chosen strength, the folds, and why the correction is off when it is.
+    """
+    q = np.asarray(questions, dtype=np.float64)
+    y = np.asarray(correct, dtype=np.float64)
+    prior = np.asarray(prior_mean, dtype=np.float64)
+    vector = fit_llm_vector(q, y, prior_mean=prior, l2=l2).astype(np.float64)
+    report: dict[str, object] = {"answers": int(len(y)), "correct": int(y.sum()), "folds": int(folds)}
+    per_class = int(min(y.sum(), len(y) - y.sum()))
+    if per_class < max(MIN_PER_CLASS_FOR_CV, folds):
+        report["correction"] = f"off: fewer than {max(MIN_PER_CLASS_FOR_CV, folds)} answers of each kind"
+        return OnboardingFit(vector.astype(np.float32), None, 0.0, float("inf"), report)
+    if not strengths or any(not (s > 0) for s in strengths):
+        raise JeirtError(f"correction strengths must be positive numbers (inf allowed), got {strengths!r}")
+    grid = tuple(strengths) if features is not None else (float("inf"),)
+    if features is not None:
+        f = np.asarray(features, dtype=np.float64)
+        if f.ndim != 2 or f.shape[0] != len(y) or not np.isfinite(f).all():
+            raise JeirtError(f"features must be a finite ({len(y)}, p) array, got shape {f.shape}")
+        center = f.mean(axis=0)
+        spread = float(np.sqrt(np.mean(np.sum((f - center) ** 2, axis=1))))
+        scale = np.sqrt(f.shape[1]) / spread if spread > 0 else 1.0
+        design = _design(f, center, scale)
+    else:
+        design = np.ones((len(y), 1))
+    held_out = _cross_validated(q, design, y, prior, l2, grid, folds, seed)
+    losses = {s: _log_loss(y, p) for s, p in held_out.items()}
+    best = _choose_strength(y, held_out)
+    report.update(
+        cv_auc=_auc(y, held_out[best]),
+        cv_log_loss=losses[best],
+        cv_auc_vector_only=_auc(y, held_out[float("inf")] if float("inf") in held_out else held_out[best]),
+        cv_log_loss_vector_only=losses.get(float("inf")),
+        strength=None if np.isinf(best) else float(best),
+    )
+    if features is None:
+        report["correction"] = "off: this router's encoder exposes no features"
+        return OnboardingFit(vector.astype(np.float32), None, 0.0, float("inf"), report)
+    if np.isinf(best):
+        report["correction"] = "off: cross-validation prefers the vector alone"
+        return OnboardingFit(vector.astype(np.float32), None, 0.0, best, report)
+    w = _ridge_logistic(design, y, base_logits(q, vector), best)
+    # Fold the standardisation into plain weights: offset = f·weights + bias.
+    weights = w[:-1] * scale
+    bias = float(w[-1] - center @ weights)
+    report["correction"] = "on"
+    return OnboardingFit(vector.astype(np.float32), weights.astype(np.float32), bias, best, report)
+
+
+def check_features(features: object, rows: int, feature_dim: int) -> np.ndarray:
+    """Encoder features as float32 (rows, feature_dim); the router's encoder must expose features of that size."""
+    if feature_dim < 1:
+        raise JeirtError("this router's encoder exposes no features (encoder.feature_output), so none can be given")
+    array = np.asarray(features)
+    if array.shape != (rows, feature_dim) or not np.issubdtype(array.dtype, np.number):
+        raise JeirtError(f"features must be a numeric ({rows}, {feature_dim}) array, got shape {array.shape}")
+    bad = np.flatnonzero(~np.isfinite(array).all(axis=1))
+    if bad.size:
+        raise JeirtError(f"features row {int(bad[0])} contains NaN or inf")
+    return array.astype(np.float32)
+
+
+def onboarding_record(name: str, l2: float, fit: OnboardingFit, alignment: Optional[Any]) -> dict[str, Any]:
+    """The manifest's record of one onboarded LLM: its fit report and how its questions align with the router's."""
+    record: dict[str, Any] = {"name": name, "l2": float(l2), **fit.report}
+    if alignment is not None:
+        share = float(np.mean(alignment.in_distribution))
+        record["alignment"] = {
+            "mean_score": float(np.mean(alignment.scores)),
+            "in_distribution_share": share,
+            # The threshold flags about 5% of the router's own validation questions, so a majority flagged
+            # means these questions are unlike the router's training questions.
+            "mostly_out_of_distribution": share < 0.5,
+        }
+    return record

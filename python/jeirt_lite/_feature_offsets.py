@@ -1,0 +1,114 @@
+"""Onboarded LLMs' feature corrections as stored in a router folder, and the logit offsets they give.
+
+    corrections.safetensors   "weights" (C, p) float32 and "bias" (C,) float32, one row per corrected LLM
+    router.json "corrections": {"llms": [C names, in row order], "feature_dim": p}
+
+For question features f (the encoder's pre-adapter embedding, the graph's `encoder.feature_output`) the corrected
+LLM j gets `offset = f·weights[j] + bias[j]` added to its logit; every other LLM gets 0. See _corrections.py for
+how they are fitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+
+from ._errors import JeirtError
+
+CORRECTIONS_FILE = "corrections.safetensors"
+WEIGHTS_TENSOR = "weights"
+BIAS_TENSOR = "bias"
+
+
+@dataclass(frozen=True)
+class FeatureCorrections:
+    """Per-LLM linear logit offsets on the encoder's features."""
+
+    llms: tuple[str, ...]
+    weights: np.ndarray  # (C, p) float32
+    bias: np.ndarray  # (C,) float32
+
+    @property
+    def feature_dim(self) -> int:
+        return int(self.weights.shape[1])
+
+    def manifest_block(self) -> dict[str, Any]:
+        return {"llms": list(self.llms), "feature_dim": self.feature_dim}
+
+    def tensors(self) -> dict[str, np.ndarray]:
+        return {WEIGHTS_TENSOR: self.weights, BIAS_TENSOR: self.bias}
+
+    def offsets(self, features: Optional[np.ndarray], llm_names: Sequence[str], rows: int) -> np.ndarray:
+        """(N, K) float32 logit offsets for the LLMs `llm_names` (zero columns for uncorrected ones)."""
+        if features is None:
+            raise JeirtError(
+                f"this router corrects {', '.join(self.llms)} with the encoder's features: pass features= "
+                "(router.embed_with_features) along with precomputed question vectors"
+            )
+        f = np.asarray(features)
+        if f.ndim != 2 or f.shape != (rows, self.feature_dim) or not np.issubdtype(f.dtype, np.number):
+            raise JeirtError(f"features must have shape ({rows}, {self.feature_dim}), got {f.shape}")
+        out = np.zeros((rows, len(llm_names)), dtype=np.float32)
+        where = {name: j for j, name in enumerate(llm_names)}
+        for row, name in enumerate(self.llms):
+            if name in where:
+                out[:, where[name]] = f.astype(np.float32) @ self.weights[row] + self.bias[row]
+        bad = np.flatnonzero(~np.isfinite(out).all(axis=1))
+        if bad.size:
+            raise JeirtError(f"features row {int(bad[0])} contains NaN or inf")
+        return out
+
+    def with_llm(self, name: str, weights: np.ndarray, bias: float) -> "FeatureCorrections":
+        return FeatureCorrections(
+            self.llms + (name,),
+            np.vstack([self.weights, np.asarray(weights, np.float32)[None, :]]),
+            np.append(self.bias, np.float32(bias)).astype(np.float32),
+        )
+
+    def restricted(self, names: Sequence[str]) -> Optional["FeatureCorrections"]:
+        """Only the corrections of LLMs in `names`; None when none is left."""
+        rows = [i for i, name in enumerate(self.llms) if name in set(names)]
+        if not rows:
+            return None
+        return FeatureCorrections(tuple(self.llms[i] for i in rows), self.weights[rows], self.bias[rows])
+
+
+def new_corrections(name: str, weights: np.ndarray, bias: float) -> FeatureCorrections:
+    return FeatureCorrections(
+        (name,), np.asarray(weights, np.float32)[None, :], np.array([bias], dtype=np.float32)
+    )
+
+
+def parse_corrections(
+    block: Any, tensors: Mapping[str, np.ndarray], llm_names: Sequence[str], feature_dim: Optional[int], where: str
+) -> FeatureCorrections:
+    """Validate the manifest block and the tensors against the router's LLMs and its encoder's feature size."""
+    if not isinstance(block, Mapping) or not isinstance(block.get("llms"), list):
+        raise JeirtError(f"{where}: the corrections block must list the corrected LLMs ('llms')")
+    names = [str(n) for n in block["llms"]]
+    unknown = [n for n in names if n not in set(llm_names)]
+    if unknown or len(set(names)) != len(names):
+        raise JeirtError(f"{where}: corrections name unknown or repeated LLMs: {unknown or names}")
+    missing = [t for t in (WEIGHTS_TENSOR, BIAS_TENSOR) if t not in tensors]
+    if missing:
+        raise JeirtError(f"{where}: has no tensor {missing[0]!r}")
+    weights, bias = tensors[WEIGHTS_TENSOR], tensors[BIAS_TENSOR]
+    if weights.ndim != 2 or weights.shape[0] != len(names) or bias.shape != (len(names),):
+        raise JeirtError(
+            f"{where}: weights {weights.shape} and bias {bias.shape} must have one row per corrected LLM "
+            f"({len(names)})"
+        )
+    if feature_dim is None or weights.shape[1] != feature_dim:
+        raise JeirtError(
+            f"{where}: corrections need encoder features of size {weights.shape[1]}, the encoder gives "
+            f"{'none' if feature_dim is None else feature_dim}"
+        )
+    if weights.dtype != np.float32 or bias.dtype != np.float32:
+        raise JeirtError(f"{where}: weights and bias must be float32")
+    if not (np.isfinite(weights).all() and np.isfinite(bias).all()):
+        raise JeirtError(f"{where}: weights and bias must be finite")
+    weights.setflags(write=False)
+    bias.setflags(write=False)
+    return FeatureCorrections(tuple(names), weights, bias)

@@ -1,0 +1,150 @@
+"""Onboarding with a correction on the encoder's features: the fit, the kernels' offsets and the router folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jeirt_lite import JeirtError, Router, kernels
+from jeirt_lite._corrections import base_logits, fit_onboarding
+from jeirt_lite._onboarding import fit_llm_vector
+
+
+def _auc(y: np.ndarray, s: np.ndarray) -> float:
+    pos, neg = s[y == 1], s[y == 0]
+    return float((pos[:, None] > neg[None, :]).mean() + 0.5 * (pos[:, None] == neg[None, :]).mean())
+
+
+def _problem(seed: int, n: int, feature_effect: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Questions (n, 8), features (n, 16), the true per-question logit and sampled answers."""
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=(n, 8)) * 0.5
+    f = rng.normal(size=(n, 16))
+    f /= np.linalg.norm(f, axis=1, keepdims=True)
+    w = np.zeros(16)
+    w[:3] = feature_effect
+    logit = base_logits(q, rng.normal(size=8)) + f @ w
+    y = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(np.float64)
+    return q, f, logit, y
+
+
+def test_a_feature_effect_is_learned_and_predicts_unseen_questions_better() -> None:
+    q, f, logit, y = _problem(0, 1600, 6.0)
+    train, test = slice(0, 400), slice(400, None)
+    fit = fit_onboarding(q[train], f[train], y[train], prior_mean=np.zeros(8))
+    assert fit.weights is not None and fit.report["correction"] == "on"
+    assert fit.report["cv_auc"] > fit.report["cv_auc_vector_only"]  # type: ignore[operator]
+    corrected = base_logits(q[test], fit.vector.astype(np.float64)) + f[test] @ fit.weights + fit.bias
+    alone = base_logits(q[test], fit_llm_vector(q[train], y[train]).astype(np.float64))
+    assert _auc(y[test], corrected) > _auc(y[test], alone) + 0.05
+    assert np.corrcoef(f[test] @ fit.weights, f[test][:, :3].sum(axis=1))[0, 1] > 0.8
+
+
+def test_without_a_feature_effect_the_fit_stays_close_to_the_vector_alone() -> None:
+    q, f, _, y = _problem(1, 400, 0.0)
+    fit = fit_onboarding(q, f, y, prior_mean=np.zeros(8))
+    plain = fit_llm_vector(q, y)
+    np.testing.assert_allclose(fit.vector, plain, atol=1e-6)
+    offsets = np.zeros(len(y)) if fit.weights is None else f @ fit.weights + fit.bias
+    assert np.std(offsets) < 0.15  # switched off, or shrunk to almost nothing
+
+
+def test_too_few_answers_of_one_kind_leave_the_correction_off() -> None:
+    q, f, _, _ = _problem(2, 40, 3.0)
+    y = np.zeros(40)
+    y[:3] = 1
+    fit = fit_onboarding(q, f, y, prior_mean=np.zeros(8))
+    assert fit.weights is None and "fewer than" in str(fit.report["correction"])
+
+
+def test_kernels_add_offsets_before_the_calibration() -> None:
+    rng = np.random.default_rng(3)
+    q, m = rng.normal(size=(37, 5)).astype(np.float32), rng.normal(size=(4, 5)).astype(np.float32)
+    offsets = rng.normal(size=(37, 4)).astype(np.float32)
+    scale, bias = np.array([1.0, 0.5, 2.0, 1.5], np.float32), np.array([0.0, 0.1, -0.2, 0.3], np.float32)
+    norms = np.linalg.norm(q, axis=1, keepdims=True)
+    want = 1 / (1 + np.exp(-(scale * ((q @ m.T) / norms - norms + offsets) + bias)))
+    got = kernels.probabilities(q, m, scale=scale, bias=bias, offsets=offsets)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    np.testing.assert_allclose(kernels.mean_probability(q, m, offsets=offsets), (
+        1 / (1 + np.exp(-((q @ m.T) / norms - norms + offsets)))).mean(axis=0), atol=1e-5)
+    index, _ = kernels.top_k(q, m, 1, offsets=offsets)
+    np.testing.assert_array_equal(index[:, 0], np.argmax((q @ m.T) / norms - norms + offsets, axis=1))
+    with pytest.raises(JeirtError, match=r"offsets must have shape \(37, 4\)"):
+        kernels.probabilities(q, m, offsets=offsets[:3])
+    offsets[5, 2] = np.nan
+    with pytest.raises(JeirtError, match="question row 5, LLM 2"):
+        kernels.probabilities(q, m, offsets=offsets)
+
+
+@pytest.fixture(scope="module")
+def grown() -> tuple[Router, np.ndarray, np.ndarray]:
+    """The shipped router plus an LLM whose answers follow the encoder's features more than the router's space."""
+    router = Router.load(threads=1)
+    rng = np.random.default_rng(4)
+    texts = [f"question {i} about {w} and {v}" for i, (w, v) in enumerate(rng.choice(
+        ["enzyme", "integral", "court", "market", "circuit", "poem", "python", "war"], size=(300, 2)))]
+    vectors, features = router.embed_with_features(texts)
+    assert features is not None and features.shape == (300, router.manifest["encoder"]["feature_dim"])
+    direction = rng.normal(size=features.shape[1])
+    signal = (features - features.mean(axis=0)) @ direction
+    y = (signal > np.median(signal)).astype(int)
+    return router.add_llm_vectors("feature-llm", vectors, y, features=features, cost=3.0), vectors, features
+
+
+def test_the_router_applies_the_correction_everywhere(grown: tuple[Router, np.ndarray, np.ndarray]) -> None:
+    router, vectors, features = grown
+    assert router.corrections is not None and router.corrections.llms == ("feature-llm",)
+    record = router.manifest["onboarded"][-1]
+    assert record["correction"] == "on" and record["cv_auc"] > record["cv_auc_vector_only"]
+    assert 0.0 <= record["alignment"]["in_distribution_share"] <= 1.0
+    p = router.predict_proba_vectors(vectors, features)
+    corrections = router.corrections
+    new_logit = base_logits(vectors.astype(np.float64), router.llm_vectors[-1].astype(np.float64)) + (
+        features @ corrections.weights[0] + corrections.bias[0])
+    np.testing.assert_allclose(p[:, -1], 1 / (1 + np.exp(-new_logit)), atol=1e-4)
+    without = router.select_llms(router.llms[:-1])
+    assert without.corrections is None
+    np.testing.assert_allclose(p[:, :-1], without.predict_proba_vectors(vectors), atol=1e-6)
+    np.testing.assert_allclose(
+        list(router.forecast_vectors(vectors, features).values()), p.mean(axis=0), atol=1e-5
+    )
+    best = router.route_vectors(vectors, k=1, features=features).indices[:, 0]
+    np.testing.assert_array_equal(best, np.argmax(p, axis=1))
+    with pytest.raises(JeirtError, match="pass features="):
+        router.predict_proba_vectors(vectors)
+
+
+def test_corrections_survive_save_and_load_and_are_hash_checked(
+    grown: tuple[Router, np.ndarray, np.ndarray], tmp_path: Path
+) -> None:
+    router, vectors, features = grown
+    path = router.save(tmp_path / "grown")
+    loaded = Router.load(path, threads=1)
+    assert loaded.corrections is not None and loaded.corrections.llms == ("feature-llm",)
+    np.testing.assert_array_equal(
+        loaded.predict_proba_vectors(vectors, features), router.predict_proba_vectors(vectors, features)
+    )
+    texts = ["What is the derivative of x**3?", "Which court hears appeals?"]
+    np.testing.assert_allclose(
+        loaded.predict_proba(texts), loaded.predict_proba_vectors(*loaded.embed_with_features(texts)), atol=1e-6
+    )
+    assert loaded.remove_llm("feature-llm").corrections is None
+    (path / "corrections.safetensors").write_bytes(b"not a tensor file")
+    with pytest.raises(JeirtError, match="corrections.safetensors: sha256"):
+        Router.load(path)
+
+
+def test_corrections_need_an_encoder_with_features(
+    grown: tuple[Router, np.ndarray, np.ndarray], tmp_path: Path
+) -> None:
+    router, _, _ = grown
+    path = router.save(tmp_path / "grown")
+    manifest = json.loads((path / "router.json").read_text())
+    del manifest["corrections"]
+    (path / "router.json").write_text(json.dumps(manifest))
+    with pytest.raises(JeirtError, match="corrections"):
+        Router.load(path)
