@@ -57,6 +57,8 @@ def test_add_llm_writes_a_router_with_the_new_llm(
     )
     assert done.returncode == 0, done.stderr
     assert "added 'newbie' from 24 answers (12 correct)" in done.stdout
+    assert "cross-validated on its answers (5 folds): AUC" in done.stdout
+    assert "feature correction: off: this router's encoder exposes no features" in done.stdout
     grown = Router.load(tmp_path / "grown")
     assert grown.llms[-1] == "newbie" and len(grown.llms) == 6 and grown.costs == {"newbie": 3.5}
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from jeirt_lite import JeirtError, Router, kernels
 from jeirt_lite._corrections import base_logits, fit_onboarding
 from jeirt_lite._onboarding import fit_llm_vector

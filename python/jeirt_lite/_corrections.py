@@ -51,8 +51,9 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
 def base_logits(questions: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """q·m/‖q‖ − ‖q‖ per question (0 for a zero vector, as in the kernels)."""
     norms = np.linalg.norm(questions, axis=1)
-    dots = np.divide(questions @ vector, norms, out=np.zeros_like(norms), where=norms > 0)
-    return dots - norms
+    dots: np.ndarray = np.divide(questions @ vector, norms, out=np.zeros_like(norms), where=norms > 0)
+    logits: np.ndarray = dots - norms
+    return logits
 
 
 def _design(features: np.ndarray, center: np.ndarray, scale: float) -> np.ndarray:
@@ -78,7 +79,8 @@ def _ridge_logistic(
 
 def _losses(y: np.ndarray, p: np.ndarray) -> np.ndarray:
     p = np.clip(p, _PROBABILITY_FLOOR, 1.0 - _PROBABILITY_FLOOR)
-    return -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
+    losses: np.ndarray = -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
+    return losses
 
 
 def _log_loss(y: np.ndarray, p: np.ndarray) -> float:

@@ -10,8 +10,9 @@ how they are fitted.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 
@@ -60,14 +61,14 @@ class FeatureCorrections:
             raise JeirtError(f"features row {int(bad[0])} contains NaN or inf")
         return out
 
-    def with_llm(self, name: str, weights: np.ndarray, bias: float) -> "FeatureCorrections":
+    def with_llm(self, name: str, weights: np.ndarray, bias: float) -> FeatureCorrections:
         return FeatureCorrections(
             self.llms + (name,),
             np.vstack([self.weights, np.asarray(weights, np.float32)[None, :]]),
             np.append(self.bias, np.float32(bias)).astype(np.float32),
         )
 
-    def restricted(self, names: Sequence[str]) -> Optional["FeatureCorrections"]:
+    def restricted(self, names: Sequence[str]) -> Optional[FeatureCorrections]:
         """Only the corrections of LLMs in `names`; None when none is left."""
         rows = [i for i, name in enumerate(self.llms) if name in set(names)]
         if not rows:

@@ -14,10 +14,9 @@ from . import kernels
 from ._alignment import TOP_K, AlignmentResult, align
 from ._encoder import OnnxEncoder, check_texts
 from ._errors import JeirtError
+from ._feature_offsets import FeatureCorrections
 from ._llm_params import Calibration, check_costs, cost_vector, make_calibration, parse_calibration
-from ._corrections import check_features, fit_onboarding, onboarding_record
-from ._feature_offsets import FeatureCorrections, new_corrections
-from ._onboarding import DEFAULT_L2, check_labels
+from ._onboarding import DEFAULT_L2
 from ._results import RouteResult
 from ._routing import route_rows
 from ._static_path import StaticEncoder, static_encoder_for
@@ -427,31 +426,9 @@ class Router:
         cost: Optional[float] = None,
     ) -> Router:
         """`add_llm` for question vectors (and, for a correction, their encoder features) embedded elsewhere."""
-        if not isinstance(name, str) or not name.strip():
-            raise JeirtError(f"the new LLM needs a non-empty name, got {name!r}")
-        if name in self.llms:
-            raise JeirtError(f"LLM {name!r} is already in this router")
-        questions = self._check_vectors(vectors)
-        labels = check_labels(np.asarray(correct), questions.shape[0])
-        if features is not None:
-            features = check_features(features, questions.shape[0], self._encoder.feature_dim)
-        fit = fit_onboarding(questions, features, labels, prior_mean=self._llm_vectors.mean(axis=0), l2=l2)
-        alignment = self.alignment_vectors(questions) if self.has_alignment else None
-        record = onboarding_record(name, l2, fit, alignment)
-        changes: dict[str, Any] = {"onboarded": list(self.manifest.get("onboarded") or []) + [record]}
-        if cost is not None:
-            changes["costs"] = {**self.costs, **check_costs({name: cost}, self.llms + (name,), "cost")}
-        if self._calibration is not None:
-            changes["calibration"] = self._calibration.extended().to_manifest()
-        corrections = self.corrections
-        if fit.weights is not None:
-            corrections = (
-                new_corrections(name, fit.weights, fit.bias)
-                if corrections is None
-                else corrections.with_llm(name, fit.weights, fit.bias)
-            )
-        table = np.vstack([self._llm_vectors, fit.vector[None, :]])
-        return self._with_llms(self.llms + (name,), table, corrections=corrections, **changes)
+        from ._onboard_router import with_new_llm
+
+        return with_new_llm(self, name, vectors, correct, features=features, l2=l2, cost=cost)
 
     def suggest_questions(
         self,

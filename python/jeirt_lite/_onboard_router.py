@@ -1,0 +1,55 @@
+"""`Router.add_llm_vectors`: the new LLM's vector, its feature correction and its fit report, in a new router."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+import numpy as np
+
+from ._corrections import check_features, fit_onboarding, onboarding_record
+from ._errors import JeirtError
+from ._feature_offsets import new_corrections
+from ._llm_params import check_costs
+from ._onboarding import check_labels
+
+if TYPE_CHECKING:
+    from ._router import Router
+
+
+def with_new_llm(
+    router: Router,
+    name: str,
+    vectors: np.ndarray,
+    correct: Sequence[Union[int, bool]],
+    *,
+    features: Optional[np.ndarray],
+    l2: float,
+    cost: Optional[float],
+) -> Router:
+    """A copy of `router` holding the LLM `name` fitted from its answers (see `Router.add_llm`)."""
+    if not isinstance(name, str) or not name.strip():
+        raise JeirtError(f"the new LLM needs a non-empty name, got {name!r}")
+    if name in router.llms:
+        raise JeirtError(f"LLM {name!r} is already in this router")
+    questions = router._check_vectors(vectors)
+    labels = check_labels(np.asarray(correct), questions.shape[0])
+    if features is not None:
+        features = check_features(features, questions.shape[0], router._encoder.feature_dim)
+    fit = fit_onboarding(questions, features, labels, prior_mean=router.llm_vectors.mean(axis=0), l2=l2)
+    alignment = router.alignment_vectors(questions) if router.has_alignment else None
+    record = onboarding_record(name, l2, fit, alignment)
+    changes: dict[str, Any] = {"onboarded": list(router.manifest.get("onboarded") or []) + [record]}
+    if cost is not None:
+        changes["costs"] = {**router.costs, **check_costs({name: cost}, router.llms + (name,), "cost")}
+    if router.calibration is not None:
+        changes["calibration"] = router.calibration.extended().to_manifest()
+    corrections = router.corrections
+    if fit.weights is not None:
+        corrections = (
+            new_corrections(name, fit.weights, fit.bias)
+            if corrections is None
+            else corrections.with_llm(name, fit.weights, fit.bias)
+        )
+    table = np.vstack([router.llm_vectors, fit.vector[None, :]])
+    return router._with_llms(router.llms + (name,), table, corrections=corrections, **changes)
