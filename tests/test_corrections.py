@@ -147,3 +147,23 @@ def test_corrections_need_an_encoder_with_features(
     (path / "router.json").write_text(json.dumps(manifest))
     with pytest.raises(JeirtError, match="corrections"):
         Router.load(path)
+
+
+def test_score_file_streams_an_onboarded_router_with_its_correction(
+    grown: tuple[Router, np.ndarray, np.ndarray], tmp_path: Path
+) -> None:
+    from jeirt_lite.batch import ScoreOptions, score_file
+
+    router, _, _ = grown
+    texts = [f"question {i}: which enzyme or court or integral is it" for i in range(30)]
+    bank = tmp_path / "bank.csv"
+    bank.write_text("text\n" + "\n".join(texts) + "\n")
+    options = ScoreOptions(k=2, chunk_size=7, forecast=True)
+    summary = score_file(router, input_path=bank, output=tmp_path / "scores.csv", options=options)
+    assert summary.rows == 30 and summary.forecast is not None
+    want = router.predict_proba(texts).mean(axis=0)
+    np.testing.assert_allclose(list(summary.forecast.values()), want, atol=1e-5)
+    vectors = tmp_path / "vectors.npy"
+    np.save(vectors, router.embed(texts))
+    with pytest.raises(JeirtError, match="pass features="):
+        score_file(router, vectors_path=vectors, output=tmp_path / "v.csv", options=ScoreOptions())

@@ -44,7 +44,7 @@ class OnboardingFit:
     report: dict[str, object]
 
 
-def _sigmoid(z: np.ndarray) -> np.ndarray:
+def sigmoid(z: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
 
@@ -61,14 +61,14 @@ def _design(features: np.ndarray, center: np.ndarray, scale: float) -> np.ndarra
     return np.hstack([(features - center) * scale, np.ones((features.shape[0], 1))])
 
 
-def _ridge_logistic(
+def ridge_logistic(
     design: np.ndarray, y: np.ndarray, offset: np.ndarray, strength: float, start: Optional[np.ndarray] = None
 ) -> np.ndarray:
     """argmin Σ log-loss(y, σ(Xw + offset)) + ½ strength ‖w‖², by Newton's method (strictly convex)."""
     p = design.shape[1]
     w = np.zeros(p) if start is None else start.copy()
     for _ in range(50):
-        prob = _sigmoid(design @ w + offset)
+        prob = sigmoid(design @ w + offset)
         gradient = design.T @ (prob - y) + strength * w
         if np.max(np.abs(gradient)) < 1e-6:
             break
@@ -83,7 +83,7 @@ def _losses(y: np.ndarray, p: np.ndarray) -> np.ndarray:
     return losses
 
 
-def _log_loss(y: np.ndarray, p: np.ndarray) -> float:
+def mean_log_loss(y: np.ndarray, p: np.ndarray) -> float:
     return float(np.mean(_losses(y, p)))
 
 
@@ -117,7 +117,7 @@ def _auc(y: np.ndarray, score: np.ndarray) -> Optional[float]:
     return float((ranks[y == 1].sum() - positives * (positives + 1) / 2) / (positives * negatives))
 
 
-def _folds(y: np.ndarray, count: int, seed: int) -> np.ndarray:
+def stratified_folds(y: np.ndarray, count: int, seed: int) -> np.ndarray:
     """Fold number per answer, stratified by label, seeded."""
     rng = np.random.default_rng(seed)
     fold = np.empty(len(y), dtype=np.int64)
@@ -127,19 +127,19 @@ def _folds(y: np.ndarray, count: int, seed: int) -> np.ndarray:
     return fold
 
 
-def _ridge_path(
+def ridge_path(
     design: np.ndarray, y: np.ndarray, offset: np.ndarray, strengths: list[float], iterations: int = 30
 ) -> dict[float, np.ndarray]:
     """Approximate ridge-logistic weights for many strengths at the cost of one eigendecomposition: Newton steps
     with the Hessian frozen at the offset-only fit (w = 0). Used only to choose the strength by cross-validation;
-    the chosen strength is then fitted exactly by `_ridge_logistic`."""
-    prob0 = _sigmoid(offset)
+    the chosen strength is then fitted exactly by `ridge_logistic`."""
+    prob0 = sigmoid(offset)
     values, basis = np.linalg.eigh((design * (prob0 * (1.0 - prob0))[:, None]).T @ design)
     out: dict[float, np.ndarray] = {}
     w = np.zeros(design.shape[1])
     for strength in sorted(strengths, reverse=True):  # strong to weak: each path point warm-starts the next
         for _ in range(iterations):
-            gradient = design.T @ (_sigmoid(design @ w + offset) - y) + strength * w
+            gradient = design.T @ (sigmoid(design @ w + offset) - y) + strength * w
             step = basis @ ((basis.T @ gradient) / (np.maximum(values, 0.0) + strength))
             w = w - step
             if np.max(np.abs(step)) < 1e-5:
@@ -153,7 +153,7 @@ def _cross_validated(
     folds: int, seed: int,
 ) -> dict[float, np.ndarray]:
     """Held-out probabilities of every answer under each strength (m and the correction refitted per fold)."""
-    fold = _folds(y, folds, seed)
+    fold = stratified_folds(y, folds, seed)
     held_out = {s: np.empty(len(y)) for s in strengths}
     finite = [s for s in strengths if np.isfinite(s)]
     for k in range(folds):
@@ -161,10 +161,10 @@ def _cross_validated(
         vector = fit_llm_vector(q[train], y[train], prior_mean=prior, l2=l2).astype(np.float64)
         offset_train, offset_test = base_logits(q[train], vector), base_logits(q[test], vector)
         if len(finite) < len(strengths):
-            held_out[float("inf")][test] = _sigmoid(offset_test)
+            held_out[float("inf")][test] = sigmoid(offset_test)
         if finite:
-            for strength, w in _ridge_path(design[train], y[train], offset_train, finite).items():
-                held_out[strength][test] = _sigmoid(design[test] @ w + offset_test)
+            for strength, w in ridge_path(design[train], y[train], offset_train, finite).items():
+                held_out[strength][test] = sigmoid(design[test] @ w + offset_test)
     return held_out
 
 
@@ -217,7 +217,7 @@ def fit_onboarding(
     else:
         design = np.ones((len(y), 1))
     held_out = _cross_validated(q, design, y, prior, l2, grid, folds, seed)
-    losses = {s: _log_loss(y, p) for s, p in held_out.items()}
+    losses = {s: mean_log_loss(y, p) for s, p in held_out.items()}
     best = _choose_strength(y, held_out)
     report.update(
         cv_auc=_auc(y, held_out[best]),
@@ -232,7 +232,7 @@ def fit_onboarding(
     if np.isinf(best):
         report["correction"] = "off: cross-validation prefers the vector alone"
         return OnboardingFit(vector.astype(np.float32), None, 0.0, best, report)
-    w = _ridge_logistic(design, y, base_logits(q, vector), best)
+    w = ridge_logistic(design, y, base_logits(q, vector), best)
     # Fold the standardisation into plain weights: offset = f·weights + bias.
     weights = w[:-1] * scale
     bias = float(w[-1] - center @ weights)

@@ -82,12 +82,12 @@ class ForecastSums:
         self.sums = np.zeros(len(router.llms), dtype=np.float64)
         self.count = 0
 
-    def add(self, vectors: np.ndarray) -> None:
+    def add(self, vectors: np.ndarray, features: Optional[np.ndarray] = None) -> None:
         if len(vectors) == 0:
             return
         # The kernel's per-chunk mean times the chunk size is that chunk's sum; float64 keeps 1M rows exact
         # enough.
-        means = self.router.forecast_vectors(vectors)
+        means = self.router.forecast_vectors(vectors, features)
         self.sums += np.fromiter(means.values(), dtype=np.float64, count=len(means)) * len(vectors)
         self.count += len(vectors)
 
@@ -99,50 +99,65 @@ class ForecastSums:
         return {name: float(total / self.count) for name, total in zip(self.router.llms, self.sums.tolist())}
 
 
-def score_chunk(router: Router, ids: list[Any], vectors: np.ndarray, options: ScoreOptions) -> ScoredChunk:
-    """Top-k LLMs, difficulty and (optionally) every probability for one chunk of question vectors."""
-    result = router.route_vectors(vectors, k=options.k)
+def score_chunk(
+    router: Router, ids: list[Any], vectors: np.ndarray, options: ScoreOptions, features: Optional[np.ndarray] = None
+) -> ScoredChunk:
+    """Top-k LLMs, difficulty and (optionally) every probability for one chunk of question vectors (and their
+    encoder features, which onboarded LLMs' corrections read)."""
+    result = router.route_vectors(vectors, k=options.k, features=features)
     return ScoredChunk(
         ids=ids,
         indices=result.indices,
         probabilities=result.probabilities,
         difficulty=router.difficulty_vectors(vectors),
-        all_probabilities=router.predict_proba_vectors(vectors) if options.all_probabilities else None,
+        all_probabilities=router.predict_proba_vectors(vectors, features) if options.all_probabilities else None,
     )
+
+
+def embed_for_scoring(router: Router, texts: list[str]) -> tuple[np.ndarray, Optional[np.ndarray]]:
+    """Question vectors, and the encoder's features only when an onboarded LLM's correction reads them."""
+    if router.corrections is None:
+        return router.embed(texts), None
+    return router.embed_with_features(texts)
 
 
 def _embedded_chunks(
     router: Router, reader: TextReader, progress: Progress, state: ScoreState
-) -> Iterator[tuple[list[Any], np.ndarray]]:
-    if router.fast_path and router.threads > 1:
+) -> Iterator[tuple[list[Any], np.ndarray, Optional[np.ndarray]]]:
+    # The Rust fast path gives question vectors only; onboarded LLMs' corrections also need the encoder's features.
+    if router.fast_path and router.threads > 1 and router.corrections is None:
         yield from _pipelined_chunks(router, reader, progress, state)
         return
     for chunk in reader:
-        vectors = np.empty((len(chunk.texts), router.dim), dtype=np.float32)
+        parts = []
         for start in range(0, len(chunk.texts), ENCODE_SLICE):
             part = chunk.texts[start : start + ENCODE_SLICE]
-            vectors[start : start + len(part)] = router.embed(part)
+            parts.append(embed_for_scoring(router, part))
             progress.advance(len(part))
+        vectors = np.concatenate([p[0] for p in parts]) if parts else np.empty((0, router.dim), np.float32)
+        features = None if not parts or parts[0][1] is None else np.concatenate([p[1] for p in parts])
         progress.advance(reader.skipped - state.rows_skipped)  # bad rows count as read for the percentage
         state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
-        yield chunk.ids, vectors
+        yield chunk.ids, vectors, features
     state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
 
 
 def _pipelined_chunks(
     router: Router, reader: TextReader, progress: Progress, state: ScoreState
-) -> Iterator[tuple[list[Any], np.ndarray]]:
+) -> Iterator[tuple[list[Any], np.ndarray, Optional[np.ndarray]]]:
     """Chunks encoded by the Rust fast path in a worker thread (the GIL released, on all of the router's
     threads) while this thread scores and writes the previous chunk and parses the next: reading and writing are
     Python, and without the overlap they would keep every core but one idle for a fifth of the run."""
     pending: Optional[tuple[list[Any], Future[np.ndarray], int, int]] = None
 
-    def finish(item: tuple[list[Any], Future[np.ndarray], int, int]) -> tuple[list[Any], np.ndarray]:
+    def finish(
+        item: tuple[list[Any], Future[np.ndarray], int, int],
+    ) -> tuple[list[Any], np.ndarray, Optional[np.ndarray]]:
         ids, future, rows_read, skipped = item
         vectors = future.result()
         progress.advance(len(ids) + skipped - state.rows_skipped)  # bad rows count as read for the percentage
         state.rows_read, state.rows_skipped = rows_read, skipped
-        return ids, vectors
+        return ids, vectors, None
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="jeirt-encode") as worker:
         chunks = iter(reader)
@@ -166,11 +181,11 @@ def _pipelined_chunks(
 
 def _vector_chunks(
     reader: VectorReader, progress: Progress, state: ScoreState
-) -> Iterator[tuple[list[Any], np.ndarray]]:
+) -> Iterator[tuple[list[Any], np.ndarray, Optional[np.ndarray]]]:
     for chunk in reader:
         progress.advance(reader.rows_read - state.rows_read)
         state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
-        yield chunk.ids, chunk.vectors
+        yield chunk.ids, chunk.vectors, None
 
 
 def score_file(
@@ -252,11 +267,11 @@ def score_file(
                 else None
             )
             try:
-                for ids, vectors in chunks:
+                for ids, vectors, features in chunks:
                     if forecast is not None:
-                        forecast.add(vectors)
+                        forecast.add(vectors, features)
                     if writer is not None and len(vectors):
-                        writer.write(score_chunk(router, ids, vectors, options))
+                        writer.write(score_chunk(router, ids, vectors, options, features))
                     state.rows_scored += len(vectors)
             finally:
                 if writer is not None:

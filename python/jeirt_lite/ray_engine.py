@@ -45,7 +45,7 @@ from ._io.vocabulary import TEXT_COLUMN, default_id_column, probability_column, 
 from ._io.writers import ScoredChunk, score_table
 from ._router import DEFAULT_ROUTER_PATH
 from .artifact import load_artifact
-from .batch import ScoreOptions, ScoreSummary, score_chunk
+from .batch import ScoreOptions, ScoreSummary, embed_for_scoring, score_chunk
 
 DEFAULT_BATCH_SIZE = 1024
 COUNT_COLUMN = "count"
@@ -98,7 +98,8 @@ class _BankScorer:
         if pa.types.is_large_string(ids.type):  # the single-machine writer's id column is plain string
             ids = ids.cast(pa.string())
         if texts:
-            chunk = score_chunk(self.router, [], self.router.embed(texts), self.options)
+            vectors, features = embed_for_scoring(self.router, texts)
+            chunk = score_chunk(self.router, [], vectors, self.options, features)
         else:  # every row of the batch was bad and skipped
             k, n_llms = self.options.k, len(self.router.llms)
             chunk = ScoredChunk(

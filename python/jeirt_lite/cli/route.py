@@ -11,6 +11,7 @@ from typing import Any, TextIO
 from .._errors import JeirtError
 from .._io.vocabulary import text_problem
 from .._results import RouteResult
+from ..batch import embed_for_scoring
 from ._shared import FORMATTER, PROG, Console, load_router, positive_int, router_option, short, threads_option
 
 # Lines of stdin routed together when stdin is a pipe; at a terminal each line is answered as it is typed.
@@ -138,9 +139,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
             f"left out (no known cost): {', '.join(unpriced)}\n"
         )
     for texts in batches:
-        vectors = router.embed(texts)
+        vectors, features = embed_for_scoring(router, texts)
         result: RouteResult = router.route_vectors(
-            vectors, k=args.k, cost_weight=args.cost_weight, min_probability=args.min_probability, llms=llms
+            vectors,
+            k=args.k,
+            cost_weight=args.cost_weight,
+            min_probability=args.min_probability,
+            llms=llms,
+            features=features,
         )
         difficulty = router.difficulty_vectors(vectors).tolist()
         for i, text in enumerate(texts):
