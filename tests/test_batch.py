@@ -306,12 +306,12 @@ def test_an_interrupt_between_chunks_deletes_the_partial_file(
     calls = {"n": 0}
     original = router.route_vectors
 
-    def interrupted_on_third_chunk(vectors: np.ndarray, k: int = 1) -> Any:
+    def interrupted_on_third_chunk(vectors: np.ndarray, k: int = 1, **more: Any) -> Any:
         calls["n"] += 1
         if calls["n"] == 3:
             assert partial_path(output).exists()  # the first two chunks were being written here
             raise KeyboardInterrupt
-        return original(vectors, k=k)
+        return original(vectors, k=k, **more)
 
     monkeypatch.setattr(router, "route_vectors", interrupted_on_third_chunk)
     state = ScoreState()

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 from jeirt_lite import Router
 
-from training.data import load_dataset
-from training.metrics import log_loss, roc_auc
-from training.onboarding_methods import METHODS, cache_dir, embed_with_router, fit_method
-from training.types import Dataset, Responses
+from .data import load_dataset
+from .metrics import log_loss, roc_auc
+from .onboarding_methods import METHODS, cache_dir, embed_with_router, fit_method
+from .types import Dataset, Responses
 
 IN_DOMAIN_FRACTIONS = (0.01, 0.05, 0.10, 0.25, 1.0)
 
@@ -38,9 +38,9 @@ def train_question_side(data: Dataset, features: np.ndarray, dropped: list[int])
     """JE-IRT (the shipped router's hyper-parameters, split seed 0) on `data` without the LLMs `dropped`."""
     import torch
 
-    from training.model import JeirtPredictor
-    from training.splits import make_split
-    from training.static_router import STATIC_HYPER
+    from .model import JeirtPredictor
+    from .splits import make_split
+    from .static_router import STATIC_HYPER
 
     torch.set_num_threads(1)
     split = make_split(data, seed=0)
@@ -94,7 +94,7 @@ def out_of_domain(data: Dataset, q: np.ndarray, f: np.ndarray, prior: np.ndarray
 
 
 def in_domain(data: Dataset, q: np.ndarray, f: np.ndarray, prior: np.ndarray, held: list[int], seeds: list[int]):  # type: ignore[no-untyped-def]
-    from training.splits import make_split
+    from .splits import make_split
 
     split = make_split(data, seed=0)
     train, test = split.responses(data, "train"), split.responses(data, "test")
@@ -144,9 +144,9 @@ def question_side(
         return q, f, prior, dropped, setup
     other = load_dataset(train_on) if train_on is not None else data
     if held_out:
-        from training.onboarding_runs import held_out_llms
-        from training.pipeline import Prepared
-        from training.splits import make_split
+        from .onboarding_runs import held_out_llms
+        from .pipeline import Prepared
+        from .splits import make_split
 
         split = make_split(data, seed=0)
         parts = [split.responses(data, name) for name in ("train", "val", "test")]

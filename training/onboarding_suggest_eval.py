@@ -28,11 +28,11 @@ import numpy as np
 from jeirt_lite import Router
 from jeirt_lite._suggest import suggest_indices
 
-from training.data import load_dataset
-from training.metrics import log_loss, roc_auc
-from training.onboarding_methods import fit_method
-from training.onboarding_ood import question_side
-from training.splits import make_split
+from .data import load_dataset
+from .metrics import log_loss, roc_auc
+from .onboarding_methods import fit_method
+from .onboarding_ood import question_side
+from .splits import make_split
 
 BUDGETS = (20, 50, 100, 200)
 ROUNDS = 4
