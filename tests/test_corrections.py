@@ -137,7 +137,7 @@ def test_corrections_survive_save_and_load_and_are_hash_checked(
         Router.load(path)
 
 
-def test_corrections_need_an_encoder_with_features(
+def test_a_corrections_file_without_its_manifest_block_is_refused(
     grown: tuple[Router, np.ndarray, np.ndarray], tmp_path: Path
 ) -> None:
     router, _, _ = grown

@@ -36,7 +36,9 @@ def methods_table(result: dict[str, Any]) -> str:
 
 def suggest_table(result: dict[str, Any]) -> str:
     setup, summary = result["setup"], result["summary"]
-    title = f"`{setup.get('trained_on', 'shipped router (MMLU-Pro)')}` → `{setup['data']}`"
+    title = f"`{setup.get('trained_on', 'shipped router (MMLU-Pro)')}` → `{setup['data']}`" + (
+        f", held out: {', '.join(setup['held_out'])}" if setup.get("held_out") else ""
+    )
     lines = [title, "", "| labels | LLMs | AUC random | AUC adaptive | log-loss random | log-loss adaptive "
              "| AUC random (vector alone) | AUC adaptive (vector alone) |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for budget, row in summary.items():

@@ -49,7 +49,10 @@ class OnnxEncoder:
         # Optional second output: the encoder's own features before the adapter (onboarding corrections use them).
         feature_output = spec.get("feature_output")
         self.feature_output: Optional[str] = None if feature_output is None else str(feature_output)
-        self.feature_dim = int(spec.get("feature_dim") or 0) if feature_output is not None else 0
+        feature_dim = spec.get("feature_dim", 0) if feature_output is not None else 0
+        if isinstance(feature_dim, bool) or not isinstance(feature_dim, int):
+            raise JeirtError(f"encoder.feature_dim in router.json must be an integer, got {feature_dim!r}")
+        self.feature_dim = feature_dim
         self.dim = dim
         self.batch_size = _batch_size_hint(spec)
         try:
