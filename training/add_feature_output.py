@@ -54,7 +54,7 @@ def upgrade(router: Path, tensor: str = DEFAULT_TENSOR, out: Path | None = None)
     from jeirt_lite.artifact import MANIFEST_FILE, sha256_of
 
     target = router if out is None else out
-    before = Router.load(router, threads=1)
+    before = Router.load(router, threads=1, fast_path=False)  # the ONNX graph, which is what changes here
     if before.manifest["encoder"].get("feature_output"):
         if target != router:
             shutil.copytree(router, target, dirs_exist_ok=False)
@@ -69,7 +69,7 @@ def upgrade(router: Path, tensor: str = DEFAULT_TENSOR, out: Path | None = None)
         manifest["encoder"].update(feature_output=FEATURE_OUTPUT, feature_dim=width)
         manifest["files"]["encoder"]["sha256"] = sha256_of(onnx_file)
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        after = Router.load(staging, threads=1)
+        after = Router.load(staging, threads=1, fast_path=False)
         vectors, features = after.embed_with_features(CHECK_TEXTS)
         if not np.array_equal(vectors, before.embed(CHECK_TEXTS)) or features is None:
             raise SystemExit("the upgraded graph changed the question vectors; nothing written")

@@ -35,7 +35,9 @@ def with_new_llm(
     questions = router._check_vectors(vectors)
     labels = check_labels(np.asarray(correct), questions.shape[0])
     if features is not None:
-        features = check_features(features, questions.shape[0], router._encoder.feature_dim)
+        spec = router.manifest["encoder"]
+        feature_dim = int(spec.get("feature_dim") or 0) if spec.get("feature_output") else 0
+        features = check_features(features, questions.shape[0], feature_dim)
     fit = fit_onboarding(questions, features, labels, prior_mean=router.llm_vectors.mean(axis=0), l2=l2)
     alignment = router.alignment_vectors(questions) if router.has_alignment else None
     record = onboarding_record(name, l2, fit, alignment)

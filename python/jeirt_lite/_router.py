@@ -87,6 +87,7 @@ class Router:
         self._encoder: Union[OnnxEncoder, StaticEncoder] = fast or OnnxEncoder(
             artifact.tokenizer_path, artifact.encoder_path, artifact.encoder, artifact.dim, self._threads
         )
+        self._graph: Optional[OnnxEncoder] = None  # the ONNX graph next to the fast path, made when features are asked
 
     @classmethod
     def load(
@@ -180,7 +181,13 @@ class Router:
 
         The features are what onboarded LLMs' corrections read (`add_llm`); pass them to the `*_vectors`
         methods as `features=` when the router holds corrections (`router.corrections`)."""
-        return self._encoder.encode_with_features(check_texts(texts), batch_size=batch_size)
+        encoder = self._encoder
+        if not isinstance(encoder, OnnxEncoder):  # the Rust fast path gives question vectors only
+            if self._graph is None:
+                art = self._artifact
+                self._graph = OnnxEncoder(art.tokenizer_path, art.encoder_path, art.encoder, art.dim, self._threads)
+            encoder = self._graph
+        return encoder.encode_with_features(check_texts(texts), batch_size=batch_size)
 
     @property
     def corrections(self) -> Optional[FeatureCorrections]:
@@ -548,6 +555,7 @@ class Router:
         router._calibration = parse_calibration(manifest, len(names), "calibration")
         router._threads = self._threads
         router._encoder = self._encoder  # ONNX Runtime sessions may be shared and run from several threads
+        router._graph = self._graph
         return router
 
     # -- persistence -------------------------------------------------------------------------------------------
