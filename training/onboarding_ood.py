@@ -40,7 +40,7 @@ def train_question_side(data: Dataset, features: np.ndarray, dropped: list[int])
 
     from .model import JeirtPredictor
     from .splits import make_split
-    from .static_router import STATIC_HYPER
+    from .shipped import DEFAULT_HYPER
 
     torch.set_num_threads(1)
     split = make_split(data, seed=0)
@@ -53,7 +53,7 @@ def train_question_side(data: Dataset, features: np.ndarray, dropped: list[int])
         keep = ~np.isin(cells.llm, dropped)
         return Responses(cells.question[keep], remap[cells.llm[keep]], cells.correct[keep])
 
-    predictor = JeirtPredictor(**STATIC_HYPER).fit(features, part("train"), part("val"), len(kept))
+    predictor = JeirtPredictor(**DEFAULT_HYPER).fit(features, part("train"), part("val"), len(kept))
     return predictor, kept
 
 
