@@ -39,8 +39,8 @@ def train_question_side(data: Dataset, features: np.ndarray, dropped: list[int])
     import torch
 
     from .model import JeirtPredictor
-    from .splits import make_split
     from .shipped import DEFAULT_HYPER
+    from .splits import make_split
 
     torch.set_num_threads(1)
     split = make_split(data, seed=0)
