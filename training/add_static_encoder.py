@@ -49,6 +49,9 @@ def graph_tensors(onnx_path: Path) -> dict[str, np.ndarray]:
 
     model = onnx.load(str(onnx_path))
     ops = [node.op_type for node in model.graph.node]
+    # A trailing Identity only exposes the pooled embedding as the `features` output (training.add_feature_output).
+    if ops[len(STATIC_OPS) :] == ["Identity"]:
+        ops = ops[: len(STATIC_OPS)]
     if ops != STATIC_OPS:
         raise ValueError(f"{onnx_path}: not a static encoder graph (nodes {ops})")
     weights = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
