@@ -235,12 +235,7 @@ def save_artifact(
             _write_tensors(staging / REFERENCE_FILE, {REFERENCE_TENSOR: reference, CENTER_TENSOR: center})
             manifest["files"]["reference"] = {"path": REFERENCE_FILE, "sha256": sha256_of(staging / REFERENCE_FILE)}
             manifest["alignment"] = dict(alignment or {}, n_reference=int(reference.shape[0]))
-        if corrections is not None:
-            _write_tensors(staging / CORRECTIONS_FILE, corrections.tensors())
-            manifest["files"]["corrections"] = {
-                "path": CORRECTIONS_FILE, "sha256": sha256_of(staging / CORRECTIONS_FILE)
-            }
-            manifest["corrections"] = corrections.manifest_block()
+        _write_corrections(staging, manifest, corrections)
         for key, value in (extra or {}).items():
             if key in manifest:
                 raise JeirtError(f"{target}: extra manifest field {key!r} would overwrite a standard field")
@@ -253,6 +248,13 @@ def save_artifact(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
+
+
+def _write_corrections(staging: Path, manifest: dict[str, Any], corrections: Optional[FeatureCorrections]) -> None:
+    if corrections is not None:
+        _write_tensors(staging / CORRECTIONS_FILE, corrections.tensors())
+        manifest["files"]["corrections"] = {"path": CORRECTIONS_FILE, "sha256": sha256_of(staging / CORRECTIONS_FILE)}
+        manifest["corrections"] = corrections.manifest_block()
 
 
 def validate_reference(
