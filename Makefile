@@ -1,5 +1,5 @@
 # Developer shortcuts. CI runs .ci/run (a fresh venv, the README's test command, then `make lint`).
-.PHONY: build-dev build-prod dist lint test bench default-router
+.PHONY: build-dev build-prod dist lint test bench default-router mutants mutants-python mutants-rust
 
 build-dev:      ## editable install with a release extension (debug builds make benchmarks meaningless)
 	pip install -e ".[test,dev]" --no-build-isolation
@@ -34,3 +34,22 @@ bench:
 
 default-router: ## rebuild the router shipped in the package from data/ (needs the train extra)
 	python -m training.build_default_router
+
+# Mutation testing (a habit, not CI; docs/mutation.md has the scores and what survived). Each mutant edits a file
+# in place and runs the tests named here, so run it on a clean tree. Narrow the scope with the variables.
+MUTATE ?= python/jeirt_lite/_routing.py
+MUTATION_TESTS ?= tests/test_routing_costs.py tests/test_router_hostile.py
+RUST_MUTATE ?= rust/src/adjust.rs
+
+mutants: mutants-python mutants-rust
+
+mutants-python: ## cosmic-ray (dev extra) on MUTATE with MUTATION_TESTS; the report's last lines are the score
+	mkdir -p .mutants
+	printf '[cosmic-ray]\nmodule-path = "%s"\ntimeout = 600.0\nexcluded-modules = []\ntest-command = "python -m pytest -x -q -p no:cacheprovider %s"\n\n[cosmic-ray.distributor]\nname = "local"\n' \
+		"$(MUTATE)" "$(MUTATION_TESTS)" > .mutants/cosmic-ray.toml
+	cosmic-ray init .mutants/cosmic-ray.toml .mutants/session.sqlite --force
+	cosmic-ray exec .mutants/cosmic-ray.toml .mutants/session.sqlite
+	cr-report .mutants/session.sqlite --show-pending | tail -n 3
+
+mutants-rust:  ## cargo-mutants (cargo install cargo-mutants) on RUST_MUTATE with the pure-Rust tests
+	cargo mutants --file $(RUST_MUTATE) --cargo-arg=--release

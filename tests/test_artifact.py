@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from jeirt_lite import JeirtError, artifact
 from jeirt_lite.artifact import load_artifact, save_artifact
-from tiny_router import build_tiny_router
+from tiny_router import build_tiny_router, edit_and_reseal
 
 
 def _copy(src: Path, dst: Path) -> Path:
@@ -34,7 +34,7 @@ def test_round_trip_keeps_names_table_and_hashes(tmp_path: Path) -> None:
     assert loaded.llm_vectors.shape == (3, 5) and loaded.llm_vectors.dtype == np.float32
     assert loaded.dim == 5
     manifest = json.loads((folder / "router.json").read_text())
-    assert manifest["format"] == "jeirt-lite-router" and manifest["format_version"] == 1
+    assert manifest["format"] == "jeirt-lite-router" and manifest["format_version"] == 2
     assert manifest["files"]["encoder"]["sha256"] == artifact.sha256_of(folder / "encoder.onnx")
     assert sorted(p.name for p in folder.iterdir()) == [
         "encoder.onnx", "llms.safetensors", "router.json", "tokenizer.json",
@@ -103,10 +103,13 @@ def test_manifest_and_table_disagree(tiny_router_path: Path, tmp_path: Path) -> 
     folder = _copy(tiny_router_path, tmp_path / "r")
     names = json.loads((folder / "router.json").read_text())["llms"]
     _edit_manifest(folder, llms=names[:-1])
-    with pytest.raises(JeirtError, match="rows but there are"):
+    with pytest.raises(JeirtError, match="lists 4 LLMs but llms.safetensors has 5"):
         load_artifact(folder)
     folder2 = _copy(tiny_router_path, tmp_path / "r2")
     _edit_manifest(folder2, dim=7)
+    with pytest.raises(JeirtError, match="content differs from the router.json saved with llms.safetensors"):
+        load_artifact(folder2)
+    edit_and_reseal(folder2)  # consistent but wrong: the table's own shape still gives it away
     with pytest.raises(JeirtError, match="dimension 4, router.json says 7"):
         load_artifact(folder2)
 
@@ -154,11 +157,11 @@ def test_interrupted_save_leaves_nothing(
 ) -> None:
     source = load_artifact(tiny_router_path)
 
-    def interrupted(path: Path, vectors: np.ndarray) -> None:
+    def interrupted(path: Path, tensors: dict, metadata: object = None) -> None:
         (path).write_bytes(b"half")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(artifact, "_write_llm_table", interrupted)
+    monkeypatch.setattr(artifact, "_write_tensors", interrupted)
     with pytest.raises(KeyboardInterrupt):
         save_artifact(
             tmp_path / "out", llm_names=["x"], llm_vectors=np.ones((1, source.dim)),

@@ -387,25 +387,13 @@ def test_a_signal_mid_run_leaves_no_output_and_says_how_far_it_got(
     env["PYTHONPATH"] = os.pathsep.join(
         [str(Path(jeirt_lite.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
     )
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jeirt_lite",
-            "score",
-            str(bank),
-            "-o",
-            str(output),
-            "--router",
-            str(tiny_router_path),
-            "--chunk-size",
-            "10",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    # A shell starts background jobs with SIGINT ignored, and an ignored signal stays ignored across exec: give
+    # the child the default disposition (a handler in the parent becomes SIG_DFL in the child), as a terminal would.
+    ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = _start_score(bank, output, tiny_router_path, env)
+    finally:
+        signal.signal(signal.SIGINT, ignored)
     try:
         with open(bank, "w", encoding="utf-8") as feed:
             feed.write("text\n" + "what is the price of a market\n" * 25)
@@ -427,6 +415,28 @@ def test_a_signal_mid_run_leaves_no_output_and_says_how_far_it_got(
     )
     assert "Traceback" not in stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.csv"]
+
+
+def _start_score(bank: Path, output: Path, router: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jeirt_lite",
+            "score",
+            str(bank),
+            "-o",
+            str(output),
+            "--router",
+            str(router),
+            "--chunk-size",
+            "10",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def test_module_entry_point_and_version() -> None:

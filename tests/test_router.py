@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 from jeirt_lite import JeirtError, Router, RouteResult
-from tiny_router import build_tiny_router, reference_vectors
+from tiny_router import build_tiny_router, edit_and_reseal, reference_vectors
 
 TEXTS = [
     "What is the derivative of a function",
@@ -54,11 +53,7 @@ def test_manifest_max_length_overrides_the_tokenizer_files_own_truncation(tmp_pa
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tokenizer.enable_truncation(max_length=3)  # what MiniLM's file does with 128
     tokenizer.save(str(folder / "tokenizer.json"))
-    manifest = json.loads((folder / "router.json").read_text())
-    from jeirt_lite.artifact import sha256_of
-
-    manifest["files"]["tokenizer"]["sha256"] = sha256_of(folder / "tokenizer.json")
-    (folder / "router.json").write_text(json.dumps(manifest))
+    edit_and_reseal(folder)
     long_text = " ".join(["price demand supply market economy"] * 4)  # 20 tokens
     got = Router.load(folder).embed([long_text])
     np.testing.assert_allclose(got, reference_vectors(folder, [long_text]), rtol=1e-5, atol=1e-6)
@@ -148,24 +143,18 @@ def test_graph_that_does_not_match_the_manifest(tiny_router_path: Path, tmp_path
     folder.mkdir()
     for item in tiny_router_path.iterdir():
         (folder / item.name).write_bytes(item.read_bytes())
-    manifest = json.loads((folder / "router.json").read_text())
-    manifest["encoder"]["output_name"] = "sentence_embedding"
-    (folder / "router.json").write_text(json.dumps(manifest))
+    edit_and_reseal(folder, lambda manifest: manifest["encoder"].update(output_name="sentence_embedding"))
     with pytest.raises(JeirtError, match="encoder.onnx: has no output 'sentence_embedding'"):
         Router.load(folder)
 
 
 def test_onnx_file_that_is_not_a_graph(tiny_router_path: Path, tmp_path: Path) -> None:
-    from jeirt_lite.artifact import sha256_of
-
     folder = tmp_path / "r"
     folder.mkdir()
     for item in tiny_router_path.iterdir():
         (folder / item.name).write_bytes(item.read_bytes())
     (folder / "encoder.onnx").write_bytes(b"not an onnx graph")
-    manifest = json.loads((folder / "router.json").read_text())
-    manifest["files"]["encoder"]["sha256"] = sha256_of(folder / "encoder.onnx")
-    (folder / "router.json").write_text(json.dumps(manifest))
+    edit_and_reseal(folder)
     with pytest.raises(JeirtError, match="encoder.onnx: ONNX Runtime cannot load it"):
         Router.load(folder)
 

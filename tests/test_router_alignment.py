@@ -100,7 +100,7 @@ def test_alignment_block_without_file_and_bad_threshold(aligned_router: Path, ti
     manifest = json.loads((aligned_router / "router.json").read_text())
     del manifest["files"]["reference"]
     (aligned_router / "router.json").write_text(json.dumps(manifest))
-    with pytest.raises(JeirtError, match="files.reference is missing"):
+    with pytest.raises(JeirtError, match="the alignment block and files.reference go together"):
         load_artifact(aligned_router)
     with pytest.raises(JeirtError, match="threshold must be a finite number"):
         _with_reference(tiny_router_path, tmp_path / "nan", np.ones((2, load_artifact(tiny_router_path).dim)),

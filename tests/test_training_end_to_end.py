@@ -112,3 +112,28 @@ def test_cli_fit_and_sweep_print_a_summary(slice_run, capsys) -> None:  # type: 
     assert main(["sweep", "--data", prep.source, "--dims", "4,8", "--max-epochs", "2", "--threads", "2"]) == 0
     out = capsys.readouterr().out
     assert "d=   4" in out and "d=   8" in out and "best by validation log-loss" in out
+
+
+def test_an_export_whose_graph_differs_from_torch_is_refused(slice_run, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import copy
+
+    import training.export as export
+
+    prep, result, _ = slice_run
+    exported = export.export_onnx
+
+    def drifted(graph, path):  # type: ignore[no-untyped-def]
+        # What a broken exporter would write: the graph with its adapter's output shifted a little.
+        graph = copy.deepcopy(graph)
+        with torch.no_grad():
+            next(graph.adapter.parameters()).add_(1e-2)
+        return exported(graph, path)
+
+    monkeypatch.setattr(export, "export_onnx", drifted)
+    texts = [prep.data.texts[i] for i in prep.split.test[:4]]
+    with pytest.raises(RuntimeError, match="ONNX export parity failed"):
+        export.export_router(
+            result.predictor, tmp_path / "router", prep.data.llm_names, encoder=prep.encoder,
+            max_length=prep.max_length, parity_texts=texts,
+        )
+    assert not (tmp_path / "router").exists()

@@ -9,11 +9,12 @@ NumPy so the runtime's tokenising, batching, padding and ordering can be checked
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 from jeirt_lite.artifact import save_artifact
@@ -131,13 +132,35 @@ def reference_vectors(router_path: Path, texts: Sequence[str]) -> np.ndarray:
     artifact = load_artifact(router_path)
     weights = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(artifact.encoder_path)).graph.initializer}
     tokenizer = Tokenizer.from_file(str(artifact.tokenizer_path))
-    tokenizer.enable_truncation(max_length=int(artifact.encoder["max_seq_length"]))
+    tokenizer.enable_truncation(max_length=artifact.encoder.max_seq_length)
     out = []
     for text in texts:
         ids = tokenizer.encode(text).ids
         pooled = weights["embeddings"][ids].mean(axis=0)
         out.append(pooled @ weights["weight"] + weights["bias"])
     return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
+
+
+def edit_and_reseal(folder: Path, edit: Callable[[dict[str, Any]], None] = lambda manifest: None) -> None:
+    """Apply `edit` to router.json, then re-hash the files and re-bind the table as save_artifact would: a folder
+    that is consistent but wrong, to test the checks that come after the hashes and the binding."""
+    from jeirt_lite._manifest import content_digest, names_in_order
+    from jeirt_lite.artifact import DIGEST_KEY, LLM_TENSOR, NAMES_KEY, sha256_of
+    from safetensors import safe_open
+    from safetensors.numpy import save
+
+    manifest = json.loads((folder / "router.json").read_text())
+    edit(manifest)
+    for role, entry in manifest["files"].items():
+        if role != "llms" and (folder / entry["path"]).is_file():
+            entry["sha256"] = sha256_of(folder / entry["path"])
+    llms_path = folder / manifest["files"]["llms"]["path"]
+    with safe_open(str(llms_path), framework="numpy") as handle:
+        table = handle.get_tensor(LLM_TENSOR)
+    binding = {NAMES_KEY: names_in_order(manifest["llms"]), DIGEST_KEY: content_digest(manifest)}
+    llms_path.write_bytes(save({LLM_TENSOR: table}, metadata=binding))
+    manifest["files"]["llms"]["sha256"] = sha256_of(llms_path)
+    (folder / "router.json").write_text(json.dumps(manifest))
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ runtime reads the result with safetensors alone.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -70,20 +70,19 @@ def graph_tensors(onnx_path: Path) -> dict[str, np.ndarray]:
 
 def add_static_encoder(router_dir: Path) -> Path:
     """Writes router_dir/static_encoder.safetensors and its entry in router.json; returns the file."""
-    from jeirt_lite.artifact import MANIFEST_FILE, STATIC_ENCODER_FILE, sha256_of
+    from jeirt_lite import Router
+    from jeirt_lite.artifact import STATIC_ENCODER_FILE
     from safetensors.numpy import save
 
-    manifest_path = router_dir / MANIFEST_FILE
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    tensors = graph_tensors(router_dir / manifest["files"]["encoder"]["path"])
-    target = router_dir / STATIC_ENCODER_FILE
-    target.write_bytes(save(tensors, metadata={"source": "initializers of encoder.onnx"}))
-    manifest["files"]["static_encoder"] = {"path": STATIC_ENCODER_FILE, "sha256": sha256_of(target)}
-    staging = manifest_path.with_suffix(".json.tmp")
-    staging.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    staging.replace(manifest_path)
+    # Saved through Router.save, which hashes the file into router.json and binds router.json to the table.
+    router = Router.load(router_dir, threads=1, fast_path=False)
+    tensors = graph_tensors(router.path / router.manifest.files["encoder"].path)
+    with tempfile.TemporaryDirectory() as scratch:
+        source = Path(scratch) / STATIC_ENCODER_FILE
+        source.write_bytes(save(tensors, metadata={"source": "initializers of encoder.onnx"}))
+        router.save(router_dir, overwrite=True, static_encoder=source)
     check_parity(router_dir)
-    return target
+    return router_dir / STATIC_ENCODER_FILE
 
 
 def check_parity(router_dir: Path, tolerance: float = 1e-4) -> float:

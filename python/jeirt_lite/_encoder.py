@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 
 from ._errors import JeirtError
+from ._limits import MAX_CHUNK_ROWS, bounded_int
+from ._manifest import EncoderSpec
 
 # Small batches of length-sorted texts: on a CPU, big padded batches cost more than they save.
 # A router may name its own in the manifest (encoder.batch_size), chosen per encoder from measurements in
@@ -33,28 +35,21 @@ def check_texts(texts: Sequence[str]) -> list[str]:
 
 
 class OnnxEncoder:
-    """Encodes texts with the router's tokenizer and ONNX graph (encoder + pooling + adapter)."""
+    """Encodes texts with the router's tokenizer and ONNX graph (encoder + pooling + adapter); `Router.embed`
+    cuts texts to `spec.max_chars` before they get here."""
 
-    def __init__(self, tokenizer_path: Path, onnx_path: Path, spec: Mapping[str, Any], dim: int, threads: int):
+    def __init__(self, tokenizer_path: Path, onnx_path: Path, spec: EncoderSpec, dim: int, threads: int):
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        self.max_length = int(spec["max_seq_length"])
-        self.input_names = [str(name) for name in spec["input_names"]]
-        if len(self.input_names) != 2:
-            raise JeirtError(
-                f"encoder.input_names must name two inputs (token ids, attention mask), got {self.input_names}"
-            )
-        self.output_name = str(spec["output_name"])
+        self.max_length = spec.max_seq_length
+        self.input_names = list(spec.input_names)
+        self.output_name = spec.output_name
         # Optional second output: the encoder's own features before the adapter (onboarding corrections use them).
-        feature_output = spec.get("feature_output")
-        self.feature_output: Optional[str] = None if feature_output is None else str(feature_output)
-        feature_dim = spec.get("feature_dim", 0) if feature_output is not None else 0
-        if isinstance(feature_dim, bool) or not isinstance(feature_dim, int):
-            raise JeirtError(f"encoder.feature_dim in router.json must be an integer, got {feature_dim!r}")
-        self.feature_dim = feature_dim
+        self.feature_output: Optional[str] = spec.feature_output
+        self.feature_dim = spec.feature_dim
         self.dim = dim
-        self.batch_size = _batch_size_hint(spec)
+        self.batch_size = DEFAULT_BATCH_SIZE if spec.batch_size is None else spec.batch_size
         try:
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
         except Exception as err:  # tokenizers raises a bare Exception on a bad file
@@ -83,6 +78,11 @@ class OnnxEncoder:
         for name in self.input_names:
             if name not in graph_inputs:
                 raise JeirtError(f"{onnx_path}: has no input {name!r} (inputs: {sorted(graph_inputs)})")
+            node = graph_inputs[name]
+            if node.type != "tensor(int64)" or len(node.shape) != 2:
+                raise JeirtError(
+                    f"{onnx_path}: input {name!r} is {node.type} of shape {node.shape}, expected int64 (N, L)"
+                )
         required = [name for name, node in graph_inputs.items() if name not in self.input_names]
         if required:
             raise JeirtError(f"{onnx_path}: needs inputs {required} that the router does not provide")
@@ -90,6 +90,10 @@ class OnnxEncoder:
         if self.output_name not in outputs:
             raise JeirtError(f"{onnx_path}: has no output {self.output_name!r} (outputs: {sorted(outputs)})")
         shape = outputs[self.output_name].shape
+        if outputs[self.output_name].type != "tensor(float)":
+            raise JeirtError(
+                f"{onnx_path}: output {self.output_name!r} is {outputs[self.output_name].type}, expected float32"
+            )
         if len(shape) != 2 or (isinstance(shape[1], int) and shape[1] != self.dim):
             raise JeirtError(f"{onnx_path}: output {self.output_name!r} has shape {shape}, expected (N, {self.dim})")
         if self.feature_output is not None:
@@ -118,16 +122,14 @@ class OnnxEncoder:
     def _run(
         self, texts: Sequence[str], batch_size: Optional[int], with_features: bool
     ) -> tuple[np.ndarray, Optional[np.ndarray]]:
-        if batch_size is None:
-            batch_size = self.batch_size
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise JeirtError(f"batch_size must be an integer of at least 1, got {batch_size!r}")
+        size = self.batch_size if batch_size is None else batch_size
+        batch_size = bounded_int(size, "batch_size", 1, MAX_CHUNK_ROWS)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         features = np.empty((len(texts), self.feature_dim), dtype=np.float32) if with_features else None
         outputs = [self.output_name] + ([str(self.feature_output)] if with_features else [])
         if not texts:
             return out, features
-        token_ids = [encoding.ids for encoding in self.tokenizer.encode_batch(list(texts))]
+        token_ids = self._token_ids(list(texts))
         lengths = np.fromiter((len(ids) for ids in token_ids), dtype=np.int64, count=len(token_ids))
         # Sorting by length keeps padding small inside each batch; results go back to their input positions.
         order = np.argsort(lengths, kind="stable")
@@ -141,7 +143,10 @@ class OnnxEncoder:
                 ids[row, :n] = token_ids[text_index]
                 mask[row, :n] = 1
             feeds = dict(zip(self.input_names, (ids, mask)))
-            results = self.session.run(outputs, feeds)
+            try:
+                results = self.session.run(outputs, feeds)
+            except Exception as err:  # onnxruntime's own error types (e.g. a token id outside the graph's table)
+                raise JeirtError(f"the encoder failed on texts {sorted(rows.tolist())[:5]}: {err}") from err
             vectors = results[0]
             if vectors.shape != (len(rows), self.dim):
                 raise JeirtError(f"encoder returned shape {vectors.shape}, expected ({len(rows)}, {self.dim})")
@@ -153,12 +158,34 @@ class OnnxEncoder:
             raise JeirtError(f"encoder produced NaN or inf for text {bad}")
         return out, features
 
+    def _token_ids(self, texts: list[str]) -> list[list[int]]:
+        """Token ids of each (already cut) text; a text the tokenizer refuses is named by its index."""
+        for i, text in enumerate(texts):
+            bad = _lone_surrogate(text)
+            if bad is not None:
+                raise JeirtError(
+                    f"text {i} is not valid Unicode: a lone surrogate {text[bad]!r} at character {bad} "
+                    "(text decoded with errors='surrogateescape' or surrogatepass?)"
+                )
+        try:
+            return [encoding.ids for encoding in self.tokenizer.encode_batch(texts)]
+        except Exception as err:  # noqa: BLE001 - tokenizers raises TypeError/Exception without naming the text
+            batch_error = err
+        for i, text in enumerate(texts):
+            try:
+                self.tokenizer.encode(text)
+            except Exception as err:
+                raise JeirtError(f"text {i}: the tokenizer cannot encode it ({err})") from err
+        raise JeirtError(f"the tokenizer failed on this batch of texts ({batch_error})") from batch_error
 
-def _batch_size_hint(spec: Mapping[str, Any]) -> int:
-    value = spec.get("batch_size", DEFAULT_BATCH_SIZE)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise JeirtError(f"encoder.batch_size in router.json must be a positive integer, got {value!r}")
-    return value
+
+def _lone_surrogate(text: str) -> Optional[int]:
+    """Index of the first lone surrogate code point in `text` (not encodable as UTF-8), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        return int(err.start)
+    return None
 
 
 def _pad_id(tokenizer: Any) -> int:

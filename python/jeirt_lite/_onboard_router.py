@@ -11,6 +11,7 @@ from ._corrections import check_features, fit_onboarding, onboarding_record
 from ._errors import JeirtError
 from ._feature_offsets import new_corrections
 from ._llm_params import check_costs
+from ._manifest import freeze
 from ._onboarding import check_labels
 
 if TYPE_CHECKING:
@@ -41,11 +42,11 @@ def with_new_llm(
     fit = fit_onboarding(questions, features, labels, prior_mean=router.llm_vectors.mean(axis=0), l2=l2)
     alignment = router.alignment_vectors(questions) if router.has_alignment else None
     record = onboarding_record(name, l2, fit, alignment)
-    changes: dict[str, Any] = {"onboarded": list(router.manifest.get("onboarded") or []) + [record]}
+    changes: dict[str, Any] = {"onboarded": (*(router.manifest.onboarded or ()), freeze(record))}
     if cost is not None:
         changes["costs"] = {**router.costs, **check_costs({name: cost}, router.llms + (name,), "cost")}
     if router.calibration is not None:
-        changes["calibration"] = router.calibration.extended().to_manifest()
+        changes["calibration"] = router.calibration.extended()
     corrections = router.corrections
     if fit.weights is not None:
         corrections = (

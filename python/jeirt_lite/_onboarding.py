@@ -14,6 +14,7 @@ from typing import Optional
 import numpy as np
 
 from ._errors import JeirtError
+from ._limits import finite_float
 
 DEFAULT_L2 = 1.0  # prior strength, in units of "questions' worth" of curvature; see fit_llm_vector
 MIN_LABELS = 2
@@ -67,7 +68,7 @@ def fit_llm_vector(
         raise JeirtError(f"need at least {MIN_LABELS} answers to fit an LLM, got {n}")
     if not np.isfinite(q).all():
         raise JeirtError(f"question row {int(np.flatnonzero(~np.isfinite(q).all(axis=1))[0])} contains NaN or inf")
-    if not (l2 > 0 and np.isfinite(l2)):
+    if finite_float(l2, "l2") <= 0:
         raise JeirtError(f"l2 must be a positive number, got {l2!r}")
     m0 = np.zeros(d) if prior_mean is None else np.asarray(prior_mean, dtype=np.float64).reshape(d)
 

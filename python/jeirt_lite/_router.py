@@ -6,16 +6,19 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Optional, Union
 
 import numpy as np
 
 from . import kernels
-from ._alignment import TOP_K, AlignmentResult, align
+from ._alignment import AlignmentResult, align
 from ._encoder import OnnxEncoder, check_texts
 from ._errors import JeirtError
 from ._feature_offsets import FeatureCorrections
-from ._llm_params import Calibration, check_costs, cost_vector, make_calibration, parse_calibration
+from ._limits import MAX_THREADS, check_threads
+from ._llm_params import Calibration, check_costs, cost_vector, make_calibration
+from ._manifest import Manifest, freeze, thaw
 from ._onboarding import DEFAULT_L2
 from ._results import RouteResult
 from ._routing import route_rows
@@ -27,23 +30,6 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 DEFAULT_ROUTER_PATH = Path(__file__).parent / "default_router"
 
-# Manifest fields that save_artifact writes itself; everything else is carried over by Router.save.
-_STANDARD_FIELDS = {
-    "format",
-    "format_version",
-    "package_version",
-    "label",
-    "dim",
-    "llms",
-    "encoder",
-    "files",
-    "training",
-    "metrics",
-    "alignment",
-    "corrections",
-}
-
-
 def usable_cores() -> int:
     """Cores this process may run on (respects CPU affinity, e.g. in containers pinned to a subset)."""
     if hasattr(os, "sched_getaffinity"):
@@ -52,11 +38,10 @@ def usable_cores() -> int:
 
 
 def resolve_threads(threads: Optional[int]) -> int:
+    """`threads`, or every usable core for None; at most `limits.MAX_THREADS`."""
     if threads is None:
-        return usable_cores()
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise JeirtError(f"threads must be a positive integer or None (all cores), got {threads!r}")
-    return threads
+        return min(usable_cores(), MAX_THREADS)
+    return check_threads(threads)
 
 
 class Router:
@@ -73,18 +58,28 @@ class Router:
         [('Meta-Llama-3.1-70B-Instruct', 0.91), ('gemma-2-27b-it', 0.88)]
     """
 
-    def __init__(self, artifact: Artifact, *, threads: Optional[int] = None, fast_path: bool = True):
+    def __init__(
+        self,
+        artifact: Artifact,
+        *,
+        threads: Optional[int] = None,
+        fast_path: bool = True,
+        encoder: Optional[Union[OnnxEncoder, StaticEncoder]] = None,
+    ):
+        """A router over a loaded artifact (use `Router.load`). `encoder`: an encoder already loaded for this
+        artifact's files, shared by the routers derived from one another (add_llm, select_llms, ...)."""
         self._artifact = artifact
         self._llm_vectors = artifact.llm_vectors
-        self._calibration = parse_calibration(artifact.manifest, len(artifact.llm_names), str(artifact.path))
+        self._calibration = artifact.manifest.calibration
         self._threads = resolve_threads(threads)
         # One setting sizes both ONNX Runtime's pool and the Rust kernels' pool so they never fight for cores.
         # Static routers encode in Rust (jeirt_lite._static_path) unless asked not to; the ONNX graph computes the
         # same vectors and is the path of every other router.
-        fast = static_encoder_for(
-            artifact.path, artifact.manifest, artifact.tokenizer_path, artifact.dim, self._threads
-        ) if fast_path else None
-        self._encoder: Union[OnnxEncoder, StaticEncoder] = fast or OnnxEncoder(
+        if encoder is None and fast_path:
+            encoder = static_encoder_for(
+                artifact.path, artifact.manifest, artifact.tokenizer_path, artifact.dim, self._threads
+            )
+        self._encoder: Union[OnnxEncoder, StaticEncoder] = encoder or OnnxEncoder(
             artifact.tokenizer_path, artifact.encoder_path, artifact.encoder, artifact.dim, self._threads
         )
         self._graph: Optional[OnnxEncoder] = None  # the ONNX graph next to the fast path, made when features are asked
@@ -97,7 +92,8 @@ class Router:
 
         Args:
             path: a folder written by `Router.save` or by training.
-            threads: cores for encoding and scoring; None uses every core this process may run on.
+            threads: cores for encoding and scoring, 1..MAX_THREADS (jeirt_lite._limits); None uses every core
+                this process may run on.
             fast_path: static routers encode in Rust (same vectors as their ONNX graph, several times faster);
                 False forces the ONNX Runtime path, the reference.
 
@@ -133,7 +129,7 @@ class Router:
     @property
     def costs(self) -> dict[str, float]:
         """Per-LLM cost stored in the router (may cover only some LLMs; empty when none is stored)."""
-        return dict(self.manifest.get("costs") or {})
+        return dict(self.manifest.costs or {})
 
     @property
     def priced_llms(self) -> tuple[str, ...]:
@@ -142,8 +138,9 @@ class Router:
         return tuple(name for name in self.llms if name in costs)
 
     @property
-    def manifest(self) -> Mapping[str, Any]:
-        """The parsed router.json: encoder description, training summary, metrics."""
+    def manifest(self) -> Manifest:
+        """The validated router.json (typed fields; also a read-only mapping of its JSON): encoder description,
+        training summary, metrics."""
         return self._artifact.manifest
 
     @property
@@ -160,7 +157,7 @@ class Router:
         return isinstance(self._encoder, StaticEncoder)
 
     def __repr__(self) -> str:
-        label = self.manifest.get("label")
+        label = self.manifest.label
         note = f", label={label!r}" if label else ""
         return f"Router(path={str(self.path)!r}, llms={len(self.llms)}, dim={self.dim}{note})"
 
@@ -170,9 +167,13 @@ class Router:
         """Question vectors (N, d) float32 for a list of texts, in input order.
 
         `batch_size`: texts per encoder call; None uses the router's measured choice (manifest encoder.batch_size,
-        else DEFAULT_BATCH_SIZE).
+        else DEFAULT_BATCH_SIZE). Texts longer than `manifest.encoder.max_chars` characters
+        (MAX_CHARS_PER_TOKEN x max_seq_length) count only up to there.
         """
-        return self._encoder.encode(check_texts(texts), batch_size=batch_size)
+        # Cut before tokenising: the encoder reads at most max_seq_length tokens, and tokenising a 10 MB text in
+        # full costs seconds and gigabytes for nothing (the cut, `manifest.encoder.max_chars`, is in _limits).
+        limit = self.manifest.encoder.max_chars
+        return self._encoder.encode([text[:limit] for text in check_texts(texts)], batch_size=batch_size)
 
     def embed_with_features(
         self, texts: Sequence[str], *, batch_size: Optional[int] = None
@@ -371,15 +372,14 @@ class Router:
     def alignment_vectors(self, vectors: np.ndarray) -> AlignmentResult:
         """`alignment` for question vectors (N, d) embedded elsewhere."""
         reference = self._artifact.reference_directions
-        if reference is None:
+        spec = self.manifest.alignment
+        if reference is None or spec is None:
             raise JeirtError(
                 f"{self.path}: this router has no reference directions (reference.safetensors), so alignment and "
                 "the in-distribution flag are unavailable; routers exported by current training carry them"
             )
-        block = self.manifest["alignment"]
         return align(
-            self._check_vectors(vectors), reference, float(block["threshold"]), int(block.get("top_k", TOP_K)),
-            center=self._artifact.reference_center,
+            self._check_vectors(vectors), reference, spec.threshold, spec.top_k, center=self._artifact.reference_center
         )
 
     def _check_vectors(self, vectors: np.ndarray) -> np.ndarray:
@@ -485,8 +485,8 @@ class Router:
             raise JeirtError("each LLM may be selected once")
         changes: dict[str, Any] = {}
         if self._calibration is not None:
-            changes["calibration"] = self._calibration.select(rows).to_manifest()
-        if "costs" in self.manifest:
+            changes["calibration"] = self._calibration.select(rows)
+        if self.manifest.costs is not None:
             changes["costs"] = {name: cost for name, cost in self.costs.items() if name in wanted}
         corrections = None if self.corrections is None else self.corrections.restricted(wanted)
         return self._with_llms(tuple(wanted), self._llm_vectors[rows], corrections=corrections, **changes)
@@ -497,7 +497,7 @@ class Router:
         """A router whose probabilities are sigmoid(scale[j] * logit + bias[j]) (one entry per LLM, in table
         order; scale > 0). Fit them on held-out answers, e.g. with training/calibration.py."""
         calibration = make_calibration(scale, bias, kind, len(self.llms))
-        return self._with_llms(self.llms, self._llm_vectors, calibration=calibration.to_manifest())
+        return self._with_llms(self.llms, self._llm_vectors, calibration=calibration)
 
     def without_calibration(self) -> Router:
         """A router that reports the model's raw probabilities."""
@@ -515,7 +515,7 @@ class Router:
             self.llm_index(old)
         renamed = tuple(str(names.get(name, name)) for name in self.llms)
         changes: dict[str, Any] = {}
-        if "costs" in self.manifest:
+        if self.manifest.costs is not None:
             changes["costs"] = {str(names.get(name, name)): cost for name, cost in self.costs.items()}
         validate_llm_table(renamed, self._llm_vectors, "renamed LLMs")
         return self._with_llms(renamed, self._llm_vectors, **changes)
@@ -540,51 +540,53 @@ class Router:
         corrections: Union[FeatureCorrections, None, str] = "keep",
         **manifest_changes: Any,
     ) -> Router:
+        """A router with another LLM table (and manifest fields: calibration, costs, onboarded; corrections
+        "keep" keeps this router's), through the constructor; it shares this router's encoders (ONNX Runtime
+        sessions may run from several threads)."""
         table = np.ascontiguousarray(table, dtype=np.float32)
         table.setflags(write=False)
         kept = self.corrections if isinstance(corrections, str) else corrections
-        manifest = {**self.manifest, "llms": list(names), **manifest_changes}
-        manifest.pop("corrections", None)
-        if kept is not None:
-            manifest["corrections"] = kept.manifest_block()
-        router = object.__new__(Router)
-        router._artifact = replace(
-            self._artifact, manifest=manifest, llm_names=names, llm_vectors=table, corrections=kept
-        )
-        router._llm_vectors = table
-        router._calibration = parse_calibration(manifest, len(names), "calibration")
-        router._threads = self._threads
-        router._encoder = self._encoder  # ONNX Runtime sessions may be shared and run from several threads
+        if manifest_changes.get("costs") is not None:
+            manifest_changes["costs"] = MappingProxyType(dict(manifest_changes["costs"]))
+        block = None if kept is None else freeze(kept.manifest_block())
+        manifest = replace(self.manifest, llms=tuple(names), corrections=block, **manifest_changes)
+        artifact = replace(self._artifact, manifest=manifest, llm_vectors=table, corrections=kept)
+        router = Router(artifact, threads=self._threads, encoder=self._encoder)
         router._graph = self._graph
         return router
 
     # -- persistence -------------------------------------------------------------------------------------------
 
-    def save(self, path: PathLike, *, overwrite: bool = False) -> Path:
-        """Write this router as a folder, atomically (a temporary folder renamed into place)."""
+    def save(
+        self, path: PathLike, *, overwrite: bool = False, static_encoder: Optional[PathLike] = None
+    ) -> Path:
+        """Write this router as a folder, atomically (a temporary folder renamed into place).
+
+        `static_encoder`: a static_encoder.safetensors to store with it (training.add_static_encoder); default:
+        the router's own, if it has one.
+        """
         manifest = self.manifest
+        content = manifest.to_json()
+        extra: dict[str, Any] = {key: content[key] for key in ("calibration", "costs", "onboarded") if key in content}
+        extra.update(thaw(manifest.extra))
+        alignment = None
+        if manifest.alignment is not None:
+            alignment = {key: value for key, value in manifest.alignment.to_json().items() if key != "n_reference"}
         return save_artifact(
             path,
             llm_names=self.llms,
             llm_vectors=self._llm_vectors,
             tokenizer_json=self._artifact.tokenizer_path,
             encoder_onnx=self._artifact.encoder_path,
-            encoder=manifest["encoder"],
-            training=manifest.get("training"),
-            metrics=manifest.get("metrics"),
-            label=manifest.get("label"),
-            extra={key: value for key, value in manifest.items() if key not in _STANDARD_FIELDS},
+            encoder=manifest.encoder,
+            training=content["training"],
+            metrics=content["metrics"],
+            label=manifest.label,
+            extra=extra,
             overwrite=overwrite,
             reference_directions=self._artifact.reference_directions,
-            alignment=_alignment_settings(manifest.get("alignment")),
+            alignment=alignment,
             reference_center=self._artifact.reference_center,
-            static_encoder=self._artifact.static_encoder_path,
+            static_encoder=static_encoder if static_encoder is not None else self._artifact.static_encoder_path,
             corrections=self.corrections,
         )
-
-
-def _alignment_settings(block: Any) -> Optional[dict[str, Any]]:
-    """The manifest's alignment block without what save_artifact recomputes (n_reference)."""
-    if not isinstance(block, Mapping):
-        return None
-    return {key: value for key, value in block.items() if key != "n_reference"}

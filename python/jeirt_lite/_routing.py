@@ -1,12 +1,16 @@
 """Routing rules on precomputed question vectors: most likely, cost-aware, cheapest above a threshold.
 
 * plain: the k LLMs with the highest P(correct) (the kernels' top-k);
-* cost-aware: the k LLMs with the highest P(correct) − cost_weight · cost (the penalty is subtracted inside
-  the kernels' fused top-k, no N × K matrix);
+* cost-aware: the k LLMs with the highest P(correct) − cost_weight · cost, the key computed in float64 (in
+  float32 a large λ·cost swallows P: at λ = 1e8 every LLM of one cost would tie); the probabilities reported
+  are P itself, whatever λ;
 * threshold: the cheapest LLM whose P(correct) ≥ min_probability (ties: higher P, then lower table index); when
   no LLM clears the threshold, the most likely LLM, flagged in `RouteResult.fallback`. With k > 1 the next
-  choices are the next cheapest that clear it, then the rest by P. Vectorised NumPy over chunks of rows of the
-  (calibrated) probability matrix: memory stays at chunk × K.
+  choices are the next cheapest that clear it, then the rest by P. P is compared with the threshold in float64,
+  so a P equal to the threshold clears it.
+
+Both adjusted rules work in NumPy over chunks of rows of the (calibrated) probability matrix: memory stays at
+about CHUNK_CELLS cells, whatever K.
 
 All of them can be restricted to a subset of the LLMs; indices are always rows of the full table.
 """
@@ -19,15 +23,14 @@ import numpy as np
 
 from . import kernels
 from ._errors import JeirtError
+from ._limits import check_probability, finite_float
 from ._llm_params import Calibration
 
-THRESHOLD_CHUNK_ROWS = 8192
+CHUNK_CELLS = 1 << 19
 
 
-def _check_probability(value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-        raise JeirtError(f"min_probability must be a number in [0, 1], got {value!r}")
-    return float(value)
+def _chunk_rows(n_llms: int) -> int:
+    return max(1, CHUNK_CELLS // max(1, n_llms))
 
 
 def route_rows(
@@ -46,36 +49,31 @@ def route_rows(
     `offsets` (N, K) are per-(question, LLM) logit offsets (onboarded LLMs' feature corrections)."""
     scale = None if calibration is None else calibration.scale
     bias = None if calibration is None else calibration.bias
-    if (
-        isinstance(cost_weight, bool)
-        or not isinstance(cost_weight, (int, float))
-        or not np.isfinite(cost_weight)
-    ):
-        raise JeirtError(f"cost_weight must be a finite number, got {cost_weight!r}")
-    if cost_weight < 0:
-        raise JeirtError(f"cost_weight must be >= 0 (a trade-off weight), got {cost_weight!r}")
-    if min_probability is None:
-        penalty = None if cost_weight == 0 or costs is None else (cost_weight * costs).astype(np.float32)
+    weight = finite_float(cost_weight, "cost_weight", low=0.0)
+    threshold = None if min_probability is None else check_probability(min_probability, "min_probability")
+    if threshold is not None and weight != 0:
+        raise JeirtError("use either cost_weight (trade-off) or min_probability (cheapest above it), not both")
+    if threshold is None and (weight == 0 or costs is None):
         indices, probabilities = kernels.top_k(
-            questions, llm_vectors, k, threads=threads, scale=scale, bias=bias, penalty=penalty, offsets=offsets
+            questions, llm_vectors, k, threads=threads, scale=scale, bias=bias, offsets=offsets
         )
         return indices, probabilities, None
-
-    threshold = _check_probability(min_probability)
-    if cost_weight != 0:
-        raise JeirtError(
-            "use either cost_weight (trade-off) or min_probability (cheapest above it), not both"
-        )
     if costs is None:
         raise JeirtError("min_probability routing needs costs (in the router or passed in)")
-    if not 1 <= k <= llm_vectors.shape[0]:
-        raise JeirtError(f"k must be in 1..=K (K = {llm_vectors.shape[0]}), got {k}")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= llm_vectors.shape[0]:
+        raise JeirtError(f"k must be in 1..=K (K = {llm_vectors.shape[0]}), got {k!r}")
+    cost64 = np.asarray(costs, dtype=np.float64)
+    with np.errstate(over="ignore"):  # an overflow is reported below, by name
+        penalty = weight * cost64
+    if not np.isfinite(penalty).all():
+        raise JeirtError(f"cost_weight {cost_weight!r} times the costs overflows; use a smaller weight or unit")
     n = questions.shape[0]
     indices = np.empty((n, k), dtype=np.uint32)
     probabilities = np.empty((n, k), dtype=np.float32)
-    fallback = np.empty(n, dtype=bool)
-    for start in range(0, n, THRESHOLD_CHUNK_ROWS):
-        rows = slice(start, min(n, start + THRESHOLD_CHUNK_ROWS))
+    fallback = None if threshold is None else np.empty(n, dtype=bool)
+    step = _chunk_rows(llm_vectors.shape[0])
+    for start in range(0, n, step):
+        rows = slice(start, min(n, start + step))
         p = kernels.probabilities(
             questions[rows],
             llm_vectors,
@@ -84,12 +82,19 @@ def route_rows(
             bias=bias,
             offsets=None if offsets is None else offsets[rows],
         )
-        clear = p >= threshold
-        # lexsort: last key is primary. Clearing LLMs first; among them cheapest, among the rest most likely;
-        # then higher P; then (stable) lower index.
-        secondary = np.where(clear, costs[None, :], -p.astype(np.float64))
-        order = np.lexsort((-p, secondary, ~clear), axis=-1)[:, :k]
+        p64 = p.astype(np.float64)
+        if threshold is None:
+            # lexsort: last key is primary. Best key first; keys equal in float64 (at a huge λ the penalty's
+            # rounding swallows P: always for LLMs of equal cost) by higher P; then (stable) lower index.
+            order = np.lexsort((-p64, penalty[None, :] - p64), axis=-1)[:, :k]
+        else:
+            clear = p64 >= threshold
+            # lexsort: last key is primary. Clearing LLMs first; among them cheapest, among the rest most
+            # likely; then higher P; then (stable) lower index.
+            secondary = np.where(clear, cost64[None, :], -p64)
+            order = np.lexsort((-p64, secondary, ~clear), axis=-1)[:, :k]
+            assert fallback is not None
+            fallback[rows] = ~clear.any(axis=1)
         indices[rows] = order
         probabilities[rows] = np.take_along_axis(p, order, axis=1)
-        fallback[rows] = ~clear.any(axis=1)
     return indices, probabilities, fallback

@@ -20,9 +20,9 @@ import numpy as np
 
 from . import _core
 from ._errors import JeirtError
+from ._manifest import STATIC_ROLE
 
 STATIC_ENCODER_FILE = "static_encoder.safetensors"
-STATIC_ROLE = "static_encoder"
 TENSORS = ("table", "w1", "b1", "w2", "b2")
 
 

@@ -12,14 +12,17 @@
                        second output, encoder.feature_output); see _feature_offsets.py
 
 Loading checks every file against the manifest and names the file at fault; saving writes a temporary folder and
-renames it into place, so a reader never sees half a router.
+renames it into place, so a reader never sees half a router. router.json is bound to the tables: llms.safetensors'
+metadata holds the LLM names in table order and a digest of router.json's content (`manifest.content_digest`), so
+a router.json edited after saving (two names swapped, encoder inputs swapped, alignment settings changed) or put
+next to another router's tables is refused. File paths are plain names inside the folder (no directories, `..`,
+absolute paths or symlinks leading out). The typed manifest is `manifest.Manifest`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import shutil
 import uuid
@@ -32,10 +35,31 @@ import numpy as np
 
 from ._errors import JeirtError
 from ._feature_offsets import CORRECTIONS_FILE, FeatureCorrections, parse_corrections
-from ._llm_params import parse_calibration, parse_costs
+from ._manifest import (
+    DEFAULT_ALIGNMENT_TOP_K,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    STATIC_ROLE,
+    EncoderSpec,
+    Manifest,
+    check_llm_names,
+    content_digest,
+    json_safe,
+    names_in_order,
+    parse_manifest,
+    thaw,
+)
 
-FORMAT_NAME = "jeirt-lite-router"
-FORMAT_VERSION = 1
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "Artifact",
+    "Manifest",
+    "load_artifact",
+    "read_manifest",
+    "save_artifact",
+]
+
 MANIFEST_FILE = "router.json"
 TOKENIZER_FILE = "tokenizer.json"
 ENCODER_FILE = "encoder.onnx"
@@ -45,9 +69,15 @@ REFERENCE_FILE = "reference.safetensors"
 STATIC_ENCODER_FILE = "static_encoder.safetensors"
 REFERENCE_TENSOR = "reference_directions"
 CENTER_TENSOR = "reference_center"
+# llms.safetensors metadata keys that bind router.json to the table.
+NAMES_KEY = "llm_names"
+DIGEST_KEY = "manifest_sha256"
 
-# Encoder fields the runtime relies on; anything else in the encoder block is descriptive.
-REQUIRED_ENCODER_FIELDS = ("name", "max_seq_length", "input_names", "output_name")
+# Fields save_artifact writes itself; `extra` may not set them.
+_SAVED_FIELDS = (
+    "format", "format_version", "package_version", "label", "dim", "llms", "encoder", "files", "training",
+    "metrics", "alignment", "corrections",
+)
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -57,35 +87,37 @@ class Artifact:
     """A validated router folder: the manifest and the LLM table, with paths to the tokenizer and encoder."""
 
     path: Path
-    manifest: Mapping[str, Any]
-    llm_names: tuple[str, ...]
+    manifest: Manifest
     llm_vectors: np.ndarray  # (K, d) float32, C-contiguous, read-only
     reference_directions: Optional[np.ndarray] = None  # (R, d) float32, read-only; None when the router has none
     reference_center: Optional[np.ndarray] = None  # (d,) float32: the mean training question vector
     corrections: Optional[FeatureCorrections] = None  # onboarded LLMs' feature corrections; None when none
 
     @property
+    def llm_names(self) -> tuple[str, ...]:
+        return self.manifest.llms
+
+    @property
     def dim(self) -> int:
         return int(self.llm_vectors.shape[1])
 
     @property
-    def encoder(self) -> Mapping[str, Any]:
-        encoder: Mapping[str, Any] = self.manifest["encoder"]
-        return encoder
+    def encoder(self) -> EncoderSpec:
+        return self.manifest.encoder
 
     @property
     def tokenizer_path(self) -> Path:
-        return self.path / str(self.manifest["files"]["tokenizer"]["path"])
+        return self.path / self.manifest.files["tokenizer"].path
 
     @property
     def encoder_path(self) -> Path:
-        return self.path / str(self.manifest["files"]["encoder"]["path"])
+        return self.path / self.manifest.files["encoder"].path
 
     @property
     def static_encoder_path(self) -> Optional[Path]:
         """The static routers' token table and adapter for the Rust fast path (jeirt_lite._static_path), if any."""
-        entry = self.manifest["files"].get("static_encoder")
-        return None if entry is None else self.path / str(entry["path"])
+        entry = self.manifest.files.get(STATIC_ROLE)
+        return None if entry is None else self.path / entry.path
 
 
 def sha256_of(path: Path) -> str:
@@ -104,17 +136,7 @@ def package_version() -> str:
 
 def validate_llm_table(llm_names: Sequence[str], llm_vectors: np.ndarray, where: str) -> np.ndarray:
     """Check names and table agree; return the table as C-contiguous float32."""
-    names = list(llm_names)
-    if not names:
-        raise JeirtError(f"{where}: a router needs at least one LLM")
-    for i, name in enumerate(names):
-        if not isinstance(name, str) or not name.strip():
-            raise JeirtError(f"{where}: LLM name {i} must be a non-empty string, got {name!r}")
-    seen: dict[str, int] = {}
-    for i, name in enumerate(names):
-        if name in seen:
-            raise JeirtError(f"{where}: LLM name {name!r} appears twice (rows {seen[name]} and {i})")
-        seen[name] = i
+    names = check_llm_names(list(llm_names), where)
     vectors = np.asarray(llm_vectors)
     if vectors.ndim != 2:
         raise JeirtError(f"{where}: LLM table must be 2-D (K, d), got shape {vectors.shape}")
@@ -131,19 +153,6 @@ def validate_llm_table(llm_names: Sequence[str], llm_vectors: np.ndarray, where:
     return vectors
 
 
-def _json_safe(value: Any) -> Any:
-    """Metrics may carry numpy scalars or NaN: store plain JSON (NaN as null) so any reader can parse it."""
-    if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def save_artifact(
     path: PathLike,
     *,
@@ -151,7 +160,7 @@ def save_artifact(
     llm_vectors: np.ndarray,
     tokenizer_json: PathLike,
     encoder_onnx: PathLike,
-    encoder: Mapping[str, Any],
+    encoder: Union[Mapping[str, Any], EncoderSpec],
     training: Optional[Mapping[str, Any]] = None,
     metrics: Optional[Mapping[str, Any]] = None,
     label: Optional[str] = None,
@@ -165,9 +174,10 @@ def save_artifact(
 ) -> Path:
     """Write a router folder atomically and return its path.
 
-    The tokenizer and encoder files are copied in; the LLM table is written as safetensors; the manifest records
-    the sha256 of each file. Everything goes to a temporary sibling folder first and is renamed into place at the
-    end, so an interrupted save leaves no half router at `path`.
+    The tokenizer and encoder files are copied in; the LLM table is written as safetensors with the LLM names
+    and router.json's digest in its metadata; the manifest records the sha256 of each file. Everything goes to a
+    temporary sibling folder first and is renamed into place at the end, so an interrupted save leaves no half
+    router at `path`.
 
     Args:
         path: the folder to create.
@@ -179,10 +189,11 @@ def save_artifact(
         training: summary of the training run (data, split, hyper-parameters).
         metrics: evaluation results (test metrics).
         label: a human-readable note, e.g. that a router is a placeholder.
-        extra: further top-level manifest fields (later features such as calibration or costs).
+        extra: further top-level manifest fields (calibration, costs, onboarded, ...).
         overwrite: replace an existing folder at `path` (the old one is removed only after the new one is in place).
         reference_directions: optional (R, d) unit directions of training questions, for alignment scores.
-        alignment: with `reference_directions`: at least {"threshold": float}, the in-distribution cut-off.
+        alignment: with `reference_directions`: at least {"threshold": float}, the in-distribution cut-off
+            (optional "top_k", default DEFAULT_ALIGNMENT_TOP_K).
         reference_center: (d,) mean training question vector the directions are taken around (default zeros).
         static_encoder: a static router's static_encoder.safetensors (token table and adapter, the same
             computation as `encoder_onnx`), copied in for the Rust fast path.
@@ -190,71 +201,80 @@ def save_artifact(
     """
     target = Path(path)
     vectors = validate_llm_table(llm_names, llm_vectors, str(target))
-    missing = [field for field in REQUIRED_ENCODER_FIELDS if field not in encoder]
-    if missing:
-        raise JeirtError(f"{target}: encoder description lacks {', '.join(missing)}")
-    sources = (tokenizer_json, encoder_onnx) + ((static_encoder,) if static_encoder is not None else ())
-    for source in map(Path, sources):
+    inputs = (tokenizer_json, encoder_onnx) + ((static_encoder,) if static_encoder is not None else ())
+    for source in map(Path, inputs):
         if not source.is_file():
             raise JeirtError(f"{target}: cannot save, {source} does not exist")
     if target.exists() and not overwrite:
         raise JeirtError(f"{target} already exists (pass overwrite=True to replace it)")
+    fields: dict[str, Any] = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "package_version": package_version(),
+        "label": label,
+        "dim": int(vectors.shape[1]),
+        "llms": list(llm_names),
+        "encoder": encoder.to_json() if isinstance(encoder, EncoderSpec) else dict(encoder),
+        "training": dict(training) if training is not None else None,
+        "metrics": dict(metrics) if metrics is not None else None,
+    }
     reference = center = None
     if reference_directions is not None or alignment is not None:
         reference = validate_reference(reference_directions, alignment, vectors.shape[1], str(target))
         center = validate_center(reference_center, vectors.shape[1], str(target))
+        assert alignment is not None
+        rows = int(reference.shape[0])
+        fields["alignment"] = {"top_k": min(DEFAULT_ALIGNMENT_TOP_K, rows), **dict(alignment), "n_reference": rows}
+    for key, value in (extra or {}).items():
+        if key in _SAVED_FIELDS:
+            raise JeirtError(f"{target}: extra manifest field {key!r} would overwrite a standard field")
+        fields[key] = value
+    sources = {TOKENIZER_FILE: Path(tokenizer_json), ENCODER_FILE: Path(encoder_onnx)}
+    if static_encoder is not None:
+        sources[STATIC_ENCODER_FILE] = Path(static_encoder)
+    if corrections is not None:
+        fields["corrections"] = corrections.manifest_block()
+    _write_folder(target, json_safe(fields), vectors, sources, reference, center, corrections)
+    return target
 
+
+def _write_folder(
+    target: Path,
+    fields: dict[str, Any],
+    vectors: np.ndarray,
+    sources: Mapping[str, Path],
+    reference: Optional[np.ndarray],
+    center: Optional[np.ndarray],
+    corrections: Optional[FeatureCorrections] = None,
+) -> None:
+    """Stage every file, bind router.json to the table, validate the manifest, then rename into place."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
     staging.mkdir()
     try:
-        shutil.copyfile(tokenizer_json, staging / TOKENIZER_FILE)
-        shutil.copyfile(encoder_onnx, staging / ENCODER_FILE)
-        _write_llm_table(staging / LLMS_FILE, vectors)
-        manifest: dict[str, Any] = {
-            "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
-            "package_version": package_version(),
-            "label": label,
-            "dim": int(vectors.shape[1]),
-            "llms": list(llm_names),
-            "encoder": dict(encoder),
-            "files": {
-                role: {"path": name, "sha256": sha256_of(staging / name)}
-                for role, name in (("tokenizer", TOKENIZER_FILE), ("encoder", ENCODER_FILE), ("llms", LLMS_FILE))
-            },
-            "training": dict(training) if training is not None else None,
-            "metrics": dict(metrics) if metrics is not None else None,
-        }
-        if static_encoder is not None:
-            shutil.copyfile(static_encoder, staging / STATIC_ENCODER_FILE)
-            manifest["files"]["static_encoder"] = {
-                "path": STATIC_ENCODER_FILE, "sha256": sha256_of(staging / STATIC_ENCODER_FILE)
-            }
+        for name, source in sources.items():
+            shutil.copyfile(source, staging / name)
+        roles = [("tokenizer", TOKENIZER_FILE), ("encoder", ENCODER_FILE)]
+        if STATIC_ENCODER_FILE in sources:
+            roles.append((STATIC_ROLE, STATIC_ENCODER_FILE))
         if reference is not None and center is not None:
             _write_tensors(staging / REFERENCE_FILE, {REFERENCE_TENSOR: reference, CENTER_TENSOR: center})
-            manifest["files"]["reference"] = {"path": REFERENCE_FILE, "sha256": sha256_of(staging / REFERENCE_FILE)}
-            manifest["alignment"] = dict(alignment or {}, n_reference=int(reference.shape[0]))
-        _write_corrections(staging, manifest, corrections)
-        for key, value in (extra or {}).items():
-            if key in manifest:
-                raise JeirtError(f"{target}: extra manifest field {key!r} would overwrite a standard field")
-            manifest[key] = value
+            roles.append(("reference", REFERENCE_FILE))
+        if corrections is not None:
+            _write_tensors(staging / CORRECTIONS_FILE, corrections.tensors())
+            roles.append(("corrections", CORRECTIONS_FILE))
+        fields["files"] = {role: {"path": name, "sha256": sha256_of(staging / name)} for role, name in roles}
+        binding = {NAMES_KEY: names_in_order(fields["llms"]), DIGEST_KEY: content_digest(fields)}
+        _write_tensors(staging / LLMS_FILE, {LLM_TENSOR: vectors}, binding)
+        fields["files"]["llms"] = {"path": LLMS_FILE, "sha256": sha256_of(staging / LLMS_FILE)}
+        parse_manifest(fields, f"{target / MANIFEST_FILE}")  # the same checks a load makes, before it is in place
         with open(staging / MANIFEST_FILE, "w", encoding="utf-8") as handle:
-            json.dump(_json_safe(manifest), handle, indent=2, allow_nan=False)
+            json.dump(fields, handle, indent=2, allow_nan=False)
             handle.write("\n")
         _move_into_place(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return target
-
-
-def _write_corrections(staging: Path, manifest: dict[str, Any], corrections: Optional[FeatureCorrections]) -> None:
-    if corrections is not None:
-        _write_tensors(staging / CORRECTIONS_FILE, corrections.tensors())
-        manifest["files"]["corrections"] = {"path": CORRECTIONS_FILE, "sha256": sha256_of(staging / CORRECTIONS_FILE)}
-        manifest["corrections"] = corrections.manifest_block()
 
 
 def validate_reference(
@@ -269,7 +289,7 @@ def validate_reference(
     if not np.issubdtype(array.dtype, np.floating) or not np.isfinite(array).all():
         raise JeirtError(f"{where}: reference directions must be finite floats")
     threshold = alignment.get("threshold") if isinstance(alignment, Mapping) else None
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not np.isfinite(threshold):
         raise JeirtError(f"{where}: alignment.threshold must be a finite number, got {threshold!r}")
     return np.ascontiguousarray(array, dtype=np.float32)
 
@@ -283,16 +303,12 @@ def validate_center(center: Optional[np.ndarray], dim: int, where: str) -> np.nd
     return np.ascontiguousarray(array, dtype=np.float32)
 
 
-def _write_llm_table(path: Path, vectors: np.ndarray) -> None:
-    _write_tensors(path, {LLM_TENSOR: vectors})
-
-
-def _write_tensors(path: Path, tensors: dict[str, np.ndarray]) -> None:
+def _write_tensors(path: Path, tensors: dict[str, np.ndarray], metadata: Optional[dict[str, str]] = None) -> None:
     from safetensors.numpy import save
 
     # Serialise to bytes and write with open(): safetensors' save_file creates the file owner-only (0600), which
     # would make a router installed system-wide unreadable to other users.
-    path.write_bytes(save(tensors))
+    path.write_bytes(save(tensors, metadata=metadata))
 
 
 def _move_into_place(staging: Path, target: Path) -> None:
@@ -307,119 +323,168 @@ def _move_into_place(staging: Path, target: Path) -> None:
     shutil.rmtree(retired, ignore_errors=True)
 
 
-def load_artifact(path: PathLike) -> Artifact:
-    """Read and validate a router folder; every problem names the file at fault."""
-    folder = Path(path)
-    if not folder.is_dir():
-        raise JeirtError(f"{folder}: no router folder here")
-    manifest = _read_manifest(folder / MANIFEST_FILE)
-    files = manifest["files"]
-    optional = tuple(role for role in ("reference", "static_encoder", "corrections") if role in files)
-    roles = ("tokenizer", "encoder", "llms") + optional
-    for role in roles:
-        entry = files.get(role)
-        if not isinstance(entry, Mapping) or "path" not in entry or "sha256" not in entry:
-            raise JeirtError(f"{folder / MANIFEST_FILE}: files.{role} must give a path and a sha256")
-        file_path = folder / str(entry["path"])
-        if not file_path.is_file():
-            raise JeirtError(f"{file_path}: missing (router.json lists it as the {role} file)")
+def load_artifact(path: PathLike, *, allow_legacy: bool = False) -> Artifact:
+    """Read and validate a router folder; every problem names the file at fault.
+
+    `allow_legacy` reads format 1 folders (no binding between router.json and the tables); only the migration
+    (`jeirt_lite.migrate`) uses it.
+    """
+    folder, raw, manifest, files = _open_folder(path, allow_legacy=allow_legacy)
+    for role, file_path in files.items():
         actual = sha256_of(file_path)
-        if actual != entry["sha256"]:
+        expected = manifest.files[role].sha256
+        if actual != expected:
             raise JeirtError(
-                f"{file_path}: sha256 {actual[:12]}… does not match router.json ({str(entry['sha256'])[:12]}…); "
+                f"{file_path}: sha256 {actual[:12]}… does not match router.json ({expected[:12]}…); "
                 "the file is corrupt or belongs to another router"
             )
-    llm_path = folder / str(files["llms"]["path"])
-    vectors = _read_llm_table(llm_path)
-    names = manifest["llms"]
-    vectors = validate_llm_table(names, vectors, str(llm_path))
-    if vectors.shape[1] != manifest["dim"]:
-        raise JeirtError(f"{llm_path}: LLM vectors have dimension {vectors.shape[1]}, router.json says {manifest['dim']}")
+    tensors, metadata = _read_tensors(files["llms"], (LLM_TENSOR,))
+    if manifest.format_version == FORMAT_VERSION:
+        _check_binding(folder / MANIFEST_FILE, raw, metadata, files["llms"])
+    vectors = validate_llm_table(manifest.llms, tensors[LLM_TENSOR], str(files["llms"]))
+    if vectors.shape[1] != manifest.dim:
+        raise JeirtError(
+            f"{files['llms']}: LLM vectors have dimension {vectors.shape[1]}, router.json says {manifest.dim}"
+        )
     vectors.setflags(write=False)
-    # Per-LLM fields are checked here so that a bad router fails at load, naming router.json.
-    parse_calibration(manifest, len(names), str(folder / MANIFEST_FILE))
-    parse_costs(manifest, names, str(folder / MANIFEST_FILE))
     reference = center = None
-    if "reference" in files or "alignment" in manifest:
-        if "reference" not in files:
-            raise JeirtError(f"{folder / MANIFEST_FILE}: has an alignment block but files.reference is missing")
-        ref_path = folder / str(files["reference"]["path"])
-        table = _read_tensor(ref_path, REFERENCE_TENSOR)
-        reference = validate_reference(table, manifest.get("alignment"), vectors.shape[1], str(ref_path))
-        center = validate_center(_read_tensor(ref_path, CENTER_TENSOR), vectors.shape[1], str(ref_path))
+    if manifest.alignment is not None:
+        ref_path = files["reference"]
+        tables, _ = _read_tensors(ref_path, (REFERENCE_TENSOR, CENTER_TENSOR))
+        reference = validate_reference(
+            tables[REFERENCE_TENSOR], manifest.alignment.to_json(), manifest.dim, str(ref_path)
+        )
+        center = validate_center(tables[CENTER_TENSOR], manifest.dim, str(ref_path))
+        if reference.shape[0] != manifest.alignment.n_reference:
+            raise JeirtError(
+                f"{ref_path}: holds {reference.shape[0]} reference directions, router.json's alignment.n_reference "
+                f"says {manifest.alignment.n_reference}"
+            )
         reference.setflags(write=False)
         center.setflags(write=False)
     return Artifact(
-        path=folder, manifest=manifest, llm_names=tuple(names), llm_vectors=vectors, reference_directions=reference,
-        reference_center=center, corrections=_read_corrections(folder, manifest),
+        path=folder, manifest=manifest, llm_vectors=vectors, reference_directions=reference, reference_center=center,
+        corrections=_read_corrections(manifest, files),
     )
 
 
-def _read_corrections(folder: Path, manifest: Mapping[str, Any]) -> Optional[FeatureCorrections]:
-    files = manifest["files"]
-    if "corrections" not in files and "corrections" not in manifest:
+def _read_corrections(manifest: Manifest, files: Mapping[str, Path]) -> Optional[FeatureCorrections]:
+    if manifest.corrections is None and "corrections" not in files:
         return None
-    if "corrections" not in files:
-        raise JeirtError(f"{folder / MANIFEST_FILE}: has a corrections block but files.corrections is missing")
+    if "corrections" not in files or manifest.corrections is None:
+        raise JeirtError(f"{files['llms'].parent / MANIFEST_FILE}: the corrections block and files.corrections go together")
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
-    path = folder / str(files["corrections"]["path"])
+    path = files["corrections"]
     try:
         tensors = load_file(str(path))
     except (SafetensorError, OSError, ValueError) as err:
         raise JeirtError(f"{path}: not a readable safetensors file ({err})") from err
-    feature_dim = manifest["encoder"].get("feature_dim") if manifest["encoder"].get("feature_output") else None
-    return parse_corrections(manifest.get("corrections"), tensors, manifest["llms"], feature_dim, str(path))
+    feature_dim = manifest.encoder.feature_dim if manifest.encoder.feature_output else None
+    return parse_corrections(thaw(manifest.corrections), tensors, list(manifest.llms), feature_dim, str(path))
 
 
-def _read_manifest(path: Path) -> dict[str, Any]:
+def read_manifest(path: PathLike) -> Manifest:
+    """router.json of a router folder, validated and checked against the LLM table's metadata, without hashing
+    or loading the (large) encoder: for callers that need only the LLM names or the encoder description (the
+    Ray driver). A full `load_artifact` still checks every file."""
+    folder, raw, manifest, files = _open_folder(path)
+    _check_binding(folder / MANIFEST_FILE, raw, _read_metadata(files["llms"]), files["llms"])
+    return manifest
+
+
+def _open_folder(
+    path: PathLike, *, allow_legacy: bool = False
+) -> tuple[Path, Any, Manifest, dict[str, Path]]:
+    """The folder, router.json's JSON and parsed manifest, and the confined path of each file it lists."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise JeirtError(f"{folder}: no router folder here")
+    manifest_path = folder / MANIFEST_FILE
+    raw = read_manifest_json(manifest_path)
+    manifest = parse_manifest(raw, str(manifest_path), allow_legacy=allow_legacy)
+    root = folder.resolve()
+    files: dict[str, Path] = {}
+    for role, entry in manifest.files.items():
+        file_path = folder / entry.path
+        if file_path.is_symlink() or (file_path.exists() and file_path.resolve().parent != root):
+            raise JeirtError(f"{file_path}: a link; the {role} file must be a plain file inside the router folder")
+        if not file_path.is_file():
+            raise JeirtError(f"{file_path}: missing (router.json lists it as the {role} file)")
+        files[role] = file_path
+    return folder, raw, manifest, files
+
+
+def read_manifest_json(path: Path) -> Any:
     if not path.is_file():
         raise JeirtError(f"{path}: missing; a router folder needs its manifest")
     try:
         with open(path, encoding="utf-8") as handle:
-            manifest = json.load(handle)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            return json.load(handle)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
         raise JeirtError(f"{path}: not readable JSON ({err})") from err
-    if not isinstance(manifest, dict):
-        raise JeirtError(f"{path}: must hold a JSON object")
-    if manifest.get("format") != FORMAT_NAME:
-        raise JeirtError(f"{path}: format is {manifest.get('format')!r}, expected {FORMAT_NAME!r}")
-    version = manifest.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
+
+
+def _check_binding(manifest_path: Path, raw: Any, metadata: Mapping[str, str], llms_path: Path) -> None:
+    """router.json must be the one saved with this table: same LLM names in the same order, same content."""
+    if NAMES_KEY not in metadata or DIGEST_KEY not in metadata:
         raise JeirtError(
-            f"{path}: format_version {version!r} is not supported by jeirt-lite {package_version()} "
-            f"(supports 1..{FORMAT_VERSION})"
+            f"{llms_path}: carries no LLM names or router.json digest in its metadata, so it cannot be checked "
+            "against router.json; re-save the router with jeirt-lite"
         )
-    for field, kind in (("dim", int), ("llms", list), ("encoder", dict), ("files", dict)):
-        if not isinstance(manifest.get(field), kind):
-            raise JeirtError(f"{path}: field {field!r} must be a {kind.__name__}")
-    if manifest["dim"] < 1:
-        raise JeirtError(f"{path}: dim must be positive, got {manifest['dim']}")
-    missing = [field for field in REQUIRED_ENCODER_FIELDS if field not in manifest["encoder"]]
-    if missing:
-        raise JeirtError(f"{path}: encoder lacks {', '.join(missing)}")
-    max_length = manifest["encoder"]["max_seq_length"]
-    if not isinstance(max_length, int) or max_length < 1:
-        raise JeirtError(f"{path}: encoder.max_seq_length must be a positive integer, got {max_length!r}")
-    return manifest
+    try:
+        table_names = json.loads(metadata[NAMES_KEY])
+    except ValueError:
+        table_names = None
+    listed = list(raw["llms"])
+    if table_names != listed:
+        if not isinstance(table_names, list):
+            raise JeirtError(f"{llms_path}: the LLM names in its metadata are unreadable")
+        if len(table_names) != len(listed):
+            raise JeirtError(
+                f"{manifest_path}: lists {len(listed)} LLMs but {llms_path.name} has {len(table_names)}; "
+                "router.json and the table do not belong together"
+            )
+        row = next(i for i, (a, b) in enumerate(zip(listed, table_names)) if a != b)
+        raise JeirtError(
+            f"{manifest_path}: lists LLM {row} as {listed[row]!r}, but row {row} of {llms_path.name} belongs to "
+            f"{table_names[row]!r}; router.json and the table do not belong together"
+        )
+    if metadata[DIGEST_KEY] != content_digest(raw):
+        raise JeirtError(
+            f"{manifest_path}: its content differs from the router.json saved with {llms_path.name} (edited by "
+            "hand, or taken from another router); save routers with Router.save or training, never edit router.json"
+        )
 
 
-def _read_llm_table(path: Path) -> np.ndarray:
-    return _read_tensor(path, LLM_TENSOR)
-
-
-def _read_tensor(path: Path, name: str) -> np.ndarray:
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
+def _read_metadata(path: Path) -> dict[str, str]:
+    from safetensors import safe_open
 
     try:
-        tensors = load_file(str(path))
-    except (SafetensorError, OSError, ValueError) as err:
+        with safe_open(str(path), framework="numpy") as handle:
+            return dict(handle.metadata() or {})
+    except Exception as err:  # safetensors raises its own error types and OSError/ValueError
         raise JeirtError(f"{path}: not a readable safetensors file ({err})") from err
-    if name not in tensors:
-        raise JeirtError(f"{path}: has no tensor {name!r} (found {sorted(tensors)})")
-    table = tensors[name]
-    if table.dtype != np.float32:
-        raise JeirtError(f"{path}: {name} must be float32, got {table.dtype}")
-    return table
+
+
+def _read_tensors(path: Path, names: Sequence[str]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """The named float32 tensors of a safetensors file, and its metadata."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="numpy") as handle:
+            found = set(handle.keys())
+            missing = [name for name in names if name not in found]
+            if missing:
+                raise JeirtError(f"{path}: has no tensor {missing[0]!r} (found {sorted(found)})")
+            tensors = {name: handle.get_tensor(name) for name in names}
+            metadata = dict(handle.metadata() or {})
+    except JeirtError:
+        raise
+    except Exception as err:  # safetensors raises its own error types and OSError/ValueError
+        raise JeirtError(f"{path}: not a readable safetensors file ({err})") from err
+    for name, table in tensors.items():
+        if table.dtype != np.float32:
+            raise JeirtError(f"{path}: {name} must be float32, got {table.dtype}")
+    return tensors, metadata

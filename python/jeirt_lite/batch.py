@@ -37,6 +37,7 @@ from ._io.texts import TextReader
 from ._io.vectors import VectorReader
 from ._io.vocabulary import TEXT_COLUMN
 from ._io.writers import ScoredChunk
+from ._limits import check_chunk_rows
 from ._progress import Progress
 from ._router import Router
 
@@ -188,6 +189,12 @@ def _vector_chunks(
         yield chunk.ids, chunk.vectors, None
 
 
+def _check_options(options: ScoreOptions, n_llms: int) -> None:
+    check_chunk_rows(options.chunk_size, "chunk_size")
+    if isinstance(options.k, bool) or not isinstance(options.k, int) or not 1 <= options.k <= n_llms:
+        raise JeirtError(f"k must be between 1 and the router's {n_llms} LLMs, got {options.k!r}")
+
+
 def score_file(
     router: Router,
     *,
@@ -227,8 +234,7 @@ def score_file(
         )
     if output is None and not options.forecast:
         raise JeirtError("nothing to do: give an output file, or ask for the forecast")
-    if not 1 <= options.k <= len(router.llms):
-        raise JeirtError(f"k must be between 1 and the router's {len(router.llms)} LLMs, got {options.k}")
+    _check_options(options, len(router.llms))
     sources = [path for path in (input_path, vectors_path, ids_path) if path is not None]
     fmt = check_output_path(output, sources) if output is not None else None
 

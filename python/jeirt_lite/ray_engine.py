@@ -43,8 +43,9 @@ from ._io.optional import require_pyarrow
 from ._io.outputs import atomic_output, check_output_path
 from ._io.vocabulary import TEXT_COLUMN, default_id_column, probability_column, score_columns, text_problem
 from ._io.writers import ScoredChunk, score_table
+from ._limits import MAX_CHUNK_ROWS, bounded_int, check_chunk_rows, check_threads
 from ._router import DEFAULT_ROUTER_PATH
-from .artifact import load_artifact
+from .artifact import read_manifest
 from .batch import ScoreOptions, ScoreSummary, embed_for_scoring, score_chunk
 
 DEFAULT_BATCH_SIZE = 1024
@@ -195,11 +196,13 @@ def score_dataset(
         JeirtError: a missing column, a bad k, or (when the Dataset runs) a bad row without `skip_bad`.
     """
     router_path = str(Path(router_path).resolve())
-    llms = load_artifact(Path(router_path)).llm_names  # the manifest only: the encoder loads on the workers
+    llms = read_manifest(Path(router_path)).llms  # the manifest only: the encoder loads on the workers
     if not 1 <= k <= len(llms):
         raise JeirtError(f"k must be between 1 and the router's {len(llms)} LLMs, got {k}")
-    if threads_per_worker < 1 or batch_size < 1:
-        raise JeirtError("threads_per_worker and batch_size must be at least 1")
+    check_threads(threads_per_worker)
+    check_chunk_rows(batch_size, "batch_size")
+    if concurrency is not None:
+        bounded_int(concurrency, "concurrency", 1, MAX_CHUNK_ROWS)
     resolved_id = find_id_column(list(ds.schema().names), text_column, id_column)
     try:
         # A bank read as one big block (one Parquet row group) would go to one worker: streaming re-blocking to
@@ -247,7 +250,7 @@ def expected_accuracy(scored: Any, llms: Any) -> tuple[dict[str, float], int]:
 def forecast_dataset(ds: Any, router_path: Union[str, Path], **score_kwargs: Any) -> dict[str, float]:
     """`jeirt-lite score --forecast` on a Ray Dataset: each LLM's expected accuracy (mean P(correct))."""
     score_kwargs.update(all_probabilities=True, k=1)
-    llms = load_artifact(Path(router_path)).llm_names
+    llms = read_manifest(Path(router_path)).llms
     return expected_accuracy(score_dataset(ds, router_path, **score_kwargs), llms)[0]
 
 
@@ -311,7 +314,7 @@ def score_file_on_ray(
             raise JeirtError(f"{output}: the Ray engine writes Parquet")
     total = _parquet_rows(input_path)  # from the file's footer: a Ray count would be one more job to schedule
     router_path = Path(router_path) if router_path is not None else DEFAULT_ROUTER_PATH
-    llms = load_artifact(router_path).llm_names
+    llms = read_manifest(router_path).llms
     started_here = not ray.is_initialized()
     if started_here:
         # Without an address: a local runtime on this machine's CPUs; with one: join that cluster.

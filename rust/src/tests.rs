@@ -317,6 +317,36 @@ fn stable_sigmoid_saturates_without_nan() {
 }
 
 #[test]
+fn a_huge_penalty_still_reports_the_probabilities() {
+    // P - penalty in float32 loses P entirely at penalty 1e8; the reported values must not be rebuilt from it.
+    let mut rng = Rng(0xb16_c057);
+    let (n, k, d) = (37, 5, 8);
+    let q = rng.values(n * d, 1.0);
+    let m = rng.values(k * d, 1.0);
+    let penalty: Vec<f32> = (0..k).map(|j| 1e8 * (1.0 + j as f32)).collect();
+    for level in levels() {
+        let cfg = config(1, level);
+        let p = crate::probabilities(view(&q, n, d), view(&m, k, d), &cfg).expect("valid");
+        let (idx, val) = crate::top_k_adjusted(
+            view(&q, n, d),
+            view(&m, k, d),
+            k,
+            &Calibration::none(),
+            Some(&penalty),
+            &cfg,
+        )
+        .expect("valid");
+        for i in 0..n {
+            assert_eq!(idx[i * k], 0, "{level:?}: the cheapest LLM ranks first");
+            for r in 0..k {
+                let j = idx[i * k + r] as usize;
+                assert_eq!(val[i * k + r], p[i * k + j], "{level:?} row {i} rank {r}");
+            }
+        }
+    }
+}
+
+#[test]
 fn calibration_and_penalty_match_reference_on_every_level() {
     let mut rng = Rng(0x5eed_ca1b);
     for &(n, k, d) in SHAPES.iter() {

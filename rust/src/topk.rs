@@ -5,7 +5,8 @@
 //! compare against the row's current k-th best logit skips almost all candidates once the list is full.
 //!
 //! With a calibration the ranked logit is the calibrated one. With a per-LLM penalty the ranking key is
-//! `P(correct) - penalty[j]` instead (cost-aware routing); the reported values are still probabilities.
+//! `P(correct) - penalty[j]` instead (cost-aware routing); the reported values are the probabilities
+//! themselves, kept beside the keys (never rebuilt as key + penalty, which loses P when the penalty is large).
 
 use crate::adjust::{calibrate, check_offsets, padded_penalty, Calibration, PaddedCalibration};
 use crate::alloc::zeroed;
@@ -32,12 +33,14 @@ pub(crate) struct TopKSink<'a> {
     pub(crate) calibration: Option<&'a PaddedCalibration>,
     /// Padded per-LLM penalty: when present the key is `sigmoid(logit) - penalty` instead of the logit.
     pub(crate) penalty: Option<&'a [f32]>,
+    /// With a penalty: the probability of each kept entry, moved along with `values` (empty otherwise).
+    pub(crate) probs: Vec<f32>,
 }
 
 impl TopKSink<'_> {
     /// Offers LLM `index` with `logit` to chunk row `row`.
     #[inline(always)]
-    fn offer(&mut self, row: usize, logit: f32, index: u32) {
+    fn offer(&mut self, row: usize, logit: f32, index: u32, prob: f32) {
         let k = self.k;
         let (Some(len), Some(values), Some(indices)) = (
             self.lens.get_mut(row),
@@ -46,6 +49,7 @@ impl TopKSink<'_> {
         ) else {
             return;
         };
+        let mut probs = self.probs.get_mut(row * k..row * k + k);
         let mut pos = if *len == k {
             match values.last() {
                 Some(&worst) if logit > worst => k - 1,
@@ -58,10 +62,16 @@ impl TopKSink<'_> {
         while pos > 0 && values[pos - 1] < logit {
             values[pos] = values[pos - 1];
             indices[pos] = indices[pos - 1];
+            if let Some(p) = probs.as_deref_mut() {
+                p[pos] = p[pos - 1];
+            }
             pos -= 1;
         }
         values[pos] = logit;
         indices[pos] = index;
+        if let Some(p) = probs {
+            p[pos] = prob;
+        }
     }
 }
 
@@ -89,6 +99,7 @@ impl TileSink for TopKSink<'_> {
                     (1u32 << lanes) - 1
                 };
                 let mut keys = [0.0f32; 16];
+                let mut probs = [0.0f32; 16];
                 let key_source = if self.calibration.is_none() && self.penalty.is_none() {
                     row_logits.as_ptr().add(v * l)
                 } else {
@@ -98,7 +109,11 @@ impl TileSink for TopKSink<'_> {
                         col,
                     );
                     let x = match self.penalty.and_then(|p| p.get(col..col + l)) {
-                        Some(pen) => S::sub(sigmoid_v::<S>(x), S::load(pen.as_ptr())),
+                        Some(pen) => {
+                            let p = sigmoid_v::<S>(x);
+                            S::store(probs.as_mut_ptr(), p);
+                            S::sub(p, S::load(pen.as_ptr()))
+                        }
                         None => x,
                     };
                     S::store(keys.as_mut_ptr(), x);
@@ -115,7 +130,7 @@ impl TileSink for TopKSink<'_> {
                     let lane = mask.trailing_zeros() as usize;
                     mask &= mask - 1;
                     let key = *key_source.add(lane);
-                    self.offer(row, key, (col + lane) as u32);
+                    self.offer(row, key, (col + lane) as u32, probs[lane]);
                 }
             }
         }
@@ -124,12 +139,8 @@ impl TileSink for TopKSink<'_> {
     #[inline(always)]
     unsafe fn finish<S: Simd>(&mut self) {
         match self.penalty {
-            // Keys are P - penalty: add each chosen LLM's penalty back to report its probability.
-            Some(penalty) => {
-                for (value, &index) in self.values.iter_mut().zip(self.indices.iter()) {
-                    *value += penalty.get(index as usize).copied().unwrap_or(0.0);
-                }
-            }
+            // Keys are P - penalty: report the probabilities kept beside them.
+            Some(_) => self.values.copy_from_slice(&self.probs),
             None => sigmoid_slice::<S>(self.values),
         }
     }
@@ -198,6 +209,11 @@ pub fn top_k_adjusted(
         .saturating_mul(d);
     run_chunks(config.threads, work, items, |first_row, (idx, val)| {
         let rows = first_row..first_row + val.len() / k;
+        let probs = if pen.is_some() {
+            vec![0.0; val.len()]
+        } else {
+            Vec::new()
+        };
         let mut sink = TopKSink {
             k,
             llms: llms.rows(),
@@ -206,6 +222,7 @@ pub fn top_k_adjusted(
             values: val,
             calibration: cal.as_ref(),
             penalty: pen.as_deref(),
+            probs,
         };
         run_rows(
             config.simd,

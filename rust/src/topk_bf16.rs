@@ -171,6 +171,7 @@ pub(crate) fn top_k_bf16(
             values: &mut short_val,
             calibration: cal.as_ref(),
             penalty: None,
+            probs: Vec::new(),
         };
         run_rows_bf16(questions, rows, &packed, &mut sink)?;
         // SAFETY: the bf16 pass above ran, so this CPU has AVX-512F.

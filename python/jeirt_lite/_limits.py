@@ -1,0 +1,73 @@
+"""The documented bounds on every numeric input, in one place, and the checks that enforce them.
+
+A value outside its bound is refused with a `JeirtError` naming the option, before any work starts: a bound
+exists so that a typo (``threads=10**6``, ``k=-1``, a ``1e300`` cost weight) ends in a clear message instead of a
+hang, an out-of-memory kill or a silently meaningless answer.
+
+| what | bound |
+|---|---|
+| threads (ONNX Runtime and the Rust pool) | 1..MAX_THREADS |
+| chunk sizes, batch sizes | 1..MAX_CHUNK_ROWS |
+| text length | cut to MAX_CHARS_PER_TOKEN x the encoder's max_seq_length characters before tokenising |
+| thresholds, probabilities | finite, in [0, 1] |
+| cost weights | finite, >= 0 |
+| router dimension d / LLMs / reference rows | 1..MAX_DIM / 1..MAX_LLMS / 1..MAX_REFERENCE |
+| encoder max_seq_length | 1..MAX_SEQ_LENGTH |
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ._errors import JeirtError
+
+# Far above any machine these run on; beyond it thread creation alone exhausts memory (10**6 was OOM-killed).
+MAX_THREADS = 256
+# Rows held in memory at once by one chunk of a streaming run.
+MAX_CHUNK_ROWS = 1 << 20
+# A word-piece or BPE token covers a few characters of natural text; 32 per token leaves room for long words
+# and runs of spaces, so the cut only bites on texts far longer than the encoder reads anyway.
+MAX_CHARS_PER_TOKEN = 32
+MAX_SEQ_LENGTH = 1 << 15
+MAX_DIM = 1 << 16
+MAX_LLMS = 1 << 16
+MAX_REFERENCE = 1 << 22
+MAX_NAME_CHARS = 1000
+
+
+def bounded_int(value: Any, name: str, low: int, high: int) -> int:
+    """`value` as an int in low..high, or a JeirtError naming `name` and the bounds."""
+    if isinstance(value, np.integer):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise JeirtError(f"{name} must be an integer in {low}..{high}, got {value!r}")
+    if not low <= value <= high:
+        raise JeirtError(f"{name} must be in {low}..{high}, got {value}")
+    return value
+
+
+def finite_float(value: Any, name: str, low: float = -math.inf, high: float = math.inf) -> float:
+    """`value` as a finite float in [low, high], or a JeirtError naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise JeirtError(f"{name} must be a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise JeirtError(f"{name} must be finite, got {value!r}")
+    if not low <= number <= high:
+        raise JeirtError(f"{name} must be in [{low:g}, {high:g}], got {value!r}")
+    return number
+
+
+def check_threads(threads: Any) -> int:
+    return bounded_int(threads, "threads", 1, MAX_THREADS)
+
+
+def check_probability(value: Any, name: str) -> float:
+    return finite_float(value, name, 0.0, 1.0)
+
+
+def check_chunk_rows(value: Any, name: str) -> int:
+    return bounded_int(value, name, 1, MAX_CHUNK_ROWS)
