@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, TextIO
+
+from .._limits import MAX_CHUNK_ROWS, MAX_THREADS
 
 if TYPE_CHECKING:
     from .._router import Router
@@ -33,14 +37,50 @@ class Console:
     stopped_note: Optional[Callable[[str], str]] = None
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number in low..high (the bounds are jeirt_lite._limits')."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:,}, got {value:,}")
+        return value
+
+    return parse
+
+
+def number_in(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: a finite number in [low, high]."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value) or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be a finite number in [{low:g}, {high:g}], got {text}")
+        return value
+
+    return parse
+
+
+positive_int = int_in(1, MAX_CHUNK_ROWS)
+
+
+def llm_subset(values: Optional[list[str]], known: Sequence[str]) -> Optional[list[str]]:
+    """The LLM names given with --llms (repeatable): a value that is exactly one of the router's names is that
+    name, commas and all; any other value is a comma-separated list of names."""
+    if not values:
+        return None
+    names: list[str] = []
+    for value in values:
+        names.extend([value] if value in known else [part.strip() for part in value.split(",") if part.strip()])
+    return names
 
 
 def threads_option() -> argparse.ArgumentParser:
@@ -48,10 +88,10 @@ def threads_option() -> argparse.ArgumentParser:
     parent = argparse.ArgumentParser(add_help=False)
     parent.add_argument(
         "--threads",
-        type=positive_int,
+        type=int_in(1, MAX_THREADS),
         default=None,
         metavar="N",
-        help="cores for encoding and scoring (sizes both ONNX Runtime and the Rust pool); "
+        help=f"cores for encoding and scoring (sizes both ONNX Runtime and the Rust pool), 1..{MAX_THREADS}; "
         "default: all usable cores",
     )
     return parent

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from ._shared import (
     add_router_arguments,
     chosen_router,
     load_router,
+    number_in,
     router_option,
     threads_option,
 )
@@ -50,7 +52,7 @@ def add_parser(subparsers: Any) -> None:
         help=f"the column saying whether the LLM answered correctly: 0/1 or true/false (default: {LABEL_COLUMN})",
     )
     add.add_argument(
-        "--cost", type=float, default=None, help="the new LLM's cost, stored for cost-aware routing"
+        "--cost", type=number_in(0.0, math.inf), default=None, help="the new LLM's cost, stored for cost-aware routing"
     )
     add.add_argument("--overwrite", action="store_true", help="replace NEW_ROUTER if it exists")
 

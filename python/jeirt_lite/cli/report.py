@@ -15,6 +15,7 @@ from ._shared import (
     add_router_arguments,
     chosen_router,
     load_router,
+    positive_int,
     router_option,
     threads_option,
 )
@@ -48,7 +49,7 @@ def add_parser(subparsers: Any) -> None:
     report.add_argument("--question-ids", type=Path, default=None, metavar="FILE",
                         help="only the question ids in FILE (one per line); default: the router's test split when "
                         "it can be drawn again (needs the train extra), else every question")
-    report.add_argument("--max-questions", type=int, default=3000, metavar="N",
+    report.add_argument("--max-questions", type=positive_int, default=3000, metavar="N",
                         help="embed a subject-stratified sample of at most N questions; 0: all (default 3000)")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
@@ -12,7 +13,18 @@ from .._errors import JeirtError
 from .._io.vocabulary import text_problem
 from .._results import RouteResult
 from ..batch import embed_for_scoring
-from ._shared import FORMATTER, PROG, Console, load_router, positive_int, router_option, short, threads_option
+from ._shared import (
+    FORMATTER,
+    PROG,
+    Console,
+    llm_subset,
+    load_router,
+    number_in,
+    positive_int,
+    router_option,
+    short,
+    threads_option,
+)
 
 # Lines of stdin routed together when stdin is a pipe; at a terminal each line is answered as it is typed.
 STDIN_BATCH = 256
@@ -43,7 +55,7 @@ def add_parser(subparsers: Any) -> None:
     )
     route.add_argument(
         "--cost-weight",
-        type=float,
+        type=number_in(0.0, math.inf),
         default=0.0,
         metavar="LAMBDA",
         help="rank by P(correct) - LAMBDA * cost, with the costs stored in the router (default 0: P alone); "
@@ -51,16 +63,18 @@ def add_parser(subparsers: Any) -> None:
     )
     route.add_argument(
         "--min-probability",
-        type=float,
+        type=number_in(0.0, 1.0),
         default=None,
         metavar="T",
         help="the cheapest LLM whose P(correct) >= T (the most likely one where none clears T; marked 'fallback')",
     )
     route.add_argument(
         "--llms",
+        action="append",
         default=None,
-        metavar="A,B,...",
-        help="route only among these LLMs (comma-separated names, e.g. the ones your service has)",
+        metavar="NAMES",
+        help="route only among these LLMs (e.g. the ones your service has): --llms A,B or --llms A --llms B; "
+        "a value that is exactly one LLM's name is taken whole, so --llms 'name, with comma' works",
     )
 
 
@@ -130,7 +144,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise JeirtError(f"--k {args.k} is more than the router's {len(router.llms)} LLMs")
     batches = _question_batches(args)
     width = max(len(name) for name in router.llms)
-    llms = [name.strip() for name in args.llms.split(",") if name.strip()] if args.llms else None
+    llms = llm_subset(args.llms, router.llms)
     cost_aware = args.cost_weight != 0 or args.min_probability is not None
     unpriced = [name for name in router.llms if name not in router.costs]
     if cost_aware and llms is None and unpriced and len(unpriced) < len(router.llms):

@@ -17,6 +17,7 @@ from ._shared import (
     add_router_arguments,
     chosen_router,
     load_router,
+    positive_int,
     router_option,
     threads_option,
 )
@@ -34,7 +35,7 @@ def add_parser(subparsers: Any) -> None:
     suggest.add_argument(
         "--questions", type=Path, required=True, metavar="FILE", help=f"question bank: {known_suffixes()} (format from the suffix)"
     )
-    suggest.add_argument("--budget", type=int, required=True, help="how many questions to pick")
+    suggest.add_argument("--budget", type=positive_int, required=True, help="how many questions to pick")
     suggest.add_argument(
         "--text-column", default=TEXT_COLUMN, metavar="NAME",
         help=f"the bank's column holding the question text (default: {TEXT_COLUMN})",
