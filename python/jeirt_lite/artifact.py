@@ -33,6 +33,14 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from ._artifact_files import (
+    DIGEST_KEY,
+    NAMES_KEY,
+    check_binding,
+    read_manifest_json,
+    read_metadata,
+    read_tensors,
+)
 from ._errors import JeirtError
 from ._feature_offsets import CORRECTIONS_FILE, FeatureCorrections, parse_corrections
 from ._manifest import (
@@ -69,9 +77,6 @@ REFERENCE_FILE = "reference.safetensors"
 STATIC_ENCODER_FILE = "static_encoder.safetensors"
 REFERENCE_TENSOR = "reference_directions"
 CENTER_TENSOR = "reference_center"
-# llms.safetensors metadata keys that bind router.json to the table.
-NAMES_KEY = "llm_names"
-DIGEST_KEY = "manifest_sha256"
 
 # Fields save_artifact writes itself; `extra` may not set them.
 _SAVED_FIELDS = (
@@ -338,9 +343,9 @@ def load_artifact(path: PathLike, *, allow_legacy: bool = False) -> Artifact:
                 f"{file_path}: sha256 {actual[:12]}… does not match router.json ({expected[:12]}…); "
                 "the file is corrupt or belongs to another router"
             )
-    tensors, metadata = _read_tensors(files["llms"], (LLM_TENSOR,))
+    tensors, metadata = read_tensors(files["llms"], (LLM_TENSOR,))
     if manifest.format_version == FORMAT_VERSION:
-        _check_binding(folder / MANIFEST_FILE, raw, metadata, files["llms"])
+        check_binding(folder / MANIFEST_FILE, raw, metadata, files["llms"])
     vectors = validate_llm_table(manifest.llms, tensors[LLM_TENSOR], str(files["llms"]))
     if vectors.shape[1] != manifest.dim:
         raise JeirtError(
@@ -350,7 +355,7 @@ def load_artifact(path: PathLike, *, allow_legacy: bool = False) -> Artifact:
     reference = center = None
     if manifest.alignment is not None:
         ref_path = files["reference"]
-        tables, _ = _read_tensors(ref_path, (REFERENCE_TENSOR, CENTER_TENSOR))
+        tables, _ = read_tensors(ref_path, (REFERENCE_TENSOR, CENTER_TENSOR))
         reference = validate_reference(
             tables[REFERENCE_TENSOR], manifest.alignment.to_json(), manifest.dim, str(ref_path)
         )
@@ -390,7 +395,7 @@ def read_manifest(path: PathLike) -> Manifest:
     or loading the (large) encoder: for callers that need only the LLM names or the encoder description (the
     Ray driver). A full `load_artifact` still checks every file."""
     folder, raw, manifest, files = _open_folder(path)
-    _check_binding(folder / MANIFEST_FILE, raw, _read_metadata(files["llms"]), files["llms"])
+    check_binding(folder / MANIFEST_FILE, raw, read_metadata(files["llms"]), files["llms"])
     return manifest
 
 
@@ -414,77 +419,3 @@ def _open_folder(
             raise JeirtError(f"{file_path}: missing (router.json lists it as the {role} file)")
         files[role] = file_path
     return folder, raw, manifest, files
-
-
-def read_manifest_json(path: Path) -> Any:
-    if not path.is_file():
-        raise JeirtError(f"{path}: missing; a router folder needs its manifest")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
-        raise JeirtError(f"{path}: not readable JSON ({err})") from err
-
-
-def _check_binding(manifest_path: Path, raw: Any, metadata: Mapping[str, str], llms_path: Path) -> None:
-    """router.json must be the one saved with this table: same LLM names in the same order, same content."""
-    if NAMES_KEY not in metadata or DIGEST_KEY not in metadata:
-        raise JeirtError(
-            f"{llms_path}: carries no LLM names or router.json digest in its metadata, so it cannot be checked "
-            "against router.json; re-save the router with jeirt-lite"
-        )
-    try:
-        table_names = json.loads(metadata[NAMES_KEY])
-    except ValueError:
-        table_names = None
-    listed = list(raw["llms"])
-    if table_names != listed:
-        if not isinstance(table_names, list):
-            raise JeirtError(f"{llms_path}: the LLM names in its metadata are unreadable")
-        if len(table_names) != len(listed):
-            raise JeirtError(
-                f"{manifest_path}: lists {len(listed)} LLMs but {llms_path.name} has {len(table_names)}; "
-                "router.json and the table do not belong together"
-            )
-        row = next(i for i, (a, b) in enumerate(zip(listed, table_names)) if a != b)
-        raise JeirtError(
-            f"{manifest_path}: lists LLM {row} as {listed[row]!r}, but row {row} of {llms_path.name} belongs to "
-            f"{table_names[row]!r}; router.json and the table do not belong together"
-        )
-    if metadata[DIGEST_KEY] != content_digest(raw):
-        raise JeirtError(
-            f"{manifest_path}: its content differs from the router.json saved with {llms_path.name} (edited by "
-            "hand, or taken from another router); save routers with Router.save or training, never edit router.json"
-        )
-
-
-def _read_metadata(path: Path) -> dict[str, str]:
-    from safetensors import safe_open
-
-    try:
-        with safe_open(str(path), framework="numpy") as handle:
-            return dict(handle.metadata() or {})
-    except Exception as err:  # safetensors raises its own error types and OSError/ValueError
-        raise JeirtError(f"{path}: not a readable safetensors file ({err})") from err
-
-
-def _read_tensors(path: Path, names: Sequence[str]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """The named float32 tensors of a safetensors file, and its metadata."""
-    from safetensors import safe_open
-
-    try:
-        with safe_open(str(path), framework="numpy") as handle:
-            found = set(handle.keys())
-            missing = [name for name in names if name not in found]
-            if missing:
-                raise JeirtError(f"{path}: has no tensor {missing[0]!r} (found {sorted(found)})")
-            tensors = {name: handle.get_tensor(name) for name in names}
-            metadata = dict(handle.metadata() or {})
-    except JeirtError:
-        raise
-    except Exception as err:  # safetensors raises its own error types and OSError/ValueError
-        raise JeirtError(f"{path}: not a readable safetensors file ({err})") from err
-    for name, table in tensors.items():
-        if table.dtype != np.float32:
-            raise JeirtError(f"{path}: {name} must be float32, got {table.dtype}")
-    return tensors, metadata

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Optional
 
+from ._artifact_files import read_manifest_json
 from ._errors import JeirtError
 from ._manifest import FORMAT_VERSION, check_format
-from .artifact import MANIFEST_FILE, load_artifact, read_manifest_json
+from .artifact import MANIFEST_FILE, load_artifact
 
 
 def migrate(path: Path) -> bool:

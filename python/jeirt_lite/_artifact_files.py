@@ -1,0 +1,93 @@
+"""Reading a router folder's files: router.json as JSON, safetensors tensors and metadata, and the check that
+router.json is the one saved with the LLM table (the binding: LLM names in table order and a digest of router.json's
+content, stored in llms.safetensors' metadata)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._errors import JeirtError
+from ._manifest import content_digest
+
+# llms.safetensors metadata keys that bind router.json to the table.
+NAMES_KEY = "llm_names"
+DIGEST_KEY = "manifest_sha256"
+
+
+def read_manifest_json(path: Path) -> Any:
+    if not path.is_file():
+        raise JeirtError(f"{path}: missing; a router folder needs its manifest")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise JeirtError(f"{path}: not readable JSON ({err})") from err
+
+
+def check_binding(manifest_path: Path, raw: Any, metadata: Mapping[str, str], llms_path: Path) -> None:
+    """router.json must be the one saved with this table: same LLM names in the same order, same content."""
+    if NAMES_KEY not in metadata or DIGEST_KEY not in metadata:
+        raise JeirtError(
+            f"{llms_path}: carries no LLM names or router.json digest in its metadata, so it cannot be checked "
+            "against router.json; re-save the router with jeirt-lite"
+        )
+    try:
+        table_names = json.loads(metadata[NAMES_KEY])
+    except ValueError:
+        table_names = None
+    listed = list(raw["llms"])
+    if table_names != listed:
+        if not isinstance(table_names, list):
+            raise JeirtError(f"{llms_path}: the LLM names in its metadata are unreadable")
+        if len(table_names) != len(listed):
+            raise JeirtError(
+                f"{manifest_path}: lists {len(listed)} LLMs but {llms_path.name} has {len(table_names)}; "
+                "router.json and the table do not belong together"
+            )
+        row = next(i for i, (a, b) in enumerate(zip(listed, table_names)) if a != b)
+        raise JeirtError(
+            f"{manifest_path}: lists LLM {row} as {listed[row]!r}, but row {row} of {llms_path.name} belongs to "
+            f"{table_names[row]!r}; router.json and the table do not belong together"
+        )
+    if metadata[DIGEST_KEY] != content_digest(raw):
+        raise JeirtError(
+            f"{manifest_path}: its content differs from the router.json saved with {llms_path.name} (edited by "
+            "hand, or taken from another router); save routers with Router.save or training, never edit router.json"
+        )
+
+
+def read_metadata(path: Path) -> dict[str, str]:
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="numpy") as handle:
+            return dict(handle.metadata() or {})
+    except Exception as err:  # safetensors raises its own error types and OSError/ValueError
+        raise JeirtError(f"{path}: not a readable safetensors file ({err})") from err
+
+
+def read_tensors(path: Path, names: Sequence[str]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """The named float32 tensors of a safetensors file, and its metadata."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="numpy") as handle:
+            found = set(handle.keys())
+            missing = [name for name in names if name not in found]
+            if missing:
+                raise JeirtError(f"{path}: has no tensor {missing[0]!r} (found {sorted(found)})")
+            tensors = {name: handle.get_tensor(name) for name in names}
+            metadata = dict(handle.metadata() or {})
+    except JeirtError:
+        raise
+    except Exception as err:  # safetensors raises its own error types and OSError/ValueError
+        raise JeirtError(f"{path}: not a readable safetensors file ({err})") from err
+    for name, table in tensors.items():
+        if table.dtype != np.float32:
+            raise JeirtError(f"{path}: {name} must be float32, got {table.dtype}")
+    return tensors, metadata
