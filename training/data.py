@@ -17,8 +17,6 @@ skipped and counted in the `LoadReport` with ``skip_bad=True``.
 
 Row numbers in messages: CSV rows are numbered as a spreadsheet shows them (the header is row 1, the first data
 row is row 2); JSONL rows are line numbers (from 1); Parquet rows are 0-based positions.
-
-Everything is vectorised (pandas/numpy): 340k response rows load in well under a second.
 """
 
 from __future__ import annotations
@@ -50,10 +48,6 @@ DEFAULT_LLM_COLUMNS = ("llm", "model", "model_name", "llm_name")
 DEFAULT_CORRECT_COLUMNS = ("correct", "label", "is_correct", "score")
 DEFAULT_SUBJECT_COLUMNS = ("subject", "category")
 DEFAULT_BENCHMARK_COLUMNS = ("benchmark", "dataset", "task")
-
-_TRUE = tuple(TRUE_LABELS)
-_FALSE = tuple(FALSE_LABELS)
-_EMPTY = tuple(EMPTY_LABELS)
 
 
 class DataError(ValueError):
@@ -187,9 +181,9 @@ def _parse_labels(values: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray
     if pd.api.types.is_bool_dtype(values):
         return values.to_numpy(dtype=np.float32), np.zeros(len(values), bool), np.zeros(len(values), bool)
     text = values.astype(object).where(values.notna(), "").astype(str).str.strip().str.lower()
-    is_true = text.isin(_TRUE).to_numpy()
-    is_false = text.isin(_FALSE).to_numpy()
-    empty = text.isin(_EMPTY).to_numpy()
+    is_true = text.isin(TRUE_LABELS).to_numpy()
+    is_false = text.isin(FALSE_LABELS).to_numpy()
+    empty = text.isin(EMPTY_LABELS).to_numpy()
     bad = ~(is_true | is_false | empty)
     return is_true.astype(np.float32), empty, bad
 

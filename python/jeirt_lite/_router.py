@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -15,36 +13,20 @@ from . import kernels
 from ._alignment import AlignmentResult, align
 from ._encoder import OnnxEncoder, check_texts
 from ._errors import JeirtError
-from ._feature_offsets import FeatureCorrections
-from ._limits import MAX_THREADS, check_threads
-from ._llm_params import Calibration, check_costs, cost_vector, make_calibration
-from ._manifest import Manifest, freeze, thaw
+from ._llm_params import check_costs, cost_vector
+from ._manifest import thaw
 from ._onboarding import DEFAULT_L2
 from ._results import RouteResult
+from ._router_tables import RouterTables
 from ._routing import route_rows
-from ._static_path import StaticEncoder, static_encoder_for
-from ._suggest import suggest_indices
-from .artifact import Artifact, load_artifact, save_artifact, validate_llm_table
+from .artifact import load_artifact, save_artifact
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 DEFAULT_ROUTER_PATH = Path(__file__).parent / "default_router"
 
-def usable_cores() -> int:
-    """Cores this process may run on (respects CPU affinity, e.g. in containers pinned to a subset)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
 
-
-def resolve_threads(threads: Optional[int]) -> int:
-    """`threads`, or every usable core for None; at most `limits.MAX_THREADS`."""
-    if threads is None:
-        return min(usable_cores(), MAX_THREADS)
-    return check_threads(threads)
-
-
-class Router:
+class Router(RouterTables):
     """Predicts, for any question text, which LLMs will answer it correctly.
 
     A router holds an encoder (tokenizer + ONNX graph: text -> question vector q in R^d) and a table of LLM vectors
@@ -57,32 +39,6 @@ class Router:
         >>> router.route(["What is the derivative of x**3?"], k=2)[0]   # doctest: +SKIP
         [('Meta-Llama-3.1-70B-Instruct', 0.91), ('gemma-2-27b-it', 0.88)]
     """
-
-    def __init__(
-        self,
-        artifact: Artifact,
-        *,
-        threads: Optional[int] = None,
-        fast_path: bool = True,
-        encoder: Optional[Union[OnnxEncoder, StaticEncoder]] = None,
-    ):
-        """A router over a loaded artifact (use `Router.load`). `encoder`: an encoder already loaded for this
-        artifact's files, shared by the routers derived from one another (add_llm, select_llms, ...)."""
-        self._artifact = artifact
-        self._llm_vectors = artifact.llm_vectors
-        self._calibration = artifact.manifest.calibration
-        self._threads = resolve_threads(threads)
-        # One setting sizes both ONNX Runtime's pool and the Rust kernels' pool so they never fight for cores.
-        # Static routers encode in Rust (jeirt_lite._static_path) unless asked not to; the ONNX graph computes the
-        # same vectors and is the path of every other router.
-        if encoder is None and fast_path:
-            encoder = static_encoder_for(
-                artifact.path, artifact.manifest, artifact.tokenizer_path, artifact.dim, self._threads
-            )
-        self._encoder: Union[OnnxEncoder, StaticEncoder] = encoder or OnnxEncoder(
-            artifact.tokenizer_path, artifact.encoder_path, artifact.encoder, artifact.dim, self._threads
-        )
-        self._graph: Optional[OnnxEncoder] = None  # the ONNX graph next to the fast path, made when features are asked
 
     @classmethod
     def load(
@@ -103,58 +59,6 @@ class Router:
         return cls(
             load_artifact(DEFAULT_ROUTER_PATH if path is None else Path(path)), threads=threads, fast_path=fast_path
         )
-
-    # -- what the router holds ---------------------------------------------------------------------------------
-
-    @property
-    def llms(self) -> tuple[str, ...]:
-        """LLM names in table order (the columns of `predict_proba`)."""
-        return self._artifact.llm_names
-
-    @property
-    def dim(self) -> int:
-        """d, the dimension of the joint question/LLM space."""
-        return self._artifact.dim
-
-    @property
-    def llm_vectors(self) -> np.ndarray:
-        """The (K, d) float32 table of LLM vectors (read-only)."""
-        return self._llm_vectors
-
-    @property
-    def calibration(self) -> Optional[Calibration]:
-        """The per-LLM temperature and bias applied to every probability, or None (raw model output)."""
-        return self._calibration
-
-    @property
-    def costs(self) -> dict[str, float]:
-        """Per-LLM cost stored in the router (may cover only some LLMs; empty when none is stored)."""
-        return dict(self.manifest.costs or {})
-
-    @property
-    def priced_llms(self) -> tuple[str, ...]:
-        """The LLMs with a stored cost, in table order: the candidates of cost-aware routing by default."""
-        costs = self.costs
-        return tuple(name for name in self.llms if name in costs)
-
-    @property
-    def manifest(self) -> Manifest:
-        """The validated router.json (typed fields; also a read-only mapping of its JSON): encoder description,
-        training summary, metrics."""
-        return self._artifact.manifest
-
-    @property
-    def path(self) -> Path:
-        return self._artifact.path
-
-    @property
-    def threads(self) -> int:
-        return self._threads
-
-    @property
-    def fast_path(self) -> bool:
-        """Whether texts are encoded in Rust (a static router with its static_encoder.safetensors)."""
-        return isinstance(self._encoder, StaticEncoder)
 
     def __repr__(self) -> str:
         label = self.manifest.label
@@ -188,12 +92,8 @@ class Router:
                 art = self._artifact
                 self._graph = OnnxEncoder(art.tokenizer_path, art.encoder_path, art.encoder, art.dim, self._threads)
             encoder = self._graph
-        return encoder.encode_with_features(check_texts(texts), batch_size=batch_size)
-
-    @property
-    def corrections(self) -> Optional[FeatureCorrections]:
-        """Onboarded LLMs' corrections on the encoder's features, or None."""
-        return self._artifact.corrections
+        limit = self.manifest.encoder.max_chars
+        return encoder.encode_with_features([text[:limit] for text in check_texts(texts)], batch_size=batch_size)
 
     def _embed_for_scoring(self, texts: Sequence[str]) -> tuple[np.ndarray, Optional[np.ndarray]]:
         """Question vectors, and features only when some LLM needs them (computing them is almost free)."""
@@ -382,14 +282,6 @@ class Router:
             self._check_vectors(vectors), reference, spec.threshold, spec.top_k, center=self._artifact.reference_center
         )
 
-    def _check_vectors(self, vectors: np.ndarray) -> np.ndarray:
-        array = np.asarray(vectors)
-        if array.ndim != 2 or array.shape[1] != self.dim:
-            raise JeirtError(f"question vectors must have shape (N, {self.dim}), got {array.shape}")
-        if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
-            raise JeirtError(f"question vectors must be numeric, got dtype {array.dtype}")
-        return np.ascontiguousarray(array, dtype=np.float32)
-
     # -- changing the set of LLMs (the question side stays frozen) --------------------------------------------------
 
     def add_llm(
@@ -456,104 +348,6 @@ class Router:
             `budget` indices into `texts`, most informative first.
         """
         return self.suggest_questions_vectors(self.embed(texts), budget, known=known, l2=l2)
-
-    def suggest_questions_vectors(
-        self,
-        vectors: np.ndarray,
-        budget: int,
-        *,
-        known: Optional[Mapping[int, int]] = None,
-        l2: float = DEFAULT_L2,
-    ) -> list[int]:
-        """`suggest_questions` for question vectors embedded elsewhere."""
-        picks = suggest_indices(
-            self._check_vectors(vectors),
-            budget,
-            prior_mean=self._llm_vectors.mean(axis=0),
-            known=known,
-            l2=l2,
-        )
-        return [int(i) for i in picks]
-
-    def select_llms(self, names: Sequence[str]) -> Router:
-        """A router restricted to `names` (in that order), e.g. the LLMs a service actually has."""
-        wanted = list(names)
-        if not wanted:
-            raise JeirtError("select at least one LLM")
-        rows = [self.llm_index(name) for name in wanted]
-        if len(set(rows)) != len(rows):
-            raise JeirtError("each LLM may be selected once")
-        changes: dict[str, Any] = {}
-        if self._calibration is not None:
-            changes["calibration"] = self._calibration.select(rows)
-        if self.manifest.costs is not None:
-            changes["costs"] = {name: cost for name, cost in self.costs.items() if name in wanted}
-        corrections = None if self.corrections is None else self.corrections.restricted(wanted)
-        return self._with_llms(tuple(wanted), self._llm_vectors[rows], corrections=corrections, **changes)
-
-    def with_calibration(
-        self, scale: Sequence[float], bias: Sequence[float], *, kind: str = "per_llm"
-    ) -> Router:
-        """A router whose probabilities are sigmoid(scale[j] * logit + bias[j]) (one entry per LLM, in table
-        order; scale > 0). Fit them on held-out answers, e.g. with training/calibration.py."""
-        calibration = make_calibration(scale, bias, kind, len(self.llms))
-        return self._with_llms(self.llms, self._llm_vectors, calibration=calibration)
-
-    def without_calibration(self) -> Router:
-        """A router that reports the model's raw probabilities."""
-        return self._with_llms(self.llms, self._llm_vectors, calibration=None)
-
-    def with_costs(self, costs: Mapping[str, float], *, replace: bool = False) -> Router:
-        """A router storing these per-LLM costs (finite, >= 0, known names): merged over the stored ones, or with
-        `replace=True` instead of them (an LLM left out then has no cost)."""
-        merged = {**({} if replace else self.costs), **check_costs(costs, self.llms, "costs")}
-        return self._with_llms(self.llms, self._llm_vectors, costs=merged)
-
-    def rename_llms(self, names: Mapping[str, str]) -> Router:
-        """A router whose LLMs `old` are called `names[old]` (costs follow their LLM; the rest is unchanged)."""
-        for old in names:
-            self.llm_index(old)
-        renamed = tuple(str(names.get(name, name)) for name in self.llms)
-        changes: dict[str, Any] = {}
-        if self.manifest.costs is not None:
-            changes["costs"] = {str(names.get(name, name)): cost for name, cost in self.costs.items()}
-        validate_llm_table(renamed, self._llm_vectors, "renamed LLMs")
-        return self._with_llms(renamed, self._llm_vectors, **changes)
-
-    def remove_llm(self, name: str) -> Router:
-        """A router without the LLM `name`."""
-        index = self.llm_index(name)
-        return self.select_llms([llm for i, llm in enumerate(self.llms) if i != index])
-
-    def llm_index(self, name: str) -> int:
-        """Row of LLM `name` in the table; a clear error for an unknown name."""
-        try:
-            return self.llms.index(name)
-        except ValueError:
-            raise JeirtError(f"unknown LLM {name!r}; this router holds {', '.join(self.llms)}") from None
-
-    def _with_llms(
-        self,
-        names: tuple[str, ...],
-        table: np.ndarray,
-        *,
-        corrections: Union[FeatureCorrections, None, str] = "keep",
-        **manifest_changes: Any,
-    ) -> Router:
-        """A router with another LLM table (and manifest fields: calibration, costs, onboarded; corrections
-        "keep" keeps this router's), through the constructor; it shares this router's encoders (ONNX Runtime
-        sessions may run from several threads)."""
-        table = np.ascontiguousarray(table, dtype=np.float32)
-        table.setflags(write=False)
-        kept = self.corrections if isinstance(corrections, str) else corrections
-        if manifest_changes.get("costs") is not None:
-            manifest_changes["costs"] = MappingProxyType(dict(manifest_changes["costs"]))
-        block = None if kept is None else freeze(kept.manifest_block())
-        manifest = replace(self.manifest, llms=tuple(names), corrections=block, **manifest_changes)
-        artifact = replace(self._artifact, manifest=manifest, llm_vectors=table, corrections=kept)
-        router = Router(artifact, threads=self._threads, encoder=self._encoder)
-        router._graph = self._graph
-        return router
 
     # -- persistence -------------------------------------------------------------------------------------------
 
