@@ -452,7 +452,7 @@ fn bad_calibration_and_penalty_are_rejected() {
 
 #[test]
 fn offsets_are_added_to_the_logit_before_calibration_on_every_level() {
-    let mut rng = Rng(0x0ff5_e75);
+    let mut rng = Rng(0x00ff_5e75);
     for &(n, k, d) in SHAPES.iter() {
         let q = rng.values(n * d, 1.5);
         let m = rng.values(k * d, 1.5);
