@@ -113,6 +113,13 @@ fn probabilities<'py>(
     matrix(py, out, q.rows(), m.rows())
 }
 
+/// `k` as a count of LLMs; a negative value gets the message of the kernels' own range check (which refuses 0
+/// and k > K).
+pub(crate) fn k_arg(k: i64, llm_rows: usize) -> PyResult<usize> {
+    usize::try_from(k)
+        .map_err(|_| JeirtError::new_err(format!("k must be in 1..=K (K = {llm_rows}), got {k}")))
+}
+
 /// The k most likely-correct LLMs per question: (uint32 (N, k) indices, float32 (N, k) probabilities).
 #[pyfunction]
 #[pyo3(signature = (questions, llms, k, threads, scale=None, bias=None, penalty=None, offsets=None))]
@@ -133,9 +140,7 @@ fn top_k<'py>(
         view(&llms, "llms")?,
         config(threads)?,
     );
-    let k_rows = m.rows();
-    let k = usize::try_from(k)
-        .map_err(|_| JeirtError::new_err(format!("k must be in 1..=K (K = {k_rows}), got {k}")))?;
+    let k = k_arg(k, m.rows())?;
     let cal = calibration(&scale, &bias, &offsets)?;
     let pen = vector(&penalty, "penalty")?;
     let (indices, values) = py

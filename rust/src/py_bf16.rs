@@ -4,7 +4,7 @@
 use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
-use crate::py::{calibration, config, matrix, to_py, view, JeirtError};
+use crate::py::{calibration, config, k_arg, matrix, to_py, view};
 use crate::Precision;
 
 /// `top_k` (no penalty) with the bf16 shortlist and exact rescoring; the float32 kernel where the CPU lacks
@@ -26,9 +26,7 @@ fn top_k_bf16<'py>(
         view(&llms, "llms")?,
         config(threads)?,
     );
-    let k_rows = m.rows();
-    let k = usize::try_from(k)
-        .map_err(|_| JeirtError::new_err(format!("k must be in 1..=K (K = {k_rows}), got {k}")))?;
+    let k = k_arg(k, m.rows())?;
     let cal = calibration(&scale, &bias, &None)?;
     let (indices, values) = py
         .detach(|| crate::top_k_with_precision(q, m, k, &cal, None, &cfg, Precision::Bf16))
