@@ -14,7 +14,7 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use crate::engine::{
-    prepare_row, RowScale, TileLogits, TileSink, MAX_ROWS, MAX_WIDTH, TILES_PER_BLOCK,
+    prepare_row, Prefetch, RowScale, TileLogits, TileSink, MAX_ROWS, MAX_WIDTH, TILES_PER_BLOCK,
 };
 use crate::error::KernelError;
 use crate::matrix::MatrixView;
@@ -162,7 +162,7 @@ unsafe fn run(
         let block_end = (block_start + block_rows).min(rows.end);
         block.fill(0);
         for (i, row) in (block_start..block_end).enumerate() {
-            let scale = prepare_row(questions.row(row), row, llms.max_norm)?;
+            let scale = prepare_row::<Avx512>(questions.row(row), row, llms.max_norm)?;
             scales[i / ROWS][i % ROWS] = scale;
             let s = scale.scale.unwrap_or(1.0);
             let dst = block.get_mut(i * pairs..(i + 1) * pairs).unwrap_or(&mut []);
@@ -181,6 +181,8 @@ unsafe fn run(
             }
         }
         let tiles = (block_end - block_start).div_ceil(ROWS);
+        let next_block = block_end..(block_end + block_rows).min(rows.end);
+        let mut prefetch = Prefetch::new(questions, next_block, llms.panels * tiles);
         for p in 0..llms.panels {
             let panel = llms.panel(p);
             for (tile, tile_scales) in scales.iter().enumerate().take(tiles) {
@@ -191,6 +193,7 @@ unsafe fn run(
                 micro_kernel(q, pairs, panel, tile_scales, &mut logits);
                 let valid = (block_end - block_start - first).min(ROWS);
                 sink.consume::<Avx512>(block_start + first - rows.start, valid, p, &logits);
+                prefetch.step::<Avx512>();
             }
         }
         block_start = block_end;

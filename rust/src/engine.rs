@@ -9,7 +9,6 @@ use std::ops::Range;
 
 use crate::error::KernelError;
 use crate::matrix::MatrixView;
-use crate::norm::sum_squares_f64;
 use crate::pack::PackedLlms;
 use crate::simd::{Portable, Simd, SimdLevel};
 
@@ -95,13 +94,16 @@ const LARGE_NORM: f64 = (1u64 << 40) as f64;
 const LARGE_DOT: f64 = 1e30;
 
 /// Norm of question row `index`, validated; the zero vector gets logit 0 (`a = b = 0`).
+///
+/// # Safety
+/// Only called from inside the `#[target_feature]` function of level `S`.
 #[inline(always)]
-pub(crate) fn prepare_row(
+pub(crate) unsafe fn prepare_row<S: Simd>(
     row: &[f32],
     index: usize,
     max_llm_norm: f64,
 ) -> Result<RowScale, KernelError> {
-    let norm = sum_squares_f64(row).sqrt();
+    let norm = S::sum_squares_f64(row).sqrt();
     if !norm.is_finite() {
         return Err(KernelError::NonFiniteQuestion { row: index });
     }
@@ -125,6 +127,49 @@ pub(crate) fn prepare_row(
         b: norm as f32,
         scale: Some(s),
     })
+}
+
+/// Prefetches the question rows of the next block into L2, a slice per tile of this block: the first read of
+/// a row (its norm) otherwise waits on memory while the cores' multiply-adds idle.
+pub(crate) struct Prefetch {
+    base: *const f32,
+    next: usize,
+    end: usize,
+    /// Floats per step (whole cache lines).
+    step: usize,
+}
+
+/// Floats per 64-byte cache line.
+const LINE: usize = 16;
+
+impl Prefetch {
+    /// Prefetches rows `rows` of `questions` in `steps` calls of [`Self::step`].
+    pub(crate) fn new(questions: MatrixView<'_>, rows: Range<usize>, steps: usize) -> Self {
+        let d = questions.cols();
+        let rows = rows.start.min(questions.rows())..rows.end.min(questions.rows());
+        let (next, end) = (rows.start * d, rows.end * d);
+        let lines = (end - next).div_ceil(LINE);
+        Self {
+            base: questions.data().as_ptr(),
+            next,
+            end,
+            step: lines.div_ceil(steps.max(1)) * LINE,
+        }
+    }
+
+    /// The next slice of prefetches.
+    ///
+    /// # Safety
+    /// Only called from inside the `#[target_feature]` function of level `S`.
+    #[inline(always)]
+    pub(crate) unsafe fn step<S: Simd>(&mut self) {
+        let stop = (self.next + self.step).min(self.end);
+        while self.next < stop {
+            // In bounds: `next < end <= questions.data().len()`.
+            S::prefetch(self.base.add(self.next));
+            self.next += LINE;
+        }
+    }
 }
 
 /// `R` rows x `V * S::LANES` LLMs (`V` = 1 or 2 vectors): broadcast one question component, FMA it into the
@@ -217,7 +262,8 @@ unsafe fn run_generic<S: Simd, const R: usize, T: TileSink>(
             let valid = (block_end - tile_start).min(R);
             let mut scales = [RowScale::default(); R];
             for (r, scale) in scales.iter_mut().enumerate().take(valid) {
-                *scale = prepare_row(questions.row(tile_start + r), tile_start + r, llms.max_norm)?;
+                *scale =
+                    prepare_row::<S>(questions.row(tile_start + r), tile_start + r, llms.max_norm)?;
             }
             let in_place = valid == R && scales.iter().all(|s| s.scale.is_none());
             let offset = if in_place {
@@ -249,6 +295,8 @@ unsafe fn run_generic<S: Simd, const R: usize, T: TileSink>(
         }
         // Pointers are taken only now, after the scratch writes, from the whole buffers.
         let (scratch_ptr, data_ptr) = (scratch.as_ptr(), questions.data().as_ptr());
+        let next_block = block_end..(block_end + block_rows).min(rows.end);
+        let mut prefetch = Prefetch::new(questions, next_block, llms.panels * tiles.len());
         for p in 0..llms.panels {
             let panel = llms.panel(p).as_ptr();
             let half = llms.panel_width(p) == S::LANES;
@@ -277,6 +325,7 @@ unsafe fn run_generic<S: Simd, const R: usize, T: TileSink>(
                     );
                 }
                 sink.consume::<S>(tile.first_row, tile.valid, p, &logits);
+                prefetch.step::<S>();
             }
         }
         block_start = block_end;

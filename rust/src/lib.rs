@@ -149,3 +149,5 @@ pub fn simd_level() -> &'static str {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_top1;

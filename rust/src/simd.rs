@@ -81,6 +81,21 @@ pub(crate) trait Simd {
     unsafe fn select_nonneg(x: Self::V, a: Self::V, b: Self::V) -> Self::V;
     /// Bit i set where lane i of `a` is greater than lane i of `b` (false for NaN).
     unsafe fn gt_mask(a: Self::V, b: Self::V) -> u32;
+    /// Lane-wise `a > b ? x : y` (`y` for NaN).
+    unsafe fn select_gt(a: Self::V, b: Self::V, x: Self::V, y: Self::V) -> Self::V;
+    /// The largest lane (NaN-free input).
+    unsafe fn max_lane(a: Self::V) -> f32;
+    /// Hints that the cache line holding `p` will be read soon (into L2); nothing where there is no hint.
+    #[inline(always)]
+    unsafe fn prefetch(p: *const f32) {
+        let _ = p;
+    }
+    /// `sum(x_i^2)` in float64 (see `norm::sum_squares_f64`, which this overrides with independent vector
+    /// chains where LLVM's own vectorisation leaves one chain or none).
+    #[inline(always)]
+    unsafe fn sum_squares_f64(row: &[f32]) -> f64 {
+        crate::norm::sum_squares_f64(row)
+    }
 }
 
 /// Lanes of the portable fallback: 8, the width LLVM can map onto SSE/NEON pairs.
@@ -156,6 +171,14 @@ impl Simd for Portable {
             mask |= u32::from(a[i] > b[i]) << i;
         }
         mask
+    }
+    #[inline(always)]
+    unsafe fn select_gt(a: Self::V, b: Self::V, x: Self::V, y: Self::V) -> Self::V {
+        std::array::from_fn(|i| if a[i] > b[i] { x[i] } else { y[i] })
+    }
+    #[inline(always)]
+    unsafe fn max_lane(a: Self::V) -> f32 {
+        a.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x))
     }
 }
 
@@ -238,6 +261,38 @@ mod x86 {
         unsafe fn gt_mask(a: __m256, b: __m256) -> u32 {
             _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_GT_OQ>(a, b)) as u32
         }
+        #[inline(always)]
+        unsafe fn select_gt(a: __m256, b: __m256, x: __m256, y: __m256) -> __m256 {
+            _mm256_blendv_ps(y, x, _mm256_cmp_ps::<_CMP_GT_OQ>(a, b))
+        }
+        #[inline(always)]
+        unsafe fn max_lane(a: __m256) -> f32 {
+            let m = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps::<1>(a));
+            let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+            let m = _mm_max_ss(m, _mm_shuffle_ps::<1>(m, m));
+            _mm_cvtss_f32(m)
+        }
+        #[inline(always)]
+        unsafe fn prefetch(p: *const f32) {
+            _mm_prefetch::<_MM_HINT_T1>(p as *const i8)
+        }
+        #[inline(always)]
+        unsafe fn sum_squares_f64(row: &[f32]) -> f64 {
+            let (p, n) = (row.as_ptr(), row.len());
+            let mut acc = [_mm256_setzero_pd(); 4];
+            let mut i = 0;
+            while i + 16 <= n {
+                for (c, a) in acc.iter_mut().enumerate() {
+                    let x = _mm256_cvtps_pd(_mm_loadu_ps(p.add(i + 4 * c)));
+                    *a = _mm256_fmadd_pd(x, x, *a);
+                }
+                i += 16;
+            }
+            let sum = _mm256_add_pd(_mm256_add_pd(acc[0], acc[1]), _mm256_add_pd(acc[2], acc[3]));
+            let mut lanes = [0.0f64; 4];
+            _mm256_storeu_pd(lanes.as_mut_ptr(), sum);
+            lanes.iter().sum::<f64>() + crate::norm::sum_squares_f64(row.get(i..).unwrap_or(&[]))
+        }
     }
 
     /// AVX-512F: 16 lanes in a `__m512`.
@@ -310,6 +365,33 @@ mod x86 {
         #[inline(always)]
         unsafe fn gt_mask(a: __m512, b: __m512) -> u32 {
             u32::from(_mm512_cmp_ps_mask::<_CMP_GT_OQ>(a, b))
+        }
+        #[inline(always)]
+        unsafe fn select_gt(a: __m512, b: __m512, x: __m512, y: __m512) -> __m512 {
+            _mm512_mask_blend_ps(_mm512_cmp_ps_mask::<_CMP_GT_OQ>(a, b), y, x)
+        }
+        #[inline(always)]
+        unsafe fn max_lane(a: __m512) -> f32 {
+            _mm512_reduce_max_ps(a)
+        }
+        #[inline(always)]
+        unsafe fn prefetch(p: *const f32) {
+            _mm_prefetch::<_MM_HINT_T1>(p as *const i8)
+        }
+        #[inline(always)]
+        unsafe fn sum_squares_f64(row: &[f32]) -> f64 {
+            let (p, n) = (row.as_ptr(), row.len());
+            let mut acc = [_mm512_setzero_pd(); 4];
+            let mut i = 0;
+            while i + 32 <= n {
+                for (c, a) in acc.iter_mut().enumerate() {
+                    let x = _mm512_cvtps_pd(_mm256_loadu_ps(p.add(i + 8 * c)));
+                    *a = _mm512_fmadd_pd(x, x, *a);
+                }
+                i += 32;
+            }
+            let sum = _mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3]));
+            _mm512_reduce_add_pd(sum) + crate::norm::sum_squares_f64(row.get(i..).unwrap_or(&[]))
         }
     }
 }

@@ -25,19 +25,119 @@ type ChunkOutput<'a> = (&'a mut [u32], &'a mut [f32]);
 /// Running top-k for a chunk of rows, kept directly in the output slices (`values` holds logits until
 /// [`TileSink::finish`] turns them into probabilities).
 pub(crate) struct TopKSink<'a> {
-    pub(crate) k: usize,
-    pub(crate) llms: usize,
-    pub(crate) indices: &'a mut [u32],
-    pub(crate) values: &'a mut [f32],
-    pub(crate) lens: Vec<usize>,
-    pub(crate) calibration: Option<&'a PaddedCalibration>,
+    k: usize,
+    llms: usize,
+    indices: &'a mut [u32],
+    values: &'a mut [f32],
+    lens: Vec<usize>,
+    calibration: Option<&'a PaddedCalibration>,
     /// Padded per-LLM penalty: when present the key is `sigmoid(logit) - penalty` instead of the logit.
-    pub(crate) penalty: Option<&'a [f32]>,
+    penalty: Option<&'a [f32]>,
     /// With a penalty: the probability of each kept entry, moved along with `values` (empty otherwise).
-    pub(crate) probs: Vec<f32>,
+    probs: Vec<f32>,
+    /// For `k = 1` without a penalty: per chunk row, the best key seen in each SIMD lane (16 floats) and
+    /// its LLM index (16 floats); reduced across lanes in `finish` (empty otherwise). A compare and two
+    /// blends per vector replace the per-row branches of the general list.
+    lane_best: Vec<f32>,
 }
 
-impl TopKSink<'_> {
+/// Floats of [`TopKSink::lane_best`] per row: 16 keys, then 16 indices.
+const LANE_BEST: usize = 32;
+/// Lane numbers, added to a vector's first column to give its LLM indices.
+const LANE_INDEX: [f32; 16] = [
+    0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0,
+];
+/// `LANE_PAD[16 - n..]`: `n` zeros then minus infinity, added to a last vector with `n` real LLMs.
+const LANE_PAD: [f32; 32] = {
+    let mut pad = [0.0f32; 32];
+    let mut i = 16;
+    while i < 32 {
+        pad[i] = f32::NEG_INFINITY;
+        i += 1;
+    }
+    pad
+};
+/// LLM indices are carried as float32 lanes in the `k = 1` path: exact below 2^24.
+const LANE_INDEX_LIMIT: usize = 1 << 24;
+
+impl<'a> TopKSink<'a> {
+    /// A sink for the chunk whose outputs are `indices` / `values` (`rows * k` each).
+    pub(crate) fn new(
+        k: usize,
+        llms: usize,
+        indices: &'a mut [u32],
+        values: &'a mut [f32],
+        calibration: Option<&'a PaddedCalibration>,
+        penalty: Option<&'a [f32]>,
+    ) -> Self {
+        let rows = values.len() / k.max(1);
+        let probs = if penalty.is_some() {
+            vec![0.0; values.len()]
+        } else {
+            Vec::new()
+        };
+        let lane_best = if k == 1 && penalty.is_none() && llms < LANE_INDEX_LIMIT {
+            let mut init = [f32::NEG_INFINITY; LANE_BEST];
+            init[16..].fill(0.0);
+            init.repeat(rows)
+        } else {
+            Vec::new()
+        };
+        Self {
+            k,
+            llms,
+            indices,
+            values,
+            lens: vec![0; rows],
+            calibration,
+            penalty,
+            probs,
+            lane_best,
+        }
+    }
+
+    /// The `k = 1` path of [`TileSink::consume`]: lane-wise best key and index of each row.
+    #[inline(always)]
+    unsafe fn consume_lanes<S: Simd>(
+        &mut self,
+        first_row: usize,
+        valid: usize,
+        panel: usize,
+        logits: &TileLogits,
+    ) {
+        let l = S::LANES;
+        for (r, row_logits) in logits.v.iter().enumerate().take(valid) {
+            let start = (first_row + r) * LANE_BEST;
+            let Some(best) = self.lane_best.get_mut(start..start + LANE_BEST) else {
+                continue;
+            };
+            let (keys, indices) = best.split_at_mut(16);
+            let (mut key, mut index) = (S::load(keys.as_ptr()), S::load(indices.as_ptr()));
+            for v in 0..2 {
+                let col = panel * 2 * l + v * l;
+                if col >= self.llms {
+                    break;
+                }
+                let mut x = calibrate::<S>(
+                    self.calibration,
+                    S::load(row_logits.as_ptr().add(v * l)),
+                    col,
+                );
+                if self.llms - col < l {
+                    // Padding LLMs of the last vector must never win.
+                    x = S::add(x, S::load(LANE_PAD.as_ptr().add(16 - (self.llms - col))));
+                }
+                let lane_llm = S::add(S::splat(col as f32), S::load(LANE_INDEX.as_ptr()));
+                // Strictly greater: within a lane LLMs arrive in increasing order, so the lower index
+                // keeps a tie.
+                index = S::select_gt(x, key, lane_llm, index);
+                key = S::select_gt(x, key, x, key);
+            }
+            S::store(keys.as_mut_ptr(), key);
+            S::store(indices.as_mut_ptr(), index);
+        }
+    }
+
     /// Offers LLM `index` with `logit` to chunk row `row`.
     #[inline(always)]
     fn offer(&mut self, row: usize, logit: f32, index: u32, prob: f32) {
@@ -73,6 +173,33 @@ impl TopKSink<'_> {
             p[pos] = prob;
         }
     }
+
+    /// Reduces each row's lanes to its best (key, lowest index on ties) into `values` / `indices`.
+    #[inline(always)]
+    unsafe fn reduce_lanes<S: Simd>(&mut self) {
+        for (row, best) in self.lane_best.chunks_exact(LANE_BEST).enumerate() {
+            let (keys, indices) = best.split_at(16);
+            let key = S::load(keys.as_ptr());
+            let top = S::max_lane(key);
+            // Lanes holding `top`; the real LLMs of a row always give finite keys, padding lanes -inf.
+            let mut tied = !S::gt_mask(S::splat(top), key) & ((1u32 << S::LANES) - 1);
+            let mut index = f32::INFINITY;
+            while tied != 0 {
+                let lane = tied.trailing_zeros() as usize;
+                tied &= tied - 1;
+                index = index.min(indices.get(lane).copied().unwrap_or(f32::INFINITY));
+            }
+            if let (Some(value), Some(slot), Some(len)) = (
+                self.values.get_mut(row),
+                self.indices.get_mut(row),
+                self.lens.get_mut(row),
+            ) {
+                *value = top;
+                *slot = index as u32;
+                *len = 1;
+            }
+        }
+    }
 }
 
 impl TileSink for TopKSink<'_> {
@@ -84,6 +211,10 @@ impl TileSink for TopKSink<'_> {
         panel: usize,
         logits: &TileLogits,
     ) {
+        if !self.lane_best.is_empty() {
+            self.consume_lanes::<S>(first_row, valid, panel, logits);
+            return;
+        }
         let (l, k) = (S::LANES, self.k);
         for (r, row_logits) in logits.v.iter().enumerate().take(valid) {
             let row = first_row + r;
@@ -138,6 +269,9 @@ impl TileSink for TopKSink<'_> {
 
     #[inline(always)]
     unsafe fn finish<S: Simd>(&mut self) {
+        if !self.lane_best.is_empty() {
+            self.reduce_lanes::<S>();
+        }
         match self.penalty {
             // Keys are P - penalty: report the probabilities kept beside them.
             Some(_) => self.values.copy_from_slice(&self.probs),
@@ -209,21 +343,7 @@ pub fn top_k_adjusted(
         .saturating_mul(d);
     run_chunks(config.threads, work, items, |first_row, (idx, val)| {
         let rows = first_row..first_row + val.len() / k;
-        let probs = if pen.is_some() {
-            vec![0.0; val.len()]
-        } else {
-            Vec::new()
-        };
-        let mut sink = TopKSink {
-            k,
-            llms: llms.rows(),
-            lens: vec![0; rows.len()],
-            indices: idx,
-            values: val,
-            calibration: cal.as_ref(),
-            penalty: pen.as_deref(),
-            probs,
-        };
+        let mut sink = TopKSink::new(k, llms.rows(), idx, val, cal.as_ref(), pen.as_deref());
         run_rows(
             config.simd,
             questions,

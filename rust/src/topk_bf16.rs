@@ -11,9 +11,9 @@ use crate::bf16::{pack_bf16, run_rows_bf16, BF16_WIDTH};
 use crate::engine::CHUNK_ROWS;
 use crate::error::KernelError;
 use crate::matrix::MatrixView;
-use crate::norm::sum_squares_f64;
 use crate::pool::run_chunks;
 use crate::sigmoid::sigmoid;
+use crate::simd::{Avx512, Simd};
 use crate::topk::TopKSink;
 use crate::Config;
 
@@ -22,21 +22,32 @@ type TopK = (Vec<u32>, Vec<f32>);
 /// One chunk's slices of the outputs.
 type ChunkOutput<'a> = (&'a mut [u32], &'a mut [f32]);
 
-/// `sum(a_i * b_i)` in float64, eight independent accumulators (vectorises).
+/// `sum(a_i * b_i)` in float64: four independent AVX-512 chains (a float32 product is exact in float64).
+///
+/// # Safety
+/// Only called from inside `rescore_avx512` (AVX-512F).
 #[inline(always)]
-fn dot_f64(a: &[f32], b: &[f32]) -> f64 {
-    let mut acc = [0.0f64; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            acc[i] += f64::from(x[i]) * f64::from(y[i]);
+unsafe fn dot_f64(a: &[f32], b: &[f32]) -> f64 {
+    use std::arch::x86_64::*;
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let mut acc = [_mm512_setzero_pd(); 4];
+    let mut i = 0;
+    while i + 32 <= n {
+        for (c, s) in acc.iter_mut().enumerate() {
+            let x = _mm512_cvtps_pd(_mm256_loadu_ps(pa.add(i + 8 * c)));
+            let y = _mm512_cvtps_pd(_mm256_loadu_ps(pb.add(i + 8 * c)));
+            *s = _mm512_fmadd_pd(x, y, *s);
         }
+        i += 32;
     }
-    for (x, y) in ra.iter().zip(rb) {
-        acc[0] += f64::from(*x) * f64::from(*y);
+    let sum = _mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3]));
+    let mut total = _mm512_reduce_add_pd(sum);
+    while i < n {
+        total += f64::from(*pa.add(i)) * f64::from(*pb.add(i));
+        i += 1;
     }
-    acc.iter().sum()
+    total
 }
 
 /// The exact calibrated logit of question `q` (norm `norm`) for LLM `j`.
@@ -51,7 +62,8 @@ fn exact_logit(
     let logit = if norm == 0.0 {
         0.0
     } else {
-        dot_f64(q, llms.row(j)) / norm - norm
+        // SAFETY: only reached through `rescore_avx512`, compiled for AVX-512F.
+        (unsafe { dot_f64(q, llms.row(j)) }) / norm - norm
     };
     let scale = calibration
         .scale
@@ -109,7 +121,8 @@ fn rescore(
     let mut scored: Vec<(f64, u32)> = Vec::with_capacity(width);
     for (r, candidates) in shortlist.chunks_exact(width).enumerate() {
         let q = questions.row(first_row + r);
-        let norm = sum_squares_f64(q).sqrt();
+        // SAFETY: only reached through `rescore_avx512`, compiled for AVX-512F.
+        let norm = unsafe { Avx512::sum_squares_f64(q) }.sqrt();
         scored.clear();
         scored.extend(
             candidates
@@ -163,16 +176,14 @@ pub(crate) fn top_k_bf16(
         let rows = first_row..first_row + val.len() / k;
         let mut short_idx = vec![0u32; rows.len() * width];
         let mut short_val = vec![0.0f32; rows.len() * width];
-        let mut sink = TopKSink {
-            k: width,
-            llms: count,
-            lens: vec![0; rows.len()],
-            indices: &mut short_idx,
-            values: &mut short_val,
-            calibration: cal.as_ref(),
-            penalty: None,
-            probs: Vec::new(),
-        };
+        let mut sink = TopKSink::new(
+            width,
+            count,
+            &mut short_idx,
+            &mut short_val,
+            cal.as_ref(),
+            None,
+        );
         run_rows_bf16(questions, rows, &packed, &mut sink)?;
         // SAFETY: the bf16 pass above ran, so this CPU has AVX-512F.
         unsafe {
