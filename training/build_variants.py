@@ -1,17 +1,17 @@
-"""Build the encoder variants of the router in one command, each a complete router folder:
+"""Build the transformer variants of the router in one command, each a complete router folder:
 
-    python -m training.build_variants --out routers/            # fp32/, int8/, static/
-    python -m training.build_variants --out routers/ --variants static
+    python -m training.build_variants --out routers/            # fp32/, int8/
+    python -m training.build_variants --out routers/ --variants fp32
 
 * fp32:   the transformer router (JE-IRT adapter trained on cached MiniLM embeddings), graph operator-fused
           offline; same vectors as the plain export (checked here, max abs difference in the manifest).
 * int8:   the same adapter over an int8 encoder graph (per-channel dynamic int8, FFN-output and adapter MatMuls
           fp32; see quantize.py); cosine to fp32 on real test texts recorded in the manifest.
-* static: a static token table distilled from the same MiniLM (static_encoder.py) with its own adapter trained
-          by the same code on the static embeddings; a small graph (Gather + masked mean + normalise + adapter).
 
-All three are trained on the project's split of data/mmlu_pro (`make_split(seed=0)`); test metrics of fp32 and
-static come from their own training runs; benches/pareto_encoders.py measures every variant through `Router.load`.
+Both are trained on the project's split of data/mmlu_pro (`make_split(seed=0)`) with the settings of the published
+variant table (PUBLISHED_HYPER, docs/encoders.md), so that they reproduce it. The static router is the shipped one:
+`python -m training.build_default_router` (add `--holdout 0.2 --out DIR` for one scored on the same test split).
+benches/pareto_encoders.py measures every variant through `Router.load`.
 """
 
 from __future__ import annotations
@@ -20,24 +20,19 @@ import argparse
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, get_spec
-from .shipped import DEFAULT_DATA, DEFAULT_HYPER
-from .static_router import STATIC_MAX_LENGTH, static_embeddings
+from .shipped import DEFAULT_DATA, PUBLISHED_HYPER
 
-VARIANTS = ("fp32", "int8", "static")
+VARIANTS = ("fp32", "int8")
 # Texts per encoder call, written into each router's manifest (encoder.batch_size), from benches/bench_encoders.py:
 # a transformer is fastest one text at a time on a CPU (no padding at all, and its vectors then do not depend on
 # which texts share a batch).
 TRANSFORMER_BATCH_SIZE = 1
-# The static router's adapter uses the default router's settings: on the validation split with static embeddings
-# no other dropout, learning rate or weight decay tried beat them (docs/hyperparameters.md).
-STATIC_HYPER: dict[str, Any] = dict(DEFAULT_HYPER)
 
 
 def copy_with_graph(
@@ -99,7 +94,7 @@ def build_transformer(out: Path, data: Path, variants: list[str], threads: int) 
             tmp / "plain",
             label=f"JE-IRT on {prep.data.name}, MiniLM fp32",
             progress=False,
-            **DEFAULT_HYPER,
+            **PUBLISHED_HYPER,
         )
         assert res.router_path is not None
         plain_graph = res.router_path / "encoder.onnx"
@@ -142,46 +137,6 @@ def build_transformer(out: Path, data: Path, variants: list[str], threads: int) 
     return report
 
 
-def build_static(
-    out: Path, data: Path, threads: int, max_length: int = STATIC_MAX_LENGTH, *, folder: str = "static",
-    label: str | None = None,
-) -> dict[str, Any]:
-    """The published static router: distil (frequencies from the training part), train its adapter with
-    STATIC_HYPER, write `out / folder` with the alignment reference, the calibration fitted on validation and the
-    parameter-count cost proxy (the same extras as every shipped router)."""
-    from .add_static_encoder import add_static_encoder
-    from .calibration import calibrate_router
-    from .data import load_dataset
-    from .model import JeirtPredictor
-    from .pipeline import Prepared, evaluate, export_trained, per_llm_accuracy_floor, training_summary
-    from .routing_eval import cost_proxies
-    from .splits import make_split
-
-    t0 = time.perf_counter()
-    dataset = load_dataset(data)
-    split = make_split(dataset, seed=0)
-    static, embeddings = static_embeddings(dataset, split.train, max_length)
-    prep = Prepared(
-        data=dataset, split=split, split_seed=0, train=split.responses(dataset, "train"),
-        val=split.responses(dataset, "val"), test=split.responses(dataset, "test"), embeddings=embeddings,
-        encoder=DEFAULT_ENCODER, max_length=max_length, source=str(data), static=static,
-    )
-    predictor = JeirtPredictor(**STATIC_HYPER).fit(embeddings, prep.train, prep.val, dataset.n_llms)
-    metrics = {
-        "test": evaluate(predictor, prep, "test"),
-        "val": evaluate(predictor, prep, "val"),
-        "test_per_llm_accuracy_baseline": per_llm_accuracy_floor(prep, "test"),
-    }
-    router_path, _ = export_trained(
-        prep, predictor, out / folder, metrics=metrics, training=training_summary(prep, predictor),
-        reference_parts=(split.train, split.val),
-        label=label or f"JE-IRT on {dataset.name}, static encoder distilled from {DEFAULT_ENCODER}", overwrite=True,
-    )
-    calibrate_router(router_path, prep, predictor, costs=cost_proxies(dataset.llm_names))
-    add_static_encoder(router_path)  # again: the calibrated manifest must bind the fast path's file
-    return {"static": {"test": metrics["test"], "seconds": round(time.perf_counter() - t0, 1)}}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -201,10 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {}
-    if "static" in variants:
-        report.update(build_static(args.out, args.data, args.threads))
-    if "fp32" in variants or "int8" in variants:
-        report.update(build_transformer(args.out, args.data, variants, args.threads))
+    report.update(build_transformer(args.out, args.data, variants, args.threads))
     for name, entry in report.items():
         test = entry.get("test")
         if test:

@@ -1,17 +1,14 @@
-"""Probability calibration of a trained JE-IRT router: a temperature and a bias on the logit, fitted on the
-VALIDATION split, stored in the router's manifest and applied at run time inside the Rust kernels.
+"""Probability calibration of a trained JE-IRT router: a temperature and a bias on the logit, fitted on HELD-OUT
+predictions (the choose step's validation runs, training.choose: never cells the router learned from), stored in
+the router's manifest and applied at run time inside the Rust kernels.
 
     P(correct) = sigmoid(scale · logit + bias)     (per LLM, or one pair shared by all: kind "global")
 
-Fitting is an exact Newton solve of the validation log-loss (2 parameters per LLM, a tiny ridge towards the
-identity so an LLM with few or one-sided validation cells stays put). Measure it with
+Fitting is an exact Newton solve of the held-out log-loss (2 parameters per LLM, a tiny ridge towards the
+identity so an LLM with few or one-sided cells stays put). `python -m training fit` fits and stores it
+(`--calibration`, global by default); measure it on a router built with a test part:
 
-    python -m training.calibration          # ECE before/after on the test split
-
-and store it in a router written by training (e.g. from build_default_router.py):
-
-    from .calibration import calibrate_router
-    calibrate_router(router_path, prep, predictor)
+    python -m training.calibration --router ROUTER --data data/mmlu_pro   # ECE raw / calibrated, test split
 """
 
 from __future__ import annotations
@@ -83,73 +80,72 @@ def apply_calibration(logits: np.ndarray, llm: np.ndarray, calibration: dict[str
     return 1.0 / (1.0 + np.exp(-(scale[llm] * logits + bias[llm])))
 
 
-def calibrate_router(
+def store_calibration(
     router_path: Path | str,
-    prep: Any,
-    predictor: Any,
-    kind: str = "global",
+    calibration: dict[str, Any] | None,
     costs: dict[str, float] | None = None,
-) -> dict[str, Any]:
-    """Fit the calibration on `prep.val` with the trained `predictor` and store it (and `costs`, if given) in the
-    router folder at `router_path` (rewritten in place). Returns the calibration manifest field.
-
-    "global" is the default: on mmlu_pro it halves the test ECE like "per_llm" does, and keeps the AUC.
-    """
+) -> Path:
+    """Write `calibration` (fit_calibration's field) and `costs`, if given, into the router folder at
+    `router_path` (rewritten in place)."""
     from jeirt_lite import Router
 
-    vectors = predictor.question_vectors(prep.embeddings)
-    calibration = fit_calibration(
-        cell_logits(vectors, predictor.llm_vectors, prep.val),
-        prep.val.correct,
-        prep.val.llm,
-        prep.data.n_llms,
-        kind,
-    )
-    router = Router.load(router_path).with_calibration(calibration["scale"], calibration["bias"], kind=kind)
+    router = Router.load(router_path, threads=1)
+    if calibration is not None:
+        router = router.with_calibration(calibration["scale"], calibration["bias"], kind=calibration["kind"])
     if costs is not None:
         router = router.with_costs(costs)
-    router.save(router_path, overwrite=True)
-    return calibration
+    return Path(router.save(router_path, overwrite=True))  # a static router keeps its fast-path file
+
+
+def _test_cells(router: Any, data_dir: Path) -> tuple[list[str], Responses]:
+    """The texts and cells of the router's test split, drawn again from what its manifest records."""
+    from jeirt_lite.analysis._router_split import router_test_question_ids
+
+    from .data import load_dataset
+
+    ids, how = router_test_question_ids(router.manifest, data_dir)
+    if not ids:
+        raise SystemExit(f"no test questions to measure on: {how} (build the router with --holdout)")
+    data = load_dataset(data_dir)
+    if list(data.llm_names) != list(router.llms):
+        raise SystemExit(f"{data_dir}'s LLMs are not the router's")
+    rows = np.flatnonzero(np.isin(np.asarray(data.question_ids), ids))
+    cells = data.responses.subset(np.isin(data.responses.question, rows))
+    position = np.full(data.n_questions, -1, dtype=np.int64)
+    position[rows] = np.arange(len(rows))
+    texts = [data.texts[i] for i in rows]
+    return texts, Responses(position[cells.question], cells.llm, cells.correct)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .onboarding_runs import DEFAULT_DATA, REPO_ROOT
-    from .pipeline import prepare
-
-    parser = argparse.ArgumentParser(description="ECE and reliability before/after calibration (test split)")
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--runs", type=Path, default=REPO_ROOT / ".scratch" / "runs")
+    parser = argparse.ArgumentParser(
+        description="ECE and reliability of a router's probabilities, raw and with its stored calibration, on the "
+        "test questions it never saw (a router built with --holdout)"
+    )
+    parser.add_argument("--router", type=Path, required=True, help="router folder trained with a test part")
+    parser.add_argument("--data", type=Path, required=True, help="the data folder it was trained on")
     args = parser.parse_args(argv)
-    prep = prepare(args.data, split_seed=0, progress=False)
-    run = np.load(args.runs / "joint.npz")
-    qv, mv = run["question_vectors"], run["llm_vectors"]
-    val_z, test_z = cell_logits(qv, mv, prep.val), cell_logits(qv, mv, prep.test)
-    raw = 1.0 / (1.0 + np.exp(-test_z))
-    rows = [("raw model", raw)]
-    for kind in ("global", "per_llm"):
-        cal = fit_calibration(val_z, prep.val.correct, prep.val.llm, prep.data.n_llms, kind)
-        rows.append(
-            (
-                f"{kind} temperature + bias (fitted on validation)",
-                apply_calibration(test_z, prep.test.llm, cal),
-            )
-        )
-        if kind == "global":
-            print(f"global: scale {cal['scale'][0]:.3f}, bias {cal['bias'][0]:.3f}")
-        else:
-            s = np.asarray(cal["scale"])
-            print(
-                f"per-LLM scale range {s.min():.3f}..{s.max():.3f}, bias range "
-                f"{min(cal['bias']):.3f}..{max(cal['bias']):.3f}"
-            )
-    print(f"\ntest split, {len(prep.test)} cells\n")
+    from jeirt_lite import Router
+
+    router = Router.load(args.router, threads=1)
+    if router.calibration is None:
+        raise SystemExit(f"{args.router} stores no calibration")
+    texts, cells = _test_cells(router, args.data)
+    calibrated = router.predict_proba(texts)[cells.question, cells.llm].astype(np.float64)
+    raw = router.without_calibration().predict_proba(texts)[cells.question, cells.llm].astype(np.float64)
+    kind = router.manifest["calibration"]["kind"]
+    scale = np.asarray(router.calibration.scale)
+    print(f"{kind}: scale {scale.min():.3f}..{scale.max():.3f}, bias {np.min(router.calibration.bias):.3f}.."
+          f"{np.max(router.calibration.bias):.3f}")
+    print(f"\ntest split, {len(texts)} questions, {len(cells)} cells\n")
     print("| probabilities | ECE | log-loss | Brier | AUC |\n|---|---:|---:|---:|---:|")
+    rows = [("raw model", raw), (f"{kind} temperature + bias (stored, fitted on held-out predictions)", calibrated)]
     for name, p in rows:
-        m = all_metrics(prep.test.correct, p)
+        m = all_metrics(cells.correct, p)
         print(f"| {name} | {m['ece']:.3f} | {m['log_loss']:.3f} | {m['brier']:.3f} | {m['auc']:.3f} |")
-    for name, p in (rows[0], rows[-1]):
+    for name, p in rows:
         print(f"\nreliability, {name}:\n")
-        print(reliability_table(prep.test.correct, p).to_markdown())
+        print(reliability_table(cells.correct, p).to_markdown())
     return 0
 
 

@@ -11,7 +11,8 @@
 
 The held-out metrics reported are the chosen setting's predictions on its validation part(s), out of fold when
 k > 1. The setting was chosen on those same questions, so they are slightly optimistic; `--holdout` keeps a test
-part that nothing sees.
+part that nothing sees. The router's calibration (training.calibration) is fitted on those held-out predictions
+too: never on cells the refitted model learned from.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Selection:
     schedule: list[float]
     candidates: list[dict[str, Any]] = field(default_factory=list)
     heldout: Responses | None = None  # the chosen setting's validation cells, all folds together
+    heldout_logits: np.ndarray | None = None  # its logits on them (a calibration is fitted on these)
     heldout_p: np.ndarray | None = None  # its predicted P(correct) on them
     heldout_floor_p: np.ndarray | None = None  # each LLM's training accuracy, the floor to beat
     predictors: list[JeirtPredictor] = field(default_factory=list)  # the chosen setting's run on each fold
@@ -109,7 +111,8 @@ def choose(
             {"dim": int(dim), "dropout": float(dropout), "val_loss": loss,
              "best_epochs": [r.best_epoch for r in runs]}
         )
-        log(f"  d={dim} dropout={dropout}: validation log-loss {loss:.4f} (best epochs {candidates[-1]['best_epochs']})")
+        log(f"  d={dim} dropout={dropout}: validation log-loss {loss:.4f} (best epochs {candidates[-1]['best_epochs']}, "
+            f"{sum(r.train_seconds for r in runs):.0f}s)")
         if loss < best_loss:
             best_loss = loss
             config = runs[0].config
@@ -122,6 +125,9 @@ def choose(
     best.candidates = candidates
     vals = [val for _, val in parts]
     best.heldout = Responses(*(np.concatenate([getattr(v, f) for v in vals]) for f in ("question", "llm", "correct")))
+    best.heldout_logits = np.concatenate(
+        [r.predict_logits(embeddings, val.question, val.llm) for r, (_, val) in zip(best.predictors, parts)]
+    )
     best.heldout_p = np.concatenate(
         [r.predict_proba(embeddings, val.question, val.llm) for r, (_, val) in zip(best.predictors, parts)]
     )

@@ -101,7 +101,8 @@ class JeirtPredictor:
             q = model.adapter(torch.from_numpy(np.ascontiguousarray(embeddings, dtype=np.float32)))
         return q.numpy()
 
-    def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
+    def predict_logits(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
+        """The JE-IRT logit q·m/‖q‖ − ‖q‖ of each (question, LLM) pair, float64 (what a calibration is fitted on)."""
         question = np.asarray(question, dtype=np.int64)
         llm = np.asarray(llm, dtype=np.int64)
         if question.shape != llm.shape:
@@ -119,4 +120,8 @@ class JeirtPredictor:
             logits = jeirt_logits(
                 q[torch.from_numpy(inverse.reshape(-1))], m[torch.from_numpy(llm.reshape(-1))]
             )
-        return torch.sigmoid(logits).numpy().astype(np.float64).reshape(question.shape)
+        return logits.numpy().astype(np.float64).reshape(question.shape)
+
+    def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
+        logits = torch.from_numpy(self.predict_logits(embeddings, question, llm).astype(np.float32))
+        return torch.sigmoid(logits).numpy().astype(np.float64)

@@ -6,7 +6,7 @@
     python -m training.onboarding_ood --data data/mmlu_pro --held-out --out docs/results/onboarding_in_domain.json
 
 Out of domain (the first two): a router's question side, either the shipped router (trained on MMLU-Pro) or
-JE-IRT trained on `--train-on` (split seed 0, the shipped router's hyper-parameters, over the shipped encoder's
+JE-IRT trained on `--train-on` (split seed 0, the published fixed setting PUBLISHED_HYPER, over the shipped encoder's
 features), onboards every LLM of `--data` from a random `--fraction` of its answers to `--data`'s questions and is
 scored on its other answers (AUC per LLM, then the mean; `--seeds` draws). In domain (`--held-out`): JE-IRT trained
 on `--data` without its held-out LLMs (training.onboarding_runs.held_out_llms, split seed 0) onboards them from a
@@ -35,11 +35,11 @@ IN_DOMAIN_FRACTIONS = (0.01, 0.05, 0.10, 0.25, 1.0)
 
 
 def train_question_side(data: Dataset, features: np.ndarray, dropped: list[int]) -> tuple[Any, list[int]]:
-    """JE-IRT (the shipped router's hyper-parameters, split seed 0) on `data` without the LLMs `dropped`."""
+    """JE-IRT (the published fixed setting, PUBLISHED_HYPER; split seed 0) on `data` without the LLMs `dropped`."""
     import torch
 
     from .model import JeirtPredictor
-    from .shipped import DEFAULT_HYPER
+    from .shipped import PUBLISHED_HYPER
     from .splits import make_split
 
     torch.set_num_threads(1)
@@ -53,7 +53,7 @@ def train_question_side(data: Dataset, features: np.ndarray, dropped: list[int])
         keep = ~np.isin(cells.llm, dropped)
         return Responses(cells.question[keep], remap[cells.llm[keep]], cells.correct[keep])
 
-    predictor = JeirtPredictor(**DEFAULT_HYPER).fit(features, part("train"), part("val"), len(kept))
+    predictor = JeirtPredictor(**PUBLISHED_HYPER).fit(features, part("train"), part("val"), len(kept))
     return predictor, kept
 
 

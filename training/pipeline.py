@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .choose import DEFAULT_DIMS, DEFAULT_DROPOUTS, choose, refit, selection_record
+from .calibration import apply_calibration, fit_calibration
+from .choose import DEFAULT_DIMS, DEFAULT_DROPOUTS, Selection, choose, refit, selection_record
 from .data import load_dataset
 from .embeddings import embed_dataset
 from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, get_spec
@@ -225,13 +226,18 @@ def choose_refit_and_export(
     folds: int = 1,
     dims: Sequence[int] = DEFAULT_DIMS,
     dropouts: Sequence[float] = DEFAULT_DROPOUTS,
+    calibration: str | None = "global",
+    costs: Callable[[list[str]], dict[str, float]] | None = None,
     label: str | None = None,
     progress: bool = True,
     overwrite: bool = False,
     log: Callable[[str], None] = print,
     **hyper: Any,
 ) -> FitResult:
-    """Choose the settings on held-out parts of the non-test questions, refit on all of them (training.choose)."""
+    """Choose the settings on held-out parts of the non-test questions, refit on all of them (training.choose),
+    fit the calibration (`calibration`: its kind, or None) on the chosen setting's held-out predictions, write the
+    router with it and with `costs(llm names)` when given. Every router this project ships or `fit` writes, of
+    any encoder kind, is made here."""
     pool = np.sort(np.concatenate([prep.split.train, prep.split.val]))
     if folds == 1:
         parts = [(prep.train, prep.val)]
@@ -247,32 +253,59 @@ def choose_refit_and_export(
     predictor = refit(prep.embeddings, all_cells, prep.data.n_llms, selection, progress=progress)
     heldout = selection.heldout_metrics()
     result = FitResult(predictor=predictor, val=heldout.get("jeirt", {}), test={}, floor_test={})
+    fitted = _heldout_calibration(selection, prep.data.n_llms, calibration)
+    raw_test: dict[str, float] = {}
     if len(prep.test):
         acc = llm_accuracies(all_cells, prep.data.n_llms)
-        result.test = evaluate(predictor, prep, "test")
+        logits = predictor.predict_logits(prep.embeddings, prep.test.question, prep.test.llm)
+        raw_test = all_metrics(prep.test.correct, 1.0 / (1.0 + np.exp(-logits)))
+        result.test = raw_test if fitted is None else all_metrics(
+            prep.test.correct, apply_calibration(logits, prep.test.llm, fitted))
         result.floor_test = all_metrics(prep.test.correct, acc[prep.test.llm])
     record = selection_record(selection, folds=folds, n_questions=len(pool), n_cells=len(all_cells))
-    result.extra = {"selection": record, "heldout": heldout}
+    result.extra = {"selection": record, "heldout": heldout, "calibration": fitted, "test_uncalibrated": raw_test}
     if out_dir is not None:
-        metrics = {
-            "how": (
-                "heldout: the chosen setting's validation predictions (out of fold when folds > 1), from runs that "
-                "did not train on those questions; the setting was chosen on them, so slightly optimistic. "
-                + (f"test: the written router on {len(prep.split.test)} questions kept out of everything "
-                   "(--holdout)." if len(prep.test) else "No test part (--holdout 0): every question was used.")
-            ),
-            "heldout": heldout.get("jeirt"),
-            "heldout_per_llm_accuracy_baseline": heldout.get("per_llm_accuracy_baseline"),
-            "test": result.test or None,
-            "test_per_llm_accuracy_baseline": result.floor_test or None,
-        }
         training = training_summary(prep, predictor)
         training["selection"] = record
         result.router_path, result.parity = export_trained(
-            prep, predictor, out_dir, metrics=metrics, training=training,
+            prep, predictor, out_dir, metrics=_metrics_record(prep, result, fitted is not None), training=training,
             reference_parts=(prep.split.train, prep.split.val), label=label, overwrite=overwrite,
         )
+        if fitted is not None or costs is not None:
+            from .calibration import store_calibration
+
+            store_calibration(result.router_path, fitted, costs(list(prep.data.llm_names)) if costs else None)
     return result
+
+
+def _heldout_calibration(selection: Selection, n_llms: int, kind: str | None) -> dict[str, Any] | None:
+    """The calibration fitted on the chosen setting's held-out logits (cells its runs did not train on)."""
+    if kind is None:
+        return None
+    assert selection.heldout is not None and selection.heldout_logits is not None
+    return fit_calibration(selection.heldout_logits, selection.heldout.correct, selection.heldout.llm, n_llms, kind)
+
+
+def _metrics_record(prep: Prepared, result: FitResult, calibrated: bool) -> dict[str, Any]:
+    """router.json's metrics, with a sentence on how each was obtained."""
+    how = (
+        "heldout: the chosen setting's validation predictions (out of fold with --folds > 1), from runs that did "
+        "not train on those questions, before calibration; the setting was chosen on them, so slightly "
+        "optimistic. "
+        + ("The calibration was fitted on the same held-out predictions. " if calibrated else "No calibration. ")
+        + (f"test: the written router{' (calibrated)' if calibrated else ''} on {len(prep.split.test)} questions "
+           "kept out of everything (--holdout); test_uncalibrated: the same without the calibration."
+           if len(prep.test) else "No test part (--holdout 0): every question was learned from.")
+    )
+    heldout = result.extra["heldout"]
+    return {
+        "how": how,
+        "heldout": heldout.get("jeirt"),
+        "heldout_per_llm_accuracy_baseline": heldout.get("per_llm_accuracy_baseline"),
+        "test": result.test or None,
+        "test_uncalibrated": result.extra["test_uncalibrated"] or None,
+        "test_per_llm_accuracy_baseline": result.floor_test or None,
+    }
 
 
 def cells_of(data: Dataset, questions: np.ndarray) -> Responses:

@@ -19,6 +19,8 @@ def router_test_question_ids(manifest: Mapping[str, Any], data_dir: Path) -> tup
     sizes = ("n_train_questions", "n_val_questions", "n_test_questions")
     if "seed" not in split or not all(key in split for key in sizes):
         return None, "the router records no split"
+    if int(split["n_test_questions"]) == 0:
+        return None, "the router learned from every question of its data (no test part)"
     try:
         data_module = importlib.import_module("jeirt_lite_training.data")
         splits = importlib.import_module("jeirt_lite_training.splits")
