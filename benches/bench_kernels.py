@@ -7,13 +7,16 @@ For each K it times, best of ``--repeats``:
   * (b) NumPy's bare ``Q @ M.T``,
 and prints pairs/s, GFLOP/s (2 N K d useful flops), the ratios, the share of the measured multiply-add peak of
 the cores used (a register-only FMA loop, and vdpbf16ps where the CPU has AVX-512 BF16), the core count and the
-SIMD level, and writes them to a JSON file. Where the CPU has AVX-512 BF16, ``top_k`` is also timed with
-``precision="bfloat16"``. Wall-clock numbers are reported, never asserted.
+SIMD level, and writes them to a JSON file. Where the CPU has AVX-512 BF16, ``top_k`` and ``probabilities`` are
+also timed with ``precision="bfloat16"``. Wall-clock numbers are reported, never asserted.
 
 Memory: Q is N x d float32 (1 GB at the default size) and the reference materialises N x K float32 (4 GB at
 K = 1000); one such matrix is alive at a time.
 
 Usage: python benches/bench_kernels.py [--n 1000000] [--d 256] [--ks 112 1000] [--out bench_results/kernels.json]
+
+A CPU without AVX-512 can be imitated on this one: ``JEIRT_SIMD=avx2+fma OPENBLAS_CORETYPE=Haswell`` caps both the
+Rust kernels and NumPy's OpenBLAS at AVX2 (and turns the bfloat16 rows off).
 """
 
 from __future__ import annotations
@@ -36,15 +39,21 @@ from jeirt_lite import _core, kernels
 F32 = npt.NDArray[np.float32]
 
 
+# The clock every measurement reads: wall time, or this process's CPU time (``--clock cpu``), which other jobs on
+# a shared machine do not inflate; with one thread on both sides (``--threads 1``, ``OPENBLAS_NUM_THREADS=1``) it
+# is the work each side does.
+CLOCK: Callable[[], float] = time.perf_counter
+
+
 def best_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    """Minimum wall time of ``repeats`` calls, and the last result (the previous one freed first)."""
+    """Minimum time of ``repeats`` calls on ``CLOCK``, and the last result (the previous one freed first)."""
     best, result = float("inf"), None
     for _ in range(repeats):
         result = None
         gc.collect()
-        start = time.perf_counter()
+        start = CLOCK()
         result = fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, CLOCK() - start)
     return best, result
 
 
@@ -116,7 +125,7 @@ def bench_one_k(
             row["fraction_of_bf16_peak"] = flops / rust_s / 1e9 / peaks["bfloat16"]
         rows.append(row)
         print(
-            f"K={k:5d} {kernel:17s} rust {rust_s:8.3f}s ({row['rust_pairs_per_s'] / 1e9:6.2f} G pairs/s, "
+            f"K={k:5d} {kernel:23s} rust {rust_s:8.3f}s ({row['rust_pairs_per_s'] / 1e9:6.2f} G pairs/s, "
             f"{row['rust_gflops']:6.1f} GFLOP/s) | numpy ref {ref_s:8.3f}s -> x{row['speedup_vs_reference']:5.2f}"
             f" | bare Q@M.T {bare:7.3f}s -> x{row['speedup_vs_matmul']:5.2f}"
             f" | {100 * row['fraction_of_fma_peak']:4.0f}% of FMA peak",
@@ -164,8 +173,34 @@ def bench_one_k(
             ref_s,
             {"max_abs_diff_first_100k_rows": float(np.max(np.abs(p[: len(sample)] - sample)))},
         )
+        if _core.bf16_supported():
+            exact = p[: len(sample)].copy()
+            del p
+            rust_s, p = best_time(
+                lambda: kernels.probabilities(q, m, threads=threads, precision="bfloat16"), repeats
+            )
+            record(
+                "probabilities(bfloat16)",
+                rust_s,
+                ref_s,
+                {
+                    "max_abs_diff_first_100k_rows": float(np.max(np.abs(p[: len(sample)] - sample))),
+                    "max_abs_diff_to_float32_kernel": float(np.max(np.abs(p[: len(sample)] - exact))),
+                },
+            )
         del p, sample
     return rows
+
+
+def blas_kernel() -> str | None:
+    """The kernel family NumPy's OpenBLAS picked on this CPU (e.g. "Haswell" = AVX2, "SkylakeX" = AVX-512), which
+    sets the bare matmul's speed; ``OPENBLAS_CORETYPE`` overrides the choice. None where it cannot be read."""
+    try:
+        import threadpoolctl
+    except ImportError:
+        return None
+    kinds = {str(i.get("architecture")) for i in threadpoolctl.threadpool_info() if i.get("internal_api") == "openblas"}
+    return ",".join(sorted(kinds)) or None
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -178,16 +213,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per measurement (best is kept)")
     parser.add_argument("--threads", type=int, default=0, help="Rust threads (0 = all cores)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="wall time, or this process's CPU time (for --threads 1 with OPENBLAS_NUM_THREADS=1 on a busy machine)",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench_results/kernels.json"))
     args = parser.parse_args(argv)
 
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     if _core.build_profile() != "release":
         sys.exit("refusing to benchmark a debug build of jeirt_lite._core: rebuild with --release")
 
     cores = os.cpu_count()
     print(
-        f"jeirt_lite._core {_core.build_profile()}, simd {_core.simd_level()}, {cores} cores, "
-        f"numpy {np.__version__}; N={args.n} d={args.d} K={args.ks} threads={args.threads}",
+        f"jeirt_lite._core {_core.build_profile()}, simd {_core.simd_level()}, bf16 {_core.bf16_supported()}, "
+        f"{cores} cores, numpy {np.__version__} (OpenBLAS kernel {blas_kernel()}); N={args.n} d={args.d} "
+        f"K={args.ks} threads={args.threads} clock={args.clock}",
         flush=True,
     )
     rng = np.random.default_rng(args.seed)
@@ -198,7 +242,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     q *= np.float32(1.5 / np.sqrt(args.d))  # |q| ~ 1.5: logits of order 1, probabilities not saturated
 
     used = args.threads or cores or 1
-    f32_peak, bf16_peak = _core.multiply_add_peak(0.3)  # one core; times the cores used
+    wall, cpu = time.perf_counter(), time.process_time()
+    f32_peak, bf16_peak = _core.multiply_add_peak(0.3)  # one core, on the wall clock; times the cores used
+    if args.clock == "cpu":  # the same loops on this process's CPU time
+        busy = (time.perf_counter() - wall) / max(time.process_time() - cpu, 1e-9)
+        f32_peak, bf16_peak = f32_peak * busy, (bf16_peak * busy if bf16_peak else None)
     peaks = {"float32": f32_peak * used, **({"bfloat16": bf16_peak * used} if bf16_peak else {})}
     print(f"measured multiply-add peak, {used} cores: " + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peaks.items()))
     results = []
@@ -208,6 +256,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "machine": {
             "cores": cores,
             "simd_level": _core.simd_level(),
+            "bf16": _core.bf16_supported(),
+            "openblas_kernel": blas_kernel(),
             "build_profile": _core.build_profile(),
             "numpy": np.__version__,
             "python": platform.python_version(),
@@ -215,7 +265,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "load_average_at_end": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
             "measured_peak_gflops": peaks,
         },
-        "params": {"n": args.n, "d": args.d, "ks": args.ks, "repeats": args.repeats, "threads": args.threads},
+        "params": {
+            "n": args.n,
+            "d": args.d,
+            "ks": args.ks,
+            "repeats": args.repeats,
+            "threads": args.threads,
+            "clock": args.clock,
+        },
         "results": results,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -34,13 +34,14 @@ def test_bench_runs_small_and_writes_json(tmp_path: Path) -> None:
     assert report["machine"]["simd_level"] == _core.simd_level()
     rows = report["results"]
     names = ("top_k(k=1)", "mean_probability", "probabilities") + (
-        ("top_k(k=1, bfloat16)",) if _core.bf16_supported() else ()
+        ("top_k(k=1, bfloat16)", "probabilities(bfloat16)") if _core.bf16_supported() else ()
     )
     assert {(r["K"], r["kernel"]) for r in rows} == {(k, name) for k in (5, 40) for name in names}
     assert all(r["fraction_of_fma_peak"] > 0 for r in rows)
     for r in rows:
         assert r["rust_s"] > 0 and r["speedup_vs_reference"] > 0
-        tolerance = 1e-3 if "bfloat16" in r["kernel"] else 1e-4  # bf16 may pick another LLM at a near-tie
+        # bf16 may pick another LLM at a near-tie; bf16 probabilities carry the rounding of random vectors.
+        tolerance = {"top_k(k=1, bfloat16)": 1e-3, "probabilities(bfloat16)": 1e-2}.get(r["kernel"], 1e-4)
         for key in ("max_abs_prob_diff", "max_abs_diff", "max_abs_diff_first_100k_rows"):
             if key in r:
                 assert r[key] < tolerance, (key, r)

@@ -1,5 +1,5 @@
-"""`top_k(..., precision="bfloat16")` against the float32 kernel: on the shipped router over every MMLU-Pro
-question (same top-1 LLM on >= 99.9%, probabilities within 1e-3) and on awkward shapes and values."""
+"""`top_k` and `probabilities` with `precision="bfloat16"` against the float32 kernels: on the shipped router over
+every MMLU-Pro question (same top-1 LLM on >= 99.9%, probabilities within 1e-3) and on awkward shapes and values."""
 
 from __future__ import annotations
 
@@ -30,6 +30,11 @@ def test_real_questions_keep_their_top_llm_and_probabilities() -> None:
     assert np.abs(pb - chosen).max() <= 1e-3  # the values are the chosen LLMs' float32 probabilities
     same = ib[:, 0] == i32[:, 0]
     assert np.abs(pb[same, 0] - p32[same, 0]).max() <= 1e-3
+    # probabilities in bfloat16 are not rescored: every entry carries the rounding, and stays within 1e-3.
+    full_bf16 = kernels.probabilities(q, m, precision="bfloat16", **args)
+    assert full_bf16.shape == full.shape and full_bf16.dtype == np.float32
+    assert 0 < np.abs(full_bf16 - full).max() <= 1e-3
+    assert np.mean(full_bf16.argmax(axis=1) == full.argmax(axis=1)) >= 0.999
 
 
 @pytest.mark.parametrize(("n", "d", "k_llms", "k"), [(1, 1, 1, 1), (37, 3, 33, 33), (500, 255, 112, 2), (300, 64, 7, 7)])
@@ -62,3 +67,37 @@ def test_tiny_and_huge_norms_and_bad_rows() -> None:
         kernels.top_k(q, m, 1, precision="bfloat16")
     with pytest.raises(JeirtError, match="precision"):
         kernels.top_k(q, m, 1, precision="half")
+
+
+@pytest.mark.parametrize(("n", "d", "k_llms"), [(1, 1, 1), (37, 3, 33), (500, 255, 112), (300, 64, 7)])
+def test_probabilities_shapes_near_float32(n: int, d: int, k_llms: int) -> None:
+    rng = np.random.default_rng(n + d + 1)
+    q = (rng.normal(size=(n, d)) / np.sqrt(d)).astype(np.float32)
+    q[0] = 0.0  # a zero row: P = 0.5 exactly for every LLM
+    m = (rng.normal(size=(k_llms, d)) / np.sqrt(d)).astype(np.float32)
+    scale, bias = rng.uniform(0.5, 2.0, k_llms), rng.normal(size=k_llms)
+    p32 = kernels.probabilities(q, m, scale=scale, bias=bias)
+    pb = kernels.probabilities(q, m, scale=scale, bias=bias, precision="bfloat16", threads=2)
+    assert pb.shape == p32.shape and pb.dtype == np.float32
+    np.testing.assert_allclose(pb, p32, atol=1e-2)  # random vectors: looser than the real router's 1e-3
+    np.testing.assert_array_equal(pb[0], kernels.probabilities(q[:1], m, scale=scale, bias=bias)[0])
+
+
+def test_probabilities_bf16_falls_back_with_offsets_and_reports_bad_rows() -> None:
+    rng = np.random.default_rng(5)
+    q = rng.normal(size=(40, 16)).astype(np.float32)
+    m = rng.normal(size=(9, 16)).astype(np.float32)
+    offsets = rng.normal(size=(40, 9)).astype(np.float32)
+    exact = kernels.probabilities(q, m, offsets=offsets)
+    np.testing.assert_array_equal(kernels.probabilities(q, m, offsets=offsets, precision="bfloat16"), exact)
+    q[:10] *= 1e-30
+    q[10:20] *= 1e30
+    assert np.isfinite(kernels.probabilities(q, m, precision="bfloat16")).all()
+    q[7, 3] = np.inf
+    with pytest.raises(JeirtError, match="question row 7"):
+        kernels.probabilities(q, m, precision="bfloat16")
+    m[2, 0] = np.nan
+    with pytest.raises(JeirtError, match="llm row 2"):
+        kernels.probabilities(q[20:], m, precision="bfloat16")
+    with pytest.raises(JeirtError, match="precision"):
+        kernels.probabilities(q, m, precision="int8")

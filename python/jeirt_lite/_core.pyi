@@ -20,6 +20,7 @@ __all__ = [
     "simd_level",
     "StaticEncoder",
     "top_k_bf16",
+    "probabilities_bf16",
     "bf16_supported",
     "multiply_add_peak",
 ]
@@ -70,6 +71,16 @@ def top_k_bf16(
     bias: npt.NDArray[np.float32] | None = None,
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
     """``top_k`` ranked with bfloat16 products, the chosen k scored again exactly (float32 kernel where the CPU
+    lacks AVX-512 BF16)."""
+
+def probabilities_bf16(
+    questions: npt.NDArray[np.float32],
+    llms: npt.NDArray[np.float32],
+    threads: int,
+    scale: npt.NDArray[np.float32] | None = None,
+    bias: npt.NDArray[np.float32] | None = None,
+) -> npt.NDArray[np.float32]:
+    """``probabilities`` from bfloat16 products (each within about 1e-3 of float32's; float32 kernel where the CPU
     lacks AVX-512 BF16)."""
 
 def bf16_supported() -> bool:

@@ -77,6 +77,12 @@ def _per_llm(x: npt.ArrayLike | None, name: str, k: int) -> npt.NDArray[np.float
     return np.ascontiguousarray(raw, dtype=np.float32)
 
 
+def _precision(precision: str) -> str:
+    if precision not in ("float32", "bfloat16"):
+        raise JeirtError(f"precision must be 'float32' or 'bfloat16', got {precision!r}")
+    return precision
+
+
 def probabilities(
     questions: npt.ArrayLike,
     llms: npt.ArrayLike,
@@ -85,6 +91,7 @@ def probabilities(
     scale: npt.ArrayLike | None = None,
     bias: npt.ArrayLike | None = None,
     offsets: npt.ArrayLike | None = None,
+    precision: str = "float32",
 ) -> npt.NDArray[np.float32]:
     """P(correct) for every question x LLM pair.
 
@@ -94,6 +101,10 @@ def probabilities(
         threads: worker threads; ``None`` or 0 = all cores.
         scale, bias: optional ``(K,)`` calibration: ``sigmoid(scale * logit + bias)``.
         offsets: optional ``(N, K)`` added to each logit before the calibration.
+        precision: ``"float32"``, or ``"bfloat16"``: logits from bfloat16 products (AVX-512 BF16, where
+            :func:`bf16_supported`; float32 otherwise and with offsets). Nothing is rescored, so each probability
+            moves by the bfloat16 rounding (within 1e-3 of float32's on the shipped router);
+            docs/throughput.md has the speed.
 
     Returns:
         float32 array ``(N, K)`` of ``sigmoid(q.m/|q| - |q|)`` (calibrated when asked).
@@ -107,6 +118,10 @@ def probabilities(
     """
     q, m = _as_matrix(questions, "questions"), _as_matrix(llms, "llms")
     k = m.shape[0]
+    if _precision(precision) == "bfloat16" and offsets is None:
+        return _core.probabilities_bf16(
+            q, m, _threads(threads), _per_llm(scale, "scale", k), _per_llm(bias, "bias", k)
+        )
     return _core.probabilities(
         q,
         m,
@@ -166,9 +181,7 @@ def top_k(
     if not 1 <= k <= m.shape[0]:
         raise JeirtError(f"k must be in 1..=K (K = {m.shape[0]}), got {k}")
     n_llms = m.shape[0]
-    if precision not in ("float32", "bfloat16"):
-        raise JeirtError(f"precision must be 'float32' or 'bfloat16', got {precision!r}")
-    if precision == "bfloat16" and penalty is None and offsets is None:
+    if _precision(precision) == "bfloat16" and penalty is None and offsets is None:
         return _core.top_k_bf16(
             q, m, int(k), _threads(threads), _per_llm(scale, "scale", n_llms), _per_llm(bias, "bias", n_llms)
         )

@@ -28,9 +28,11 @@ const ROWS: usize = 12;
 /// Components above this would round to infinity in bfloat16.
 const LARGEST_COMPONENT: f32 = 1e38;
 
-/// Whether this CPU runs the bf16 pass.
+/// Whether this CPU runs the bf16 pass (not when `JEIRT_SIMD` caps the level below AVX-512).
 pub(crate) fn supported() -> bool {
-    is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bf16")
+    crate::SimdLevel::detect() == crate::SimdLevel::Avx512
+        && is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512bf16")
 }
 
 /// Round to nearest even (finite inputs).
@@ -40,18 +42,30 @@ fn to_bf16(x: f32) -> u16 {
     ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) as u16
 }
 
-/// The LLM table packed as bf16 pairs, panels of [`BF16_WIDTH`] LLMs (zero-padded).
+/// The LLM table packed as bf16 pairs, panels of [`BF16_WIDTH`] LLMs (zero-padded). As in the float32
+/// packing (`pack`), a last panel that would be at most half full holds one vector of 16 LLMs instead of two.
 pub(crate) struct PackedBf16 {
     data: Vec<u16>,
     pairs: usize,
     pub(crate) panels: usize,
+    half_last: bool,
     pub(crate) max_norm: f64,
 }
 
 impl PackedBf16 {
+    /// Vectors of 16 LLMs in panel `p` (2, or 1 for a half last panel).
+    fn vectors(&self, p: usize) -> usize {
+        if self.half_last && p + 1 == self.panels {
+            1
+        } else {
+            2
+        }
+    }
+
     fn panel(&self, p: usize) -> &[u16] {
-        let size = self.pairs * 2 * BF16_WIDTH;
-        self.data.get(p * size..(p + 1) * size).unwrap_or(&[])
+        let start = p * self.pairs * 2 * BF16_WIDTH;
+        let size = self.pairs * 32 * self.vectors(p);
+        self.data.get(start..start + size).unwrap_or(&[])
     }
 }
 
@@ -67,6 +81,8 @@ pub(crate) fn pack_bf16(llms: MatrixView<'_>) -> Option<PackedBf16> {
     }
     let pairs = d.div_ceil(2);
     let panels = count.div_ceil(BF16_WIDTH);
+    let rest = count % BF16_WIDTH;
+    let half_last = rest != 0 && rest <= BF16_WIDTH / 2;
     let mut data = vec![0u16; panels * pairs * 2 * BF16_WIDTH];
     let mut max_norm = 0.0f64;
     for j in 0..count {
@@ -74,8 +90,9 @@ pub(crate) fn pack_bf16(llms: MatrixView<'_>) -> Option<PackedBf16> {
         max_norm = max_norm.max(sum_squares_f64(row).sqrt());
         let (p, lane) = (j / BF16_WIDTH, j % BF16_WIDTH);
         let (v, l) = (lane / 16, lane % 16);
+        let vectors = if half_last && p + 1 == panels { 1 } else { 2 };
         for (t, &x) in row.iter().enumerate() {
-            let index = ((p * pairs + t / 2) * 2 + v) * 32 + l * 2 + t % 2;
+            let index = p * pairs * 2 * BF16_WIDTH + ((t / 2) * vectors + v) * 32 + l * 2 + t % 2;
             if let Some(slot) = data.get_mut(index) {
                 *slot = to_bf16(x);
             }
@@ -88,39 +105,43 @@ pub(crate) fn pack_bf16(llms: MatrixView<'_>) -> Option<PackedBf16> {
         data,
         pairs,
         panels,
+        half_last,
         max_norm,
     })
 }
 
-/// `ROWS` question rows (bf16 pairs, `pairs` per row) against one panel.
+/// `ROWS` question rows (bf16 pairs, `pairs` per row) against one panel of `V` vectors of 16 LLMs.
 #[inline(always)]
-unsafe fn micro_kernel(
+unsafe fn micro_kernel<const V: usize>(
     q: &[u32],
     pairs: usize,
     panel: &[u16],
     scales: &[RowScale; ROWS],
     out: &mut TileLogits,
 ) {
-    if q.len() < ROWS * pairs || panel.len() < pairs * 64 {
+    if q.len() < ROWS * pairs || panel.len() < pairs * 32 * V {
         return;
     }
     let (qp, mp) = (q.as_ptr(), panel.as_ptr());
-    let mut acc = [[_mm512_setzero_ps(); 2]; ROWS];
+    let mut acc = [[_mm512_setzero_ps(); V]; ROWS];
     for t in 0..pairs {
-        let m0: __m512bh = std::mem::transmute(_mm512_loadu_si512(mp.add(t * 64) as *const _));
-        let m1: __m512bh = std::mem::transmute(_mm512_loadu_si512(mp.add(t * 64 + 32) as *const _));
+        let m: [__m512bh; V] = std::array::from_fn(|v| {
+            std::mem::transmute(_mm512_loadu_si512(mp.add((t * V + v) * 32) as *const _))
+        });
         for (r, acc_row) in acc.iter_mut().enumerate() {
             let qv: __m512bh =
                 std::mem::transmute(_mm512_set1_epi32(*qp.add(r * pairs + t) as i32));
-            acc_row[0] = _mm512_dpbf16_ps(acc_row[0], qv, m0);
-            acc_row[1] = _mm512_dpbf16_ps(acc_row[1], qv, m1);
+            for (a, &mv) in acc_row.iter_mut().zip(&m) {
+                *a = _mm512_dpbf16_ps(*a, qv, mv);
+            }
         }
     }
     for (r, acc_row) in acc.iter().enumerate() {
         let (a, b) = (_mm512_set1_ps(scales[r].a), _mm512_set1_ps(scales[r].b));
         let dst = out.v[r].as_mut_ptr();
-        _mm512_storeu_ps(dst, _mm512_fmsub_ps(acc_row[0], a, b));
-        _mm512_storeu_ps(dst.add(16), _mm512_fmsub_ps(acc_row[1], a, b));
+        for (v, &dot) in acc_row.iter().enumerate() {
+            _mm512_storeu_ps(dst.add(16 * v), _mm512_fmsub_ps(dot, a, b));
+        }
     }
 }
 
@@ -160,7 +181,12 @@ unsafe fn run(
     let mut block_start = rows.start;
     while block_start < rows.end {
         let block_end = (block_start + block_rows).min(rows.end);
-        block.fill(0);
+        // Every slot of a real row is written below; only the rows past a partial block's end are cleared
+        // (they are computed and never read).
+        block
+            .get_mut((block_end - block_start) * pairs..)
+            .unwrap_or(&mut [])
+            .fill(0);
         for (i, row) in (block_start..block_end).enumerate() {
             let scale = prepare_row::<Avx512>(questions.row(row), row, llms.max_norm)?;
             scales[i / ROWS][i % ROWS] = scale;
@@ -181,7 +207,8 @@ unsafe fn run(
             }
         }
         let tiles = (block_end - block_start).div_ceil(ROWS);
-        let next_block = block_end..(block_end + block_rows).min(rows.end);
+        // Past `rows` too: the next call (a later range of the same table) starts there.
+        let next_block = block_end..block_end + block_rows;
         let mut prefetch = Prefetch::new(questions, next_block, llms.panels * tiles);
         for p in 0..llms.panels {
             let panel = llms.panel(p);
@@ -190,7 +217,13 @@ unsafe fn run(
                 let q = block
                     .get(first * pairs..(first + ROWS) * pairs)
                     .unwrap_or(&[]);
-                micro_kernel(q, pairs, panel, tile_scales, &mut logits);
+                if llms.vectors(p) == 1 {
+                    // The second vector's lanes keep stale values: sinks never read columns at or
+                    // beyond K, and only the last panel can be a half one.
+                    micro_kernel::<1>(q, pairs, panel, tile_scales, &mut logits);
+                } else {
+                    micro_kernel::<2>(q, pairs, panel, tile_scales, &mut logits);
+                }
                 let valid = (block_end - block_start - first).min(ROWS);
                 sink.consume::<Avx512>(block_start + first - rows.start, valid, p, &logits);
                 prefetch.step::<Avx512>();

@@ -295,7 +295,8 @@ unsafe fn run_generic<S: Simd, const R: usize, T: TileSink>(
         }
         // Pointers are taken only now, after the scratch writes, from the whole buffers.
         let (scratch_ptr, data_ptr) = (scratch.as_ptr(), questions.data().as_ptr());
-        let next_block = block_end..(block_end + block_rows).min(rows.end);
+        // Past `rows` too: the next call (a later range of the same table) starts there.
+        let next_block = block_end..block_end + block_rows;
         let mut prefetch = Prefetch::new(questions, next_block, llms.panels * tiles.len());
         for p in 0..llms.panels {
             let panel = llms.panel(p).as_ptr();

@@ -50,7 +50,7 @@ pub use forecast::{mean_probability, mean_probability_calibrated};
 pub use matrix::MatrixView;
 pub use peak::{bf16_peak_gflops, fma_peak_gflops};
 pub use pool::resolve_threads;
-pub use score::{probabilities, probabilities_calibrated};
+pub use score::{probabilities, probabilities_calibrated, probabilities_with_precision};
 pub use sigmoid::sigmoid;
 pub use simd::SimdLevel;
 pub use static_encoder::StaticEncoder;

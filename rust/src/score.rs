@@ -107,3 +107,62 @@ pub fn probabilities_calibrated(
     })?;
     Ok(out)
 }
+
+/// [`probabilities_calibrated`] with the logits from the bf16 pass (`bf16`) where `precision` is `Bf16`, the
+/// CPU has it and the table fits bfloat16; otherwise (and with offsets) the float32 kernel. Unlike `top_k`
+/// nothing is rescored: each probability carries the bfloat16 rounding of both tables, within 1e-3 of
+/// float32's on the shipped router (tests/test_kernels_bf16.py).
+pub fn probabilities_with_precision(
+    questions: MatrixView<'_>,
+    llms: MatrixView<'_>,
+    calibration: &Calibration<'_>,
+    config: &Config,
+    precision: crate::Precision,
+) -> Result<Vec<f32>, KernelError> {
+    #[cfg(target_arch = "x86_64")]
+    if precision == crate::Precision::Bf16
+        && precision.is_supported()
+        && calibration.offsets.is_none()
+    {
+        check_shapes(questions, llms)?;
+        // `None` for a table with NaN/inf or too large for bfloat16: the float32 path reports or handles it.
+        if let Some(packed) = crate::bf16::pack_bf16(llms) {
+            return probabilities_bf16(questions, llms, &packed, calibration, config);
+        }
+    }
+    let _ = precision;
+    probabilities_calibrated(questions, llms, calibration, config)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn probabilities_bf16(
+    questions: MatrixView<'_>,
+    llms: MatrixView<'_>,
+    packed: &crate::bf16::PackedBf16,
+    calibration: &Calibration<'_>,
+    config: &Config,
+) -> Result<Vec<f32>, KernelError> {
+    use crate::bf16::{run_rows_bf16, BF16_WIDTH};
+    let (n, k, d) = (questions.rows(), llms.rows(), llms.cols());
+    let cal = PaddedCalibration::new(calibration, k, packed.panels * BF16_WIDTH)?;
+    let mut out: Vec<f32> = zeroed(n, k)?;
+    let items: Vec<(usize, &mut [f32])> = out
+        .chunks_mut(CHUNK_ROWS * k)
+        .enumerate()
+        .map(|(c, chunk)| (c * CHUNK_ROWS, chunk))
+        .collect();
+    let work = n
+        .saturating_mul(packed.panels * BF16_WIDTH)
+        .saturating_mul(d)
+        / 2;
+    run_chunks(config.threads, work, items, |first_row, chunk| {
+        let rows = first_row..first_row + chunk.len() / k;
+        let mut sink = ProbabilitySink {
+            out: chunk,
+            llms: k,
+            calibration: cal.as_ref(),
+        };
+        run_rows_bf16(questions, rows, packed, &mut sink)
+    })?;
+    Ok(out)
+}

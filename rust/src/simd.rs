@@ -16,9 +16,39 @@ pub enum SimdLevel {
     Portable,
 }
 
+/// Environment variable that caps the detected level (`avx2+fma` or `portable`), to run and test the code paths
+/// of older CPUs on a newer one; it also turns the bfloat16 pass off below `avx512f`.
+pub const SIMD_ENV: &str = "JEIRT_SIMD";
+
 impl SimdLevel {
-    /// The best level this CPU supports.
+    /// The best level this CPU supports, capped by [`SIMD_ENV`] where that names a lower one (read once).
     pub fn detect() -> Self {
+        static LEVEL: std::sync::OnceLock<SimdLevel> = std::sync::OnceLock::new();
+        *LEVEL.get_or_init(|| {
+            let best = Self::detect_cpu();
+            let cap = std::env::var(SIMD_ENV).ok().and_then(|name| {
+                [Self::Avx512, Self::Avx2Fma, Self::Portable]
+                    .into_iter()
+                    .find(|level| level.name() == name.trim())
+            });
+            match cap {
+                Some(cap) if cap.rank() < best.rank() => cap,
+                _ => best,
+            }
+        })
+    }
+
+    /// Wider is higher.
+    fn rank(self) -> u8 {
+        match self {
+            Self::Portable => 0,
+            Self::Avx2Fma => 1,
+            Self::Avx512 => 2,
+        }
+    }
+
+    /// The best level this CPU supports.
+    fn detect_cpu() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
             if is_x86_feature_detected!("avx512f") {

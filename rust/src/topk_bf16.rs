@@ -12,10 +12,13 @@ use crate::engine::CHUNK_ROWS;
 use crate::error::KernelError;
 use crate::matrix::MatrixView;
 use crate::pool::run_chunks;
-use crate::sigmoid::sigmoid;
+use crate::sigmoid::sigmoid_slice;
 use crate::simd::{Avx512, Simd};
 use crate::topk::TopKSink;
 use crate::Config;
+
+/// Rows passed through the bf16 pass and then rescored together (a multiple of its blocks of rows).
+const RESCORE_ROWS: usize = 192;
 
 /// Indices and probabilities, each row-major `N x k`.
 type TopK = (Vec<u32>, Vec<f32>);
@@ -50,21 +53,50 @@ unsafe fn dot_f64(a: &[f32], b: &[f32]) -> f64 {
     total
 }
 
-/// The exact calibrated logit of question `q` (norm `norm`) for LLM `j`.
+/// `(sum(a_i^2), sum(a_i * b_i))` in float64, in one pass over `a` (two AVX-512 chains each).
+///
+/// # Safety
+/// Only called from inside `rescore_avx512` (AVX-512F).
 #[inline(always)]
-fn exact_logit(
-    q: &[f32],
-    norm: f64,
-    llms: MatrixView<'_>,
-    j: usize,
-    calibration: &Calibration<'_>,
-) -> f64 {
-    let logit = if norm == 0.0 {
+unsafe fn squares_and_dot_f64(a: &[f32], b: &[f32]) -> (f64, f64) {
+    use std::arch::x86_64::*;
+    let n = a.len().min(b.len());
+    let (pa, pb) = (a.as_ptr(), b.as_ptr());
+    let (mut squares, mut dots) = ([_mm512_setzero_pd(); 2], [_mm512_setzero_pd(); 2]);
+    let mut i = 0;
+    while i + 16 <= n {
+        for c in 0..2 {
+            let x = _mm512_cvtps_pd(_mm256_loadu_ps(pa.add(i + 8 * c)));
+            let y = _mm512_cvtps_pd(_mm256_loadu_ps(pb.add(i + 8 * c)));
+            squares[c] = _mm512_fmadd_pd(x, x, squares[c]);
+            dots[c] = _mm512_fmadd_pd(x, y, dots[c]);
+        }
+        i += 16;
+    }
+    let mut square = _mm512_reduce_add_pd(_mm512_add_pd(squares[0], squares[1]));
+    let mut dot = _mm512_reduce_add_pd(_mm512_add_pd(dots[0], dots[1]));
+    while i < n {
+        let (x, y) = (f64::from(*pa.add(i)), f64::from(*pb.add(i)));
+        square += x * x;
+        dot += x * y;
+        i += 1;
+    }
+    (square, dot)
+}
+
+/// The model's logit from a dot product and the question's norm (0 for the zero vector).
+#[inline(always)]
+fn logit_from_dot(dot: f64, norm: f64) -> f64 {
+    if norm == 0.0 {
         0.0
     } else {
-        // SAFETY: only reached through `rescore_avx512`, compiled for AVX-512F.
-        (unsafe { dot_f64(q, llms.row(j)) }) / norm - norm
-    };
+        dot / norm - norm
+    }
+}
+
+/// `scale[j] * logit + bias[j]` (identity without a calibration).
+#[inline(always)]
+fn calibrated(logit: f64, j: usize, calibration: &Calibration<'_>) -> f64 {
     let scale = calibration
         .scale
         .and_then(|s| s.get(j))
@@ -76,7 +108,26 @@ fn exact_logit(
     scale * logit + bias
 }
 
-/// [`rescore`] compiled for AVX-512 (the float64 dot products vectorise eight wide).
+/// The exact calibrated logit of question `q` (norm `norm`) for LLM `j`.
+///
+/// # Safety
+/// Only called from inside `rescore_avx512` (AVX-512F).
+#[inline(always)]
+unsafe fn exact_logit(
+    q: &[f32],
+    norm: f64,
+    llms: MatrixView<'_>,
+    j: usize,
+    calibration: &Calibration<'_>,
+) -> f64 {
+    calibrated(
+        logit_from_dot(dot_f64(q, llms.row(j)), norm),
+        j,
+        calibration,
+    )
+}
+
+/// [`rescore`] compiled for AVX-512 (the float64 dot products and the sigmoids vectorise).
 ///
 /// # Safety
 /// The CPU must have AVX-512F (every CPU with AVX-512 BF16 does).
@@ -107,7 +158,7 @@ unsafe fn rescore_avx512(
 /// Ranks each row's shortlist exactly and writes its best `k` into `indices` / `values`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn rescore(
+unsafe fn rescore(
     questions: MatrixView<'_>,
     first_row: usize,
     shortlist: &[u32],
@@ -118,11 +169,26 @@ fn rescore(
     values: &mut [f32],
 ) {
     let k = values.len() / (shortlist.len() / width).max(1);
+    if width == 1 && k == 1 {
+        // Nothing to rank: the row's norm and its one dot product in a single pass over the row.
+        for (r, ((&j, slot), value)) in shortlist
+            .iter()
+            .zip(indices.iter_mut())
+            .zip(values.iter_mut())
+            .enumerate()
+        {
+            let j = j as usize;
+            let (squares, dot) = squares_and_dot_f64(questions.row(first_row + r), llms.row(j));
+            *slot = j as u32;
+            *value = calibrated(logit_from_dot(dot, squares.sqrt()), j, calibration) as f32;
+        }
+        sigmoid_slice::<Avx512>(values);
+        return;
+    }
     let mut scored: Vec<(f64, u32)> = Vec::with_capacity(width);
     for (r, candidates) in shortlist.chunks_exact(width).enumerate() {
         let q = questions.row(first_row + r);
-        // SAFETY: only reached through `rescore_avx512`, compiled for AVX-512F.
-        let norm = unsafe { Avx512::sum_squares_f64(q) }.sqrt();
+        let norm = Avx512::sum_squares_f64(q).sqrt();
         scored.clear();
         scored.extend(
             candidates
@@ -139,9 +205,10 @@ fn rescore(
         };
         for ((slot, value), &(logit, j)) in idx.iter_mut().zip(val.iter_mut()).zip(&scored) {
             *slot = j;
-            *value = sigmoid(logit as f32);
+            *value = logit as f32;
         }
     }
+    sigmoid_slice::<Avx512>(values);
 }
 
 /// [`crate::top_k_adjusted`] without a penalty, on the bf16 pass; `None` when the table does not fit bfloat16.
@@ -173,31 +240,37 @@ pub(crate) fn top_k_bf16(
         .saturating_mul(d)
         / 2;
     run_chunks(config.threads, work, items, |first_row, (idx, val)| {
-        let rows = first_row..first_row + val.len() / k;
-        let mut short_idx = vec![0u32; rows.len() * width];
-        let mut short_val = vec![0.0f32; rows.len() * width];
-        let mut sink = TopKSink::new(
-            width,
-            count,
-            &mut short_idx,
-            &mut short_val,
-            cal.as_ref(),
-            None,
-        );
-        run_rows_bf16(questions, rows, &packed, &mut sink)?;
-        // SAFETY: the bf16 pass above ran, so this CPU has AVX-512F.
-        unsafe {
-            rescore_avx512(
-                questions,
-                first_row,
-                &short_idx,
-                width,
-                llms,
-                calibration,
-                idx,
-                val,
-            )
-        };
+        let rows = val.len() / k;
+        let mut short_idx = vec![0u32; rows * width];
+        let mut short_val = vec![0.0f32; rows * width];
+        // A few blocks at a time, so that the rows are rescored while they are still in cache.
+        for start in (0..rows).step_by(RESCORE_ROWS) {
+            let end = (start + RESCORE_ROWS).min(rows);
+            let (Some(short_i), Some(short_v), Some(out_i), Some(out_v)) = (
+                short_idx.get_mut(start * width..end * width),
+                short_val.get_mut(start * width..end * width),
+                idx.get_mut(start * k..end * k),
+                val.get_mut(start * k..end * k),
+            ) else {
+                continue;
+            };
+            let mut sink = TopKSink::new(width, count, short_i, short_v, cal.as_ref(), None);
+            let global = first_row + start..first_row + end;
+            run_rows_bf16(questions, global.clone(), &packed, &mut sink)?;
+            // SAFETY: the bf16 pass above ran, so this CPU has AVX-512F.
+            unsafe {
+                rescore_avx512(
+                    questions,
+                    global.start,
+                    short_i,
+                    width,
+                    llms,
+                    calibration,
+                    out_i,
+                    out_v,
+                )
+            };
+        }
         Ok(())
     })?;
     Ok(Some((indices, values)))
@@ -205,7 +278,94 @@ pub(crate) fn top_k_bf16(
 
 #[cfg(test)]
 mod tests {
-    use crate::{top_k, top_k_with_precision, Calibration, Config, MatrixView, Precision};
+    use crate::{
+        probabilities_calibrated, probabilities_with_precision, top_k, top_k_with_precision,
+        Calibration, Config, MatrixView, Precision,
+    };
+
+    #[test]
+    fn bf16_top1_reports_the_exact_calibrated_probability_of_its_choice() {
+        if !Precision::Bf16.is_supported() {
+            return;
+        }
+        let (n, d, k_llms) = (500, 33, 45);
+        let values = |len: usize, seed: u32| -> Vec<f32> {
+            (0..len)
+                .map(|i| {
+                    (((i as u32).wrapping_mul(2_654_435_761) ^ seed) % 2001) as f32 / 1000.0 - 1.0
+                })
+                .collect()
+        };
+        let (mut q, m) = (values(n * d, 13), values(k_llms * d, 17));
+        q[..d].fill(0.0); // a zero row
+        let scale: Vec<f32> = values(k_llms, 19).iter().map(|x| 1.5 + x).collect();
+        let bias = values(k_llms, 23);
+        let cal = Calibration {
+            scale: Some(&scale),
+            bias: Some(&bias),
+            offsets: None,
+        };
+        let (q, m) = (
+            MatrixView::new("q", &q, n, d).expect("shape"),
+            MatrixView::new("m", &m, k_llms, d).expect("shape"),
+        );
+        let config = Config::new(2);
+        let exact = probabilities_calibrated(q, m, &cal, &config).expect("float32");
+        let (idx, val) =
+            top_k_with_precision(q, m, 1, &cal, None, &config, Precision::Bf16).expect("bf16");
+        let (idx32, _) = crate::top_k_adjusted(q, m, 1, &cal, None, &config).expect("float32");
+        assert_eq!(idx[0], idx32[0]); // the zero row: logit 0, so the largest bias wins in both
+        for (row, (&j, &p)) in idx.iter().zip(&val).enumerate() {
+            let want = exact[row * k_llms + j as usize];
+            assert!((p - want).abs() <= 1e-6, "row {row}: {p} vs {want}");
+        }
+        let same = idx.iter().zip(&idx32).filter(|(a, b)| a == b).count();
+        assert!(same as f64 >= 0.98 * n as f64, "{same} of {n}");
+    }
+
+    #[test]
+    fn bf16_probabilities_stay_near_float32_and_offsets_fall_back() {
+        if !Precision::Bf16.is_supported() {
+            return;
+        }
+        let (n, d, k_llms) = (150, 40, 45);
+        let values = |len: usize, seed: u32| -> Vec<f32> {
+            (0..len)
+                .map(|i| {
+                    (((i as u32).wrapping_mul(2_654_435_761) ^ seed) % 2001) as f32 / 4000.0 - 0.25
+                })
+                .collect()
+        };
+        let (q, m, offsets) = (
+            values(n * d, 3),
+            values(k_llms * d, 5),
+            values(n * k_llms, 9),
+        );
+        let (q, m) = (
+            MatrixView::new("q", &q, n, d).expect("shape"),
+            MatrixView::new("m", &m, k_llms, d).expect("shape"),
+        );
+        let config = Config::new(2);
+        let none = Calibration::none();
+        let exact = probabilities_calibrated(q, m, &none, &config).expect("float32");
+        let bf16 =
+            probabilities_with_precision(q, m, &none, &config, Precision::Bf16).expect("bf16");
+        let worst = exact
+            .iter()
+            .zip(&bf16)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        // Components below 1/4 and d = 40: the bfloat16 rounding moves a logit by well under 1e-2.
+        assert!(worst > 0.0 && worst < 2e-3, "max difference {worst}");
+        let with_offsets = Calibration {
+            offsets: Some(MatrixView::new("o", &offsets, n, k_llms).expect("shape")),
+            ..Calibration::none()
+        };
+        let exact = probabilities_calibrated(q, m, &with_offsets, &config).expect("float32");
+        let fallback = probabilities_with_precision(q, m, &with_offsets, &config, Precision::Bf16)
+            .expect("falls back");
+        assert_eq!(exact, fallback);
+    }
 
     #[test]
     fn bf16_ranking_with_exact_values_matches_float32() {
