@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
 import pytest
 from jeirt_lite import JeirtError, Router
 from jeirt_lite.batch import ScoreOptions, ScoreState, score_file
@@ -50,3 +51,19 @@ def test_a_bad_row_in_a_later_chunk_is_named_after_the_earlier_chunks(texts: lis
     skipped = score_file(Router.load(threads=2), input_path=bank, output=tmp_path / "s.csv",
                          options=ScoreOptions(chunk_size=8, skip_bad=True))
     assert (skipped.rows, skipped.skipped) == (60, 1)
+
+
+def test_a_background_job_gives_the_vectors_of_a_direct_call_once(texts: list[str]) -> None:
+    router = Router.load(threads=2)
+    encoder = router._encoder
+    pending = [encoder.encode_start(texts[start : start + 100]) for start in (0, 100, 200)]  # type: ignore[union-attr]
+    direct = router.embed(texts)
+    np.testing.assert_array_equal(np.concatenate([job.result() for job in pending]), direct)
+    with pytest.raises(JeirtError, match="already collected"):
+        pending[0].result()
+
+
+def test_a_background_job_refuses_a_lone_surrogate_by_its_index(texts: list[str]) -> None:
+    encoder = Router.load(threads=2)._encoder
+    with pytest.raises(JeirtError, match="text 2 is not valid Unicode"):
+        encoder.encode_start([texts[0], texts[1], "bad \ud800 text"])  # type: ignore[union-attr]

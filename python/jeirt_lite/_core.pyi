@@ -23,6 +23,8 @@ __all__ = [
     "probabilities_bf16",
     "bf16_supported",
     "multiply_add_peak",
+    "EmbedJob",
+    "embed_start",
 ]
 
 class JeirtError(ValueError):
@@ -129,3 +131,17 @@ class StaticEncoder:
 
     def embed(self, texts: list[str], threads: int) -> npt.NDArray[np.float32]:
         """Question vectors, float32 ``(N, dim)``; ``threads = 0`` means all cores."""
+
+@final
+class EmbedJob:
+    """One chunk of texts being encoded on the Rust pool (``embed_start``); ``wait`` returns its vectors."""
+
+    @property
+    def rows(self) -> int:
+        """Number of texts in the job."""
+
+    def wait(self) -> npt.NDArray[np.float32]:
+        """Question vectors, float32 ``(rows, dim)``, once encoded (blocks, the GIL released); once only."""
+
+def embed_start(encoder: StaticEncoder, texts: list[str], threads: int) -> EmbedJob:
+    """Start encoding ``texts`` on the pool of ``threads`` workers (0: every core) and return at once."""

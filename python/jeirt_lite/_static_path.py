@@ -153,15 +153,41 @@ class StaticEncoder:
             raise JeirtError(
                 f"text {_first_unencodable(texts)} is not valid Unicode (a lone surrogate)"
             ) from None
-        if not np.isfinite(vectors).all():
-            bad = int(np.flatnonzero(~np.isfinite(vectors).all(axis=1))[0])
-            raise JeirtError(f"encoder produced NaN or inf for text {bad}")
-        return vectors
+        return _checked(vectors)
+
+    def encode_start(self, texts: Sequence[str]) -> PendingVectors:
+        """Start encoding validated texts on the Rust pool and return at once (`score`'s pipeline): the caller
+        reads and writes other chunks meanwhile, and `result()` gives what `encode` would have."""
+        try:
+            job = _core.embed_start(self._core, list(texts), self.threads)
+        except UnicodeEncodeError:
+            raise JeirtError(
+                f"text {_first_unencodable(texts)} is not valid Unicode (a lone surrogate)"
+            ) from None
+        return PendingVectors(job)
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """The token ids of each text (as `tokenizers` gives them, [CLS] and [SEP] included)."""
         ids, offsets = self._core.token_ids(list(texts))
         return [ids[offsets[i] : offsets[i + 1]].tolist() for i in range(len(offsets) - 1)]
+
+
+class PendingVectors:
+    """Question vectors of one chunk being encoded in the background (`StaticEncoder.encode_start`)."""
+
+    def __init__(self, job: _core.EmbedJob):
+        self._job = job
+
+    def result(self) -> np.ndarray:
+        """The vectors (N, d) float32, once encoded (blocks until then, the GIL released)."""
+        return _checked(self._job.wait())
+
+
+def _checked(vectors: np.ndarray) -> np.ndarray:
+    if not np.isfinite(vectors).all():
+        bad = int(np.flatnonzero(~np.isfinite(vectors).all(axis=1))[0])
+        raise JeirtError(f"encoder produced NaN or inf for text {bad}")
+    return vectors
 
 
 def _first_unencodable(texts: Sequence[str]) -> int:

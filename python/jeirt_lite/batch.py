@@ -1,12 +1,13 @@
 """Batch scoring of question banks of any size: read a chunk, encode it, score it with the Rust kernels, write
-it, repeat. Memory holds one chunk at a time (up to three, see below); output rows keep the input order; the
+it, repeat. Memory holds one chunk at a time (a few, see below); output rows keep the input order; the
 output file appears only when the run is complete (see `_io.outputs.atomic_output`).
 
 With a transformer encoder the encoder is over 99% of the time and already uses every core, so one thread does
 it all, in turn. A static router's Rust fast path encodes so fast that reading, scoring and writing (Python, under
-the GIL) become about a fifth of the run: with more than one thread, each chunk is encoded in a worker thread
-(the GIL released, on all the router's threads) while the previous one is scored and written and the next one is
-read, so at most three chunks are in memory (docs/throughput.md has the measured scaling).
+the GIL) become about a third of the run: with more than one thread, each chunk is handed to the Rust pool to
+encode in the background (no Python thread involved, so the pool never waits for the GIL) while this thread
+reads the next chunks and scores and writes the finished ones, in order; at most `IN_FLIGHT` chunks are being
+encoded at a time (docs/throughput.md has the measured scaling).
 
 Example:
     >>> from jeirt_lite import Router
@@ -21,8 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, TextIO
@@ -40,12 +41,18 @@ from ._io.writers import ScoredChunk
 from ._limits import check_chunk_rows
 from ._progress import Progress
 from ._router import Router
+from ._static_path import PendingVectors, StaticEncoder
 
 DEFAULT_CHUNK_SIZE = 4096
 # Texts go to the encoder in slices of this many rows so the progress line moves during a chunk: a 4096-row
 # chunk takes minutes with a transformer encoder on a small CPU. The router sorts each slice by length, and
 # 256 texts already give batches of similar lengths.
 ENCODE_SLICE = 256
+# Chunks handed to the encoder and not yet written (see `_pipelined_chunks`): while this thread waits for the
+# oldest, the others keep the pool busy; each holds its texts and vectors, so memory stays flat.
+IN_FLIGHT = 3
+# What the chunk sources yield: ids, question vectors and (for onboarded LLMs' corrections) encoder features.
+Chunks = Iterator[tuple[list[Any], np.ndarray, Optional[np.ndarray]]]
 
 
 @dataclass
@@ -124,11 +131,8 @@ def embed_for_scoring(router: Router, texts: list[str]) -> tuple[np.ndarray, Opt
 
 def _embedded_chunks(
     router: Router, reader: TextReader, progress: Progress, state: ScoreState
-) -> Iterator[tuple[list[Any], np.ndarray, Optional[np.ndarray]]]:
+) -> Chunks:
     # The Rust fast path gives question vectors only; onboarded LLMs' corrections also need the encoder's features.
-    if router.fast_path and router.threads > 1 and router.corrections is None:
-        yield from _pipelined_chunks(router, reader, progress, state)
-        return
     for chunk in reader:
         parts = []
         for start in range(0, len(chunk.texts), ENCODE_SLICE):
@@ -145,44 +149,67 @@ def _embedded_chunks(
 
 def _pipelined_chunks(
     router: Router, reader: TextReader, progress: Progress, state: ScoreState
-) -> Iterator[tuple[list[Any], np.ndarray, Optional[np.ndarray]]]:
-    """Chunks encoded by the Rust fast path in a worker thread (the GIL released, on all of the router's
-    threads) while this thread scores and writes the previous chunk and parses the next: reading and writing are
-    Python, and without the overlap they would keep every core but one idle for a fifth of the run."""
-    pending: Optional[tuple[list[Any], Future[np.ndarray], int, int]] = None
+) -> Chunks:
+    """Chunks encoded by the Rust fast path in the background (on the router's pool, the GIL released) while
+    this thread parses the next ones and scores and writes the previous ones; results come back in input order.
+    At most `IN_FLIGHT` chunks are being encoded at a time, so memory stays flat."""
+    encoder = router._encoder
+    assert isinstance(encoder, StaticEncoder)
+    limit = router.manifest.encoder.max_chars
+    in_flight: deque[tuple[list[Any], PendingVectors, int, int]] = deque()
 
-    def finish(
-        item: tuple[list[Any], Future[np.ndarray], int, int],
-    ) -> tuple[list[Any], np.ndarray, Optional[np.ndarray]]:
-        ids, future, rows_read, skipped = item
-        vectors = future.result()
+    def finish() -> tuple[list[Any], np.ndarray, Optional[np.ndarray]]:
+        ids, pending, rows_read, skipped = in_flight.popleft()
+        vectors = pending.result()
         progress.advance(len(ids) + skipped - state.rows_skipped)  # bad rows count as read for the percentage
         state.rows_read, state.rows_skipped = rows_read, skipped
         return ids, vectors, None
 
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="jeirt-encode") as worker:
-        chunks = iter(reader)
-        while True:
-            try:
-                chunk = next(chunks)
-            except StopIteration:
-                break
-            except BaseException:
-                if pending is not None:  # what was read before a bad row is still scored, as without overlap
-                    yield finish(pending)
-                raise
-            future = worker.submit(router.embed, chunk.texts)
-            if pending is not None:
-                yield finish(pending)
-            pending = (chunk.ids, future, reader.rows_read, reader.skipped)
-        if pending is not None:
-            yield finish(pending)
+    chunks = iter(reader)
+    while True:
+        try:
+            chunk = next(chunks)
+        except StopIteration:
+            break
+        except BaseException:
+            while in_flight:  # what was read before a bad row is still scored, as without overlap
+                yield finish()
+            raise
+        # The reader has checked every text (a string, not blank, valid UTF-8), as `Router.embed` would.
+        pending = encoder.encode_start([text[:limit] for text in chunk.texts])
+        in_flight.append((chunk.ids, pending, reader.rows_read, reader.skipped))
+        if len(in_flight) >= IN_FLIGHT:
+            yield finish()
+    while in_flight:
+        yield finish()
     state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
+
+
+def _pipelines(router: Router, reader: object) -> bool:
+    """Whether texts are encoded in the background: the Rust fast path on more than one thread. (With the ONNX
+    encoder the encoder is nearly all the time and already uses every core; onboarded LLMs' corrections need
+    the ONNX graph's features.)"""
+    return isinstance(reader, TextReader) and router.fast_path and router.threads > 1 and router.corrections is None
+
+
+def _chunk_source(router: Router, reader: Any, progress: Progress, state: ScoreState) -> tuple[Chunks, Router]:
+    """The (ids, vectors, features) chunks of the input, and the router that scores them."""
+    if _pipelines(router, reader):
+        return _pipelined_chunks(router, reader, progress, state), _scorer(router)
+    if isinstance(reader, TextReader):
+        return _embedded_chunks(router, reader, progress, state), router
+    return _vector_chunks(reader, progress, state), router
+
+
+def _scorer(router: Router) -> Router:
+    """The same router scoring on the calling thread: in the pipeline the pool is busy encoding, and a kernel
+    call queued behind those jobs would stall this thread's reading and writing."""
+    return Router(router._artifact, threads=1, encoder=router._encoder)
 
 
 def _vector_chunks(
     reader: VectorReader, progress: Progress, state: ScoreState
-) -> Iterator[tuple[list[Any], np.ndarray, Optional[np.ndarray]]]:
+) -> Chunks:
     for chunk in reader:
         progress.advance(reader.rows_read - state.rows_read)
         state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
@@ -257,12 +284,8 @@ def score_file(
         enabled=show_progress,
         stream=progress_stream,
     )
-    chunks = (
-        _embedded_chunks(router, reader, progress, state)
-        if isinstance(reader, TextReader)
-        else _vector_chunks(reader, progress, state)
-    )
-    forecast = ForecastSums(router) if options.forecast else None
+    chunks, scorer = _chunk_source(router, reader, progress, state)
+    forecast = ForecastSums(scorer) if options.forecast else None
     result: Optional[dict[str, float]] = None
     try:
         with reader, atomic_output(output) if output is not None else contextlib.nullcontext() as temporary:
@@ -277,7 +300,7 @@ def score_file(
                     if forecast is not None:
                         forecast.add(vectors, features)
                     if writer is not None and len(vectors):
-                        writer.write(score_chunk(router, ids, vectors, options, features))
+                        writer.write(score_chunk(scorer, ids, vectors, options, features))
                     state.rows_scored += len(vectors)
             finally:
                 if writer is not None:

@@ -42,6 +42,8 @@ mod py;
 #[cfg(feature = "python")]
 mod py_bf16;
 #[cfg(feature = "python")]
+mod py_pipeline;
+#[cfg(feature = "python")]
 mod py_static;
 
 pub use adjust::Calibration;

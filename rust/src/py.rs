@@ -198,5 +198,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
     m.add_class::<crate::py_static::StaticEncoder>()?;
     crate::py_bf16::register(m)?;
+    crate::py_pipeline::register(m)?;
     Ok(())
 }

@@ -10,6 +10,7 @@ use numpy::{
 };
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
+use std::sync::Arc;
 
 use crate::py::JeirtError;
 use crate::text::{NormalizerOptions, TokenizerSpec};
@@ -28,7 +29,8 @@ fn contiguous<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(
 /// A static router's text -> question vector pipeline, in Rust.
 #[pyclass(frozen, module = "jeirt_lite._core")]
 pub struct StaticEncoder {
-    inner: crate::StaticEncoder,
+    // Shared with background jobs (`py_pipeline`), which outlive the call that starts them.
+    pub(crate) inner: Arc<crate::StaticEncoder>,
 }
 
 #[pymethods]
@@ -84,7 +86,9 @@ impl StaticEncoder {
             contiguous(&b2, "b2")?,
         )
         .map_err(JeirtError::new_err)?;
-        Ok(Self { inner })
+        Ok(Self {
+            inner: Arc::new(inner),
+        })
     }
 
     /// Dimension of the question vectors.
