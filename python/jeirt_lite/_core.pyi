@@ -25,6 +25,7 @@ __all__ = [
     "multiply_add_peak",
     "EmbedJob",
     "embed_start",
+    "CsvParser",
 ]
 
 class JeirtError(ValueError):
@@ -145,3 +146,36 @@ class EmbedJob:
 
 def embed_start(encoder: StaticEncoder, texts: list[str], threads: int) -> EmbedJob:
     """Start encoding ``texts`` on the pool of ``threads`` workers (0: every core) and return at once."""
+
+@final
+class CsvParser:
+    """A strict CSV/TSV parser fed block by block (see jeirt_lite._io.records.CsvRecords): the records, blank
+    lines, line numbers and errors of Python's ``csv.reader(..., strict=True)`` over the same bytes."""
+
+    def __new__(cls, delimiter: str) -> CsvParser: ...
+    def feed(self, block: bytes) -> None:
+        """Parse a block of the file (after any byte-order mark), the GIL released."""
+
+    def finish(self) -> None:
+        """The end of the file."""
+
+    @property
+    def records_ready(self) -> int:
+        """Records (and the error ending the file) parsed and not yet taken; blank lines are not counted."""
+
+    @property
+    def has_item(self) -> bool:
+        """Whether anything at all (a blank line too) is parsed and not yet taken."""
+
+    @property
+    def done(self) -> bool:
+        """Whether the end of the file was seen or an error ended it."""
+
+    def header(self) -> tuple[list[bytes] | None, str | None]:
+        """The first item as the header: ``(fields, None)``, ``(None, error text)``, or ``(None, None)``."""
+
+    def take(
+        self, max_rows: int, width: int, wanted: list[int]
+    ) -> tuple[list[list[str | None]], list[int], list[tuple[int, str]], tuple[int, str, int] | None]:
+        """Up to ``max_rows`` rows: the ``wanted`` columns (None for a bad row), each row's last line, the bad
+        rows' problems, and the malformed record ending the file (its index, error text, starting line)."""

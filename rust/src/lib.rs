@@ -20,6 +20,7 @@ mod adjust;
 mod alloc;
 #[cfg(target_arch = "x86_64")]
 mod bf16;
+pub mod csv_records;
 mod engine;
 mod error;
 mod forecast;
@@ -41,6 +42,8 @@ mod topk_bf16;
 mod py;
 #[cfg(feature = "python")]
 mod py_bf16;
+#[cfg(feature = "python")]
+mod py_csv;
 #[cfg(feature = "python")]
 mod py_pipeline;
 #[cfg(feature = "python")]

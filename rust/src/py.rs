@@ -199,5 +199,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<crate::py_static::StaticEncoder>()?;
     crate::py_bf16::register(m)?;
     crate::py_pipeline::register(m)?;
+    crate::py_csv::register(m)?;
     Ok(())
 }

@@ -9,7 +9,6 @@ whatever made it bad.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import os
@@ -18,12 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Optional
 
+from .. import _core
 from .._errors import JeirtError
 from .optional import require_pyarrow
 
-# MMLU-style texts carry the question and all options in one field; the csv module's 128 KiB default is too
-# small for some banks. 2**31 - 1 is the largest value every platform's C long accepts.
-CSV_FIELD_LIMIT = 2**31 - 1
+# Bytes read and parsed at a time: large enough that a call costs nothing beside its parsing, small enough that
+# memory stays flat.
+PARSE_BLOCK = 1 << 18
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass
@@ -101,9 +102,12 @@ class CsvRecords(RecordReader):
 
     UTF-8 (a byte-order mark is dropped; UTF-16/32 is refused when the file opens). A blank line is not a
     row. A row whose field count differs from the header's, or with bytes that are not UTF-8, is a bad row. A
-    malformed record (a quote opened and never closed, text after a closing quote) ends the file: the csv
-    module's lenient mode would glue every following line into one value, so it is an error naming the row
-    where the record starts.
+    malformed record (a quote opened and never closed, text after a closing quote) ends the file: a lenient
+    reader would glue every following line into one value, so it is an error naming the row where the record
+    starts.
+
+    The parsing is Rust's (`_core.CsvParser`, the GIL released, so `score` can encode on other threads
+    meanwhile); it gives exactly what Python's `csv` module in strict mode gives (tests/test_csv_records.py).
     """
 
     row_note = "1-based, header not counted"
@@ -112,36 +116,41 @@ class CsvRecords(RecordReader):
 
     def __init__(self, path: Path, chunk_size: int):
         super().__init__(path, chunk_size)
-        csv.field_size_limit(CSV_FIELD_LIMIT)
         self.raw = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
         self.counter = _ByteCounter(self.raw, path)
-        buffered = io.BufferedReader(self.raw, buffer_size=1 << 16)
+        self.handle = io.BufferedReader(self.raw, buffer_size=1 << 16)
+        self.parser = _core.CsvParser(self.delimiter)
         try:
-            check_encoding(path, buffered.peek(4)[:4])
+            check_encoding(path, self.handle.peek(4)[:4])
+            head = self.handle.read(len(UTF8_BOM))
+            self.parser.feed(head[len(UTF8_BOM) :] if head == UTF8_BOM else head)
+            self.columns = self._header()
         except JeirtError:
             self.close()
             raise
-        # utf-8-sig drops a BOM; surrogateescape keeps undecodable bytes so the bad row, not the file, is
-        # reported.
-        self.handle = io.TextIOWrapper(buffered, encoding="utf-8-sig", errors="surrogateescape", newline="")
-        self.reader = csv.reader(self.handle, delimiter=self.delimiter, strict=True)
+
+    def _header(self) -> list[str]:
+        while not self.parser.has_item and not self.parser.done:
+            self._feed()
+        fields, error = self.parser.header()
+        if error is not None:
+            raise JeirtError(f"{self.path}: header row is not valid CSV ({error})")
+        if fields is None:
+            raise JeirtError(f"{self.path}: empty file (a table needs a header row)")
         try:
-            header = next(self.reader)
-        except StopIteration:
-            self.close()
-            raise JeirtError(f"{path}: empty file (a table needs a header row)") from None
-        except csv.Error as err:
-            self.close()
-            raise JeirtError(f"{path}: header row is not valid CSV ({err})") from err
-        if not _valid_utf8(header):
-            self.close()
-            raise JeirtError(f"{path}: header row holds bytes that are not valid UTF-8")
-        try:
-            check_unique_columns(path, header)
-        except JeirtError:
-            self.close()
-            raise
-        self.columns = header
+            header = [field.decode("utf-8") for field in fields]
+        except UnicodeDecodeError:
+            raise JeirtError(f"{self.path}: header row holds bytes that are not valid UTF-8") from None
+        check_unique_columns(self.path, header)
+        return header
+
+    def _feed(self) -> None:
+        # read1: what one read gives, so rows from a pipe are parsed as they arrive rather than a block later.
+        block = self.handle.read1(PARSE_BLOCK)
+        if block:
+            self.parser.feed(block)
+        else:
+            self.parser.finish()
 
     def fraction_read(self) -> Optional[float]:
         return self.counter.fraction()
@@ -151,48 +160,20 @@ class CsvRecords(RecordReader):
         wanted = self.columns if wanted is None else wanted
         indices = [self.columns.index(name) for name in wanted]
         while True:
-            batch, records = self._read_batch()
-            if not records:
+            while self.parser.records_ready < self.chunk_size and not self.parser.done:
+                self._feed()
+            columns, lines, problems, fatal = self.parser.take(self.chunk_size, len(self.columns), indices)
+            if not lines:
                 return
-            for name, index in zip(wanted, indices):
-                batch.values[name] = [row[index] if row is not None else None for row in records]
+            batch = RowBatch(self.rows_read + 1, dict(zip(wanted, columns)), lines, len(lines), dict(problems))
+            if fatal is not None:
+                row, error, start = fatal
+                batch.problems[row] = _malformed(error, start)
+                batch.fatal.add(row)
+            self.rows_read += len(lines)
             yield batch
-            if batch.fatal or len(records) < self.chunk_size:
+            if batch.fatal or len(lines) < self.chunk_size:
                 return
-
-    def _read_batch(self) -> tuple[RowBatch, list[Optional[list[str]]]]:
-        """Up to chunk_size rows; a bad row is None in the list, with its problem in the batch."""
-        assert self.columns is not None
-        reader, width = self.reader, len(self.columns)
-        batch = RowBatch(self.rows_read + 1, {})
-        records: list[Optional[list[str]]] = []
-        lines, problems = batch.lines, batch.problems
-        start = reader.line_num + 1
-        try:
-            for fields in reader:
-                if not fields:  # a blank line
-                    start = reader.line_num + 1
-                    continue
-                record: Optional[list[str]] = fields
-                if len(fields) != width:
-                    problems[len(records)] = f"has {len(fields)} fields, the header has {width}"
-                    record = None
-                elif not _valid_utf8(fields):
-                    problems[len(records)] = "holds bytes that are not valid UTF-8"
-                    record = None
-                records.append(record)
-                lines.append(reader.line_num)
-                start = reader.line_num + 1
-                if len(records) >= self.chunk_size:
-                    break
-        except csv.Error as err:
-            problems[len(records)] = _malformed(err, start)
-            batch.fatal.add(len(records))
-            records.append(None)
-            lines.append(reader.line_num)
-        batch.size = len(records)
-        self.rows_read += len(records)
-        return batch, records
 
     def close(self) -> None:
         self.raw.close()
@@ -207,19 +188,8 @@ def check_unique_columns(path: Path, columns: list[str]) -> None:
         seen.add(name)
 
 
-def _valid_utf8(fields: list[str]) -> bool:
-    """False when a field holds lone surrogates (bytes that were not UTF-8, kept by surrogateescape)."""
-    for value in fields:
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                return False
-    return True
-
-
-def _malformed(error: csv.Error, start: int) -> str:
-    if "unexpected end of data" in str(error):
+def _malformed(error: str, start: int) -> str:
+    if "unexpected end of data" in error:
         return (
             f"is not valid CSV: a quoted value in the row starting on line {start} is never closed "
             "(every later line would have been read into it)"
