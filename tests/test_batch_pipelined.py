@@ -4,8 +4,12 @@ gives the rows, order, errors and counters of the one-thread run."""
 from __future__ import annotations
 
 import csv
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import jeirt_lite
 import numpy as np
 import pytest
 from jeirt_lite import JeirtError, Router
@@ -67,3 +71,26 @@ def test_a_background_job_refuses_a_lone_surrogate_by_its_index(texts: list[str]
     encoder = Router.load(threads=2)._encoder
     with pytest.raises(JeirtError, match="text 2 is not valid Unicode"):
         encoder.encode_start([texts[0], texts[1], "bad \ud800 text"])  # type: ignore[union-attr]
+
+
+def _route(stdin: bytes, threads: int) -> subprocess.CompletedProcess[bytes]:
+    env = dict(os.environ)
+    package_root = str(Path(jeirt_lite.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([package_root, env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-m", "jeirt_lite", "route", "--json", "--k", "2", "--threads",
+                           str(threads)], input=stdin, capture_output=True, timeout=120, env=env, check=False)
+
+
+def test_route_over_piped_stdin_on_two_threads_prints_what_one_thread_prints(texts: list[str]) -> None:
+    lines = [text.replace("\n", " ").replace("\r", " ") for text in texts] * 4  # 1,200 lines: five batches
+    stdin = ("\n".join(lines) + "\n").encode("utf-8")
+    one, two = _route(stdin, 1), _route(stdin, 2)
+    assert one.returncode == two.returncode == 0, two.stderr
+    assert one.stdout == two.stdout and len(one.stdout.splitlines()) == len(lines)
+
+
+def test_route_stops_at_a_bad_stdin_line_after_printing_the_lines_before_it(texts: list[str]) -> None:
+    lines = [text.replace("\n", " ").replace("\r", " ").encode("utf-8") for text in texts] * 3
+    done = _route(b"\n".join(lines[:700] + [b"bad \xff line"] + lines[700:]) + b"\n", 2)
+    assert done.returncode == 1 and b"stdin line 701 is not valid UTF-8" in done.stderr
+    assert len(done.stdout.splitlines()) == 512  # the two whole batches of 256 lines before the bad one

@@ -5,9 +5,9 @@ output file appears only when the run is complete (see `_io.outputs.atomic_outpu
 With a transformer encoder the encoder is over 99% of the time and already uses every core, so one thread does
 it all, in turn. A static router's Rust fast path encodes so fast that reading, scoring and writing (Python, under
 the GIL) become about a third of the run: with more than one thread, each chunk is handed to the Rust pool to
-encode in the background (no Python thread involved, so the pool never waits for the GIL) while this thread
-reads the next chunks and scores and writes the finished ones, in order; at most `IN_FLIGHT` chunks are being
-encoded at a time (docs/throughput.md has the measured scaling).
+encode in the background (`_pipeline`: no Python thread involved, so the pool never waits for the GIL) while
+this thread reads the next chunks and scores and writes the finished ones, in order; at most `IN_FLIGHT` chunks
+are being encoded at a time (docs/throughput.md has the measured scaling).
 
 Example:
     >>> from jeirt_lite import Router
@@ -39,18 +39,16 @@ from ._io.vectors import VectorReader
 from ._io.vocabulary import TEXT_COLUMN
 from ._io.writers import ScoredChunk
 from ._limits import check_chunk_rows
+from ._pipeline import IN_FLIGHT, pipelines, scoring_copy, start_encoding
 from ._progress import Progress
 from ._router import Router
-from ._static_path import PendingVectors, StaticEncoder
+from ._static_path import PendingVectors
 
 DEFAULT_CHUNK_SIZE = 4096
 # Texts go to the encoder in slices of this many rows so the progress line moves during a chunk: a 4096-row
 # chunk takes minutes with a transformer encoder on a small CPU. The router sorts each slice by length, and
 # 256 texts already give batches of similar lengths.
 ENCODE_SLICE = 256
-# Chunks handed to the encoder and not yet written (see `_pipelined_chunks`): while this thread waits for the
-# oldest, the others keep the pool busy; each holds its texts and vectors, so memory stays flat.
-IN_FLIGHT = 3
 # What the chunk sources yield: ids, question vectors and (for onboarded LLMs' corrections) encoder features.
 Chunks = Iterator[tuple[list[Any], np.ndarray, Optional[np.ndarray]]]
 
@@ -153,9 +151,6 @@ def _pipelined_chunks(
     """Chunks encoded by the Rust fast path in the background (on the router's pool, the GIL released) while
     this thread parses the next ones and scores and writes the previous ones; results come back in input order.
     At most `IN_FLIGHT` chunks are being encoded at a time, so memory stays flat."""
-    encoder = router._encoder
-    assert isinstance(encoder, StaticEncoder)
-    limit = router.manifest.encoder.max_chars
     in_flight: deque[tuple[list[Any], PendingVectors, int, int]] = deque()
 
     def finish() -> tuple[list[Any], np.ndarray, Optional[np.ndarray]]:
@@ -176,8 +171,7 @@ def _pipelined_chunks(
                 yield finish()
             raise
         # The reader has checked every text (a string, not blank, valid UTF-8), as `Router.embed` would.
-        pending = encoder.encode_start([text[:limit] for text in chunk.texts])
-        in_flight.append((chunk.ids, pending, reader.rows_read, reader.skipped))
+        in_flight.append((chunk.ids, start_encoding(router, chunk.texts), reader.rows_read, reader.skipped))
         if len(in_flight) >= IN_FLIGHT:
             yield finish()
     while in_flight:
@@ -185,26 +179,13 @@ def _pipelined_chunks(
     state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
 
 
-def _pipelines(router: Router, reader: object) -> bool:
-    """Whether texts are encoded in the background: the Rust fast path on more than one thread. (With the ONNX
-    encoder the encoder is nearly all the time and already uses every core; onboarded LLMs' corrections need
-    the ONNX graph's features.)"""
-    return isinstance(reader, TextReader) and router.fast_path and router.threads > 1 and router.corrections is None
-
-
 def _chunk_source(router: Router, reader: Any, progress: Progress, state: ScoreState) -> tuple[Chunks, Router]:
     """The (ids, vectors, features) chunks of the input, and the router that scores them."""
-    if _pipelines(router, reader):
-        return _pipelined_chunks(router, reader, progress, state), _scorer(router)
+    if isinstance(reader, TextReader) and pipelines(router):
+        return _pipelined_chunks(router, reader, progress, state), scoring_copy(router)
     if isinstance(reader, TextReader):
         return _embedded_chunks(router, reader, progress, state), router
     return _vector_chunks(reader, progress, state), router
-
-
-def _scorer(router: Router) -> Router:
-    """The same router scoring on the calling thread: in the pipeline the pool is busy encoding, and a kernel
-    call queued behind those jobs would stall this thread's reading and writing."""
-    return Router(router._artifact, threads=1, encoder=router._encoder)
 
 
 def _vector_chunks(

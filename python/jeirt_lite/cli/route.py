@@ -7,10 +7,13 @@ import json
 import math
 import sys
 from collections.abc import Iterator
-from typing import Any, TextIO
+from typing import Any, Optional, TextIO
+
+import numpy as np
 
 from .._errors import JeirtError
 from .._io.vocabulary import text_problem
+from .._pipeline import encoded_batches, pipelines, scoring_copy
 from .._results import RouteResult
 from ..batch import embed_for_scoring
 from ._shared import (
@@ -152,9 +155,17 @@ def run(args: argparse.Namespace, console: Console) -> int:
             f"cost-aware routing among the {len(router.llms) - len(unpriced)} LLMs with a cost; "
             f"left out (no known cost): {', '.join(unpriced)}\n"
         )
-    for texts in batches:
-        vectors, features = embed_for_scoring(router, texts)
-        result: RouteResult = router.route_vectors(
+    scorer = router
+    encoded: Iterator[tuple[list[str], np.ndarray, Optional[np.ndarray]]]
+    # Piped stdin: the next batches are encoded in the background while this one is written. At a terminal each
+    # line is answered as it is typed, so nothing is read ahead.
+    if pipelines(router) and not args.texts and not sys.stdin.isatty():
+        encoded = ((texts, vectors, None) for texts, vectors in encoded_batches(router, batches))
+        scorer = scoring_copy(router)
+    else:
+        encoded = ((texts, *embed_for_scoring(router, texts)) for texts in batches)
+    for texts, vectors, features in encoded:
+        result: RouteResult = scorer.route_vectors(
             vectors,
             k=args.k,
             cost_weight=args.cost_weight,
@@ -162,7 +173,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             llms=llms,
             features=features,
         )
-        difficulty = router.difficulty_vectors(vectors).tolist()
+        difficulty = scorer.difficulty_vectors(vectors).tolist()
         for i, text in enumerate(texts):
             fallback = result.fallback[i] if result.fallback is not None else None
             if args.json:
