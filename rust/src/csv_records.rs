@@ -325,3 +325,78 @@ impl CsvParser {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every item of `data` fed in blocks of `block` bytes, as (fields, line) with fields as strings,
+    /// blank lines as `None`, errors as `[message]`.
+    fn items(data: &[u8], block: usize) -> Vec<(Option<Vec<String>>, u64)> {
+        let mut parser = CsvParser::new(b',');
+        for piece in data.chunks(block) {
+            parser.feed(piece);
+        }
+        parser.finish();
+        let mut out = Vec::new();
+        while let Some(item) = parser.pop() {
+            let fields = match &item {
+                Item::Blank { .. } => None,
+                Item::Error { message, .. } => Some(vec![message.clone()]),
+                Item::Record { .. } => Some(
+                    item.fields()
+                        .iter()
+                        .map(|f| String::from_utf8_lossy(f).into_owned())
+                        .collect(),
+                ),
+            };
+            out.push((fields, item.line()));
+        }
+        out
+    }
+
+    fn record(fields: &[&str], line: u64) -> (Option<Vec<String>>, u64) {
+        (Some(fields.iter().map(|f| f.to_string()).collect()), line)
+    }
+
+    #[test]
+    fn every_line_end_ends_a_line_and_quotes_keep_theirs() {
+        let data = b"a,b\r\n\"x\ry\",\"q\"\"\"\r\rlast";
+        for block in [1, 2, 3, 100] {
+            assert_eq!(
+                items(data, block),
+                vec![
+                    record(&["a", "b"], 1),
+                    record(&["x\ry", "q\""], 3),
+                    (None, 4),
+                    record(&["last"], 5),
+                ],
+                "block {block}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_quote_never_closed_and_text_after_a_closing_quote_are_errors_where_the_csv_module_sees_them(
+    ) {
+        assert_eq!(
+            items(b"a\n\"open\nmore\n", 2),
+            vec![
+                record(&["a"], 1),
+                (Some(vec!["unexpected end of data".to_string()]), 3)
+            ]
+        );
+        assert_eq!(
+            items(b"a\n\"closed\"x,y\nb\n", 4),
+            vec![
+                record(&["a"], 1),
+                (Some(vec!["',' expected after '\"'".to_string()]), 2)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_quote_inside_an_unquoted_field_is_a_plain_character() {
+        assert_eq!(items(b"ab\"c,d\n", 1), vec![record(&["ab\"c", "d"], 1)]);
+    }
+}
