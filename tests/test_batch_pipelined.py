@@ -94,3 +94,26 @@ def test_route_stops_at_a_bad_stdin_line_after_printing_the_lines_before_it(text
     done = _route(b"\n".join(lines[:700] + [b"bad \xff line"] + lines[700:]) + b"\n", 2)
     assert done.returncode == 1 and b"stdin line 701 is not valid UTF-8" in done.stderr
     assert len(done.stdout.splitlines()) == 512  # the two whole batches of 256 lines before the bad one
+
+
+def test_a_failure_while_chunks_are_in_flight_leaves_no_output_and_a_working_pool(
+    texts: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jeirt_lite._io import writers
+
+    bank, out = _bank(tmp_path / "bank.csv", texts), tmp_path / "s.csv"
+    router = Router.load(threads=2)
+    written = []
+
+    def failing_write(self: writers.CsvWriter, chunk: writers.ScoredChunk) -> None:
+        written.append(len(chunk.ids))
+        raise OSError("disk full")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(writers.CsvWriter, "write", failing_write)
+        with pytest.raises(OSError, match="disk full"):
+            score_file(router, input_path=bank, output=out, options=ScoreOptions(chunk_size=10))
+    assert written == [10] and not out.exists() and not list(tmp_path.glob(".s.csv.partial-*"))
+    # The jobs left behind finish on their own; the pool serves the next run.
+    summary = score_file(router, input_path=bank, output=out, options=ScoreOptions(chunk_size=10))
+    assert summary.rows == len(texts) and len(out.read_text().splitlines()) == len(texts) + 1
