@@ -33,3 +33,22 @@ def test_shipped_llm_names_are_plain_and_no_cost_is_invented() -> None:
     # The cost is the parameter-count proxy where a size is public, and absent where not (never a default).
     assert router.costs == cost_proxies(list(router.llms))
     assert {"gpt-4o-2024-05-13", "gemini-3.1-pro"} <= set(router.llms) - set(router.priced_llms)
+
+
+def test_the_shipped_router_was_chosen_then_refitted_on_every_question() -> None:
+    """Built by `python -m training.build_default_router`: fit's choose-then-refit on all of data/mmlu_pro, the
+    calibration fitted on the chosen setting's held-out predictions, metrics that say how they were obtained."""
+    manifest = Router.load(threads=1).manifest
+    training, metrics = manifest["training"], manifest["metrics"]
+    selection = training["selection"]
+    assert training["data"] == "data/mmlu_pro" and training["split"]["n_test_questions"] == 0
+    assert selection["protocol"] == "choose-then-refit" and len(selection["candidates"]) == 6  # fit's d x dropout
+    assert selection["refit_on"]["questions"] == training["n_questions"] == 10801
+    assert (selection["chosen"]["dim"], selection["chosen"]["dropout"]) == (
+        training["hyper_parameters"]["dim"], training["hyper_parameters"]["dropout"])
+    assert training["hyper_parameters"]["lr_drops"] > 0  # fit's schedule, not the pinned one of the first router
+    best = min(selection["candidates"], key=lambda c: c["val_loss"])
+    assert (best["dim"], best["dropout"]) == (selection["chosen"]["dim"], selection["chosen"]["dropout"])
+    assert metrics["test"] is None and metrics["heldout"]["auc"] > metrics["heldout_per_llm_accuracy_baseline"]["auc"]
+    assert "slightly optimistic" in metrics["how"] and "fitted on the same held-out predictions" in metrics["how"]
+    assert manifest["calibration"]["kind"] == "global"

@@ -113,11 +113,24 @@ def test_report_cli_bad_data_folder(tiny_router_path: Path, tmp_path: Path,
     assert "missing/dir does not exist" in capsys.readouterr().err and not (tmp_path / "missing").exists()
 
 
-def test_report_on_the_shipped_router_uses_its_test_split(tmp_path: Path) -> None:
+def test_report_on_the_shipped_router_says_it_learned_from_every_question(tmp_path: Path) -> None:
     pytest.importorskip("pandas", reason="drawing the router's split again needs the train extra")
     data = Path(__file__).resolve().parent.parent / "data" / "mmlu_pro"
     page = build_report(Router.load(threads=1), data, tmp_path / "r.html", max_questions=200).read_text("utf-8")
-    assert "Questions: the router&#x27;s test split (seed 0, drawn again: 2161 questions)." in page
-    assert "may include" not in page
+    # Trained on all of data/mmlu_pro (no test part): the page warns that the questions are training questions.
+    assert "the router learned from every question of its data (no test part)" in page and "may include" in page
     assert _sections_with_figures(page) == [s for s in SECTIONS if s != "Router and data"]
     assert "gemini-3.1-pro" in page and "among the 27 LLMs with a cost" in page
+
+
+def test_a_router_with_a_test_part_gets_its_test_split_drawn_again() -> None:
+    pytest.importorskip("pandas", reason="drawing the router's split again needs the train extra")
+    from jeirt_lite.analysis._router_split import router_test_question_ids
+
+    data = Path(__file__).resolve().parent.parent / "data" / "mmlu_pro"
+    sizes = {"seed": 0, "n_train_questions": 7561, "n_val_questions": 1079, "n_test_questions": 2161}
+    ids, how = router_test_question_ids({"training": {"split": sizes}}, data)
+    assert ids is not None and len(ids) == len(set(ids)) == 2161
+    assert how == "the router's test split (seed 0, drawn again: 2161 questions)"
+    wrong = router_test_question_ids({"training": {"split": {**sizes, "n_test_questions": 2000}}}, data)
+    assert wrong[0] is None and "questions" in wrong[1]

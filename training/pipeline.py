@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .calibration import apply_calibration, fit_calibration
+from .calibration import apply_calibration, fit_calibration, store_calibration
 from .choose import DEFAULT_DIMS, DEFAULT_DROPOUTS, Selection, choose, refit, selection_record
 from .data import load_dataset
 from .embeddings import embed_dataset
@@ -272,8 +272,6 @@ def choose_refit_and_export(
             reference_parts=(prep.split.train, prep.split.val), label=label, overwrite=overwrite,
         )
         if fitted is not None or costs is not None:
-            from .calibration import store_calibration
-
             store_calibration(result.router_path, fitted, costs(list(prep.data.llm_names)) if costs else None)
     return result
 
