@@ -14,7 +14,8 @@ use std::arch::x86_64::*;
 use std::ops::Range;
 
 use crate::engine::{
-    prepare_row, Prefetch, RowScale, TileLogits, TileSink, MAX_ROWS, MAX_WIDTH, TILES_PER_BLOCK,
+    prepare_row, unscaled_row, Prefetch, RowScale, TileLogits, TileSink, MAX_ROWS, MAX_WIDTH,
+    TILES_PER_BLOCK,
 };
 use crate::error::KernelError;
 use crate::matrix::MatrixView;
@@ -146,21 +147,31 @@ unsafe fn micro_kernel<const V: usize>(
 }
 
 /// Converts the whole multiples of 32 components of `src` to bf16 pairs in `dst`, 32 at a time (round to
-/// nearest even, as [`to_bf16`]); returns how many components it converted.
+/// nearest even, as [`to_bf16`]); returns how many components it converted and their sum of squares, summed in
+/// float32 on the way (for the norm that scales the bf16 logits; NaN/inf propagate).
 #[inline(always)]
-unsafe fn convert_row(src: &[f32], dst: &mut [u32]) -> usize {
+unsafe fn convert_row(src: &[f32], dst: &mut [u32]) -> (usize, f32) {
     let whole = src.len() / 32 * 32;
     if dst.len() * 2 < whole {
-        return 0;
+        return (0, 0.0);
     }
+    let mut squares = [_mm512_setzero_ps(); 2];
     for c in (0..whole).step_by(32) {
         let lo = _mm512_loadu_ps(src.as_ptr().add(c));
         let hi = _mm512_loadu_ps(src.as_ptr().add(c + 16));
+        squares[0] = _mm512_fmadd_ps(lo, lo, squares[0]);
+        squares[1] = _mm512_fmadd_ps(hi, hi, squares[1]);
         let pairs: __m512i = std::mem::transmute(_mm512_cvtne2ps_pbh(hi, lo));
         _mm512_storeu_si512(dst.as_mut_ptr().add(c / 2) as *mut _, pairs);
     }
-    whole
+    (
+        whole,
+        _mm512_reduce_add_ps(_mm512_add_ps(squares[0], squares[1])),
+    )
 }
+
+/// Largest float32 sum of squares trusted as a norm: far from overflow, and from underflow below.
+const SQUARES_RANGE: std::ops::RangeInclusive<f32> = 1e-20..=1e20;
 
 /// The bf16 pass over question rows `rows` (global indices), tiles handed to `sink`.
 #[target_feature(enable = "avx512f,avx512bf16,avx512bw,avx2,fma")]
@@ -188,16 +199,24 @@ unsafe fn run(
             .unwrap_or(&mut [])
             .fill(0);
         for (i, row) in (block_start..block_end).enumerate() {
-            let scale = prepare_row::<Avx512>(questions.row(row), row, llms.max_norm)?;
-            scales[i / ROWS][i % ROWS] = scale;
-            let s = scale.scale.unwrap_or(1.0);
             let dst = block.get_mut(i * pairs..(i + 1) * pairs).unwrap_or(&mut []);
             let src = questions.row(row);
-            let done = if scale.scale.is_none() {
-                convert_row(src, dst)
-            } else {
-                0
+            // The norm only scales the bf16 logits (exact ones are computed again where needed), so float32
+            // squares summed during the conversion serve, when the row is whole multiples of 32 and its sum
+            // is in range; otherwise the validated float64 norm and its rescaling, as in the float32 pass.
+            let (mut done, squares) = convert_row(src, dst);
+            let fast = (done == src.len() && SQUARES_RANGE.contains(&squares))
+                .then(|| unscaled_row(f64::from(squares).sqrt(), llms.max_norm))
+                .flatten();
+            let scale = match fast {
+                Some(scale) => scale,
+                None => prepare_row::<Avx512>(src, row, llms.max_norm)?,
             };
+            scales[i / ROWS][i % ROWS] = scale;
+            let s = scale.scale.unwrap_or(1.0);
+            if scale.scale.is_some() {
+                done = 0;
+            }
             for (slot, pair) in dst.iter_mut().zip(src.chunks(2)).skip(done / 2) {
                 let lo = to_bf16((f64::from(pair[0]) * s) as f32);
                 let hi = pair

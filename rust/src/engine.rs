@@ -93,6 +93,18 @@ const SMALL_NORM: f64 = 1.0 / (1u64 << 40) as f64;
 const LARGE_NORM: f64 = (1u64 << 40) as f64;
 const LARGE_DOT: f64 = 1e30;
 
+/// The scale of a row of norm `norm` that needs no rescaling (`None` when it does, or is zero or not finite).
+#[inline(always)]
+pub(crate) fn unscaled_row(norm: f64, max_llm_norm: f64) -> Option<RowScale> {
+    ((SMALL_NORM..=LARGE_NORM).contains(&norm) && norm * max_llm_norm <= LARGE_DOT).then(|| {
+        RowScale {
+            a: (1.0 / norm) as f32,
+            b: norm as f32,
+            scale: None,
+        }
+    })
+}
+
 /// Norm of question row `index`, validated; the zero vector gets logit 0 (`a = b = 0`).
 ///
 /// # Safety
@@ -113,12 +125,8 @@ pub(crate) unsafe fn prepare_row<S: Simd>(
     if norm == 0.0 {
         return Ok(RowScale::default());
     }
-    if (SMALL_NORM..=LARGE_NORM).contains(&norm) && norm * max_llm_norm <= LARGE_DOT {
-        return Ok(RowScale {
-            a: (1.0 / norm) as f32,
-            b: norm as f32,
-            scale: None,
-        });
+    if let Some(scale) = unscaled_row(norm, max_llm_norm) {
+        return Ok(scale);
     }
     // s = 2^-floor(log2 |q|): the scaled row has norm in [1, 2), and scaling by a power of two is exact.
     let s = (-norm.log2().floor()).exp2();
