@@ -47,3 +47,13 @@ def test_bench_runs_small_and_writes_json(tmp_path: Path) -> None:
                 assert r[key] < tolerance, (key, r)
         if "top1_agreement" in r:
             assert r["top1_agreement"] > 0.99
+
+
+def test_cpu_time_script_runs_small() -> None:
+    spec = importlib.util.spec_from_file_location("kernel_cpu_time", BENCH.parent / "kernel_cpu_time.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for kernel in ("top_k", "probabilities", "mean_probability", "matmul"):
+        assert module.main([kernel, "--n", "500", "--d", "8", "--k", "5", "--calls", "2"]) >= 0.0
+    assert module.main(["top_k", "--precision", "bfloat16", "--n", "500", "--d", "8", "--k", "5"]) >= 0.0
