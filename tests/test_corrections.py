@@ -165,5 +165,6 @@ def test_score_file_streams_an_onboarded_router_with_its_correction(
     np.testing.assert_allclose(list(summary.forecast.values()), want, atol=1e-5)
     vectors = tmp_path / "vectors.npy"
     np.save(vectors, router.embed(texts))
-    with pytest.raises(JeirtError, match="pass features="):
+    with pytest.raises(JeirtError, match="score the question texts instead"):
         score_file(router, vectors_path=vectors, output=tmp_path / "v.csv", options=ScoreOptions())
+    assert not (tmp_path / "v.csv").exists()

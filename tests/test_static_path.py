@@ -167,3 +167,42 @@ def test_unsupported_tokenizers_are_recognised(tmp_path: Path) -> None:
             tokenizer_settings(path, 512)
     with pytest.raises(Unsupported):
         tokenizer_settings(SHIPPED / "tokenizer.json", 2)
+
+
+def test_features_match_the_onnx_graph_and_a_corrected_llm_keeps_the_fast_path(
+    fast: Router, reference: Router, tmp_path: Path
+) -> None:
+    from jeirt_lite.batch import ScoreOptions, score_file
+
+    texts = _questions("mmlu_pro")[::40] + _questions("zeroeval_crux_gsm_math")[::40] + EDGE_TEXTS
+    vectors, features = fast.embed_with_features(texts)
+    want_vectors, want_features = reference.embed_with_features(texts)
+    assert features is not None and want_features is not None and features.dtype == np.float32
+    np.testing.assert_allclose(features, want_features, rtol=0, atol=2e-5)
+    np.testing.assert_array_equal(vectors, fast.embed(texts))
+    np.testing.assert_allclose(vectors, want_vectors, rtol=0, atol=2e-5)
+    # An LLM whose answers follow the encoder's features: add_llm turns its correction on.
+    signal = (features - features.mean(axis=0)) @ np.random.default_rng(0).normal(size=features.shape[1])
+    grown = fast.add_llm_vectors("feature-llm", vectors, (signal > np.median(signal)).astype(int), features=features)
+    assert grown.corrections is not None and grown.fast_path
+    grown.save(tmp_path / "grown")
+    loaded = Router.load(tmp_path / "grown", threads=1)
+    graph = Router.load(tmp_path / "grown", threads=1, fast_path=False)
+    assert loaded.fast_path and not graph.fast_path
+    np.testing.assert_allclose(loaded.predict_proba(texts), graph.predict_proba(texts), atol=1e-5)
+    np.testing.assert_allclose(
+        loaded.route(texts, k=3).probabilities, graph.route(texts, k=3).probabilities, atol=1e-5
+    )
+    np.testing.assert_allclose(
+        list(loaded.forecast(texts).values()), list(graph.forecast(texts).values()), atol=1e-5
+    )
+    assert loaded._graph is None  # no ONNX session was needed for the features
+    # score: the pipelined fast path (threads > 1) streams the features to the correction too.
+    questions = texts[: -len(EDGE_TEXTS)]  # a bank refuses the NUL of the edge cases
+    bank = tmp_path / "bank.jsonl"
+    bank.write_text("".join(json.dumps({"text": t}) + "\n" for t in questions), encoding="utf-8")
+    two = Router.load(tmp_path / "grown", threads=2)
+    summary = score_file(two, input_path=bank, output=None, options=ScoreOptions(chunk_size=16, forecast=True))
+    assert summary.forecast is not None and two._graph is None
+    want = graph.predict_proba(questions).mean(axis=0)
+    np.testing.assert_allclose(list(summary.forecast.values()), want, atol=1e-5)

@@ -133,6 +133,12 @@ class StaticEncoder:
     def embed(self, texts: list[str], threads: int) -> npt.NDArray[np.float32]:
         """Question vectors, float32 ``(N, dim)``; ``threads = 0`` means all cores."""
 
+    def embed_with_features(
+        self, texts: list[str], threads: int
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        """Question vectors ``(N, dim)`` and the encoder's features ``(N, embedding_dim)`` (the adapter's input: the
+        L2-normalised mean of the token rows), float32; ``threads = 0`` means all cores."""
+
 @final
 class EmbedJob:
     """One chunk of texts being encoded on the Rust pool (``embed_start``); ``wait`` returns its vectors."""

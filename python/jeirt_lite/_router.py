@@ -19,6 +19,7 @@ from ._onboarding import DEFAULT_L2
 from ._results import RouteResult
 from ._router_tables import RouterTables
 from ._routing import route_rows
+from ._static_path import StaticEncoder
 from .artifact import load_artifact, save_artifact
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -86,8 +87,9 @@ class Router(RouterTables):
 
         The features are what onboarded LLMs' corrections read (`add_llm`); pass them to the `*_vectors`
         methods as `features=` when the router holds corrections (`router.corrections`)."""
-        encoder = self._encoder
-        if not isinstance(encoder, OnnxEncoder):  # the Rust fast path gives question vectors only
+        encoder: Union[OnnxEncoder, StaticEncoder] = self._encoder
+        # The Rust fast path gives the graph's features too (its pooled rows) unless their widths disagree.
+        if isinstance(encoder, StaticEncoder) and self.manifest.encoder.feature_output and not encoder.gives_features:
             if self._graph is None:
                 art = self._artifact
                 self._graph = OnnxEncoder(art.tokenizer_path, art.encoder_path, art.encoder, art.dim, self._threads)

@@ -129,7 +129,11 @@ def read_static_tensors(path: Path) -> dict[str, np.ndarray]:
 class StaticEncoder:
     """Texts to question vectors for a static router, in Rust (same interface as `OnnxEncoder`)."""
 
-    def __init__(self, tokenizer_path: Path, tensors_path: Path, max_length: int, dim: int, threads: int):
+    def __init__(
+        self, tokenizer_path: Path, tensors_path: Path, max_length: int, dim: int, threads: int, feature_dim: int = 0
+    ):
+        """`feature_dim`: the width of the graph's `features` output (router.json encoder.feature_dim; 0: none).
+        The pooled rows the adapter reads are that output; they are returned only when the widths agree."""
         settings = tokenizer_settings(tokenizer_path, max_length)
         tensors = read_static_tensors(tensors_path)
         if tensors["w2"].shape[0] != dim:
@@ -140,20 +144,32 @@ class StaticEncoder:
         self.dim = dim
         self.threads = threads
         self.max_length = max_length
+        # Whether the pooled rows are the graph's `features` output (so corrections can read them here).
+        self.gives_features = feature_dim > 0 and feature_dim == tensors["table"].shape[1]
 
     def encode(self, texts: Sequence[str], batch_size: Optional[int] = None) -> np.ndarray:
         """Question vectors (N, d) float32 for validated texts; `batch_size` is checked, not needed."""
-        if batch_size is not None and (
-            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
-        ):
-            raise JeirtError(f"batch_size must be an integer of at least 1, got {batch_size!r}")
+        _check_batch_size(batch_size)
+        return _checked(self._call(self._core.embed, texts))
+
+    def encode_with_features(
+        self, texts: Sequence[str], batch_size: Optional[int] = None
+    ) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        """(question vectors (N, d), features (N, p) or None when the router's graph exposes none), as
+        `OnnxEncoder.encode_with_features` gives them, in one pass over the texts."""
+        if not self.gives_features:
+            return self.encode(texts, batch_size), None
+        _check_batch_size(batch_size)
+        vectors, features = self._call(self._core.embed_with_features, texts)
+        return _checked(vectors), features
+
+    def _call(self, embed: Any, texts: Sequence[str]) -> Any:
         try:
-            vectors: np.ndarray = self._core.embed(list(texts), self.threads)
+            return embed(list(texts), self.threads)
         except UnicodeEncodeError:
             raise JeirtError(
                 f"text {_first_unencodable(texts)} is not valid Unicode (a lone surrogate)"
             ) from None
-        return _checked(vectors)
 
     def encode_start(self, texts: Sequence[str]) -> PendingVectors:
         """Start encoding validated texts on the Rust pool and return at once (`score`'s pipeline): the caller
@@ -183,6 +199,11 @@ class PendingVectors:
         return _checked(self._job.wait())
 
 
+def _check_batch_size(batch_size: Optional[int]) -> None:
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+        raise JeirtError(f"batch_size must be an integer of at least 1, got {batch_size!r}")
+
+
 def _checked(vectors: np.ndarray) -> np.ndarray:
     if not np.isfinite(vectors).all():
         bad = int(np.flatnonzero(~np.isfinite(vectors).all(axis=1))[0])
@@ -207,13 +228,15 @@ def static_encoder_for(
     entry = (manifest.get("files") or {}).get(STATIC_ROLE)
     if not isinstance(entry, Mapping):
         return None
+    spec = manifest["encoder"]
     try:
         return StaticEncoder(
             tokenizer_path,
             folder / str(entry["path"]),
-            int(manifest["encoder"]["max_seq_length"]),
+            int(spec["max_seq_length"]),
             dim,
             threads,
+            int(spec.get("feature_dim") or 0) if spec.get("feature_output") else 0,
         )
     except Unsupported:
         return None

@@ -130,7 +130,7 @@ def embed_for_scoring(router: Router, texts: list[str]) -> tuple[np.ndarray, Opt
 def _embedded_chunks(
     router: Router, reader: TextReader, progress: Progress, state: ScoreState
 ) -> Chunks:
-    # The Rust fast path gives question vectors only; onboarded LLMs' corrections also need the encoder's features.
+    # With onboarded corrections the encoder's features come with the vectors (the Rust fast path gives both).
     for chunk in reader:
         parts = []
         for start in range(0, len(chunk.texts), ENCODE_SLICE):
@@ -197,10 +197,19 @@ def _vector_chunks(
         yield chunk.ids, chunk.vectors, None
 
 
-def _check_options(options: ScoreOptions, n_llms: int) -> None:
+def _check_options(options: ScoreOptions, router: Router, vectors_path: Optional[Path]) -> None:
     check_chunk_rows(options.chunk_size, "chunk_size")
+    n_llms = len(router.llms)
     if isinstance(options.k, bool) or not isinstance(options.k, int) or not 1 <= options.k <= n_llms:
         raise JeirtError(f"k must be between 1 and the router's {n_llms} LLMs, got {options.k!r}")
+    if vectors_path is not None and router.corrections is not None:
+        # The corrections read the encoder's features, which a .npy of question vectors does not carry (they
+        # are wider than the vectors and come only from the texts): refused before anything is read or written.
+        raise JeirtError(
+            f"this router corrects {', '.join(router.corrections.llms)} with the encoder's features, which a .npy "
+            "of question vectors does not carry: score the question texts instead (an input file), or score the "
+            "vectors with a router without those LLMs (Router.select_llms)"
+        )
 
 
 def score_file(
@@ -242,7 +251,7 @@ def score_file(
         )
     if output is None and not options.forecast:
         raise JeirtError("nothing to do: give an output file, or ask for the forecast")
-    _check_options(options, len(router.llms))
+    _check_options(options, router, vectors_path)
     sources = [path for path in (input_path, vectors_path, ids_path) if path is not None]
     fmt = check_output_path(output, sources) if output is not None else None
 

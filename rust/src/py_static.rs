@@ -132,4 +132,30 @@ impl StaticEncoder {
             .map_err(|e| JeirtError::new_err(format!("internal shape error: {e}")))?;
         Ok(array.into_pyarray(py))
     }
+
+    /// Question vectors `(N, dim)` and the encoder's features `(N, embedding_dim)` (the adapter's input: the
+    /// L2-normalised mean of the token rows), both float32, on `threads` workers (0: every core).
+    #[allow(clippy::type_complexity)]
+    fn embed_with_features<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<PyBackedStr>,
+        threads: usize,
+    ) -> PyResult<(Bound<'py, PyArray2<f32>>, Bound<'py, PyArray2<f32>>)> {
+        let n = texts.len();
+        let (vectors, features) = py
+            .detach(|| {
+                self.inner
+                    .embed_with_features(&texts, threads, SimdLevel::detect())
+            })
+            .map_err(|e| JeirtError::new_err(e.to_string()))?;
+        let shape_error = |e: numpy::ndarray::ShapeError| {
+            JeirtError::new_err(format!("internal shape error: {e}"))
+        };
+        let vectors =
+            Array2::from_shape_vec((n, self.inner.dim()), vectors).map_err(shape_error)?;
+        let features = Array2::from_shape_vec((n, self.inner.embedding_dim()), features)
+            .map_err(shape_error)?;
+        Ok((vectors.into_pyarray(py), features.into_pyarray(py)))
+    }
 }

@@ -32,6 +32,9 @@ pub struct StaticEncoder {
     adapter: Adapter,
 }
 
+/// One unit of parallel work: its rows of question vectors, of features (when asked) and its texts.
+type Chunk<'a, T> = ((&'a mut [f32], Option<&'a mut [f32]>), &'a [T]);
+
 /// Buffers of one worker.
 struct Scratch {
     ids: Vec<u32>,
@@ -139,16 +142,51 @@ impl StaticEncoder {
         threads: usize,
         level: SimdLevel,
     ) -> Result<Vec<f32>, KernelError> {
+        self.embed_into(texts, threads, level, false)
+            .map(|(vectors, _)| vectors)
+    }
+
+    /// Question vectors (`N x dim`) and the encoder's features (`N x embedding_dim`: the adapter's input, the
+    /// L2-normalised mean of the token rows, which the ONNX graph exposes as its `features` output and
+    /// onboarding corrections read), from one pass over the texts.
+    pub fn embed_with_features<T: AsRef<str> + Sync>(
+        &self,
+        texts: &[T],
+        threads: usize,
+        level: SimdLevel,
+    ) -> Result<(Vec<f32>, Vec<f32>), KernelError> {
+        self.embed_into(texts, threads, level, true)
+    }
+
+    fn embed_into<T: AsRef<str> + Sync>(
+        &self,
+        texts: &[T],
+        threads: usize,
+        level: SimdLevel,
+        with_features: bool,
+    ) -> Result<(Vec<f32>, Vec<f32>), KernelError> {
         if !level.is_supported() {
             return Err(KernelError::UnsupportedSimd(level.name()));
         }
         let d = self.dim();
+        let e = if with_features { self.embedding_dim } else { 0 };
         let mut out = crate::alloc::zeroed::<f32>(texts.len(), d)?;
-        let work = |(chunk_out, chunk_texts): (&mut [f32], &[T]), scratch: &mut Scratch| {
-            self.embed_chunk(chunk_texts, chunk_out, scratch, level)
+        let mut features = crate::alloc::zeroed::<f32>(texts.len(), e)?;
+        // One (possibly absent) feature block per chunk of texts; `chunks_mut(0)` would panic.
+        let feature_chunks: Vec<Option<&mut [f32]>> = if e > 0 {
+            features.chunks_mut(TEXTS_PER_CHUNK * e).map(Some).collect()
+        } else {
+            (0..texts.len().div_ceil(TEXTS_PER_CHUNK))
+                .map(|_| None)
+                .collect()
+        };
+        let work = |((chunk_out, chunk_features), chunk_texts): Chunk<'_, T>,
+                    scratch: &mut Scratch| {
+            self.embed_chunk(chunk_texts, chunk_out, chunk_features, scratch, level)
         };
         let chunks = out
             .chunks_mut(TEXTS_PER_CHUNK * d)
+            .zip(feature_chunks)
             .zip(texts.chunks(TEXTS_PER_CHUNK));
         let threads = resolve_threads(threads);
         if threads <= 1 || texts.len() <= TEXTS_PER_CHUNK {
@@ -162,14 +200,16 @@ impl StaticEncoder {
                     .for_each_init(|| self.scratch(), |scratch, chunk| work(chunk, scratch))
             });
         }
-        Ok(out)
+        Ok((out, features))
     }
 
-    /// One chunk of at most [`TEXTS_PER_CHUNK`] texts into `out` (`texts.len() x dim`).
+    /// One chunk of at most [`TEXTS_PER_CHUNK`] texts into `out` (`texts.len() x dim`) and, when given,
+    /// their pooled rows into `features` (`texts.len() x embedding_dim`).
     fn embed_chunk<T: AsRef<str>>(
         &self,
         texts: &[T],
         out: &mut [f32],
+        features: Option<&mut [f32]>,
         scratch: &mut Scratch,
         level: SimdLevel,
     ) {
@@ -177,10 +217,18 @@ impl StaticEncoder {
         for (text, row) in texts.iter().zip(scratch.pooled.chunks_exact_mut(p)) {
             self.tokenizer
                 .encode_into(text.as_ref(), &mut scratch.ids, &mut scratch.tokens);
-            // SAFETY: `level` was checked to be supported by this CPU in `embed`.
+            // SAFETY: `level` was checked to be supported by this CPU in `embed_into`.
             unsafe { pool_dispatch(level, &self.table, p, &scratch.ids, row) };
         }
         let pooled = scratch.pooled.get(..texts.len() * p).unwrap_or(&[]);
+        if let Some(features) = features {
+            for (dst, src) in features
+                .chunks_exact_mut(self.embedding_dim)
+                .zip(pooled.chunks_exact(p))
+            {
+                dst.copy_from_slice(&src[..self.embedding_dim]);
+            }
+        }
         self.adapter
             .forward(pooled, p, texts.len(), out, &mut scratch.adapter, level);
     }
@@ -251,3 +299,7 @@ unsafe fn pool_generic<S: Simd>(table: &[f32], padded_dim: usize, ids: &[u32], o
         *x *= scale;
     }
 }
+
+#[cfg(test)]
+#[path = "static_encoder_tests.rs"]
+mod tests;

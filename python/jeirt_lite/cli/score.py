@@ -79,7 +79,8 @@ def _add_input_arguments(score: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="FILE.npy",
-        help="score an (N, d) .npy of question vectors embedded with this router, instead of texts",
+        help="score an (N, d) .npy of question vectors embedded with this router, instead of texts (not for a "
+        "router with feature corrections from add-llm: they read the texts' encoder features)",
     )
     score.add_argument(
         "--ids",
