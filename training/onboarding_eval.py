@@ -11,11 +11,17 @@ Fractions below 100% are averaged over SEEDS random draws.
 
 Adaptive vs random: labels are bought in ROUNDS rounds (optionally after a random half); each round asks the questions `suggest_indices` picks
 (greedy D-optimal under the current estimate, refitted from the answers so far) among the LLM's training questions.
+
+Correction on vs off: the same draws added with add_llm's fit (`fit_onboarding`: the vector plus the feature
+correction on the encoder's own features, here the MiniLM embeddings the adapter reads) and with the vector alone,
+beside per-LLM logistic regression and KNN on those features (training.onboarding_ood's in-domain protocol);
+`--out` writes them as JSON for training.onboarding_tables.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -25,7 +31,9 @@ from jeirt_lite._onboarding import fit_llm_vector
 from jeirt_lite._suggest import suggest_indices
 
 from .metrics import accuracy, log_loss, roc_auc
+from .onboarding_ood import in_domain, summary
 from .onboarding_runs import DEFAULT_DATA, REPO_ROOT
+from .onboarding_tables import methods_table
 
 FRACTIONS = (0.01, 0.05, 0.10, 0.25, 1.0)
 CURVE_FRACTIONS = (0.0025, 0.005, 0.01, 0.02, 0.05, 0.10)
@@ -64,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--runs", type=Path, default=REPO_ROOT / ".scratch" / "runs")
+    parser.add_argument("--out", type=Path, default=None, help="also write the correction on/off results here")
+    parser.add_argument("--skip-curves", action="store_true", help="only the correction on/off comparison")
     args = parser.parse_args(argv)
     prep = prepare(args.data, split_seed=0, progress=False)
     joint, held = np.load(args.runs / "joint.npz"), np.load(args.runs / "heldout.npz")
@@ -74,7 +84,28 @@ def main(argv: list[str] | None = None) -> int:
         f"held out: {', '.join(prep.data.llm_names[k] for k in held_out)}; "
         f"held-out run {float(held['seconds']):.0f}s, joint run {float(joint['seconds']):.0f}s of training\n"
     )
+    if not args.skip_curves:
+        vector_tables(prep, joint, qv_h, prior, held_out)
+    correction_section(prep, qv_h, prior, held_out, args.out)
+    return 0
 
+
+def correction_section(prep, qv_h: np.ndarray, prior: np.ndarray, held_out: list[int], out: Path | None) -> None:  # type: ignore[no-untyped-def]
+    """add_llm (correction on) against the vector alone (off) and the feature baselines, same draws."""
+    rows = in_domain(prep.data, qv_h, prep.embeddings, prior, held_out, list(range(SEEDS)))
+    setup = {"data": prep.data.name, "trained_on": f"{prep.data.name} ({prep.encoder}, training.onboarding_runs)",
+             "held_out": [prep.data.llm_names[k] for k in held_out], "seeds": list(range(SEEDS))}
+    result = {"setup": setup, "summary": summary(rows, "fraction"), "rows": rows}
+    print("#### correction on (add_llm) vs off (vector alone), with the feature baselines\n")
+    print(methods_table(result) + "\n")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1) + "\n")
+
+
+def vector_tables(prep, joint, qv_h: np.ndarray, prior: np.ndarray, held_out: list[int]) -> None:  # type: ignore[no-untyped-def]
+    """Per held-out LLM: the vector fitted from 1-100% of its answers against joint training; then adaptive vs
+    random picks."""
     rows: dict[str, list[dict[str, float]]] = {}
     curve: dict[str, list[float]] = {}
     for k in held_out:
@@ -146,7 +177,6 @@ def main(argv: list[str] | None = None) -> int:
             f"| {fraction} | {v[0]:.0f} | {v[1]:.3f} | {v[2]:.3f} | {v[5]:.3f} | {v[3]:.3f} | {v[4]:.3f} "
             f"| {v[6]:.3f} |"
         )
-    return 0
 
 
 if __name__ == "__main__":

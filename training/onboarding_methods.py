@@ -1,5 +1,5 @@
-"""The ways to onboard one new LLM from some of its answers, compared in training.onboarding_ood, and the shipped
-encoder's question vectors and features of a dataset (cached).
+"""The ways to onboard one new LLM from some of its answers, compared in training.onboarding_ood, and the features
+they read: a router encoder's question vectors and features, or the MiniLM transformer's embeddings (both cached).
 
 Each method gets the answered questions (their router vectors q and encoder features f, and the 0/1 answers) and
 returns a function that scores other questions:
@@ -56,6 +56,15 @@ def embed_with_router(router: Router, texts: list[str]) -> tuple[np.ndarray, np.
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez(path, q=q, f=f)
     return q, f
+
+
+def minilm_features(texts: list[str]) -> np.ndarray:
+    """The MiniLM transformer's embeddings of `texts` (all-MiniLM-L6-v2, 256 tokens; training.embeddings' cache):
+    what a transformer router's adapter reads, so what its correction would read."""
+    from .embeddings import embed_texts
+    from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH
+
+    return embed_texts(texts, DEFAULT_ENCODER, DEFAULT_MAX_LENGTH)
 
 
 def _standardised(f: np.ndarray) -> np.ndarray:

@@ -4,6 +4,8 @@
     python -m training.onboarding_ood --data data/mmlu_pro --train-on data/zeroeval_crux_gsm_math \
         --out docs/results/onboarding_ood_to_mmlu_pro.json
     python -m training.onboarding_ood --data data/mmlu_pro --held-out --out docs/results/onboarding_in_domain.json
+    python -m training.onboarding_ood --encoder minilm --data data/zeroeval_crux_gsm_math --train-on data/mmlu_pro \
+        --out docs/results/onboarding_ood_minilm_to_zeroeval.json
 
 Out of domain (the first two): a router's question side, either the shipped router (trained on MMLU-Pro) or
 JE-IRT trained on `--train-on` (split seed 0, the published fixed setting PUBLISHED_HYPER, over the shipped encoder's
@@ -11,7 +13,10 @@ features), onboards every LLM of `--data` from a random `--fraction` of its answ
 scored on its other answers (AUC per LLM, then the mean; `--seeds` draws). In domain (`--held-out`): JE-IRT trained
 on `--data` without its held-out LLMs (training.onboarding_runs.held_out_llms, split seed 0) onboards them from a
 fraction of their TRAINING answers and is scored on their TEST answers, at every fraction of docs/onboarding.md.
-Every method of training.onboarding_methods gets the same answers. Needs the train extra (torch) for the runs.
+Every method of training.onboarding_methods gets the same answers. `--encoder` picks the features the correction
+and the baselines read (and JE-IRT is trained over): the router's encoder (static, the default) or the MiniLM
+transformer's embeddings (minilm, which needs `--train-on` or `--held-out`). Needs the train extra (torch) for the
+runs.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from jeirt_lite import Router
 
 from .data import load_dataset
 from .metrics import log_loss, roc_auc
-from .onboarding_methods import METHODS, cache_dir, embed_with_router, fit_method
+from .onboarding_methods import METHODS, cache_dir, embed_with_router, fit_method, minilm_features
 from .types import Dataset, Responses
 
 IN_DOMAIN_FRACTIONS = (0.01, 0.05, 0.10, 0.25, 1.0)
@@ -128,20 +133,33 @@ def summary(rows: list[dict[str, Any]], key: str | None = None) -> dict[str, Any
     return out
 
 
+ENCODERS = ("static", "minilm")
+
+
 def question_side(
-    router: Router, data: Dataset, train_on: Path | None, held_out: bool
+    router: Router | None, data: Dataset, train_on: Path | None, held_out: bool, encoder: str = "static"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int], dict[str, Any]]:
     """(question vectors, encoder features, prior mean LLM vector, held-out LLMs, description) for `data`'s
-    questions: the router's own question side, or JE-IRT trained on `train_on` (or on `data` without held-out
-    LLMs) over the router's encoder features."""
-    q, f = embed_with_router(router, data.texts)
-    prior = router.llm_vectors.mean(axis=0)
-    setup: dict[str, Any] = {"data": data.name}
+    questions. `encoder` "static": the router's encoder features, and the router's own question side unless JE-IRT
+    is trained on `train_on` (or on `data` without held-out LLMs) over them; "minilm": the MiniLM transformer's
+    embeddings, over which JE-IRT is always trained (a router's question side does not read them)."""
+    if encoder == "static":
+        if router is None:
+            raise SystemExit("--encoder static reads the router's encoder: give a router")
+        q, f = embed_with_router(router, data.texts)
+        encoder_key = router.manifest["files"]["encoder"]["sha256"][:16]
+    elif encoder == "minilm":
+        q, f, encoder_key = None, minilm_features(data.texts), "minilm"
+    else:
+        raise SystemExit(f"unknown encoder {encoder!r}; choose from {', '.join(ENCODERS)}")
+    setup: dict[str, Any] = {"data": data.name, "encoder": encoder, "feature_dim": int(f.shape[1])}
     dropped: list[int] = []
     if train_on is None and not held_out:
+        if q is None or router is None:
+            raise SystemExit("--encoder minilm has no router question side: give --train-on or --held-out")
         if router.has_alignment:
             setup["in_distribution_share"] = float(np.mean(router.alignment_vectors(q).in_distribution))
-        return q, f, prior, dropped, setup
+        return q, f, router.llm_vectors.mean(axis=0), dropped, setup
     other = load_dataset(train_on) if train_on is not None else data
     if held_out:
         from .onboarding_runs import held_out_llms
@@ -150,15 +168,19 @@ def question_side(
 
         split = make_split(data, seed=0)
         parts = [split.responses(data, name) for name in ("train", "val", "test")]
-        dropped = held_out_llms(Prepared(data, split, 0, *parts, f, "shipped static", 0))
+        dropped = held_out_llms(Prepared(data, split, 0, *parts, f, encoder, 0))
     setup.update(trained_on=other.name, held_out=[data.llm_names[k] for k in dropped])
-    key = f"{router.manifest['files']['encoder']['sha256'][:16]}-{other.name}-on-{data.name}-{'-'.join(map(str, dropped))}"
+    key = f"{encoder_key}-{other.name}-on-{data.name}-{'-'.join(map(str, dropped))}"
     cached = cache_dir() / f"question-side-{key}.npz"
     if cached.is_file():  # the same training run (seeded) as before: reuse its question vectors
         with np.load(cached) as run:
             return run["q"], f, run["prior"], dropped, setup
     t0 = time.perf_counter()
-    predictor, _ = train_question_side(other, embed_with_router(router, other.texts)[1], dropped)
+    other_f = f if other is data else (
+        embed_with_router(router, other.texts)[1] if encoder == "static" and router is not None
+        else minilm_features(other.texts)
+    )
+    predictor, _ = train_question_side(other, other_f, dropped)
     setup["training_seconds"] = round(time.perf_counter() - t0, 1)
     q, prior = predictor.question_vectors(f), predictor.llm_vectors.mean(axis=0)
     np.savez(cached, q=q, prior=prior)
@@ -169,6 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="the new LLMs and their questions")
     parser.add_argument("--router", type=Path, default=None, help="router folder (default: the shipped one)")
+    parser.add_argument(
+        "--encoder", choices=ENCODERS, default="static",
+        help="features: the router's encoder (static) or the MiniLM transformer's embeddings (minilm)",
+    )
     parser.add_argument("--train-on", type=Path, default=None, help="train the question side on this data instead")
     parser.add_argument("--held-out", action="store_true", help="in domain: hold LLMs of --data out of training")
     parser.add_argument("--fraction", type=float, default=0.10)
@@ -177,9 +203,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     data = load_dataset(args.data)
-    router = Router.load(args.router, threads=1)
-    q, f, prior, dropped, setup = question_side(router, data, args.train_on, args.held_out)
-    setup.update(router=str(args.router or "shipped"), seeds=seeds)
+    router = Router.load(args.router, threads=1) if args.encoder == "static" else None
+    q, f, prior, dropped, setup = question_side(router, data, args.train_on, args.held_out, args.encoder)
+    setup.update(seeds=seeds)
+    if router is not None:
+        setup["router"] = str(args.router or "shipped")
     if args.held_out:
         rows = in_domain(data, q, f, prior, dropped, seeds)
         result = {"setup": setup, "summary": summary(rows, "fraction"), "rows": rows}
