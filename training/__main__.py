@@ -23,6 +23,7 @@ from .choose import DEFAULT_DIMS, DEFAULT_DROPOUTS
 from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, ENCODERS
 from .model import JeirtConfig
 from .pipeline import STATIC
+from .static_finetune import DEFAULT_TABLE_PULLS
 
 DEFAULTS = JeirtConfig()
 CALIBRATIONS = ("global", "per_llm", "none")
@@ -85,6 +86,13 @@ def _fit_arguments(p: argparse.ArgumentParser, out_required: bool) -> None:
         "--calibration", choices=CALIBRATIONS, default="global",
         help="temperature and bias on the logit, fitted on the held-out predictions of the chosen setting: one "
         "pair for all LLMs (global), one per LLM, or none",
+    )
+    p.add_argument(
+        "--table-pulls", type=_floats, default=None, metavar="PULLS",
+        help=f"--encoder {STATIC} only: candidate pulls towards the distilled table for fine-tuning it end to end, "
+        "each the fraction of the table's change undone at every step, in [0, 1) (comma list, chosen on the "
+        "held-out part against the frozen table; '' keeps the distilled table; "
+        f"default {','.join(f'{x:g}' for x in DEFAULT_TABLE_PULLS) or chr(39) * 2})",
     )
     p.add_argument("--label", default=None, help="a note stored in the router's manifest")
 
@@ -196,6 +204,10 @@ def cmd_fit(
         raise DataError(f"--folds must be >= 1, got {args.folds}")
     if not args.dims or not args.dropouts:
         raise DataError("--dims and --dropouts need at least one value each")
+    if args.table_pulls and args.encoder != STATIC:
+        raise DataError(f"--table-pulls fine-tunes the static encoder's table: it needs --encoder {STATIC}")
+    if args.table_pulls and not all(0 <= pull < 1 for pull in args.table_pulls):
+        raise DataError(f"--table-pulls must each be in [0, 1), got {args.table_pulls}")
     prep = _prepare(args)
     res = choose_refit_and_export(
         prep,
@@ -207,6 +219,7 @@ def cmd_fit(
         costs=costs,
         label=args.label,
         overwrite=overwrite,
+        table_pulls=DEFAULT_TABLE_PULLS if args.table_pulls is None else args.table_pulls,
         **_hyper(args, weight_decay=args.weight_decay),
     )
     p, chosen = res.predictor, res.extra["selection"]

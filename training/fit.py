@@ -21,6 +21,7 @@ import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol, Union
 
 import numpy as np
 import torch
@@ -36,7 +37,7 @@ WARM_NORM = 2.0
 WARM_WEIGHT_SCALE = 0.1
 
 
-def _check_inputs(embeddings: np.ndarray, cells: Responses, n_llms: int, what: str) -> None:
+def _check_inputs(embeddings: Questions, cells: Responses, n_llms: int, what: str) -> None:
     if embeddings.ndim != 2:
         raise ValueError(f"embeddings must be 2-D (n_questions, D), got shape {embeddings.shape}")
     if len(cells) == 0:
@@ -81,6 +82,22 @@ def init_llm_vectors(
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
+class TrainableQuestions(Protocol):
+    """Question embeddings that train with the model (an nn.Module; training.static_finetune has one): rows are
+    looked up by question index like a frozen matrix's, and its parameters join the optimiser."""
+
+    shape: tuple[int, int]
+    ndim: int
+
+    def __getitem__(self, rows: torch.Tensor) -> torch.Tensor: ...
+
+    def param_groups(self, lr: float) -> list[dict[str, Any]]: ...
+
+
+# Frozen embeddings (n_questions, D), or embeddings that train along (TrainableQuestions).
+Questions = Union[np.ndarray, TrainableQuestions]
+
+
 def cell_batches(
     train: Responses, batching: str, batch_size: int, rng: np.random.Generator
 ) -> Iterator[Batch]:
@@ -118,7 +135,7 @@ def cell_batches(
         raise ValueError(f"batching must be 'cells' or 'questions', got {batching!r}")
 
 
-def mean_bce(model: JeirtModel, emb: torch.Tensor, cells: Responses, chunk: int = 4096) -> float:
+def mean_bce(model: JeirtModel, emb: Any, cells: Responses, chunk: int = 4096) -> float:
     """Mean validation BCE, encoding each question once (eval mode, no dropout)."""
     model.eval()
     uq, inv = np.unique(cells.question, return_inverse=True)
@@ -158,32 +175,38 @@ def _check_config(cfg: JeirtConfig) -> None:
 
 
 def _start(
-    cfg: JeirtConfig, embeddings: np.ndarray, train: Responses, n_llms: int
-) -> tuple[JeirtModel, torch.optim.Optimizer, torch.Tensor, np.random.Generator]:
-    """Seeded model (warm-started), optimiser, embeddings as a tensor, and the batch-order generator."""
+    cfg: JeirtConfig, embeddings: Questions, train: Responses, n_llms: int
+) -> tuple[JeirtModel, torch.optim.Optimizer, Any, np.random.Generator]:
+    """Seeded model (warm-started), optimiser, embeddings as a tensor (or the trainable source, registered in the
+    model as `questions` so that its weights are saved and restored with the rest), and the batch-order generator."""
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
-    emb = torch.from_numpy(np.ascontiguousarray(embeddings, dtype=np.float32))
+    emb: Any = (
+        torch.from_numpy(np.ascontiguousarray(embeddings, dtype=np.float32))
+        if isinstance(embeddings, np.ndarray) else embeddings
+    )
     model = JeirtModel(emb.shape[1], n_llms, cfg.dim, cfg.dropout)
     init_llm_vectors(model, train, n_llms, cfg.llm_init, gen)
-    opt = torch.optim.AdamW(
-        [
-            {"params": model.adapter.parameters()},
-            {"params": model.llms.parameters(), "lr": cfg.lr * cfg.llm_lr_scale},
-        ],
-        lr=cfg.lr,
-        weight_decay=cfg.weight_decay,
-    )
+    groups: list[dict[str, Any]] = [
+        {"params": model.adapter.parameters()},
+        {"params": model.llms.parameters(), "lr": cfg.lr * cfg.llm_lr_scale},
+    ]
+    if not isinstance(embeddings, np.ndarray):
+        model.add_module("questions", emb)
+        groups += embeddings.param_groups(cfg.lr)
+    opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=cfg.weight_decay)
     return model, opt, emb, np.random.default_rng(cfg.seed)
 
 
 def _set_lr(opt: torch.optim.Optimizer, cfg: JeirtConfig, lr: float) -> None:
     opt.param_groups[0]["lr"] = lr
     opt.param_groups[1]["lr"] = lr * cfg.llm_lr_scale
+    for group in opt.param_groups[2:]:  # a trainable embedding source's, at its own multiple of the adapter's
+        group["lr"] = lr * group["lr_scale"]
 
 
 def _train_epoch(
-    model: JeirtModel, opt: torch.optim.Optimizer, emb: torch.Tensor, train: Responses, cfg: JeirtConfig,
+    model: JeirtModel, opt: torch.optim.Optimizer, emb: Any, train: Responses, cfg: JeirtConfig,
     rng: np.random.Generator,
 ) -> float:
     """One pass over the training cells; returns the mean training loss."""
@@ -210,7 +233,7 @@ def _progress_bar(cfg: JeirtConfig, total: int, progress: bool):  # type: ignore
 
 def train_model(
     cfg: JeirtConfig,
-    embeddings: np.ndarray,
+    embeddings: Questions,
     train: Responses,
     val: Responses,
     n_llms: int,
@@ -260,7 +283,7 @@ def train_model(
 
 def train_on_schedule(
     cfg: JeirtConfig,
-    embeddings: np.ndarray,
+    embeddings: Questions,
     train: Responses,
     n_llms: int,
     schedule: Sequence[float],

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .fit import TrainOutcome, train_model, train_on_schedule
+from .fit import Questions, TrainOutcome, train_model, train_on_schedule
 from .network import (
     NORM_EPS,
     PUBLISHED_SCHEDULE,
@@ -57,13 +57,13 @@ class JeirtPredictor:
         self.schedule: list[float] = []  # the adapter's learning rate of each epoch that made the weights
 
     def fit(
-        self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int, progress: bool = False
+        self, embeddings: Questions, train: Responses, val: Responses, n_llms: int, progress: bool = False
     ) -> JeirtPredictor:
         self._take(train_model(self.config, embeddings, train, val, n_llms, progress=progress))
         return self
 
     def fit_schedule(
-        self, embeddings: np.ndarray, train: Responses, n_llms: int, schedule: Sequence[float],
+        self, embeddings: Questions, train: Responses, n_llms: int, schedule: Sequence[float],
         progress: bool = False,
     ) -> JeirtPredictor:
         """Train on `train` alone for len(schedule) epochs at those learning rates (no validation, no stopping)."""

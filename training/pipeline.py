@@ -232,12 +232,16 @@ def choose_refit_and_export(
     progress: bool = True,
     overwrite: bool = False,
     log: Callable[[str], None] = print,
+    table_pulls: Sequence[float] = (),
     **hyper: Any,
 ) -> FitResult:
     """Choose the settings on held-out parts of the non-test questions, refit on all of them (training.choose),
     fit the calibration (`calibration`: its kind, or None) on the chosen setting's held-out predictions, write the
     router with it and with `costs(llm names)` when given. Every router this project ships or `fit` writes, of
-    any encoder kind, is made here."""
+    any encoder kind, is made here.
+
+    table_pulls (static encoder only): candidate pulls for fine-tuning the token table end to end, chosen on the
+    same held-out parts against the frozen table (training.static_finetune); empty: the distilled table stays."""
     pool = np.sort(np.concatenate([prep.split.train, prep.split.val]))
     if folds == 1:
         parts = [(prep.train, prep.val)]
@@ -248,9 +252,17 @@ def choose_refit_and_export(
     log(f"choosing d x dropout on {f'{folds} folds' if folds > 1 else 'a held-out part'} ...")
     selection = choose(prep.embeddings, parts, prep.data.n_llms, dims=dims, dropouts=dropouts, log=log, **hyper)
     all_cells = cells_of(prep.data, pool)
-    log(f"refitting d={selection.hyper['dim']} dropout={selection.hyper['dropout']} on all {len(pool)} questions "
-        f"for {len(selection.schedule)} epochs ...")
-    predictor = refit(prep.embeddings, all_cells, prep.data.n_llms, selection, progress=progress)
+    predictor, table_record = None, None
+    if prep.static is not None and len(table_pulls):
+        from .static_finetune import tune_table
+
+        prep, predictor, table_record = tune_table(
+            prep, parts, all_cells, selection, table_pulls, log=log, progress=progress
+        )
+    if predictor is None:
+        log(f"refitting d={selection.hyper['dim']} dropout={selection.hyper['dropout']} on all {len(pool)} "
+            f"questions for {len(selection.schedule)} epochs ...")
+        predictor = refit(prep.embeddings, all_cells, prep.data.n_llms, selection, progress=progress)
     heldout = selection.heldout_metrics()
     result = FitResult(predictor=predictor, val=heldout.get("jeirt", {}), test={}, floor_test={})
     fitted = _heldout_calibration(selection, prep.data.n_llms, calibration)
@@ -263,6 +275,8 @@ def choose_refit_and_export(
             prep.test.correct, apply_calibration(logits, prep.test.llm, fitted))
         result.floor_test = all_metrics(prep.test.correct, acc[prep.test.llm])
     record = selection_record(selection, folds=folds, n_questions=len(pool), n_cells=len(all_cells))
+    if table_record is not None:
+        record["static_table"] = table_record
     result.extra = {"selection": record, "heldout": heldout, "calibration": fitted, "test_uncalibrated": raw_test}
     if out_dir is not None:
         training = training_summary(prep, predictor)
