@@ -37,9 +37,9 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _common(p: argparse.ArgumentParser, data_required: bool = True) -> None:
     p.add_argument(
-        "--data", type=Path, required=True, metavar="DIR_OR_TABLE",
+        "--data", type=Path, required=data_required, metavar="DIR_OR_TABLE",
         help="data folder (questions.csv, models.csv, responses.csv), or one long or wide table "
         "(.csv, .parquet, .jsonl; see README, 'Training on your own data')",
     )
@@ -68,8 +68,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--llm-init", default=DEFAULTS.llm_init, choices=["accuracy", "random"])
 
 
-def _fit_arguments(p: argparse.ArgumentParser, out_required: bool) -> None:
-    _common(p)
+def _fit_arguments(p: argparse.ArgumentParser, out_required: bool, data_required: bool = True) -> None:
+    _common(p, data_required)
     p.add_argument(
         "--out", type=Path, required=out_required, metavar="ROUTER",
         help="router folder to write (must not exist)" + ("" if out_required else "; omit to train and evaluate only"),
@@ -104,15 +104,20 @@ FIT_DESCRIPTION = (
 )
 
 
-def fit_parser(prog: str, description: str = FIT_DESCRIPTION, epilog: str | None = None) -> argparse.ArgumentParser:
-    """`fit` as a command of its own (`jeirt-lite train`, build_default_router): the same options, --out required."""
+def fit_parser(
+    prog: str, description: str = FIT_DESCRIPTION, epilog: str | None = None, preset: dict[str, Any] | None = None
+) -> argparse.ArgumentParser:
+    """`fit` as a command of its own (`jeirt-lite train`, build_default_router): the same options, --data and --out
+    required unless `preset` gives them (a preset's values are defaults: options given on the command line win)."""
     parser = argparse.ArgumentParser(
         prog=prog,
         description=description,
         epilog=epilog or f"example:\n  {prog} --data data/mmlu_pro --out my_router",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _fit_arguments(parser, out_required=True)
+    preset = preset or {}
+    _fit_arguments(parser, out_required="out" not in preset, data_required="data" not in preset)
+    parser.set_defaults(**preset)
     return parser
 
 

@@ -22,14 +22,18 @@ from .routing_eval import cost_proxies
 from .shipped import DEFAULT_DATA, DEFAULT_OUT
 
 PROG = "python -m training.build_default_router"
-PRESET = ["--data", str(DEFAULT_DATA), "--out", str(DEFAULT_OUT), "--encoder", STATIC]
+PRESET = {"data": DEFAULT_DATA, "out": DEFAULT_OUT, "encoder": STATIC}
+DESCRIPTION = (
+    "Rebuild the router shipped in the package: `python -m training fit` with the preset --data data/mmlu_pro "
+    "--out python/jeirt_lite/default_router --encoder static, the folder at --out replaced, and each LLM's "
+    "parameter-count cost proxy. Every fit option can be given and overrides the preset."
+)
 
 
 def main(argv: list[str] | None = None) -> int:
-    given = sys.argv[1:] if argv is None else argv
-    description = __doc__.split("\n\n")[-1].replace("\n", " ") if __doc__ else None
-    parser = fit_parser(PROG, description=description or "", epilog=f"example:\n  {PROG} --holdout 0.2 --out DIR")
-    args = parser.parse_args([*PRESET, *given])  # options given later win: the caller's override the preset
+    parser = fit_parser(PROG, description=DESCRIPTION, epilog=f"example:\n  {PROG} --holdout 0.2 --out DIR",
+                        preset=PRESET)
+    args = parser.parse_args(argv)
     _set_threads(args)
     return cmd_fit(args, overwrite=True, costs=cost_proxies)
 
