@@ -170,7 +170,7 @@ unsafe fn convert_row(src: &[f32], dst: &mut [u32]) -> (usize, f32) {
     )
 }
 
-/// Largest float32 sum of squares trusted as a norm: far from overflow, and from underflow below.
+/// Float32 sums of squares trusted as a norm: far from overflow above and from underflow below.
 const SQUARES_RANGE: std::ops::RangeInclusive<f32> = 1e-20..=1e20;
 
 /// The bf16 pass over question rows `rows` (global indices), tiles handed to `sink`.
