@@ -103,7 +103,7 @@ def probabilities(
         offsets: optional ``(N, K)`` added to each logit before the calibration.
         precision: ``"float32"``, or ``"bfloat16"``: logits from bfloat16 products (AVX-512 BF16, where
             :func:`bf16_supported`; float32 otherwise and with offsets). Nothing is rescored, so each probability
-            moves by the bfloat16 rounding (within 1e-3 of float32's on the shipped router);
+            moves by the bfloat16 rounding (within about 1e-3 of float32's; use ``top_k`` when that matters);
             docs/throughput.md has the speed.
 
     Returns:
