@@ -22,6 +22,15 @@ pub(crate) const TILES_PER_BLOCK: usize = 4;
 /// of `mean_probability` does not depend on how many threads run. A multiple of every level's block size.
 pub(crate) const CHUNK_ROWS: usize = 960;
 
+/// The items [`crate::pool::run_chunks`] spreads over threads for an output of `width` values per question row:
+/// its `CHUNK_ROWS`-row slices, each with the first row it holds.
+pub(crate) fn row_chunks<T>(out: &mut [T], width: usize) -> Vec<(usize, &mut [T])> {
+    out.chunks_mut(CHUNK_ROWS * width)
+        .enumerate()
+        .map(|(c, chunk)| (c * CHUNK_ROWS, chunk))
+        .collect()
+}
+
 /// Logits of one tile: `rows x panel width`, row-major.
 #[repr(C, align(64))]
 pub(crate) struct TileLogits {

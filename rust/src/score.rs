@@ -2,7 +2,7 @@
 
 use crate::adjust::{calibrate, check_offsets, Calibration, PaddedCalibration};
 use crate::alloc::zeroed;
-use crate::engine::{check_shapes, panel_width, run_rows, TileLogits, TileSink, CHUNK_ROWS};
+use crate::engine::{check_shapes, panel_width, row_chunks, run_rows, TileLogits, TileSink};
 use crate::error::KernelError;
 use crate::matrix::MatrixView;
 use crate::pack::pack_llms;
@@ -81,11 +81,7 @@ pub fn probabilities_calibrated(
     let cal = PaddedCalibration::new(calibration, llms.rows(), packed.panels * packed.width)?;
     let (n, k, d) = (questions.rows(), llms.rows(), llms.cols());
     let mut out: Vec<f32> = zeroed(n, k)?;
-    let items: Vec<(usize, &mut [f32])> = out
-        .chunks_mut(CHUNK_ROWS * k)
-        .enumerate()
-        .map(|(c, chunk)| (c * CHUNK_ROWS, chunk))
-        .collect();
+    let items = row_chunks(&mut out, k);
     let work = n
         .saturating_mul(packed.panels * packed.width)
         .saturating_mul(d);
@@ -146,11 +142,7 @@ fn probabilities_bf16(
     let (n, k, d) = (questions.rows(), llms.rows(), llms.cols());
     let cal = PaddedCalibration::new(calibration, k, packed.panels * BF16_WIDTH)?;
     let mut out: Vec<f32> = zeroed(n, k)?;
-    let items: Vec<(usize, &mut [f32])> = out
-        .chunks_mut(CHUNK_ROWS * k)
-        .enumerate()
-        .map(|(c, chunk)| (c * CHUNK_ROWS, chunk))
-        .collect();
+    let items = row_chunks(&mut out, k);
     let work = n
         .saturating_mul(packed.panels * BF16_WIDTH)
         .saturating_mul(d)

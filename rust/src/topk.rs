@@ -10,7 +10,7 @@
 
 use crate::adjust::{calibrate, check_offsets, padded_penalty, Calibration, PaddedCalibration};
 use crate::alloc::zeroed;
-use crate::engine::{check_shapes, panel_width, run_rows, TileLogits, TileSink, CHUNK_ROWS};
+use crate::engine::{check_shapes, panel_width, row_chunks, run_rows, TileLogits, TileSink};
 use crate::error::KernelError;
 use crate::matrix::MatrixView;
 use crate::pack::pack_llms;
@@ -20,7 +20,21 @@ use crate::simd::Simd;
 use crate::Config;
 
 /// One chunk's slices of the index and value outputs.
-type ChunkOutput<'a> = (&'a mut [u32], &'a mut [f32]);
+pub(crate) type ChunkOutput<'a> = (&'a mut [u32], &'a mut [f32]);
+
+/// [`row_chunks`] of the index and value outputs together (`k` entries per question row in each).
+pub(crate) fn row_chunk_pairs<'a>(
+    indices: &'a mut [u32],
+    values: &'a mut [f32],
+    k: usize,
+) -> Vec<(usize, ChunkOutput<'a>)> {
+    let chunks = row_chunks(indices, k)
+        .into_iter()
+        .zip(row_chunks(values, k));
+    chunks
+        .map(|((first_row, idx), (_, val))| (first_row, (idx, val)))
+        .collect()
+}
 
 /// Running top-k for a chunk of rows, kept directly in the output slices (`values` holds logits until
 /// [`TileSink::finish`] turns them into probabilities).
@@ -332,12 +346,7 @@ pub fn top_k_adjusted(
     let (n, d) = (questions.rows(), llms.cols());
     let mut indices: Vec<u32> = zeroed(n, k)?;
     let mut values: Vec<f32> = zeroed(n, k)?;
-    let items: Vec<(usize, ChunkOutput<'_>)> = indices
-        .chunks_mut(CHUNK_ROWS * k)
-        .zip(values.chunks_mut(CHUNK_ROWS * k))
-        .enumerate()
-        .map(|(c, chunk)| (c * CHUNK_ROWS, chunk))
-        .collect();
+    let items = row_chunk_pairs(&mut indices, &mut values, k);
     let work = n
         .saturating_mul(packed.panels * packed.width)
         .saturating_mul(d);

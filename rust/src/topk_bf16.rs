@@ -8,13 +8,12 @@
 use crate::adjust::{Calibration, PaddedCalibration};
 use crate::alloc::zeroed;
 use crate::bf16::{pack_bf16, run_rows_bf16, BF16_WIDTH};
-use crate::engine::CHUNK_ROWS;
 use crate::error::KernelError;
 use crate::matrix::MatrixView;
 use crate::pool::run_chunks;
 use crate::sigmoid::sigmoid_slice;
 use crate::simd::{Avx512, Simd};
-use crate::topk::TopKSink;
+use crate::topk::{row_chunk_pairs, TopKSink};
 use crate::Config;
 
 /// Rows passed through the bf16 pass and then rescored together (a multiple of its blocks of rows).
@@ -22,8 +21,6 @@ const RESCORE_ROWS: usize = 192;
 
 /// Indices and probabilities, each row-major `N x k`.
 type TopK = (Vec<u32>, Vec<f32>);
-/// One chunk's slices of the outputs.
-type ChunkOutput<'a> = (&'a mut [u32], &'a mut [f32]);
 
 /// `sum(a_i * b_i)` in float64: four independent AVX-512 chains (a float32 product is exact in float64).
 ///
@@ -229,12 +226,7 @@ pub(crate) fn top_k_bf16(
     let (n, d) = (questions.rows(), questions.cols());
     let mut indices: Vec<u32> = zeroed(n, k)?;
     let mut values: Vec<f32> = zeroed(n, k)?;
-    let items: Vec<(usize, ChunkOutput<'_>)> = indices
-        .chunks_mut(CHUNK_ROWS * k)
-        .zip(values.chunks_mut(CHUNK_ROWS * k))
-        .enumerate()
-        .map(|(c, chunk)| (c * CHUNK_ROWS, chunk))
-        .collect();
+    let items = row_chunk_pairs(&mut indices, &mut values, k);
     let work = n
         .saturating_mul(packed.panels * BF16_WIDTH)
         .saturating_mul(d)
