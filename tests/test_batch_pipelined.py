@@ -67,6 +67,14 @@ def test_a_background_job_gives_the_vectors_of_a_direct_call_once(texts: list[st
         pending[0].result()
 
 
+@pytest.mark.parametrize("rows", [0, 1, 63, 64, 65, 129])
+def test_a_background_job_of_any_size_gives_every_row_in_place(texts: list[str], rows: int) -> None:
+    # A job is queued as pieces of 64 texts that finish in any order: each must land in its rows.
+    router = Router.load(threads=2)
+    job = router._encoder.encode_start(texts[:rows])  # type: ignore[union-attr]
+    np.testing.assert_array_equal(job.result(), router.embed(texts[:rows]) if rows else np.empty((0, router.dim)))
+
+
 def test_a_background_job_refuses_a_lone_surrogate_by_its_index(texts: list[str]) -> None:
     encoder = Router.load(threads=2)._encoder
     with pytest.raises(JeirtError, match="text 2 is not valid Unicode"):
