@@ -26,6 +26,7 @@ __all__ = [
     "EmbedJob",
     "embed_start",
     "CsvParser",
+    "format_score_rows",
 ]
 
 class JeirtError(ValueError):
@@ -185,3 +186,17 @@ class CsvParser:
     ) -> tuple[list[list[str | None]], list[int], list[tuple[int, str]], tuple[int, str, int] | None]:
         """Up to ``max_rows`` rows: the ``wanted`` columns (None for a bad row), each row's last line, the bad
         rows' problems, and the malformed record ending the file (its index, error text, starting line)."""
+
+def format_score_rows(
+    ids: list[str],
+    names: list[str],
+    indices: npt.NDArray[np.uint32],
+    probabilities: npt.NDArray[np.float32],
+    difficulty: npt.NDArray[np.float32],
+    all_probabilities: npt.NDArray[np.float32] | None,
+    delimiter: str,
+) -> bytes:
+    """``score``'s CSV/TSV rows of one chunk (id, per rank the LLM's name and probability, the difficulty, and
+    every LLM's probability when given), as the bytes ``csv.writer`` writes, floats as ``f"{x:.7g}"``; formatted
+    with the GIL released. Arrays C-contiguous: indices ``(n, k)`` into ``names``, probabilities ``(n, k)``,
+    difficulty ``(n,)``, all_probabilities ``(n, len(names))``."""

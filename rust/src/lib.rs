@@ -30,6 +30,7 @@ mod pack;
 mod peak;
 mod pool;
 mod score;
+pub mod score_rows;
 mod sigmoid;
 mod simd;
 mod static_encoder;

@@ -1,12 +1,16 @@
 //! PyO3 binding of the strict CSV/TSV parser (`crate::csv_records`): `jeirt_lite._core.CsvParser`, driven by
 //! python/jeirt_lite/_io/records.py `CsvRecords`. Blocks are parsed with the GIL released; `take` turns up to
-//! a chunk of records into the columns, line numbers and problems of one `RowBatch`.
+//! a chunk of records into the columns, line numbers and problems of one `RowBatch`. `format_score_rows` is
+//! the other direction: `score`'s output rows (`crate::score_rows`), for python/jeirt_lite/_io/writers.py.
 
+use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBytes, PyString};
 
 use crate::csv_records::{CsvParser as Parser, Item};
 use crate::py::JeirtError;
+use crate::score_rows::{format_score_rows as format_rows, ScoreRows};
 
 /// Columns (one list per wanted column, `None` for a bad row), each row's last line, the bad rows' problems,
 /// and the malformed record that ends the file (its index, `csv.Error`'s text, the line it starts on).
@@ -154,7 +158,56 @@ fn record_texts<'a>(fields: &[&'a [u8]], width: usize) -> Result<Vec<&'a str>, S
         .map_err(|_| "holds bytes that are not valid UTF-8".to_string())
 }
 
+/// A C-contiguous array's values, naming `name` in the error.
+fn values<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(
+    array: &'a numpy::PyReadonlyArray<'_, T, D>,
+    name: &str,
+) -> PyResult<&'a [T]> {
+    Some(array)
+        .filter(|a| a.is_c_contiguous())
+        .and_then(|a| a.as_slice().ok())
+        .ok_or_else(|| JeirtError::new_err(format!("{name} must be a C-contiguous array")))
+}
+
+/// `score`'s CSV/TSV rows of one chunk, as the bytes `csv.writer` would write (see `crate::score_rows`),
+/// formatted with the GIL released.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn format_score_rows<'py>(
+    py: Python<'py>,
+    ids: Vec<PyBackedStr>,
+    names: Vec<PyBackedStr>,
+    indices: PyReadonlyArray2<'py, u32>,
+    probabilities: PyReadonlyArray2<'py, f32>,
+    difficulty: PyReadonlyArray1<'py, f32>,
+    all_probabilities: Option<PyReadonlyArray2<'py, f32>>,
+    delimiter: &str,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let [delimiter] = *delimiter.as_bytes() else {
+        return Err(JeirtError::new_err(format!(
+            "the delimiter must be one ASCII character, got {delimiter:?}"
+        )));
+    };
+    let ids: Vec<&str> = ids.iter().map(|id| &**id).collect();
+    let names: Vec<&str> = names.iter().map(|name| &**name).collect();
+    let scores = ScoreRows {
+        ids: &ids,
+        indices: values(&indices, "indices")?,
+        probabilities: values(&probabilities, "probabilities")?,
+        difficulty: values(&difficulty, "difficulty")?,
+        all_probabilities: match &all_probabilities {
+            Some(array) => values(array, "all_probabilities")?,
+            None => &[],
+        },
+    };
+    let rows = py
+        .detach(|| format_rows(&scores, &names, delimiter))
+        .map_err(JeirtError::new_err)?;
+    Ok(PyBytes::new(py, &rows))
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CsvParser>()?;
+    m.add_function(wrap_pyfunction!(format_score_rows, m)?)?;
     Ok(())
 }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import json
 import os
 from collections.abc import Sequence
@@ -18,6 +19,7 @@ from typing import IO, Any, Optional
 
 import numpy as np
 
+from .. import _core
 from .._errors import JeirtError
 from .optional import require_pyarrow
 from .vocabulary import probability_column, score_columns
@@ -58,7 +60,6 @@ class Writer:
         self.id_type_of_input = id_type
         self.k = k
         self.llm_names = list(llm_names)
-        self.names = np.asarray(self.llm_names, dtype=object)
         self.all_probabilities = all_probabilities
         self.columns = score_columns(k, llm_names, all_probabilities)
 
@@ -70,25 +71,33 @@ class Writer:
 
 
 class CsvWriter(Writer):
+    """The header through Python's `csv.writer`; the rows formatted in Rust (`_core.format_score_rows`, the
+    bytes `csv.writer` would write, floats as `_floats` prints them), which takes formatting off the thread
+    that `score`'s encoding threads wait on."""
+
     delimiter = ","
 
     def __init__(
         self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: Any = None
     ):
         super().__init__(path, k, llm_names, all_probabilities, id_type)
-        self.handle: IO[str] = open(path, "w", encoding="utf-8", newline="")  # noqa: SIM115 - closed by close()
-        self.writer = csv.writer(self.handle, delimiter=self.delimiter)
-        self.writer.writerow(self.columns)
+        self.handle: IO[bytes] = open(path, "wb")  # noqa: SIM115 - closed by close()
+        header = io.StringIO(newline="")
+        csv.writer(header, delimiter=self.delimiter).writerow(self.columns)
+        self.handle.write(header.getvalue().encode("utf-8"))
 
     def write(self, chunk: ScoredChunk) -> None:
-        columns: list[list[Any]] = [["" if ident is None else id_text(ident) for ident in chunk.ids]]
-        for rank in range(self.k):
-            columns.append(self.names[chunk.indices[:, rank]].tolist())
-            columns.append(_floats(chunk.probabilities[:, rank]))
-        columns.append(_floats(chunk.difficulty))
-        if chunk.all_probabilities is not None:
-            columns += [_floats(chunk.all_probabilities[:, j]) for j in range(len(self.llm_names))]
-        self.writer.writerows(zip(*columns))
+        all_probabilities = chunk.all_probabilities
+        rows = _core.format_score_rows(
+            ["" if ident is None else id_text(ident) for ident in chunk.ids],
+            self.llm_names,
+            np.ascontiguousarray(chunk.indices, dtype=np.uint32),
+            np.ascontiguousarray(chunk.probabilities, dtype=np.float32),
+            np.ascontiguousarray(chunk.difficulty, dtype=np.float32),
+            None if all_probabilities is None else np.ascontiguousarray(all_probabilities, dtype=np.float32),
+            self.delimiter,
+        )
+        self.handle.write(rows)
         self.handle.flush()  # so the rows written so far are on disk at every chunk boundary
 
     def close(self) -> None:
