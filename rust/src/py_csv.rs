@@ -3,13 +3,14 @@
 //! a chunk of records into the columns, line numbers and problems of one `RowBatch`. `format_score_rows` is
 //! the other direction: `score`'s output rows (`crate::score_rows`), for python/jeirt_lite/_io/writers.py.
 
-use numpy::{PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBytes, PyString};
 
 use crate::csv_records::{CsvParser as Parser, Item};
 use crate::py::JeirtError;
+use crate::py_static::contiguous;
 use crate::score_rows::{format_score_rows as format_rows, ScoreRows};
 
 /// Columns (one list per wanted column, `None` for a bad row), each row's last line, the bad rows' problems,
@@ -158,17 +159,6 @@ fn record_texts<'a>(fields: &[&'a [u8]], width: usize) -> Result<Vec<&'a str>, S
         .map_err(|_| "holds bytes that are not valid UTF-8".to_string())
 }
 
-/// A C-contiguous array's values, naming `name` in the error.
-fn values<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(
-    array: &'a numpy::PyReadonlyArray<'_, T, D>,
-    name: &str,
-) -> PyResult<&'a [T]> {
-    Some(array)
-        .filter(|a| a.is_c_contiguous())
-        .and_then(|a| a.as_slice().ok())
-        .ok_or_else(|| JeirtError::new_err(format!("{name} must be a C-contiguous array")))
-}
-
 /// `score`'s CSV/TSV rows of one chunk, as the bytes `csv.writer` would write (see `crate::score_rows`),
 /// formatted with the GIL released.
 #[pyfunction]
@@ -192,11 +182,11 @@ fn format_score_rows<'py>(
     let names: Vec<&str> = names.iter().map(|name| &**name).collect();
     let scores = ScoreRows {
         ids: &ids,
-        indices: values(&indices, "indices")?,
-        probabilities: values(&probabilities, "probabilities")?,
-        difficulty: values(&difficulty, "difficulty")?,
+        indices: contiguous(&indices, "indices")?,
+        probabilities: contiguous(&probabilities, "probabilities")?,
+        difficulty: contiguous(&difficulty, "difficulty")?,
         all_probabilities: match &all_probabilities {
-            Some(array) => values(array, "all_probabilities")?,
+            Some(array) => contiguous(array, "all_probabilities")?,
             None => &[],
         },
     };

@@ -16,14 +16,18 @@ use crate::py::JeirtError;
 use crate::text::{NormalizerOptions, TokenizerSpec};
 use crate::SimdLevel;
 
-fn contiguous<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(
+/// A C-contiguous array's values, naming `name` and the element type in the error.
+pub(crate) fn contiguous<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(
     array: &'a numpy::PyReadonlyArray<'_, T, D>,
     name: &str,
 ) -> PyResult<&'a [T]> {
     Some(array)
         .filter(|a| a.is_c_contiguous())
         .and_then(|a| a.as_slice().ok())
-        .ok_or_else(|| JeirtError::new_err(format!("{name} must be a C-contiguous float32 array")))
+        .ok_or_else(|| {
+            let element = std::any::type_name::<T>();
+            JeirtError::new_err(format!("{name} must be a C-contiguous {element} array"))
+        })
 }
 
 /// A static router's text -> question vector pipeline, in Rust.
