@@ -14,8 +14,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from training.choose import (
-    ChooseRefitJeirt,
-    TunedJeirt,
     choose,
     median_schedule,
     refit,
@@ -130,17 +128,6 @@ def test_the_calibration_is_fitted_on_the_held_out_predictions_not_the_refit(
     none = choose_refit_and_export(prep, None, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, calibration=None,
                                    progress=False, log=lambda _: None)
     assert none.extra["calibration"] is None and none.test == none.extra["test_uncalibrated"]
-
-
-def test_comparison_wrappers_share_the_held_out_runs() -> None:
-    emb, cells = _synthetic(seed=2)
-    train, val = _part(cells, np.arange(180)), _part(cells, np.arange(180, 240))
-    tuned = TunedJeirt(seed=0, dims=(8,), dropouts=(0.5,))
-    tuned.fit(emb, train, val, 6)
-    first = tuned.selection
-    refitted = ChooseRefitJeirt(seed=0, tuned=tuned).fit(emb, train, val, 6)
-    assert tuned.selection is first  # not chosen a second time
-    assert refitted.predict_proba(emb, val.question, val.llm).shape == (len(val),)
 
 
 def test_folds_partition_the_pool_and_keep_identical_texts_together() -> None:

@@ -194,6 +194,29 @@ def _prepare(args: argparse.Namespace) -> Any:
     return prep
 
 
+def fit_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What fit's options ask of choose_refit_and_export (checked): the one translation of them, used by `fit` and
+    by training.compare's `fit` rows, so that a change to fit's defaults reaches both."""
+    from .data import DataError
+
+    if args.folds < 1:
+        raise DataError(f"--folds must be >= 1, got {args.folds}")
+    if not args.dims or not args.dropouts:
+        raise DataError("--dims and --dropouts need at least one value each")
+    if args.table_pulls and args.encoder != STATIC:
+        raise DataError(f"--table-pulls fine-tunes the static encoder's table: it needs --encoder {STATIC}")
+    if args.table_pulls and not all(0 <= pull < 1 for pull in args.table_pulls):
+        raise DataError(f"--table-pulls must each be in [0, 1), got {args.table_pulls}")
+    return {
+        "folds": args.folds,
+        "dims": args.dims,
+        "dropouts": args.dropouts,
+        "calibration": None if args.calibration == "none" else args.calibration,
+        "table_pulls": DEFAULT_TABLE_PULLS if args.table_pulls is None else args.table_pulls,
+        **_hyper(args, weight_decay=args.weight_decay),
+    }
+
+
 def cmd_fit(
     args: argparse.Namespace, *, overwrite: bool = False, costs: Callable[[list[str]], dict[str, float]] | None = None
 ) -> int:
@@ -205,28 +228,9 @@ def cmd_fit(
         refuse_inputs(args.out, [args.data], replaces_folder=True)
         if args.out.exists() and not overwrite:
             raise DataError(f"{args.out} already exists: pick another --out or remove it")
-    if args.folds < 1:
-        raise DataError(f"--folds must be >= 1, got {args.folds}")
-    if not args.dims or not args.dropouts:
-        raise DataError("--dims and --dropouts need at least one value each")
-    if args.table_pulls and args.encoder != STATIC:
-        raise DataError(f"--table-pulls fine-tunes the static encoder's table: it needs --encoder {STATIC}")
-    if args.table_pulls and not all(0 <= pull < 1 for pull in args.table_pulls):
-        raise DataError(f"--table-pulls must each be in [0, 1), got {args.table_pulls}")
+    options = fit_options(args)
     prep = _prepare(args)
-    res = choose_refit_and_export(
-        prep,
-        args.out,
-        folds=args.folds,
-        dims=args.dims,
-        dropouts=args.dropouts,
-        calibration=None if args.calibration == "none" else args.calibration,
-        costs=costs,
-        label=args.label,
-        overwrite=overwrite,
-        table_pulls=DEFAULT_TABLE_PULLS if args.table_pulls is None else args.table_pulls,
-        **_hyper(args, weight_decay=args.weight_decay),
-    )
+    res = choose_refit_and_export(prep, args.out, costs=costs, label=args.label, overwrite=overwrite, **options)
     p, chosen = res.predictor, res.extra["selection"]
     print(
         f"\nJE-IRT d={p.config.dim} dropout={p.config.dropout} (chosen on held-out data), trained on "

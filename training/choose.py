@@ -168,10 +168,6 @@ def selection_record(selection: Selection, *, folds: int, n_questions: int, n_ce
     }
 
 
-def concat_cells(*parts: Responses) -> Responses:
-    return Responses(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("question", "llm", "correct")))
-
-
 class TunedJeirt:
     """For the comparison: JE-IRT with d and dropout chosen by validation log-loss, trained on the training part
     only (the baselines get the same treatment for theirs)."""
@@ -182,7 +178,6 @@ class TunedJeirt:
                  dropouts: Sequence[float] = DEFAULT_DROPOUTS, **hyper: Any) -> None:
         self.seed, self.dims, self.dropouts, self.hyper = seed, tuple(dims), tuple(dropouts), hyper
         self.selection: Selection | None = None
-        self.fitted_on: tuple[Responses, Responses] | None = None
         self.config: Any = None
         self.best_val_loss: float = float("nan")
         self.candidates: list[dict[str, Any]] = []
@@ -190,7 +185,6 @@ class TunedJeirt:
     def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> TunedJeirt:
         self.selection = choose(embeddings, [(train, val)], n_llms, dims=self.dims, dropouts=self.dropouts,
                                 seed=self.seed, **self.hyper)
-        self.fitted_on = (train, val)
         best = self.selection.predictors[0]
         self.config, self.best_val_loss, self.candidates = best.config, best.best_val_loss, self.selection.candidates
         return self
@@ -198,32 +192,3 @@ class TunedJeirt:
     def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
         assert self.selection is not None, "fit first"
         return np.asarray(self.selection.predictors[0].predict_proba(embeddings, question, llm))
-
-
-class ChooseRefitJeirt:
-    """For the comparison: what `python -m training fit` does with the same questions. Settings and schedule chosen
-    on (train, validation) exactly as TunedJeirt chooses, then the model refitted on train + validation."""
-
-    name = "JE-IRT (fit: choose, then refit on all)"
-
-    def __init__(self, seed: int = 0, tuned: TunedJeirt | None = None) -> None:
-        self.tuned = tuned if tuned is not None else TunedJeirt(seed=seed)
-        self.seed = seed
-        self.model: JeirtPredictor | None = None
-        self.config: Any = None
-        self.epochs: dict[str, Any] = {}
-
-    def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> ChooseRefitJeirt:
-        fitted = self.tuned.fitted_on
-        if fitted is None or fitted[0] is not train or fitted[1] is not val:
-            self.tuned.fit(embeddings, train, val, n_llms)
-        assert self.tuned.selection is not None
-        self.model = refit(embeddings, concat_cells(train, val), n_llms, self.tuned.selection)
-        self.config = self.model.config
-        self.epochs = {"schedule_epochs": len(self.tuned.selection.schedule),
-                       "held_out_best_epoch": self.tuned.selection.predictors[0].best_epoch}
-        return self
-
-    def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
-        assert self.model is not None, "fit first"
-        return np.asarray(self.model.predict_proba(embeddings, question, llm))

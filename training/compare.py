@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .compare_fit import FIT_NAME, FitHeldOutRun, FitRun
 from .data import load_dataset
 from .metrics import ECE_BINS, all_metrics, metrics_by_group, reliability_table
 from .routing_eval import cost_proxies
@@ -33,7 +34,10 @@ from .routing_metrics import router_metrics
 from .splits import make_split
 from .types import Dataset, Predictor, Responses, Split
 
-METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "logreg", "jeirt", "jeirt_fit")
+METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "logreg", "jeirt_fit", "jeirt", "jeirt_fit_static")
+# jeirt_fit_static (fit --encoder static, the shipped router's recipe) fine-tunes a token table: slow, so asked for.
+DEFAULT_METHODS = METHODS[:-1]
+TEST_FRACTION = 0.2  # each split's test part (make_split's default), also `fit`'s --holdout in the fit rows
 
 
 def subset_questions(data: Dataset, keep: np.ndarray) -> Dataset:
@@ -52,7 +56,7 @@ def tuned_settings(predictor: Predictor) -> dict[str, Any]:
     """Whatever a method chose on validation (best effort; for the record only)."""
     out: dict[str, Any] = {}
     for attr in ("strength", "k", "alpha", "tau", "config", "epochs", "val_log_loss", "best_epoch", "best_val_loss",
-                 "candidates"):
+                 "candidates", "selection", "calibration"):
         value = getattr(predictor, attr, None)
         if value is None:
             continue
@@ -105,6 +109,7 @@ def run_comparison(data: Dataset, split: Split, embeddings: np.ndarray, predicto
         overall.update({k: v for k, v in extra.items() if k != "routing"})
         if "routing" in extra:
             overall["aiq"] = extra["routing"]["aiq"]
+            overall["routed_llms_max"] = extra["routing"]["distinct_llms_max"]  # kept per split by --seeds/--merge
             results[predictor.name]["test"]["routing"] = extra["routing"]
         o = results[predictor.name]["test"]["overall"]
         log(f"  {predictor.name}: test AUC {o['auc']:.3f}  log-loss {o['log_loss']:.3f}  ({fit_seconds:.0f} s)")
@@ -125,7 +130,7 @@ def _fmt(x: float) -> str:
     return "n/a" if math.isnan(x) else f"{x:.3f}"
 
 
-def summarise_seeds(per_seed: dict[int, dict[str, Any]], reference: str = "JE-IRT") -> dict[str, Any]:
+def summarise_seeds(per_seed: dict[int, dict[str, Any]], reference: str = FIT_NAME) -> dict[str, Any]:
     """Mean and sample sd of each method's test metrics over splits, and how often `reference` beats it.
 
     "Beats" is per split and per metric: a higher AUC, a lower log-loss. The paired difference (reference minus
@@ -159,7 +164,7 @@ def summarise_seeds(per_seed: dict[int, dict[str, Any]], reference: str = "JE-IR
     return summary
 
 
-def seeds_markdown(dataset: str, summary: dict[str, Any], reference: str = "JE-IRT") -> str:
+def seeds_markdown(dataset: str, summary: dict[str, Any], reference: str = FIT_NAME) -> str:
     seeds = summary["seeds"]
     lines = [
         f"## {dataset}: test metrics over {len(seeds)} splits (seeds {', '.join(map(str, seeds))})",
@@ -234,15 +239,26 @@ def to_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str, Any] | None = None
-                    ) -> list[Predictor]:
+def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str, Any] | None = None, *,
+                    data: Dataset | None = None, threads: int = 1, log: Any = lambda _: None) -> list[Predictor]:
+    """The methods' predictors for split `seed`. The fit rows (jeirt_fit, jeirt_fit_static) run `python -m training
+    fit` on `data` (training.compare_fit); with jeirt_fit asked for and no `jeirt_hyper`, the tuned row (jeirt) is
+    fit's own held-out run of the chosen setting instead of a second choice."""
     from .baselines import EmbedLlmMF, KnnPerLlm, LlmAccuracy, TextMirt
     from .baselines.logreg import LogisticPerLlm
     from .baselines.torch_fit import FitSettings
-    from .choose import ChooseRefitJeirt, TunedJeirt
+    from .choose import TunedJeirt
 
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise SystemExit(f"unknown method {unknown[0]!r}; known: {', '.join(METHODS)}")
+    fit_runs: dict[str, FitRun] = {}
+    for method, extra in (("jeirt_fit", ()), ("jeirt_fit_static", ("--encoder", "static"))):
+        if method in methods:
+            if data is None:
+                raise ValueError(f"{method} runs fit on the dataset: pass data")
+            fit_runs[method] = FitRun(data, seed, test_fraction=TEST_FRACTION, threads=threads, extra=extra, log=log)
     made: list[Predictor] = []
-    tuned: TunedJeirt | None = None  # jeirt_fit reuses the held-out runs of jeirt when both are asked for
     for method in methods:
         if method == "llm_accuracy":
             made.append(LlmAccuracy())
@@ -255,12 +271,10 @@ def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str
         elif method == "logreg":
             made.append(LogisticPerLlm())
         elif method == "jeirt":
-            tuned = TunedJeirt(seed=seed, **(jeirt_hyper or {}))
-            made.append(tuned)
-        elif method == "jeirt_fit":
-            made.append(ChooseRefitJeirt(seed=seed, tuned=tuned))
+            made.append(FitHeldOutRun(fit_runs["jeirt_fit"]) if "jeirt_fit" in fit_runs and not jeirt_hyper
+                        else TunedJeirt(seed=seed, **(jeirt_hyper or {})))
         else:
-            raise SystemExit(f"unknown method {method!r}; known: {', '.join(METHODS)}")
+            made.append(fit_runs[method])
     return made
 
 
@@ -288,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, help="data folder or table (see training.data); required unless --merge")
     parser.add_argument("--embeddings-cache", type=Path, help="embedding cache folder (sets JEIRT_CACHE)")
     parser.add_argument("--encoder", default=None, help="frozen encoder name (default: the project's)")
-    parser.add_argument("--methods", default=",".join(METHODS), help=f"comma list from {','.join(METHODS)}")
+    parser.add_argument("--methods", default=",".join(DEFAULT_METHODS), help=f"comma list from {','.join(METHODS)}")
     parser.add_argument("--seed", type=int, default=0, help="split and training seed")
     parser.add_argument("--seeds", default=None,
                         help="comma list of seeds: repeat everything on each split and summarise (overrides --seed)")
@@ -299,13 +313,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--jeirt-hyper", help='extra JE-IRT settings as JSON, e.g. \'{"llm_lr_scale": 30}\'')
     parser.add_argument("--checkpoint", type=Path, help="rewrite the results so far to this JSON after each method")
-    parser.add_argument("--reference", default="JE-IRT", help="the method the summary compares the others with")
+    parser.add_argument("--reference", default=FIT_NAME, help="the method the summary compares the others with")
     parser.add_argument("--merge", type=Path, nargs="+",
                         help="only summarise these result JSONs (one split each, e.g. run in parallel) into --out")
+    parser.add_argument("--reuse", type=Path, metavar="JSON",
+                        help="with --merge: an earlier summarised result whose --reuse-methods rows fill in the "
+                        "splits that did not run them (the same split seeds; marked as reused)")
+    parser.add_argument("--reuse-methods", default="", help="comma list of method names for --reuse")
     args = parser.parse_args(argv)
     if args.merge:
         runs = [json.loads(path.read_text()) for path in args.merge]
         per_seed = {int(run["settings"]["seed"]): run for run in runs}
+        if args.reuse:
+            reuse_rows(per_seed, json.loads(args.reuse.read_text()), [m for m in args.reuse_methods.split(",") if m],
+                       str(args.reuse))
         first = runs[0]
         first["settings"]["seeds"] = sorted(per_seed)
         return write_report(first, per_seed, args.out, args.reference)
@@ -328,13 +349,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     per_seed: dict[int, dict[str, Any]] = {}
     priced = cost_proxies(data.llm_names)
     costs = np.array([priced.get(name, np.nan) for name in data.llm_names], dtype=np.float64)
+    def log(line: str) -> None:
+        print(line, file=sys.stderr)
+
     for seed in seeds:
-        print(f"split seed {seed}:", file=sys.stderr)
-        split = make_split(data, seed=seed)
+        log(f"split seed {seed}:")
+        split = make_split(data, seed=seed, test_fraction=TEST_FRACTION)
+        predictors = make_predictors(methods, seed, jeirt_hyper, data=data, threads=args.threads, log=log)
         per_seed[seed] = run_comparison(data, split, get_embeddings(data, args, split) if embeddings is None
-                                        else embeddings, make_predictors(methods, seed, jeirt_hyper),
-                                        log=lambda s: print(s, file=sys.stderr),
-                                        costs=costs, checkpoint=args.checkpoint)
+                                        else embeddings, predictors, log=log, costs=costs, checkpoint=args.checkpoint)
     result = per_seed[seeds[0]]  # the first split, in full detail
     result["settings"] = {"seed": seeds[0], "seeds": seeds, "max_questions": args.max_questions,
                           "embeddings": f"random {args.random_embeddings}-d" if args.random_embeddings
@@ -347,6 +370,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("fitting the plain 2PL diagnostic ...", file=sys.stderr)
         result["diagnostic_2pl"] = two_pl_diagnostic(data, make_split(data, seed=seeds[0]).responses(data, "train"))
     return write_report(result, per_seed, args.out, args.reference)
+
+
+def reuse_rows(per_seed: dict[int, dict[str, Any]], earlier: dict[str, Any], methods: Sequence[str],
+               source: str) -> None:
+    """Add `methods`' per-split test rows from an earlier summarised result to the splits that lack them (a
+    method whose code did not change need not be trained again on the same split). Refused where the earlier
+    result lacks the split or the method, or where its split differs (another number of test cells)."""
+    if not methods:
+        raise SystemExit("--reuse needs --reuse-methods")
+    for seed, run in per_seed.items():
+        stored = earlier.get("per_seed", {}).get(str(seed), {})
+        for method in methods:
+            if method in run["methods"]:
+                continue
+            if method not in stored:
+                raise SystemExit(f"{source} has no {method!r} on split seed {seed}")
+            row = stored[method]
+            if row["test"].get("n") != run["split"]["test_cells"]:
+                raise SystemExit(f"{source}: split seed {seed} has {row['test'].get('n')} test cells, this run "
+                                 f"{run['split']['test_cells']}: not the same split")
+            run["methods"][method] = {"fit_seconds": float("nan"), "tuned": row["tuned"], "val": row["val"],
+                                      "test": {"overall": row["test"]}, "reused_from": source}
 
 
 def write_report(result: dict[str, Any], per_seed: dict[int, dict[str, Any]], out: Path, reference: str) -> int:

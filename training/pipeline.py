@@ -62,6 +62,21 @@ def prepare(
     part), and reads up to STATIC_MAX_LENGTH tokens (`max_length` applies to transformers)."""
     data = load_dataset(data_dir)
     split = make_split(data, seed=split_seed, val_fraction=val_fraction, test_fraction=test_fraction)
+    return prepare_split(data, split, split_seed=split_seed, encoder=encoder, max_length=max_length,
+                         progress=progress, source=str(data_dir))
+
+
+def prepare_split(
+    data: Dataset,
+    split: Split,
+    *,
+    split_seed: int,
+    encoder: str = DEFAULT_ENCODER,
+    max_length: int = DEFAULT_MAX_LENGTH,
+    progress: bool = True,
+    source: str = "",
+) -> Prepared:
+    """`prepare` for a dataset already loaded and split (training.compare runs `fit` on its own splits this way)."""
     static = None
     if encoder == STATIC:
         from .static_router import STATIC_MAX_LENGTH, static_embeddings
@@ -81,7 +96,7 @@ def prepare(
         embeddings=emb,
         encoder=encoder,
         max_length=max_length,
-        source=str(data_dir),
+        source=source,
         static=static,
     )
 
@@ -108,6 +123,8 @@ class FitResult:
     router_path: Path | None = None
     parity: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    selection: Selection | None = None  # choose_refit_and_export: the held-out runs the settings were chosen on
+    embeddings: np.ndarray | None = None  # what `predictor` reads (a fine-tuned static table changes them)
 
 
 def _display_path(source: str) -> str:
@@ -264,7 +281,8 @@ def choose_refit_and_export(
             f"questions for {len(selection.schedule)} epochs ...")
         predictor = refit(prep.embeddings, all_cells, prep.data.n_llms, selection, progress=progress)
     heldout = selection.heldout_metrics()
-    result = FitResult(predictor=predictor, val=heldout.get("jeirt", {}), test={}, floor_test={})
+    result = FitResult(predictor=predictor, val=heldout.get("jeirt", {}), test={}, floor_test={},
+                       selection=selection, embeddings=prep.embeddings)
     fitted = _heldout_calibration(selection, prep.data.n_llms, calibration)
     raw_test: dict[str, float] = {}
     if len(prep.test):
