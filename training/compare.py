@@ -137,7 +137,8 @@ def summarise_seeds(per_seed: dict[int, dict[str, Any]], reference: str = FIT_NA
     method, averaged over splits) is reported too, since the splits share nothing but the data.
     """
     methods = list(next(iter(per_seed.values()))["methods"])
-    metrics = ("accuracy", "auc", "log_loss", "brier", "ece", "within_question_auc", "per_llm_auc", "aiq")
+    metrics = ("accuracy", "auc", "log_loss", "brier", "ece", "within_question_auc", "per_llm_auc", "aiq",
+               "routed_llms_max")
     # values[name][metric]: one number per split, in the order of per_seed (NaN where a run did not measure it)
     values = {name: {metric: np.array([result["methods"][name]["test"]["overall"].get(metric, np.nan)
                                        for result in per_seed.values()]) for metric in metrics}
@@ -149,6 +150,8 @@ def summarise_seeds(per_seed: dict[int, dict[str, Any]], reference: str = FIT_NA
         for metric, column in rows.items():
             entry[metric] = {"mean": float(column.mean()),
                              "sd": float(column.std(ddof=1)) if len(column) > 1 else float("nan")}
+        used = rows["routed_llms_max"][np.isfinite(rows["routed_llms_max"])]
+        entry["routed_llms_range"] = [int(used.min()), int(used.max())] if len(used) else None
         if reference in methods and name != reference:
             ref = values[reference]
             entry["reference_better"] = {"auc": int((ref["auc"] > rows["auc"]).sum()),
@@ -191,10 +194,13 @@ def seeds_markdown(dataset: str, summary: dict[str, Any], reference: str = FIT_N
     lines += ["", ("What a router uses (training/routing_metrics.py): the AUC within each question (the order of the "
                    "LLMs), the mean per-LLM AUC (the order of the questions), and the area under the accuracy–cost "
                    "curve (AIQ) of routing by P − λ·cost among the LLMs with a cost proxy; mean ± sd over splits."),
-              "", "| method | within-question AUC | per-LLM AUC | AIQ |", "|---|---:|---:|---:|"]
+              "", "| method | within-question AUC | per-LLM AUC | AIQ | LLMs used (most over λ; range over splits) |",
+              "|---|---:|---:|---:|---:|"]
     for name, entry in summary["methods"].items():
         cells = [f"{entry[m]['mean']:.4f} ± {entry[m]['sd']:.4f}" if not math.isnan(entry[m]["mean"]) else "n/a"
                  for m in ("within_question_auc", "per_llm_auc", "aiq")]
+        used = entry.get("routed_llms_range")
+        cells.append(f"{used[0]}–{used[1]}" if used else "n/a")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -400,7 +406,8 @@ def write_report(result: dict[str, Any], per_seed: dict[int, dict[str, Any]], ou
     name = result["dataset"]
     if len(seeds) > 1:
         result["over_seeds"] = summarise_seeds(per_seed, reference)
-        result["per_seed"] = {str(seed): {m: {"tuned": r["tuned"], "val": r["val"], "test": r["test"]["overall"]}
+        result["per_seed"] = {str(seed): {m: {"tuned": r["tuned"], "val": r["val"], "test": r["test"]["overall"],
+                                              **({"reused_from": r["reused_from"]} if "reused_from" in r else {})}
                                           for m, r in per_seed[seed]["methods"].items()} for seed in seeds}
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(result, indent=1, default=float))
