@@ -57,3 +57,16 @@ def test_cpu_time_script_runs_small() -> None:
     for kernel in ("top_k", "probabilities", "mean_probability", "matmul"):
         assert module.main([kernel, "--n", "500", "--d", "8", "--k", "5", "--calls", "2"]) >= 0.0
     assert module.main(["top_k", "--precision", "bfloat16", "--n", "500", "--d", "8", "--k", "5"]) >= 0.0
+
+
+def test_bf16_accuracy_script_runs_small() -> None:
+    spec = importlib.util.spec_from_file_location("bf16_accuracy", BENCH.parent / "bf16_accuracy.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rows = module.main(["--limit", "200", "--threads", "1"])
+    assert {(r["data"], r["calibrated"]) for r in rows} == {
+        (data, calibrated) for data in module.DATASETS for calibrated in (True, False)
+    }
+    for r in rows:
+        assert r["questions"] == 200 and r["max_abs_diff"] <= 1e-3 and r["same_top1"] >= 0.99

@@ -14,12 +14,15 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(not kernels.bf16_supported(), reason="this CPU has no AVX-512 BF16")
 
 
-def test_real_questions_keep_their_top_llm_and_probabilities() -> None:
+def _questions(folder: str) -> list[str]:
     csv.field_size_limit(1 << 30)
-    with open(REPO / "data" / "mmlu_pro" / "questions.csv", newline="", encoding="utf-8") as handle:
-        texts = [row["text"] for row in csv.DictReader(handle)]
+    with open(REPO / "data" / folder / "questions.csv", newline="", encoding="utf-8") as handle:
+        return [row["text"] for row in csv.DictReader(handle)]
+
+
+def test_real_questions_keep_their_top_llm_and_probabilities() -> None:
     router = Router.load(threads=2)
-    q, m, cal = router.embed(texts), router.llm_vectors, router.calibration
+    q, m, cal = router.embed(_questions("mmlu_pro")), router.llm_vectors, router.calibration
     assert cal is not None
     args = {"scale": cal.scale, "bias": cal.bias, "threads": 2}
     i32, p32 = kernels.top_k(q, m, 3, **args)
@@ -30,14 +33,27 @@ def test_real_questions_keep_their_top_llm_and_probabilities() -> None:
     assert np.abs(pb - chosen).max() <= 1e-3  # the values are the chosen LLMs' float32 probabilities
     same = ib[:, 0] == i32[:, 0]
     assert np.abs(pb[same, 0] - p32[same, 0]).max() <= 1e-3
-    # probabilities in bfloat16 are not rescored: every entry carries the rounding of both tables to 8 mantissa
-    # bits. On the shipped router that is not always within the 1e-3 that top_k meets (docs/throughput.md gives the
-    # measured maximum), so this holds it to the bound the rounding gives, and the argmax to top_k's agreement.
-    full_bf16 = kernels.probabilities(q, m, precision="bfloat16", **args)
+
+
+@pytest.mark.parametrize("folder", ["mmlu_pro", "zeroeval_crux_gsm_math"])
+@pytest.mark.parametrize("calibrated", [True, False])
+def test_real_probabilities_within_1e3_of_float32(folder: str, calibrated: bool) -> None:
+    # probabilities in bfloat16 are not rescored: the common directions of the questions and of the LLMs are
+    # taken out before the rounding and added back exactly, and every entry carries the rounding of what is left.
+    # The issue's bound: within 1e-3 of float32 everywhere, the same top-1 LLM on >= 99.9% of the questions.
+    router = Router.load(threads=2)
+    q, m, cal = router.embed(_questions(folder)), router.llm_vectors, router.calibration
+    assert cal is not None
+    args = {"scale": cal.scale, "bias": cal.bias} if calibrated else {}
+    full = kernels.probabilities(q, m, threads=2, **args)
+    full_bf16 = kernels.probabilities(q, m, precision="bfloat16", threads=2, **args)
     assert full_bf16.shape == full.shape and full_bf16.dtype == np.float32
-    assert 0 < np.abs(full_bf16 - full).max() <= 2e-3
-    assert np.mean(np.abs(full_bf16 - full) <= 1e-3) >= 0.9999
+    assert 0 < np.abs(full_bf16 - full).max() <= 1e-3
     assert np.mean(full_bf16.argmax(axis=1) == full.argmax(axis=1)) >= 0.999
+    # the same rows alone, and at one thread: the centring comes from a sample of the rows, so a row's result may
+    # move with the others, but stays within the bound
+    alone = kernels.probabilities(q[:100], m, precision="bfloat16", threads=1, **args)
+    assert np.abs(alone - full[:100]).max() <= 1e-3
 
 
 @pytest.mark.parametrize(("n", "d", "k_llms", "k"), [(1, 1, 1, 1), (37, 3, 33, 33), (500, 255, 112, 2), (300, 64, 7, 7)])

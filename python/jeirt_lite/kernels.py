@@ -102,9 +102,10 @@ def probabilities(
         scale, bias: optional ``(K,)`` calibration: ``sigmoid(scale * logit + bias)``.
         offsets: optional ``(N, K)`` added to each logit before the calibration.
         precision: ``"float32"``, or ``"bfloat16"``: logits from bfloat16 products (AVX-512 BF16, where
-            :func:`bf16_supported`; float32 otherwise and with offsets). Nothing is rescored, so each probability
-            moves by the bfloat16 rounding (within about 1e-3 of float32's; use ``top_k`` when that matters);
-            docs/throughput.md has the speed.
+            :func:`bf16_supported`; float32 otherwise and with offsets). The common direction of the question
+            rows (from a sample of them) and that of the LLM rows are taken out before the rounding and added back
+            exactly; within 1e-3 of float32's on the shipped router over real questions, but a row's values can
+            move slightly with the other rows of the call. docs/throughput.md has the speed and the errors.
 
     Returns:
         float32 array ``(N, K)`` of ``sigmoid(q.m/|q| - |q|)`` (calibrated when asked).

@@ -8,11 +8,14 @@
 //! components as one bf16 pair: exactly what `vdpbf16ps` multiplies against a broadcast question pair.
 //!
 //! Rounding each component to 8 bits of mantissa moves a logit by about 1e-4 to 1e-3 on the shipped router;
-//! `topk_bf16` therefore only uses this pass to shortlist candidates and scores those again in float64.
+//! `topk_bf16` therefore only uses this pass to shortlist candidates and scores those again in float64, and
+//! `probabilities` in bfloat16 runs it centred (`bf16_centre`): only the rows' parts off their common
+//! directions are rounded, and the epilogue adds the common parts back exactly.
 
 use std::arch::x86_64::*;
 use std::ops::Range;
 
+use crate::bf16_centre::Centring;
 use crate::engine::{
     prepare_row, unscaled_row, Prefetch, RowScale, TileLogits, TileSink, MAX_ROWS, MAX_WIDTH,
     TILES_PER_BLOCK,
@@ -38,7 +41,7 @@ pub(crate) fn supported() -> bool {
 
 /// Round to nearest even (finite inputs).
 #[inline(always)]
-fn to_bf16(x: f32) -> u16 {
+pub(crate) fn to_bf16(x: f32) -> u16 {
     let bits = x.to_bits();
     ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) as u16
 }
@@ -118,9 +121,13 @@ unsafe fn micro_kernel<const V: usize>(
     pairs: usize,
     panel: &[u16],
     scales: &[RowScale; ROWS],
+    centred: Option<TileCentring<'_>>,
     out: &mut TileLogits,
 ) {
     if q.len() < ROWS * pairs || panel.len() < pairs * 32 * V {
+        return;
+    }
+    if centred.is_some_and(|(_, (u_dot_m, beta))| u_dot_m.len() < 16 * V || beta.len() < 16 * V) {
         return;
     }
     let (qp, mp) = (q.as_ptr(), panel.as_ptr());
@@ -137,6 +144,20 @@ unsafe fn micro_kernel<const V: usize>(
             }
         }
     }
+    if let Some((rows, (u_dot_m, beta))) = centred {
+        // q.m = alpha (u.m) + (r.nu) beta + r.s: the two exact parts added to the bf16 product r.s.
+        for (r, acc_row) in acc.iter_mut().enumerate() {
+            let (alpha, r_dot_nu) = (
+                _mm512_set1_ps(rows.alpha[r]),
+                _mm512_set1_ps(rows.r_dot_nu[r]),
+            );
+            for (v, dot) in acc_row.iter_mut().enumerate() {
+                let c = _mm512_loadu_ps(u_dot_m.as_ptr().add(16 * v));
+                let b = _mm512_loadu_ps(beta.as_ptr().add(16 * v));
+                *dot = _mm512_fmadd_ps(r_dot_nu, b, _mm512_fmadd_ps(alpha, c, *dot));
+            }
+        }
+    }
     for (r, acc_row) in acc.iter().enumerate() {
         let (a, b) = (_mm512_set1_ps(scales[r].a), _mm512_set1_ps(scales[r].b));
         let dst = out.v[r].as_mut_ptr();
@@ -144,6 +165,17 @@ unsafe fn micro_kernel<const V: usize>(
             _mm512_storeu_ps(dst.add(16 * v), _mm512_fmsub_ps(dot, a, b));
         }
     }
+}
+
+/// A tile's [`RowCentring`] and its panel's `(u.m, beta)` (see `Centring::panel`).
+type TileCentring<'a> = (&'a RowCentring, (&'a [f32], &'a [f32]));
+
+/// What the centred pass keeps per row of a tile: `alpha` and `r.nu` (see `bf16_centre`; 0 for rows it does
+/// not centre).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct RowCentring {
+    alpha: [f32; ROWS],
+    r_dot_nu: [f32; ROWS],
 }
 
 /// Converts the whole multiples of 32 components of `src` to bf16 pairs in `dst`, 32 at a time (round to
@@ -173,12 +205,68 @@ unsafe fn convert_row(src: &[f32], dst: &mut [u32]) -> (usize, f32) {
 /// Float32 sums of squares trusted as a norm: far from overflow above and from underflow below.
 const SQUARES_RANGE: std::ops::RangeInclusive<f32> = 1e-20..=1e20;
 
-/// The bf16 pass over question rows `rows` (global indices), tiles handed to `sink`.
+/// Fills slot `dst` of the block with question row `row` (`src`) in bf16 pairs and returns its scale and,
+/// with `centring`, its `(alpha, r.nu)` (zero for a row that is not centred).
+#[inline(always)]
+unsafe fn fill_row(
+    src: &[f32],
+    row: usize,
+    dst: &mut [u32],
+    max_norm: f64,
+    centring: Option<&Centring<'_>>,
+) -> Result<(RowScale, f32, f32), KernelError> {
+    // The norm only scales the logits, so float32 squares summed during the conversion serve, when the row was
+    // converted whole and its sum is in range; otherwise the validated float64 norm and its rescaling, as in
+    // the float32 pass. Such rows are not centred (alpha = 0), but the centred pass's table holds the LLMs'
+    // residuals, so they still need `q.nu` (of the row as rounded and scaled).
+    let (done, squares, alpha, r_dot_nu) = match centring {
+        Some(c) => {
+            let (squares, alpha, r_dot_nu) = c.convert_row(src, dst);
+            (src.len(), squares, alpha, r_dot_nu)
+        }
+        None => {
+            let (done, squares) = convert_row(src, dst);
+            (done, squares, 0.0, 0.0)
+        }
+    };
+    let fast = (done == src.len() && SQUARES_RANGE.contains(&squares))
+        .then(|| unscaled_row(f64::from(squares).sqrt(), max_norm))
+        .flatten();
+    if let Some(scale) = fast {
+        return Ok((scale, alpha, r_dot_nu));
+    }
+    let scale = prepare_row::<Avx512>(src, row, max_norm)?;
+    let s = scale.scale.unwrap_or(1.0);
+    let skip = if scale.scale.is_some() || centring.is_some() {
+        0
+    } else {
+        done / 2
+    };
+    for (slot, pair) in dst.iter_mut().zip(src.chunks(2)).skip(skip) {
+        let lo = to_bf16((f64::from(pair[0]) * s) as f32);
+        let hi = pair
+            .get(1)
+            .map_or(0, |&x| to_bf16((f64::from(x) * s) as f32));
+        *slot = u32::from(lo) | (u32::from(hi) << 16);
+    }
+    let q_dot_nu = centring.map_or(0.0, |c| {
+        let nu = c.llms.nu.iter().map(|&x| f64::from(x));
+        src.iter()
+            .zip(nu)
+            .map(|(&x, n)| f64::from(x) * s * n)
+            .sum::<f64>() as f32
+    });
+    Ok((scale, 0.0, q_dot_nu))
+}
+
+/// The bf16 pass over question rows `rows` (global indices), tiles handed to `sink`; with `centring`, the
+/// centred pass of `bf16_centre` (then `llms` is its table of residuals).
 #[target_feature(enable = "avx512f,avx512bf16,avx512bw,avx2,fma")]
 unsafe fn run(
     questions: MatrixView<'_>,
     rows: Range<usize>,
     llms: &PackedBf16,
+    centring: Option<&Centring<'_>>,
     sink: &mut impl TileSink,
 ) -> Result<(), KernelError> {
     const { assert!(ROWS <= MAX_ROWS && BF16_WIDTH <= MAX_WIDTH) };
@@ -186,6 +274,7 @@ unsafe fn run(
     let block_rows = ROWS * TILES_PER_BLOCK;
     let mut block = vec![0u32; block_rows * pairs];
     let mut scales = [[RowScale::default(); ROWS]; TILES_PER_BLOCK];
+    let mut centred = [RowCentring::default(); TILES_PER_BLOCK];
     let mut logits = TileLogits {
         v: [[0.0; MAX_WIDTH]; MAX_ROWS],
     };
@@ -200,30 +289,12 @@ unsafe fn run(
             .fill(0);
         for (i, row) in (block_start..block_end).enumerate() {
             let dst = block.get_mut(i * pairs..(i + 1) * pairs).unwrap_or(&mut []);
-            let src = questions.row(row);
-            // The norm only scales the bf16 logits (exact ones are computed again where needed), so float32
-            // squares summed during the conversion serve, when the row is whole multiples of 32 and its sum
-            // is in range; otherwise the validated float64 norm and its rescaling, as in the float32 pass.
-            let (mut done, squares) = convert_row(src, dst);
-            let fast = (done == src.len() && SQUARES_RANGE.contains(&squares))
-                .then(|| unscaled_row(f64::from(squares).sqrt(), llms.max_norm))
-                .flatten();
-            let scale = match fast {
-                Some(scale) => scale,
-                None => prepare_row::<Avx512>(src, row, llms.max_norm)?,
-            };
-            scales[i / ROWS][i % ROWS] = scale;
-            let s = scale.scale.unwrap_or(1.0);
-            if scale.scale.is_some() {
-                done = 0;
-            }
-            for (slot, pair) in dst.iter_mut().zip(src.chunks(2)).skip(done / 2) {
-                let lo = to_bf16((f64::from(pair[0]) * s) as f32);
-                let hi = pair
-                    .get(1)
-                    .map_or(0, |&x| to_bf16((f64::from(x) * s) as f32));
-                *slot = u32::from(lo) | (u32::from(hi) << 16);
-            }
+            let (scale, alpha, r_dot_nu) =
+                fill_row(questions.row(row), row, dst, llms.max_norm, centring)?;
+            let (tile, r) = (i / ROWS, i % ROWS);
+            scales[tile][r] = scale;
+            centred[tile].alpha[r] = alpha;
+            centred[tile].r_dot_nu[r] = r_dot_nu;
         }
         let tiles = (block_end - block_start).div_ceil(ROWS);
         // Past `rows` too: the next call (a later range of the same table) starts there.
@@ -231,17 +302,19 @@ unsafe fn run(
         let mut prefetch = Prefetch::new(questions, next_block, llms.panels * tiles);
         for p in 0..llms.panels {
             let panel = llms.panel(p);
+            let panel_centring = centring.map(|c| c.panel(p));
             for (tile, tile_scales) in scales.iter().enumerate().take(tiles) {
                 let first = tile * ROWS;
                 let q = block
                     .get(first * pairs..(first + ROWS) * pairs)
                     .unwrap_or(&[]);
+                let tile_centring = panel_centring.map(|c| (&centred[tile], c));
                 if llms.vectors(p) == 1 {
                     // The second vector's lanes keep stale values: sinks never read columns at or
                     // beyond K, and only the last panel can be a half one.
-                    micro_kernel::<1>(q, pairs, panel, tile_scales, &mut logits);
+                    micro_kernel::<1>(q, pairs, panel, tile_scales, tile_centring, &mut logits);
                 } else {
-                    micro_kernel::<2>(q, pairs, panel, tile_scales, &mut logits);
+                    micro_kernel::<2>(q, pairs, panel, tile_scales, tile_centring, &mut logits);
                 }
                 let valid = (block_end - block_start - first).min(ROWS);
                 sink.consume::<Avx512>(block_start + first - rows.start, valid, p, &logits);
@@ -254,11 +327,13 @@ unsafe fn run(
     Ok(())
 }
 
-/// Runs the bf16 pass over `rows`; an error if this CPU lacks AVX-512 BF16.
+/// Runs the bf16 pass over `rows` (centred with `centring`, see `bf16_centre`); an error if this CPU lacks
+/// AVX-512 BF16.
 pub(crate) fn run_rows_bf16(
     questions: MatrixView<'_>,
     rows: Range<usize>,
     llms: &PackedBf16,
+    centring: Option<&Centring<'_>>,
     sink: &mut impl TileSink,
 ) -> Result<(), KernelError> {
     if !supported() {
@@ -273,5 +348,5 @@ pub(crate) fn run_rows_bf16(
     let rows = rows.start.min(questions.rows())..rows.end.min(questions.rows());
     // SAFETY: the CPU has AVX-512F and BF16 (checked above); every slice the micro-kernel reads is checked
     // for length before use.
-    unsafe { run(questions, rows, llms, sink) }
+    unsafe { run(questions, rows, llms, centring, sink) }
 }

@@ -20,6 +20,8 @@ mod adjust;
 mod alloc;
 #[cfg(target_arch = "x86_64")]
 mod bf16;
+#[cfg(target_arch = "x86_64")]
+mod bf16_centre;
 pub mod csv_records;
 mod engine;
 mod error;

@@ -106,8 +106,9 @@ pub fn probabilities_calibrated(
 
 /// [`probabilities_calibrated`] with the logits from the bf16 pass (`bf16`) where `precision` is `Bf16`, the
 /// CPU has it and the table fits bfloat16; otherwise (and with offsets) the float32 kernel. Unlike `top_k`
-/// nothing is rescored: each probability carries the bfloat16 rounding of both tables, within 1e-3 of
-/// float32's on the shipped router (tests/test_kernels_bf16.py).
+/// nothing is rescored: the common directions of both tables are taken out before the rounding and added back
+/// exactly (`bf16_centre`), and what is left carries the bfloat16 rounding of the residuals, within 1e-3 of
+/// float32's on the shipped router over real questions (tests/test_kernels_bf16.py).
 pub fn probabilities_with_precision(
     questions: MatrixView<'_>,
     llms: MatrixView<'_>,
@@ -122,8 +123,8 @@ pub fn probabilities_with_precision(
     {
         check_shapes(questions, llms)?;
         // `None` for a table with NaN/inf or too large for bfloat16: the float32 path reports or handles it.
-        if let Some(packed) = crate::bf16::pack_bf16(llms) {
-            return probabilities_bf16(questions, llms, &packed, calibration, config);
+        if let Some(centred) = crate::bf16_centre::centre_llms(llms) {
+            return probabilities_bf16(questions, llms, &centred, calibration, config);
         }
     }
     let _ = precision;
@@ -134,12 +135,14 @@ pub fn probabilities_with_precision(
 fn probabilities_bf16(
     questions: MatrixView<'_>,
     llms: MatrixView<'_>,
-    packed: &crate::bf16::PackedBf16,
+    centred: &crate::bf16_centre::CentredLlms,
     calibration: &Calibration<'_>,
     config: &Config,
 ) -> Result<Vec<f32>, KernelError> {
     use crate::bf16::{run_rows_bf16, BF16_WIDTH};
     let (n, k, d) = (questions.rows(), llms.rows(), llms.cols());
+    let packed = &centred.packed;
+    let centring = crate::bf16_centre::Centring::new(questions, centred, llms);
     let cal = PaddedCalibration::new(calibration, k, packed.panels * BF16_WIDTH)?;
     let mut out: Vec<f32> = zeroed(n, k)?;
     let items = row_chunks(&mut out, k);
@@ -154,7 +157,7 @@ fn probabilities_bf16(
             llms: k,
             calibration: cal.as_ref(),
         };
-        run_rows_bf16(questions, rows, packed, &mut sink)
+        run_rows_bf16(questions, rows, packed, Some(&centring), &mut sink)
     })?;
     Ok(out)
 }

@@ -248,7 +248,7 @@ pub(crate) fn top_k_bf16(
             };
             let mut sink = TopKSink::new(width, count, short_i, short_v, cal.as_ref(), None);
             let global = first_row + start..first_row + end;
-            run_rows_bf16(questions, global.clone(), &packed, &mut sink)?;
+            run_rows_bf16(questions, global.clone(), &packed, None, &mut sink)?;
             // SAFETY: the bf16 pass above ran, so this CPU has AVX-512F.
             unsafe {
                 rescore_avx512(
