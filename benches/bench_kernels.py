@@ -128,7 +128,8 @@ def bench_one_k(
             f"K={k:5d} {kernel:23s} rust {rust_s:8.3f}s ({row['rust_pairs_per_s'] / 1e9:6.2f} G pairs/s, "
             f"{row['rust_gflops']:6.1f} GFLOP/s) | numpy ref {ref_s:8.3f}s -> x{row['speedup_vs_reference']:5.2f}"
             f" | bare Q@M.T {bare:7.3f}s -> x{row['speedup_vs_matmul']:5.2f}"
-            f" | {100 * row['fraction_of_fma_peak']:4.0f}% of FMA peak",
+            f" | {100 * row['fraction_of_fma_peak']:4.0f}% of FMA peak"
+            + (f", {100 * row['fraction_of_bf16_peak']:4.0f}% of bf16 peak" if "fraction_of_bf16_peak" in row else ""),
             flush=True,
         )
 

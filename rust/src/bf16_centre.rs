@@ -115,8 +115,12 @@ impl<'a> Centring<'a> {
         let n = questions.rows();
         let sample = n.min(SAMPLE_ROWS);
         let rows = (0..sample).map(|i| questions.row(i * n / sample));
-        let u64 = mean_direction(rows, questions.cols());
-        let u: Vec<f32> = u64.iter().map(|&x| x as f32).collect();
+        let u: Vec<f32> = mean_direction(rows, questions.cols())
+            .iter()
+            .map(|&x| x as f32)
+            .collect();
+        // The float32 `u` that the rows' residuals are taken along, so that the identity is exact.
+        let u64: Vec<f64> = u.iter().map(|&x| f64::from(x)).collect();
         let squares: f64 = u.iter().map(|&x| f64::from(x) * f64::from(x)).sum();
         let mut u_dot_m = vec![0.0f32; llms.beta.len()];
         for (j, slot) in u_dot_m.iter_mut().enumerate().take(table.rows()) {
