@@ -64,6 +64,11 @@ def _common(p: argparse.ArgumentParser, data_required: bool = True) -> None:
         "--llm-lr-scale", type=float, default=DEFAULTS.llm_lr_scale,
         help="learning rate of the LLM vectors, as a multiple of the adapter's",
     )
+    p.add_argument(
+        "--ema-epochs", type=float, default=DEFAULTS.ema_epochs,
+        help="time constant, in epochs, of a moving average of the trained weights that is validated and "
+        "exported instead of the raw weights (0: off)",
+    )
     p.add_argument("--seed", type=int, default=DEFAULTS.seed)
     p.add_argument("--llm-init", default=DEFAULTS.llm_init, choices=["accuracy", "random"])
 
@@ -163,6 +168,7 @@ def _hyper(args: argparse.Namespace, **over: Any) -> dict[str, Any]:
         "lr_drops": args.lr_drops,
         "lr_drop_patience": args.lr_drop_patience,
         "llm_lr_scale": args.llm_lr_scale,
+        "ema_epochs": args.ema_epochs,
         "seed": args.seed,
         "llm_init": args.llm_init,
     }

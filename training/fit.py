@@ -9,6 +9,9 @@ the README, "How well it predicts").
 
 The LLM table has its own learning rate (JeirtConfig.llm_lr_scale, 10x the adapter's): see the config's comment.
 
+With JeirtConfig.ema_epochs > 0 (the default) a moving average of all trained weights (training.averaging) is
+what a run validates, stops on, restores and returns; the optimiser moves the raw weights underneath.
+
 A run records its `schedule`: the adapter's learning rate of every epoch on the path to the weights it returns
 (epochs undone by a restore are not on it). `train_on_schedule` replays such a schedule without validation data,
 which is how `fit` trains its final router on all the data with the epochs chosen on held-out runs.
@@ -27,6 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .averaging import WeightAverage, ema_decay
 from .network import JeirtConfig, JeirtModel, jeirt_logit_matrix, jeirt_logits
 from .types import Responses
 
@@ -135,6 +139,14 @@ def cell_batches(
         raise ValueError(f"batching must be 'cells' or 'questions', got {batching!r}")
 
 
+def steps_per_epoch(train: Responses, batching: str, batch_size: int) -> int:
+    """How many batches cell_batches yields for one pass over `train`."""
+    if batching == "questions":
+        n_questions = len(np.unique(train.question))
+        return math.ceil(n_questions / max(1, round(batch_size * n_questions / len(train))))
+    return math.ceil(len(train) / batch_size)
+
+
 def mean_bce(model: JeirtModel, emb: Any, cells: Responses, chunk: int = 4096) -> float:
     """Mean validation BCE, encoding each question once (eval mode, no dropout)."""
     model.eval()
@@ -172,6 +184,35 @@ def _check_config(cfg: JeirtConfig) -> None:
         )
     if not cfg.llm_lr_scale > 0:
         raise ValueError(f"llm_lr_scale must be > 0, got {cfg.llm_lr_scale}")
+    if not cfg.ema_epochs >= 0:
+        raise ValueError(f"ema_epochs must be >= 0 (0: no weight averaging), got {cfg.ema_epochs}")
+
+
+def _averager(cfg: JeirtConfig, model: JeirtModel, train: Responses) -> WeightAverage | None:
+    """The moving average of the weights that the run validates and returns (None: the raw weights)."""
+    if cfg.ema_epochs == 0:
+        return None
+    return WeightAverage(model, ema_decay(cfg.ema_epochs, steps_per_epoch(train, cfg.batching, cfg.batch_size)))
+
+
+Snapshot = tuple[dict[str, Any], Union[dict[str, Any], None]]
+
+
+def _snapshot(model: JeirtModel, average: WeightAverage | None) -> Snapshot:
+    return copy.deepcopy(model.state_dict()), None if average is None else average.state()
+
+
+def _restore(model: JeirtModel, average: WeightAverage | None, snapshot: Snapshot) -> None:
+    model.load_state_dict(snapshot[0])
+    if average is not None and snapshot[1] is not None:
+        average.load(snapshot[1])
+
+
+def _val_loss(model: JeirtModel, average: WeightAverage | None, emb: Any, val: Responses) -> float:
+    if average is None:
+        return mean_bce(model, emb, val)
+    with average.applied():
+        return mean_bce(model, emb, val)
 
 
 def _start(
@@ -207,7 +248,7 @@ def _set_lr(opt: torch.optim.Optimizer, cfg: JeirtConfig, lr: float) -> None:
 
 def _train_epoch(
     model: JeirtModel, opt: torch.optim.Optimizer, emb: Any, train: Responses, cfg: JeirtConfig,
-    rng: np.random.Generator,
+    rng: np.random.Generator, average: WeightAverage | None = None,
 ) -> float:
     """One pass over the training cells; returns the mean training loss."""
     model.train()
@@ -219,6 +260,8 @@ def _train_epoch(
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        if average is not None:
+            average.update()
         running += loss.item() * len(y)
     return running / len(train)
 
@@ -245,8 +288,9 @@ def train_model(
     _check_config(cfg)
     t0 = time.perf_counter()
     model, opt, emb, rng = _start(cfg, embeddings, train, n_llms)
-    best_state = copy.deepcopy(model.state_dict())
-    best_loss = mean_bce(model, emb, val)
+    average = _averager(cfg, model, train)
+    best_state = _snapshot(model, average)
+    best_loss = _val_loss(model, average, emb, val)
     best_epoch = 0
     path: list[float] = []  # learning rates of the epochs that led to the current weights
     best_path: list[float] = []
@@ -255,19 +299,19 @@ def train_model(
     history: list[dict[str, float]] = [{"epoch": 0, "train_loss": float("nan"), "val_loss": best_loss, "lr": lr}]
     bar = _progress_bar(cfg, cfg.max_epochs, progress)
     for epoch in range(1, cfg.max_epochs + 1):
-        train_loss = _train_epoch(model, opt, emb, train, cfg, rng)
+        train_loss = _train_epoch(model, opt, emb, train, cfg, rng, average)
         path.append(lr)
-        val_loss = mean_bce(model, emb, val)
+        val_loss = _val_loss(model, average, emb, val)
         history.append({"epoch": epoch, "train_loss": train_loss, "val_loss": val_loss, "lr": lr})
         if val_loss < best_loss - 1e-5:
             best_loss, best_epoch, best_path = val_loss, epoch, list(path)
-            best_state = copy.deepcopy(model.state_dict())
+            best_state = _snapshot(model, average)
         if bar is not None:
             bar.update(1)
             bar.set_postfix(train=f"{train_loss:.4f}", val=f"{val_loss:.4f}", best=best_epoch)
         waited = epoch - max(best_epoch, last_drop)
         if drops_left > 0 and waited >= cfg.lr_drop_patience:
-            model.load_state_dict(best_state)
+            _restore(model, average, best_state)
             path = list(best_path)
             lr *= 0.1
             _set_lr(opt, cfg, lr)
@@ -276,7 +320,9 @@ def train_model(
             break
     if bar is not None:
         bar.close()
-    model.load_state_dict(best_state)
+    _restore(model, average, best_state)
+    if average is not None:
+        average.copy_into_model()
     model.eval()
     return TrainOutcome(model, history, best_epoch, best_loss, time.perf_counter() - t0, best_path)
 
@@ -296,15 +342,18 @@ def train_on_schedule(
         raise ValueError(f"a schedule needs at least one epoch and positive learning rates, got {list(schedule)}")
     t0 = time.perf_counter()
     model, opt, emb, rng = _start(cfg, embeddings, train, n_llms)
+    average = _averager(cfg, model, train)
     history: list[dict[str, float]] = []
     bar = _progress_bar(cfg, len(schedule), progress)
     for epoch, lr in enumerate(schedule, start=1):
         _set_lr(opt, cfg, float(lr))
-        train_loss = _train_epoch(model, opt, emb, train, cfg, rng)
+        train_loss = _train_epoch(model, opt, emb, train, cfg, rng, average)
         history.append({"epoch": epoch, "train_loss": train_loss, "val_loss": float("nan"), "lr": float(lr)})
         if bar is not None:
             bar.update(1)
     if bar is not None:
         bar.close()
+    if average is not None:
+        average.copy_into_model()
     model.eval()
     return TrainOutcome(model, history, len(schedule), float("nan"), time.perf_counter() - t0, list(schedule))

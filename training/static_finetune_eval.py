@@ -42,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lr-scale", type=float, default=None, help="the table's learning rate / the adapter's")
     parser.add_argument("--dim", type=int, default=128)
     parser.add_argument("--dropout", type=float, default=0.7)
+    parser.add_argument("--ema-epochs", type=float, default=None,
+                        help="the weights' moving average, in epochs (default: JeirtConfig's; 0: off)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     import torch
@@ -55,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     lr_scale = TABLE_LR_SCALE if args.lr_scale is None else args.lr_scale
     hyper = {"dim": args.dim, "dropout": args.dropout, "seed": args.split_seed}
+    if args.ema_epochs is not None:
+        hyper["ema_epochs"] = args.ema_epochs
     prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False)
     tokenizer = load_tokenizer(DEFAULT_ENCODER, prep.max_length)
     bags, start = token_bags(prep.data.texts, tokenizer), rounded(prep.static.table)
