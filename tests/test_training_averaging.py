@@ -113,3 +113,17 @@ def test_a_fine_tuned_token_table_is_averaged_with_the_rest() -> None:
         tables[ema] = table
         assert np.abs(table - start).max() > 0
     assert np.abs(tables[2.0] - tables[1e-6]).max() > 1e-4  # the exported table is the averaged one
+
+
+def test_fit_averages_by_default_and_refuses_a_negative_time_constant() -> None:
+    from training.__main__ import fit_options, fit_parser
+    from training.network import PUBLISHED_SCHEDULE, JeirtConfig
+
+    def options(*extra: str) -> dict:  # type: ignore[type-arg]
+        return fit_options(fit_parser("fit").parse_args(["--data", "d", "--out", "r", *extra]))
+
+    assert options()["ema_epochs"] == JeirtConfig().ema_epochs > 0
+    assert options("--ema-epochs", "0")["ema_epochs"] == 0.0
+    assert PUBLISHED_SCHEDULE["ema_epochs"] == 0.0  # the published experiments keep their raw weights
+    with pytest.raises(ValueError, match="--ema-epochs must be >= 0"):
+        options("--ema-epochs", "-1")

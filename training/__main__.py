@@ -213,6 +213,8 @@ def fit_options(args: argparse.Namespace) -> dict[str, Any]:
         raise DataError(f"--table-pulls fine-tunes the static encoder's table: it needs --encoder {STATIC}")
     if args.table_pulls and not all(0 <= pull < 1 for pull in args.table_pulls):
         raise DataError(f"--table-pulls must each be in [0, 1), got {args.table_pulls}")
+    if not args.ema_epochs >= 0:
+        raise DataError(f"--ema-epochs must be >= 0 (0: no weight averaging), got {args.ema_epochs}")
     return {
         "folds": args.folds,
         "dims": args.dims,
