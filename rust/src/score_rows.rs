@@ -38,44 +38,57 @@ pub fn push_g7(out: &mut Vec<u8>, x: f64) {
         out.extend_from_slice(if x.is_sign_negative() { b"-0" } else { b"0" });
         return;
     }
-    // Rust's exact formatting rounds the exact binary value half to even, as Python's does.
-    let scientific = format!("{:.*e}", DIGITS - 1, x.abs());
-    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    // Rust's exact formatting rounds the exact binary value half to even, as Python's does. Written into a
+    // buffer on the stack: "d.dddddde-308" at most.
+    let mut buffer = [0u8; 32];
+    let mut cursor = std::io::Cursor::new(&mut buffer[..]);
+    let _ = write!(cursor, "{:.*e}", DIGITS - 1, x.abs());
+    let written = cursor.position() as usize;
+    let scientific = std::str::from_utf8(&buffer[..written]).unwrap_or("0e0");
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((scientific, "0"));
     let exponent: i32 = exponent.parse().unwrap_or(0);
-    let digits: Vec<u8> = mantissa.bytes().filter(u8::is_ascii_digit).collect();
+    let mut digits = [b'0'; DIGITS];
+    for (slot, digit) in digits
+        .iter_mut()
+        .zip(mantissa.bytes().filter(u8::is_ascii_digit))
+    {
+        *slot = digit;
+    }
     if x < 0.0 {
         out.push(b'-');
     }
     if (-4..DIGITS as i32).contains(&exponent) {
         // Fixed point with DIGITS significant digits, trailing zeros (and a bare point) dropped.
-        let mut text = Vec::with_capacity(DIGITS + 6);
         if exponent < 0 {
-            text.extend_from_slice(b"0.");
-            text.extend(std::iter::repeat_n(b'0', (-exponent - 1) as usize));
-            text.extend_from_slice(&digits);
+            out.extend_from_slice(b"0.");
+            out.extend(std::iter::repeat_n(b'0', (-exponent - 1) as usize));
+            out.extend_from_slice(&digits);
         } else {
             let whole = exponent as usize + 1;
-            text.extend_from_slice(&digits[..whole]);
-            text.push(b'.');
-            text.extend_from_slice(&digits[whole..]);
+            out.extend_from_slice(&digits[..whole]);
+            out.push(b'.');
+            out.extend_from_slice(&digits[whole..]);
         }
-        out.extend_from_slice(trim_fraction(&text));
+        trim_fraction(out);
     } else {
-        let mut text = Vec::with_capacity(DIGITS + 1);
-        text.push(digits[0]);
-        text.push(b'.');
-        text.extend_from_slice(&digits[1..]);
-        out.extend_from_slice(trim_fraction(&text));
+        out.push(digits[0]);
+        out.push(b'.');
+        out.extend_from_slice(&digits[1..]);
+        trim_fraction(out);
         let sign = if exponent < 0 { '-' } else { '+' };
         let _ = write!(out, "e{sign}{:02}", exponent.unsigned_abs());
     }
 }
 
-/// `text` (which holds a point) without trailing zeros, and without the point if nothing follows it.
-fn trim_fraction(text: &[u8]) -> &[u8] {
-    let end = text.iter().rposition(|&c| c != b'0').map_or(0, |i| i + 1);
-    let text = &text[..end];
-    text.strip_suffix(b".").unwrap_or(text)
+/// Drops the trailing zeros of the number just written to `out` (which holds a point), and the point if
+/// nothing follows it.
+fn trim_fraction(out: &mut Vec<u8>) {
+    while out.last() == Some(&b'0') {
+        out.pop();
+    }
+    if out.last() == Some(&b'.') {
+        out.pop();
+    }
 }
 
 /// Appends `field` as Python's `csv.writer` (excel dialect, minimal quoting) writes it: in quotes, with

@@ -89,7 +89,7 @@ class CsvWriter(Writer):
     def write(self, chunk: ScoredChunk) -> None:
         all_probabilities = chunk.all_probabilities
         rows = _core.format_score_rows(
-            ["" if ident is None else id_text(ident) for ident in chunk.ids],
+            [ident if type(ident) is str else "" if ident is None else id_text(ident) for ident in chunk.ids],
             self.llm_names,
             np.ascontiguousarray(chunk.indices, dtype=np.uint32),
             np.ascontiguousarray(chunk.probabilities, dtype=np.float32),
