@@ -168,3 +168,79 @@ def test_score_file_streams_an_onboarded_router_with_its_correction(
     with pytest.raises(JeirtError, match="score the question texts instead"):
         score_file(router, vectors_path=vectors, output=tmp_path / "v.csv", options=ScoreOptions())
     assert not (tmp_path / "v.csv").exists()
+
+
+def _noisy_router_problem(seed: int, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Answers that follow the features only, under a router whose logit varies a lot and says nothing about them
+    (question norms, the router's difficulty, drawn independently of the answers)."""
+    rng = np.random.default_rng(seed)
+    q = rng.normal(size=(n, 8)) * rng.uniform(0.2, 3.0, size=(n, 1))
+    f = rng.normal(size=(n, 16))
+    f /= np.linalg.norm(f, axis=1, keepdims=True)
+    logit = 8.0 * f[:, :2].sum(axis=1) - 0.5
+    y = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(np.float64)
+    return q, f, y
+
+
+def _log_loss(y: np.ndarray, logit: np.ndarray) -> float:
+    return float(np.mean(np.logaddexp(0.0, logit) - y * logit))
+
+
+def test_a_router_logit_that_says_nothing_is_turned_down() -> None:
+    q, f, y = _noisy_router_problem(5, 2400)
+    train, test = slice(0, 600), slice(600, None)
+    stacked = fit_onboarding(q[train], f[train], y[train], prior_mean=np.zeros(8))
+    plain = fit_onboarding(q[train], f[train], y[train], prior_mean=np.zeros(8), router_scales=(1.0,))
+    assert stacked.weights is not None and plain.weights is not None
+    assert stacked.router_scale < 1.0 and plain.router_scale == 1.0
+    assert stacked.report["router_scale"] == stacked.router_scale
+    assert stacked.report["cv_log_loss"] < plain.report["cv_log_loss"]  # type: ignore[operator]
+
+    def logit(fit: object) -> np.ndarray:
+        base = base_logits(q[test], fit.vector.astype(np.float64))  # type: ignore[attr-defined]
+        return fit.router_scale * (base + f[test] @ fit.weights + fit.bias)  # type: ignore[attr-defined,no-any-return]
+
+    assert _auc(y[test], logit(stacked)) > _auc(y[test], logit(plain)) + 0.02
+    assert _log_loss(y[test], logit(stacked)) < _log_loss(y[test], logit(plain)) - 0.02
+
+
+def test_a_router_that_explains_the_answers_keeps_its_whole_logit() -> None:
+    q, f, _, y = _problem(6, 600, 0.0)
+    fit = fit_onboarding(q, f, y, prior_mean=np.zeros(8))
+    assert fit.router_scale == 1.0
+
+
+def test_router_scales_outside_zero_to_one_are_refused() -> None:
+    q, f, _, y = _problem(7, 200, 1.0)
+    with pytest.raises(JeirtError, match=r"router scales must be numbers in \(0, 1\]"):
+        fit_onboarding(q, f, y, prior_mean=np.zeros(8), router_scales=(1.0, 0.0))
+
+
+@pytest.mark.parametrize("calibrated", [True, False])
+def test_the_router_keeps_the_scale_as_the_new_llms_calibration(calibrated: bool, tmp_path: Path) -> None:
+    router = Router.load(threads=1)
+    if not calibrated:
+        router = router._with_llms(router.llms, router.llm_vectors, calibration=None)
+        assert router.calibration is None
+    rng = np.random.default_rng(8)
+    q, small_f, y = _noisy_router_problem(8, 700)
+    vectors = np.hstack([q, 0.1 * rng.normal(size=(700, router.llm_vectors.shape[1] - 8))]).astype(np.float32)
+    features = np.hstack([small_f, np.zeros((700, router.manifest["encoder"]["feature_dim"] - 16))])
+    grown = router.add_llm_vectors("noisy-router-llm", vectors, y, features=features.astype(np.float32))
+    scale = grown.manifest["onboarded"][-1]["router_scale"]
+    assert grown.calibration is not None and 0 < scale < 1
+    assert grown.calibration.scale[-1] == pytest.approx(scale) and grown.calibration.bias[-1] == 0
+    n = len(router.llms)
+    if calibrated:
+        np.testing.assert_array_equal(grown.calibration.scale[:n], router.calibration.scale)  # type: ignore[union-attr]
+    else:
+        np.testing.assert_array_equal(grown.calibration.scale[:n], np.ones(n, np.float32))
+    corrections = grown.corrections
+    assert corrections is not None
+    base = base_logits(vectors.astype(np.float64), grown.llm_vectors[-1].astype(np.float64))
+    want = 1 / (1 + np.exp(-scale * (base + features @ corrections.weights[0] + corrections.bias[0])))
+    p = grown.predict_proba_vectors(vectors, features)
+    np.testing.assert_allclose(p[:, -1], want, atol=1e-4)
+    np.testing.assert_allclose(p[:, :n], router.predict_proba_vectors(vectors), atol=1e-6)
+    loaded = Router.load(grown.save(tmp_path / "grown"), threads=1)
+    np.testing.assert_array_equal(loaded.predict_proba_vectors(vectors, features), p)

@@ -74,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=Path, default=REPO_ROOT / ".scratch" / "runs")
     parser.add_argument("--out", type=Path, default=None, help="also write the correction on/off results here")
     parser.add_argument("--skip-curves", action="store_true", help="only the correction on/off comparison")
+    parser.add_argument(
+        "--seeds", type=int, default=SEEDS, help=f"draws per fraction below 100%% in that comparison (default {SEEDS})"
+    )
     args = parser.parse_args(argv)
     prep = prepare(args.data, split_seed=0, progress=False)
     joint, held = np.load(args.runs / "joint.npz"), np.load(args.runs / "heldout.npz")
@@ -86,15 +89,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.skip_curves:
         vector_tables(prep, joint, qv_h, prior, held_out)
-    correction_section(prep, qv_h, prior, held_out, args.out)
+    correction_section(prep, qv_h, prior, held_out, args.out, args.seeds)
     return 0
 
 
-def correction_section(prep, qv_h: np.ndarray, prior: np.ndarray, held_out: list[int], out: Path | None) -> None:  # type: ignore[no-untyped-def]
+def correction_section(  # type: ignore[no-untyped-def]
+    prep, qv_h: np.ndarray, prior: np.ndarray, held_out: list[int], out: Path | None, seeds: int = SEEDS
+) -> None:
     """add_llm (correction on) against the vector alone (off) and the feature baselines, same draws."""
-    rows = in_domain(prep.data, qv_h, prep.embeddings, prior, held_out, list(range(SEEDS)))
+    rows = in_domain(prep.data, qv_h, prep.embeddings, prior, held_out, list(range(seeds)))
     setup = {"data": prep.data.name, "trained_on": f"{prep.data.name} ({prep.encoder}, training.onboarding_runs)",
-             "held_out": [prep.data.llm_names[k] for k in held_out], "seeds": list(range(SEEDS))}
+             "held_out": [prep.data.llm_names[k] for k in held_out], "seeds": list(range(seeds))}
     result = {"setup": setup, "summary": summary(rows, "fraction"), "rows": rows}
     print("#### correction on (add_llm) vs off (vector alone), with the feature baselines\n")
     print(methods_table(result) + "\n")

@@ -80,7 +80,8 @@ def fit_method(method: str, q: np.ndarray, f: np.ndarray, y: np.ndarray, prior: 
         fit = fit_onboarding(q, f, y, prior_mean=prior, seed=seed)
         m = fit.vector.astype(np.float64)
         w, b = (np.zeros(f.shape[1]), 0.0) if fit.weights is None else (fit.weights.astype(np.float64), fit.bias)
-        return lambda q2, f2: sigmoid(base_logits(q2.astype(np.float64), m) + f2.astype(np.float64) @ w + b)
+        s = fit.router_scale
+        return lambda q2, f2: sigmoid(s * (base_logits(q2.astype(np.float64), m) + f2.astype(np.float64) @ w + b))
     if method == "logistic":
         return _logistic(f, y, seed)
     if method == "knn":

@@ -5,13 +5,18 @@ When the new LLM's answers are on other questions, that space may not separate t
 which of the user's questions the LLM gets right is lost. The correction adds, for that LLM only, a logit offset
 that is linear in the encoder's features f (the embedding before the router's adapter):
 
-    logit = q·m/‖q‖ − ‖q‖ + f·w + b
+    logit = s·(q·m/‖q‖ − ‖q‖) + f·w + b
 
 (m, then w and b) are fitted from the answers: m exactly as `fit_llm_vector` does, then (w, b) by a logistic
-regression with m's logits as a fixed offset and a ridge penalty ½α‖w̃‖² on the standardised weights. The strength
-α is chosen by cross-validation on the answers (log-loss; the strongest penalty within one standard error of the
-best), over a grid that includes α = ∞ (no correction): where the router's geometry already explains the answers,
-the correction is switched off and the fit is today's.
+regression with s times m's logits as a fixed offset and a ridge penalty ½α‖w̃‖² on the standardised weights.
+s ≤ 1 is how much of the router's own logit the fit keeps (stacking): where the router's space says nothing about
+the new questions, its logit is noise that a correction fitted around it cannot remove, and a smaller s lets the
+features carry the fit (s = 1 is the plain correction). The pair (s, α) is chosen by cross-validation on the
+answers (log-loss; the simplest pair within one standard error of the best, simplest meaning s = 1 before any
+smaller s, and the strongest penalty first), over a grid that includes α = ∞ (no correction, s = 1): where the
+router's geometry already explains the answers, the correction is switched off and the fit is today's.
+The router stores s as the new LLM's calibration scale, which the kernels apply to the logit plus the offset, so
+the stored offset is (f·w + b)/s.
 Everything is numpy; a fit on a few hundred answers takes well under a second.
 """
 
@@ -27,6 +32,9 @@ from ._onboarding import DEFAULT_L2, fit_llm_vector
 
 # Ridge strengths tried, in units of the standardised feature scale (see _design); inf = no correction.
 DEFAULT_STRENGTHS = (np.inf, 3000.0, 1000.0, 300.0, 100.0, 30.0, 10.0, 3.0)
+# How much of the router's logit the corrected fit keeps (s above); 1 first: the router is trusted unless the
+# answers say otherwise.
+DEFAULT_ROUTER_SCALES = (1.0, 0.5, 0.25, 0.1)
 DEFAULT_FOLDS = 5
 # Below this many answers of each kind the folds cannot estimate anything: the correction stays off.
 MIN_PER_CLASS_FOR_CV = 5
@@ -35,13 +43,16 @@ _PROBABILITY_FLOOR = 1e-7
 
 @dataclass(frozen=True)
 class OnboardingFit:
-    """What `fit_onboarding` found: the LLM vector, the correction (None when switched off) and how well it fits."""
+    """What `fit_onboarding` found: the LLM vector, the correction (None when switched off) and how well it fits.
+
+    P(correct) = sigmoid(router_scale · (q·m/‖q‖ − ‖q‖ + features · weights + bias))."""
 
     vector: np.ndarray  # (d,) float32
     weights: Optional[np.ndarray]  # (p,) float32: logit offset = features · weights + bias; None: no correction
     bias: float
     strength: float  # the chosen α (inf: no correction)
     report: dict[str, object]
+    router_scale: float = 1.0  # s: stored as the LLM's calibration scale; 1 when there is no correction
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
@@ -56,9 +67,15 @@ def base_logits(questions: np.ndarray, vector: np.ndarray) -> np.ndarray:
     return logits
 
 
+# The design's constant column: the ridge penalty on its weight, α(b/INTERCEPT_COLUMN)², is negligible, so the
+# correction's intercept is all but free. A penalised intercept is held near 0, which biases the feature weights
+# wherever the logit's level is off (a scaled-down router logit, or features alone).
+INTERCEPT_COLUMN = 100.0
+
+
 def _design(features: np.ndarray, center: np.ndarray, scale: float) -> np.ndarray:
-    """Standardised features and a constant column: the ridge penalty treats every direction alike."""
-    return np.hstack([(features - center) * scale, np.ones((features.shape[0], 1))])
+    """Standardised features and a constant column: the ridge penalty treats every feature direction alike."""
+    return np.hstack([(features - center) * scale, np.full((features.shape[0], 1), INTERCEPT_COLUMN)])
 
 
 def ridge_logistic(
@@ -87,15 +104,25 @@ def mean_log_loss(y: np.ndarray, p: np.ndarray) -> float:
     return float(np.mean(_losses(y, p)))
 
 
-def _choose_strength(y: np.ndarray, held_out: dict[float, np.ndarray]) -> float:
-    """The strongest penalty whose held-out log-loss is within one standard error (of the paired per-answer
-    differences) of the best one's: a correction must earn its place beyond the noise of the folds."""
-    losses = {s: _losses(y, p) for s, p in held_out.items()}
-    best = min(losses, key=lambda s: (float(losses[s].mean()), -s))
-    for strength in sorted(losses, reverse=True):
-        gap = losses[strength] - losses[best]
+Choice = tuple[float, float]  # (router scale s, ridge strength α); (1, inf) is the vector alone
+
+
+def _simplicity(choice: Choice) -> tuple[float, float]:
+    """Sort key, simplest first: the vector alone, then s = 1 from the strongest penalty down, then smaller s."""
+    scale, strength = choice
+    return (-1.0 if np.isinf(strength) else 1.0 - scale, -strength)
+
+
+def _choose(y: np.ndarray, held_out: dict[Choice, np.ndarray]) -> Choice:
+    """The simplest choice whose held-out log-loss is within one standard error (of the paired per-answer
+    differences) of the best one's: a correction, and a turned-down router logit, must earn their place beyond
+    the noise of the folds."""
+    losses = {c: _losses(y, p) for c, p in held_out.items()}
+    best = min(losses, key=lambda c: (float(losses[c].mean()), _simplicity(c)))
+    for choice in sorted(losses, key=_simplicity):
+        gap = losses[choice] - losses[best]
         if gap.mean() <= gap.std(ddof=1) / np.sqrt(len(y)):
-            return strength
+            return choice
     return best
 
 
@@ -150,21 +177,24 @@ def ridge_path(
 
 def _cross_validated(
     q: np.ndarray, design: np.ndarray, y: np.ndarray, prior: np.ndarray, l2: float, strengths: tuple[float, ...],
-    folds: int, seed: int,
-) -> dict[float, np.ndarray]:
-    """Held-out probabilities of every answer under each strength (m and the correction refitted per fold)."""
+    scales: tuple[float, ...], folds: int, seed: int,
+) -> dict[Choice, np.ndarray]:
+    """Held-out probabilities of every answer under each (router scale, strength) (m and the correction refitted
+    per fold); an infinite strength (no correction) keeps the router's logit whole."""
     fold = stratified_folds(y, folds, seed)
-    held_out = {s: np.empty(len(y)) for s in strengths}
     finite = [s for s in strengths if np.isfinite(s)]
+    choices = [(1.0, float("inf"))] if len(finite) < len(strengths) else []
+    choices += [(scale, strength) for scale in scales for strength in finite]
+    held_out = {c: np.empty(len(y)) for c in choices}
     for k in range(folds):
         train, test = fold != k, fold == k
         vector = fit_llm_vector(q[train], y[train], prior_mean=prior, l2=l2).astype(np.float64)
         offset_train, offset_test = base_logits(q[train], vector), base_logits(q[test], vector)
         if len(finite) < len(strengths):
-            held_out[float("inf")][test] = sigmoid(offset_test)
-        if finite:
-            for strength, w in ridge_path(design[train], y[train], offset_train, finite).items():
-                held_out[strength][test] = sigmoid(design[test] @ w + offset_test)
+            held_out[(1.0, float("inf"))][test] = sigmoid(offset_test)
+        for scale in scales if finite else ():
+            for strength, w in ridge_path(design[train], y[train], scale * offset_train, finite).items():
+                held_out[(scale, strength)][test] = sigmoid(design[test] @ w + scale * offset_test)
     return held_out
 
 
@@ -176,6 +206,7 @@ def fit_onboarding(
     prior_mean: np.ndarray,
     l2: float = DEFAULT_L2,
     strengths: tuple[float, ...] = DEFAULT_STRENGTHS,
+    router_scales: tuple[float, ...] = DEFAULT_ROUTER_SCALES,
     folds: int = DEFAULT_FOLDS,
     seed: int = 0,
 ) -> OnboardingFit:
@@ -188,6 +219,7 @@ def fit_onboarding(
         prior_mean: (d,) the prior mean LLM vector.
         l2: prior precision of the LLM vector (as in `fit_llm_vector`).
         strengths: ridge strengths to choose from by cross-validation; include inf to allow "no correction".
+        router_scales: the router-logit scales s in (0, 1] to choose from with them; (1.0,) is the plain correction.
         folds, seed: the cross-validation.
 
     Returns:
@@ -205,6 +237,8 @@ def fit_onboarding(
         return OnboardingFit(vector.astype(np.float32), None, 0.0, float("inf"), report)
     if not strengths or any(not (s > 0) for s in strengths):
         raise JeirtError(f"correction strengths must be positive numbers (inf allowed), got {strengths!r}")
+    if not router_scales or any(not (0 < s <= 1) for s in router_scales):
+        raise JeirtError(f"router scales must be numbers in (0, 1], got {router_scales!r}")
     grid = tuple(strengths) if features is not None else (float("inf"),)
     if features is not None:
         f = np.asarray(features, dtype=np.float64)
@@ -212,19 +246,22 @@ def fit_onboarding(
             raise JeirtError(f"features must be a finite ({len(y)}, p) array, got shape {f.shape}")
         center = f.mean(axis=0)
         spread = float(np.sqrt(np.mean(np.sum((f - center) ** 2, axis=1))))
-        scale = np.sqrt(f.shape[1]) / spread if spread > 0 else 1.0
-        design = _design(f, center, scale)
+        feature_scale = np.sqrt(f.shape[1]) / spread if spread > 0 else 1.0
+        design = _design(f, center, feature_scale)
     else:
         design = np.ones((len(y), 1))
-    held_out = _cross_validated(q, design, y, prior, l2, grid, folds, seed)
-    losses = {s: mean_log_loss(y, p) for s, p in held_out.items()}
-    best = _choose_strength(y, held_out)
+    held_out = _cross_validated(q, design, y, prior, l2, grid, tuple(router_scales), folds, seed)
+    losses = {c: mean_log_loss(y, p) for c, p in held_out.items()}
+    chosen = _choose(y, held_out)
+    scale, best = chosen
+    alone = (1.0, float("inf"))
     report.update(
-        cv_auc=_auc(y, held_out[best]),
-        cv_log_loss=losses[best],
-        cv_auc_vector_only=_auc(y, held_out[float("inf")] if float("inf") in held_out else held_out[best]),
-        cv_log_loss_vector_only=losses.get(float("inf")),
+        cv_auc=_auc(y, held_out[chosen]),
+        cv_log_loss=losses[chosen],
+        cv_auc_vector_only=_auc(y, held_out[alone] if alone in held_out else held_out[chosen]),
+        cv_log_loss_vector_only=losses.get(alone),
         strength=None if np.isinf(best) else float(best),
+        router_scale=scale,
     )
     if features is None:
         report["correction"] = "off: this router's encoder exposes no features"
@@ -232,12 +269,12 @@ def fit_onboarding(
     if np.isinf(best):
         report["correction"] = "off: cross-validation prefers the vector alone"
         return OnboardingFit(vector.astype(np.float32), None, 0.0, best, report)
-    w = ridge_logistic(design, y, base_logits(q, vector), best)
-    # Fold the standardisation into plain weights: offset = f·weights + bias.
-    weights = w[:-1] * scale
-    bias = float(w[-1] - center @ weights)
+    w = ridge_logistic(design, y, scale * base_logits(q, vector), best)
+    # Fold the standardisation and the router scale into plain weights: logit = s·(base + f·weights + bias).
+    weights = w[:-1] * feature_scale / scale
+    bias = float(w[-1] * INTERCEPT_COLUMN / scale - center @ weights)
     report["correction"] = "on"
-    return OnboardingFit(vector.astype(np.float32), weights.astype(np.float32), bias, best, report)
+    return OnboardingFit(vector.astype(np.float32), weights.astype(np.float32), bias, best, report, scale)
 
 
 def check_features(features: object, rows: int, feature_dim: int) -> np.ndarray:

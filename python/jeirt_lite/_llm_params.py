@@ -38,12 +38,15 @@ class Calibration:
     def select(self, rows: Sequence[int]) -> Calibration:
         return Calibration(self.kind, self.scale[list(rows)], self.bias[list(rows)])
 
-    def extended(self, count: int = 1) -> Calibration:
-        """With `count` more LLMs at the identity (scale 1, bias 0): an onboarded LLM's vector is fitted by
-        maximum a posteriori directly, not by the training run the calibration corrects."""
+    def extended(self, count: int = 1, scale: float = 1.0) -> Calibration:
+        """With `count` more LLMs at scale `scale` and bias 0: an onboarded LLM's vector is fitted by maximum a
+        posteriori directly, not by the training run the calibration corrects, so it gets the identity unless its
+        fit scales its logit (`OnboardingFit.router_scale`)."""
+        if not (0 < scale < float("inf")):
+            raise JeirtError(f"calibration scale must be a positive number, got {scale!r}")
         return Calibration(
             self.kind,
-            np.concatenate([self.scale, np.ones(count, np.float32)]),
+            np.concatenate([self.scale, np.full(count, scale, np.float32)]),
             np.concatenate([self.bias, np.zeros(count, np.float32)]),
         )
 

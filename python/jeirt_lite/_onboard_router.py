@@ -10,7 +10,7 @@ import numpy as np
 from ._corrections import check_features, fit_onboarding, onboarding_record
 from ._errors import JeirtError
 from ._feature_offsets import new_corrections
-from ._llm_params import check_costs
+from ._llm_params import Calibration, check_costs
 from ._manifest import freeze
 from ._onboarding import check_labels
 
@@ -45,8 +45,13 @@ def with_new_llm(
     changes: dict[str, Any] = {"onboarded": (*(router.manifest.onboarded or ()), freeze(record))}
     if cost is not None:
         changes["costs"] = {**router.costs, **check_costs({name: cost}, router.llms + (name,), "cost")}
-    if router.calibration is not None:
-        changes["calibration"] = router.calibration.extended()
+    calibration = router.calibration
+    if calibration is None and fit.router_scale != 1.0:
+        # Identity for the existing LLMs: only the new one's logit is scaled (see OnboardingFit).
+        count = len(router.llms)
+        calibration = Calibration("per_llm", np.ones(count, np.float32), np.zeros(count, np.float32))
+    if calibration is not None:
+        changes["calibration"] = calibration.extended(scale=fit.router_scale)
     corrections = router.corrections
     if fit.weights is not None:
         corrections = (

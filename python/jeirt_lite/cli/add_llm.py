@@ -88,7 +88,9 @@ def fit_summary(record: dict[str, Any]) -> str:
             f"{record['cv_log_loss_vector_only']:.3f})"
         )
     strength = f" (strength {record['strength']:g})" if record.get("strength") else ""
-    lines.append(f"  feature correction: {record['correction']}{strength}")
+    scale = record.get("router_scale", 1.0)
+    kept = f"; the router's logit scaled by {scale:g}" if record.get("strength") and scale != 1.0 else ""
+    lines.append(f"  feature correction: {record['correction']}{strength}{kept}")
     alignment = record.get("alignment")
     if alignment:
         verdict = "mostly UNLIKE" if alignment["mostly_out_of_distribution"] else "mostly like"
