@@ -244,3 +244,18 @@ def test_the_router_keeps_the_scale_as_the_new_llms_calibration(calibrated: bool
     np.testing.assert_allclose(p[:, :n], router.predict_proba_vectors(vectors), atol=1e-6)
     loaded = Router.load(grown.save(tmp_path / "grown"), threads=1)
     np.testing.assert_array_equal(loaded.predict_proba_vectors(vectors, features), p)
+
+
+def test_questions_like_the_routers_keep_the_vector_alone() -> None:
+    q, f, _, y = _problem(0, 400, 6.0)  # a strong feature effect: the correction would be on
+    flags = np.ones(400, dtype=bool)
+    flags[:30] = False  # 92.5% in distribution: at least 90%, the router's own kind
+    fit = fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags)
+    assert fit.weights is None and fit.router_scale == 1.0
+    assert "look like the router's training questions" in str(fit.report["correction"])
+    np.testing.assert_allclose(fit.vector, fit_llm_vector(q, y), atol=1e-6)
+    assert fit.report["cv_auc"] == fit.report["cv_auc_vector_only"]
+    flags[:60] = False  # 85%: unlike enough for the correction
+    assert fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags).weights is not None
+    stricter = fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags, like_share=0.8)
+    assert stricter.weights is None

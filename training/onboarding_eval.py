@@ -31,6 +31,7 @@ from jeirt_lite._onboarding import fit_llm_vector
 from jeirt_lite._suggest import suggest_indices
 
 from .metrics import accuracy, log_loss, roc_auc
+from .onboarding_methods import alignment_flags
 from .onboarding_ood import in_domain, summary
 from .onboarding_runs import DEFAULT_DATA, REPO_ROOT
 from .onboarding_tables import methods_table
@@ -97,9 +98,12 @@ def correction_section(  # type: ignore[no-untyped-def]
     prep, qv_h: np.ndarray, prior: np.ndarray, held_out: list[int], out: Path | None, seeds: int = SEEDS
 ) -> None:
     """add_llm (correction on) against the vector alone (off) and the feature baselines, same draws."""
-    rows = in_domain(prep.data, qv_h, prep.embeddings, prior, held_out, list(range(seeds)))
+    # The in-distribution flags a router exported from the held-out run would carry (add_llm's gate).
+    flags = alignment_flags(qv_h[prep.split.train], qv_h[prep.split.val], qv_h)
+    rows = in_domain(prep.data, qv_h, prep.embeddings, prior, held_out, list(range(seeds)), flags)
     setup = {"data": prep.data.name, "trained_on": f"{prep.data.name} ({prep.encoder}, training.onboarding_runs)",
-             "held_out": [prep.data.llm_names[k] for k in held_out], "seeds": list(range(seeds))}
+             "held_out": [prep.data.llm_names[k] for k in held_out], "seeds": list(range(seeds)),
+             "in_distribution_share": float(np.mean(flags))}
     result = {"setup": setup, "summary": summary(rows, "fraction"), "rows": rows}
     print("#### correction on (add_llm) vs off (vector alone), with the feature baselines\n")
     print(methods_table(result) + "\n")

@@ -67,17 +67,35 @@ def minilm_features(texts: list[str]) -> np.ndarray:
     return embed_texts(texts, DEFAULT_ENCODER, DEFAULT_MAX_LENGTH)
 
 
+def alignment_flags(train_vectors: np.ndarray, val_vectors: np.ndarray, vectors: np.ndarray) -> np.ndarray:
+    """The in-distribution flag of `vectors` for a question side whose training and validation questions have the
+    given vectors: what a router exported from it would carry (training.reference, as the export computes it)."""
+    from jeirt_lite._alignment import align
+
+    from .reference import alignment_reference
+
+    reference, center, block = alignment_reference(train_vectors, val_vectors)
+    if reference is None or block is None:
+        raise SystemExit("the alignment reference needs the jeirt_lite package")
+    flags: np.ndarray = align(vectors, reference, block["threshold"], block["top_k"], center=center).in_distribution
+    return flags
+
+
 def _standardised(f: np.ndarray) -> np.ndarray:
     return np.hstack([f * np.sqrt(f.shape[1]), np.ones((f.shape[0], 1))])
 
 
-def fit_method(method: str, q: np.ndarray, f: np.ndarray, y: np.ndarray, prior: np.ndarray, seed: int) -> Scorer:
+def fit_method(
+    method: str, q: np.ndarray, f: np.ndarray, y: np.ndarray, prior: np.ndarray, seed: int,
+    in_distribution: np.ndarray | None = None,
+) -> Scorer:
+    """`in_distribution`: the router's flag for each answered question (add_llm's gate), None when unknown."""
     q, f, y = q.astype(np.float64), f.astype(np.float64), y.astype(np.float64)
     if method == "vector":
         m = fit_llm_vector(q, y, prior_mean=prior).astype(np.float64)
         return lambda q2, f2: sigmoid(base_logits(q2.astype(np.float64), m))
     if method == "add_llm":
-        fit = fit_onboarding(q, f, y, prior_mean=prior, seed=seed)
+        fit = fit_onboarding(q, f, y, prior_mean=prior, seed=seed, in_distribution=in_distribution)
         m = fit.vector.astype(np.float64)
         w, b = (np.zeros(f.shape[1]), 0.0) if fit.weights is None else (fit.weights.astype(np.float64), fit.bias)
         s = fit.router_scale

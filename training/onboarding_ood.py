@@ -33,7 +33,15 @@ from jeirt_lite import Router
 
 from .data import load_dataset
 from .metrics import log_loss, roc_auc
-from .onboarding_methods import METHODS, cache_dir, embed_with_router, fit_method, minilm_features
+from .onboarding_methods import (
+    METHODS,
+    alignment_flags,
+    cache_dir,
+    embed_with_router,
+    fit_method,
+    minilm_features,
+)
+from .splits import make_split
 from .types import Dataset, Responses
 
 IN_DOMAIN_FRACTIONS = (0.01, 0.05, 0.10, 0.25, 1.0)
@@ -45,7 +53,6 @@ def train_question_side(data: Dataset, features: np.ndarray, dropped: list[int])
 
     from .model import JeirtPredictor
     from .shipped import PUBLISHED_HYPER
-    from .splits import make_split
 
     torch.set_num_threads(1)
     split = make_split(data, seed=0)
@@ -69,20 +76,25 @@ def _cells(cells: Responses, llm: int) -> tuple[np.ndarray, np.ndarray]:
 
 def evaluate_draw(
     q: np.ndarray, f: np.ndarray, prior: np.ndarray, given: np.ndarray, y_given: np.ndarray, scored: np.ndarray,
-    y_scored: np.ndarray, seed: int,
+    y_scored: np.ndarray, seed: int, flags: np.ndarray | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Every method fitted on the `given` questions' answers, scored on the `scored` questions."""
+    """Every method fitted on the `given` questions' answers, scored on the `scored` questions; `flags`: the
+    router's in-distribution flag per question (add_llm's gate reads the given questions'), None when unknown."""
     out = {}
     for method in METHODS:
         t0 = time.perf_counter()
-        scorer = fit_method(method, q[given], f[given], y_given, prior, seed)
+        gate = None if flags is None else flags[given]
+        scorer = fit_method(method, q[given], f[given], y_given, prior, seed, gate)
         seconds = time.perf_counter() - t0
         p = np.clip(scorer(q[scored], f[scored]), 1e-7, 1 - 1e-7)
         out[method] = {"auc": roc_auc(y_scored, p), "log_loss": log_loss(y_scored, p), "seconds": seconds}
     return out
 
 
-def out_of_domain(data: Dataset, q: np.ndarray, f: np.ndarray, prior: np.ndarray, fraction: float, seeds: list[int]):  # type: ignore[no-untyped-def]
+def out_of_domain(  # type: ignore[no-untyped-def]
+    data: Dataset, q: np.ndarray, f: np.ndarray, prior: np.ndarray, fraction: float, seeds: list[int],
+    flags: np.ndarray | None = None,
+):
     rows = []
     r = data.responses
     for llm in range(data.n_llms):
@@ -93,14 +105,17 @@ def out_of_domain(data: Dataset, q: np.ndarray, f: np.ndarray, prior: np.ndarray
             given, scored = order[:n], order[n:]
             if len(set(y[given])) < 2 or len(set(y[scored])) < 2:
                 continue
-            result = evaluate_draw(q, f, prior, questions[given], y[given], questions[scored], y[scored], seed)
+            result = evaluate_draw(
+                q, f, prior, questions[given], y[given], questions[scored], y[scored], seed, flags
+            )
             rows.append({"llm": data.llm_names[llm], "seed": seed, "answers": int(n), **result})
     return rows
 
 
-def in_domain(data: Dataset, q: np.ndarray, f: np.ndarray, prior: np.ndarray, held: list[int], seeds: list[int]):  # type: ignore[no-untyped-def]
-    from .splits import make_split
-
+def in_domain(  # type: ignore[no-untyped-def]
+    data: Dataset, q: np.ndarray, f: np.ndarray, prior: np.ndarray, held: list[int], seeds: list[int],
+    flags: np.ndarray | None = None,
+):
     split = make_split(data, seed=0)
     train, test = split.responses(data, "train"), split.responses(data, "test")
     rows = []
@@ -111,7 +126,7 @@ def in_domain(data: Dataset, q: np.ndarray, f: np.ndarray, prior: np.ndarray, he
             for seed in seeds[:1] if fraction == 1.0 else seeds:
                 n = max(2, round(fraction * len(ty)))
                 pick = np.random.default_rng(seed).choice(len(ty), n, replace=False)
-                result = evaluate_draw(q, f, prior, tq[pick], ty[pick], sq, sy, seed)
+                result = evaluate_draw(q, f, prior, tq[pick], ty[pick], sq, sy, seed, flags)
                 rows.append({"llm": data.llm_names[llm], "fraction": fraction, "seed": seed, "answers": n, **result})
     return rows
 
@@ -130,19 +145,25 @@ def summary(rows: list[dict[str, Any]], key: str | None = None) -> dict[str, Any
         }
         out[name]["draws"] = len(group)
         out[name]["add_llm_auc_above_logistic"] = int(sum(r["add_llm"]["auc"] > r["logistic"]["auc"] for r in group))
+        out[name]["add_llm_equal_to_vector"] = int(sum(r["add_llm"]["auc"] == r["vector"]["auc"] for r in group))
     return out
 
 
 ENCODERS = ("static", "minilm")
 
 
+QuestionSide = tuple[np.ndarray, np.ndarray, np.ndarray, list[int], dict[str, Any], np.ndarray]
+
+
 def question_side(
     router: Router | None, data: Dataset, train_on: Path | None, held_out: bool, encoder: str = "static"
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int], dict[str, Any]]:
-    """(question vectors, encoder features, prior mean LLM vector, held-out LLMs, description) for `data`'s
-    questions. `encoder` "static": the router's encoder features, and the router's own question side unless JE-IRT
-    is trained on `train_on` (or on `data` without held-out LLMs) over them; "minilm": the MiniLM transformer's
-    embeddings, over which JE-IRT is always trained (a router's question side does not read them)."""
+) -> QuestionSide:
+    """(question vectors, encoder features, prior mean LLM vector, held-out LLMs, description, in-distribution
+    flags) for `data`'s questions. `encoder` "static": the router's encoder features, and the router's own question
+    side unless JE-IRT is trained on `train_on` (or on `data` without held-out LLMs) over them; "minilm": the MiniLM
+    transformer's embeddings, over which JE-IRT is always trained (a router's question side does not read them).
+    The flags are the router's alignment (training.reference's, as an exported router would carry, for a trained
+    question side: reference from its training questions, threshold from its validation questions)."""
     if encoder == "static":
         if router is None:
             raise SystemExit("--encoder static reads the router's encoder: give a router")
@@ -157,14 +178,15 @@ def question_side(
     if train_on is None and not held_out:
         if q is None or router is None:
             raise SystemExit("--encoder minilm has no router question side: give --train-on or --held-out")
-        if router.has_alignment:
-            setup["in_distribution_share"] = float(np.mean(router.alignment_vectors(q).in_distribution))
-        return q, f, router.llm_vectors.mean(axis=0), dropped, setup
+        if not router.has_alignment:
+            raise SystemExit(f"{router.path}: the router carries no alignment reference, which add_llm's gate reads")
+        flags = router.alignment_vectors(q).in_distribution
+        setup["in_distribution_share"] = float(np.mean(flags))
+        return q, f, router.llm_vectors.mean(axis=0), dropped, setup, flags
     other = load_dataset(train_on) if train_on is not None else data
     if held_out:
         from .onboarding_runs import held_out_llms
         from .pipeline import Prepared
-        from .splits import make_split
 
         split = make_split(data, seed=0)
         parts = [split.responses(data, name) for name in ("train", "val", "test")]
@@ -174,7 +196,9 @@ def question_side(
     cached = cache_dir() / f"question-side-{key}.npz"
     if cached.is_file():  # the same training run (seeded) as before: reuse its question vectors
         with np.load(cached) as run:
-            return run["q"], f, run["prior"], dropped, setup
+            if "flags" in run:  # older caches lack the flags: train again
+                setup["in_distribution_share"] = float(np.mean(run["flags"]))
+                return run["q"], f, run["prior"], dropped, setup, run["flags"]
     t0 = time.perf_counter()
     other_f = f if other is data else (
         embed_with_router(router, other.texts)[1] if encoder == "static" and router is not None
@@ -183,8 +207,12 @@ def question_side(
     predictor, _ = train_question_side(other, other_f, dropped)
     setup["training_seconds"] = round(time.perf_counter() - t0, 1)
     q, prior = predictor.question_vectors(f), predictor.llm_vectors.mean(axis=0)
-    np.savez(cached, q=q, prior=prior)
-    return q, f, prior, dropped, setup
+    split = make_split(other, seed=0)
+    other_q = q if other is data else predictor.question_vectors(other_f)
+    flags = alignment_flags(other_q[split.train], other_q[split.val], q)
+    setup["in_distribution_share"] = float(np.mean(flags))
+    np.savez(cached, q=q, prior=prior, flags=flags)
+    return q, f, prior, dropped, setup, flags
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,16 +232,16 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [int(s) for s in args.seeds.split(",")]
     data = load_dataset(args.data)
     router = Router.load(args.router, threads=1) if args.encoder == "static" else None
-    q, f, prior, dropped, setup = question_side(router, data, args.train_on, args.held_out, args.encoder)
+    q, f, prior, dropped, setup, flags = question_side(router, data, args.train_on, args.held_out, args.encoder)
     setup.update(seeds=seeds)
     if router is not None:
         setup["router"] = str(args.router or "shipped")
     if args.held_out:
-        rows = in_domain(data, q, f, prior, dropped, seeds)
+        rows = in_domain(data, q, f, prior, dropped, seeds, flags)
         result = {"setup": setup, "summary": summary(rows, "fraction"), "rows": rows}
     else:
         setup["fraction"] = args.fraction
-        rows = out_of_domain(data, q, f, prior, args.fraction, seeds)
+        rows = out_of_domain(data, q, f, prior, args.fraction, seeds, flags)
         result = {"setup": setup, "summary": summary(rows), "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")

@@ -38,6 +38,16 @@ DEFAULT_ROUTER_SCALES = (1.0, 0.5, 0.25, 0.1)
 DEFAULT_FOLDS = 5
 # Below this many answers of each kind the folds cannot estimate anything: the correction stays off.
 MIN_PER_CLASS_FOR_CV = 5
+# The router's alignment threshold flags `percentile`% of its own validation questions (5% by default), so questions
+# like its training questions come out about 95% in distribution. At or above 1 − 2·percentile% in distribution
+# the answered questions count as the router's own kind and the correction stays off: its space was shaped on such
+# questions, and a correction chosen by cross-validation on few answers there only adds selection noise.
+DEFAULT_PERCENTILE_FOR_GATE = 5.0
+
+
+def like_the_routers_share(percentile: float = DEFAULT_PERCENTILE_FOR_GATE) -> float:
+    """The in-distribution share at or above which answered questions count as like the router's own."""
+    return 1.0 - 2.0 * percentile / 100.0
 _PROBABILITY_FLOOR = 1e-7
 
 
@@ -209,6 +219,8 @@ def fit_onboarding(
     router_scales: tuple[float, ...] = DEFAULT_ROUTER_SCALES,
     folds: int = DEFAULT_FOLDS,
     seed: int = 0,
+    in_distribution: Optional[np.ndarray] = None,
+    like_share: float = like_the_routers_share(),
 ) -> OnboardingFit:
     """The new LLM's vector and, where cross-validation says it helps, its feature correction.
 
@@ -221,6 +233,8 @@ def fit_onboarding(
         strengths: ridge strengths to choose from by cross-validation; include inf to allow "no correction".
         router_scales: the router-logit scales s in (0, 1] to choose from with them; (1.0,) is the plain correction.
         folds, seed: the cross-validation.
+        in_distribution: (n,) the router's in-distribution flag of each answered question, or None (unknown): when
+            at least `like_share` of them are in distribution, the correction stays off (the vector alone).
 
     Returns:
         An `OnboardingFit`; its report holds the cross-validated AUC and log-loss of the chosen fit and of the
@@ -239,7 +253,8 @@ def fit_onboarding(
         raise JeirtError(f"correction strengths must be positive numbers (inf allowed), got {strengths!r}")
     if not router_scales or any(not (0 < s <= 1) for s in router_scales):
         raise JeirtError(f"router scales must be numbers in (0, 1], got {router_scales!r}")
-    grid = tuple(strengths) if features is not None else (float("inf"),)
+    like_router = in_distribution is not None and float(np.mean(in_distribution)) >= like_share
+    grid = tuple(strengths) if features is not None and not like_router else (float("inf"),)
     if features is not None:
         f = np.asarray(features, dtype=np.float64)
         if f.ndim != 2 or f.shape[0] != len(y) or not np.isfinite(f).all():
@@ -265,6 +280,12 @@ def fit_onboarding(
     )
     if features is None:
         report["correction"] = "off: this router's encoder exposes no features"
+        return OnboardingFit(vector.astype(np.float32), None, 0.0, float("inf"), report)
+    if like_router:
+        report["correction"] = (
+            f"off: the questions look like the router's training questions (at least {like_share:.0%} in "
+            "distribution)"
+        )
         return OnboardingFit(vector.astype(np.float32), None, 0.0, float("inf"), report)
     if np.isinf(best):
         report["correction"] = "off: cross-validation prefers the vector alone"
