@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jeirt_lite import JeirtError, Router, kernels
-from jeirt_lite._corrections import base_logits, fit_onboarding
+from jeirt_lite._corrections import base_logits, fit_onboarding, like_the_routers_share
 from jeirt_lite._onboarding import fit_llm_vector
 
 
@@ -248,14 +248,15 @@ def test_the_router_keeps_the_scale_as_the_new_llms_calibration(calibrated: bool
 
 def test_questions_like_the_routers_keep_the_vector_alone() -> None:
     q, f, _, y = _problem(0, 400, 6.0)  # a strong feature effect: the correction would be on
+    assert like_the_routers_share(400) == pytest.approx(0.95 - 2 * np.sqrt(0.95 * 0.05 / 400))  # 0.928
     flags = np.ones(400, dtype=bool)
-    flags[:30] = False  # 92.5% in distribution: at least 90%, the router's own kind
+    flags[:20] = False  # 95% in distribution, as the router's own questions
     fit = fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags)
     assert fit.weights is None and fit.router_scale == 1.0
     assert "look like the router's training questions" in str(fit.report["correction"])
     np.testing.assert_allclose(fit.vector, fit_llm_vector(q, y), atol=1e-6)
     assert fit.report["cv_auc"] == fit.report["cv_auc_vector_only"]
-    flags[:60] = False  # 85%: unlike enough for the correction
+    flags[:40] = False  # 90%: significantly below 95%, unlike enough for the correction
     assert fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags).weights is not None
-    stricter = fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags, like_share=0.8)
-    assert stricter.weights is None
+    # A router whose threshold flags 10% of its own questions counts 90% as its own kind.
+    assert fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags, percentile=10.0).weights is None

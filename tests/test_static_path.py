@@ -174,16 +174,23 @@ def test_features_match_the_onnx_graph_and_a_corrected_llm_keeps_the_fast_path(
 ) -> None:
     from jeirt_lite.batch import ScoreOptions, score_file
 
-    texts = _questions("mmlu_pro")[::40] + _questions("zeroeval_crux_gsm_math")[::40] + EDGE_TEXTS
+    like = _questions("mmlu_pro")[::40]  # the shipped router's training questions
+    texts = like + _questions("zeroeval_crux_gsm_math")[::40] + EDGE_TEXTS
     vectors, features = fast.embed_with_features(texts)
     want_vectors, want_features = reference.embed_with_features(texts)
     assert features is not None and want_features is not None and features.dtype == np.float32
     np.testing.assert_allclose(features, want_features, rtol=0, atol=2e-5)
     np.testing.assert_array_equal(vectors, fast.embed(texts))
     np.testing.assert_allclose(vectors, want_vectors, rtol=0, atol=2e-5)
-    # An LLM whose answers follow the encoder's features: add_llm turns its correction on.
+    # An LLM whose answers follow the encoder's features: on questions unlike the router's (zeroeval's and the
+    # edge cases) add_llm turns its correction on; on its own MMLU-Pro questions the alignment gate keeps it off.
     signal = (features - features.mean(axis=0)) @ np.random.default_rng(0).normal(size=features.shape[1])
-    grown = fast.add_llm_vectors("feature-llm", vectors, (signal > np.median(signal)).astype(int), features=features)
+    labels = (signal > np.median(signal)).astype(int)
+    own = fast.add_llm_vectors("own-llm", vectors[: len(like)], labels[: len(like)], features=features[: len(like)])
+    assert own.corrections is None and "look like the router's" in own.manifest["onboarded"][-1]["correction"]
+    unlike = slice(len(like), None)
+    grown = fast.add_llm_vectors("feature-llm", vectors[unlike], labels[unlike], features=features[unlike])
+    assert grown.manifest["onboarded"][-1]["alignment"]["in_distribution_share"] < 0.9
     assert grown.corrections is not None and grown.fast_path
     grown.save(tmp_path / "grown")
     loaded = Router.load(tmp_path / "grown", threads=1)

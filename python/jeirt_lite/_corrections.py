@@ -39,15 +39,20 @@ DEFAULT_FOLDS = 5
 # Below this many answers of each kind the folds cannot estimate anything: the correction stays off.
 MIN_PER_CLASS_FOR_CV = 5
 # The router's alignment threshold flags `percentile`% of its own validation questions (5% by default), so questions
-# like its training questions come out about 95% in distribution. At or above 1 − 2·percentile% in distribution
-# the answered questions count as the router's own kind and the correction stays off: its space was shaped on such
-# questions, and a correction chosen by cross-validation on few answers there only adds selection noise.
+# like its training questions come out about 95% in distribution. Answered questions whose in-distribution share is
+# not significantly below that (less than two binomial standard errors) count as the router's own kind, and the
+# correction stays off: the router's space was shaped on such questions, and a correction chosen by
+# cross-validation on few answers there only adds selection noise.
 DEFAULT_PERCENTILE_FOR_GATE = 5.0
 
 
-def like_the_routers_share(percentile: float = DEFAULT_PERCENTILE_FOR_GATE) -> float:
-    """The in-distribution share at or above which answered questions count as like the router's own."""
-    return 1.0 - 2.0 * percentile / 100.0
+def like_the_routers_share(count: int, percentile: float = DEFAULT_PERCENTILE_FOR_GATE) -> float:
+    """The in-distribution share of `count` questions at or above which they count as like the router's own:
+    its own share 1 − percentile/100, less two binomial standard errors."""
+    own = 1.0 - percentile / 100.0
+    return own - 2.0 * float(np.sqrt(own * (1.0 - own) / max(count, 1)))
+
+
 _PROBABILITY_FLOOR = 1e-7
 
 
@@ -220,7 +225,7 @@ def fit_onboarding(
     folds: int = DEFAULT_FOLDS,
     seed: int = 0,
     in_distribution: Optional[np.ndarray] = None,
-    like_share: float = like_the_routers_share(),
+    percentile: float = DEFAULT_PERCENTILE_FOR_GATE,
 ) -> OnboardingFit:
     """The new LLM's vector and, where cross-validation says it helps, its feature correction.
 
@@ -234,7 +239,9 @@ def fit_onboarding(
         router_scales: the router-logit scales s in (0, 1] to choose from with them; (1.0,) is the plain correction.
         folds, seed: the cross-validation.
         in_distribution: (n,) the router's in-distribution flag of each answered question, or None (unknown): when
-            at least `like_share` of them are in distribution, the correction stays off (the vector alone).
+            their share is not significantly below the router's own (`like_the_routers_share`), the correction
+            stays off (the vector alone).
+        percentile: the share of its own validation questions the router's alignment threshold flags, in %.
 
     Returns:
         An `OnboardingFit`; its report holds the cross-validated AUC and log-loss of the chosen fit and of the
@@ -253,6 +260,7 @@ def fit_onboarding(
         raise JeirtError(f"correction strengths must be positive numbers (inf allowed), got {strengths!r}")
     if not router_scales or any(not (0 < s <= 1) for s in router_scales):
         raise JeirtError(f"router scales must be numbers in (0, 1], got {router_scales!r}")
+    like_share = like_the_routers_share(len(y), percentile)
     like_router = in_distribution is not None and float(np.mean(in_distribution)) >= like_share
     grid = tuple(strengths) if features is not None and not like_router else (float("inf"),)
     if features is not None:
@@ -283,8 +291,8 @@ def fit_onboarding(
         return OnboardingFit(vector.astype(np.float32), None, 0.0, float("inf"), report)
     if like_router:
         report["correction"] = (
-            f"off: the questions look like the router's training questions (at least {like_share:.0%} in "
-            "distribution)"
+            f"off: the questions look like the router's training questions ({np.mean(in_distribution):.0%} in "
+            f"distribution, not significantly below its own {1 - percentile / 100:.0%})"
         )
         return OnboardingFit(vector.astype(np.float32), None, 0.0, float("inf"), report)
     if np.isinf(best):

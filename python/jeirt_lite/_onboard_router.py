@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
 
-from ._corrections import check_features, fit_onboarding, like_the_routers_share, onboarding_record
+from ._corrections import check_features, fit_onboarding, onboarding_record
 from ._errors import JeirtError
 from ._feature_offsets import new_corrections
 from ._llm_params import Calibration, check_costs
@@ -46,7 +46,7 @@ def with_new_llm(
         spec = router.manifest.alignment
         percentile = spec.details.get("percentile") if spec is not None else None
         if isinstance(percentile, (int, float)) and 0 <= percentile < 50:  # the router's own flag rate, in %
-            gate["like_share"] = like_the_routers_share(float(percentile))
+            gate["percentile"] = float(percentile)
     fit = fit_onboarding(questions, features, labels, prior_mean=router.llm_vectors.mean(axis=0), l2=l2, **gate)
     record = onboarding_record(name, l2, fit, alignment)
     changes: dict[str, Any] = {"onboarded": (*(router.manifest.onboarded or ()), freeze(record))}
