@@ -260,8 +260,8 @@ def fit_onboarding(
         raise JeirtError(f"correction strengths must be positive numbers (inf allowed), got {strengths!r}")
     if not router_scales or any(not (0 < s <= 1) for s in router_scales):
         raise JeirtError(f"router scales must be numbers in (0, 1], got {router_scales!r}")
-    like_share = like_the_routers_share(len(y), percentile)
-    like_router = in_distribution is not None and float(np.mean(in_distribution)) >= like_share
+    share = None if in_distribution is None else float(np.mean(in_distribution))
+    like_router = share is not None and share >= like_the_routers_share(len(y), percentile)
     grid = tuple(strengths) if features is not None and not like_router else (float("inf"),)
     if features is not None:
         f = np.asarray(features, dtype=np.float64)
@@ -291,7 +291,7 @@ def fit_onboarding(
         return OnboardingFit(vector.astype(np.float32), None, 0.0, float("inf"), report)
     if like_router:
         report["correction"] = (
-            f"off: the questions look like the router's training questions ({np.mean(in_distribution):.0%} in "
+            f"off: the questions look like the router's training questions ({share:.0%} in "
             f"distribution, not significantly below its own {1 - percentile / 100:.0%})"
         )
         return OnboardingFit(vector.astype(np.float32), None, 0.0, float("inf"), report)
