@@ -115,3 +115,15 @@ def test_reused_rows_fill_only_missing_methods_of_the_same_split() -> None:
     other_split = {"per_seed": {"1": {"mf": row(0.72, n=99.0)}}}
     with pytest.raises(SystemExit, match="not the same split"):
         reuse_rows({1: run(fit=0.76)}, other_split, ["mf"], "earlier.json")  # type: ignore[arg-type]
+
+
+def test_the_first_split_tables_skip_reused_rows_in_the_per_subject_tables() -> None:
+    from training.compare import to_markdown
+
+    overall = {"accuracy": 0.7, "auc": 0.75, "log_loss": 0.5, "brier": 0.2, "ece": 0.01}
+    measured = {"fit_seconds": 1.0, "test": {"overall": overall, "by_subject": {"law": {**overall, "n": 10.0}}}}
+    reused = {"fit_seconds": float("nan"), "test": {"overall": {**overall, "auc": 0.74}}, "reused_from": "x.json"}
+    result = {"dataset": "toy", "n_llms": 2, "n_questions": 9, "ece_bins": 15,
+              "split": {"train": 5, "val": 2, "test": 2, "test_cells": 4}, "methods": {"mf": reused, "fit": measured}}
+    text = to_markdown(result)
+    assert "| mf | 0.700 | 0.740 |" in text and "| subject | cells | fit |" in text and "| law | 10 | 0.750 |" in text

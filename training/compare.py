@@ -221,11 +221,12 @@ def to_markdown(result: dict[str, Any]) -> str:
         o = r["test"]["overall"]
         lines.append(f"| {name} | {_fmt(o['accuracy'])} | {_fmt(o['auc'])} | {_fmt(o['log_loss'])} | "
                      f"{_fmt(o['brier'])} | {_fmt(o['ece'])} | {r['fit_seconds']:.0f} |")
-    names = list(result["methods"])
     for group_key, title in (("by_subject", "subject"), ("by_benchmark", "benchmark")):
-        first = next(iter(result["methods"].values()), None)
-        if first is None or group_key not in first["test"]:
+        # rows filled in by --reuse carry overall metrics only
+        names = [n for n, r in result["methods"].items() if group_key in r["test"]]
+        if not names:
             continue
+        first = result["methods"][names[0]]
         for metric in ("auc", "log_loss"):
             lines += ["", f"### Test {metric.replace('_', '-')} per {title}", "",
                       f"| {title} | cells | " + " | ".join(names) + " |",
