@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jeirt_lite import JeirtError, Router, kernels
-from jeirt_lite._corrections import base_logits, fit_onboarding, like_the_routers_share
+from jeirt_lite._corrections import _choose, base_logits, fit_onboarding, like_the_routers_share
 from jeirt_lite._onboarding import fit_llm_vector
 
 
@@ -246,17 +246,29 @@ def test_the_router_keeps_the_scale_as_the_new_llms_calibration(calibrated: bool
     np.testing.assert_array_equal(loaded.predict_proba_vectors(vectors, features), p)
 
 
-def test_questions_like_the_routers_keep_the_vector_alone() -> None:
-    q, f, _, y = _problem(0, 400, 6.0)  # a strong feature effect: the correction would be on
+def test_questions_like_the_routers_need_twice_the_evidence_for_a_correction() -> None:
+    # Held-out losses where the correction beats the vector alone by 1.5 standard errors: enough for unlike
+    # questions (one standard error), not for questions of the router's own kind (two).
+    n = 400
+    e = np.random.default_rng(9).normal(size=n)
+    gap = (e - e.mean()) / e.std(ddof=1) * 0.2  # per-answer loss differences, standard deviation 0.2
+    gap += -1.5 * 0.2 / np.sqrt(n) - gap.mean()
+    y = np.ones(n)
+    held_out = {(1.0, float("inf")): np.full(n, 0.5), (1.0, 100.0): np.exp(-(np.log(2.0) + gap))}
+    assert _choose(y, held_out) == (1.0, 100.0)
+    assert _choose(y, held_out, margin=2.0) == (1.0, float("inf"))
+
+    q, f, _, y = _problem(0, 400, 6.0)  # a strong feature effect: on either way
     assert like_the_routers_share(400) == pytest.approx(0.95 - 2 * np.sqrt(0.95 * 0.05 / 400))  # 0.928
     flags = np.ones(400, dtype=bool)
     flags[:20] = False  # 95% in distribution, as the router's own questions
-    fit = fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags)
-    assert fit.weights is None and fit.router_scale == 1.0
-    assert "look like the router's training questions" in str(fit.report["correction"])
-    np.testing.assert_allclose(fit.vector, fit_llm_vector(q, y), atol=1e-6)
-    assert fit.report["cv_auc"] == fit.report["cv_auc_vector_only"]
-    flags[:40] = False  # 90%: significantly below 95%, unlike enough for the correction
-    assert fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags).weights is not None
+    own = fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags)
+    assert own.report["like_router"] is True and own.weights is not None
+    flags[:40] = False  # 90%: significantly below 95%
+    assert fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags).report["like_router"] is False
     # A router whose threshold flags 10% of its own questions counts 90% as its own kind.
-    assert fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags, percentile=10.0).weights is None
+    again = fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags, percentile=10.0)
+    assert again.report["like_router"] is True
+    q, f, _, y = _problem(1, 400, 0.0)  # no feature effect, the router's own kind: the vector alone
+    alone = fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=np.ones(400, dtype=bool))
+    assert alone.weights is None and "two standard errors" in str(alone.report["correction"])

@@ -182,15 +182,15 @@ def test_features_match_the_onnx_graph_and_a_corrected_llm_keeps_the_fast_path(
     np.testing.assert_allclose(features, want_features, rtol=0, atol=2e-5)
     np.testing.assert_array_equal(vectors, fast.embed(texts))
     np.testing.assert_allclose(vectors, want_vectors, rtol=0, atol=2e-5)
-    # An LLM whose answers follow the encoder's features: on questions unlike the router's (zeroeval's and the
-    # edge cases) add_llm turns its correction on; on its own MMLU-Pro questions the alignment gate keeps it off.
+    # An LLM whose answers follow the encoder's features: add_llm turns its correction on, on questions unlike the
+    # router's (zeroeval's and the edge cases); its own MMLU-Pro questions count as the router's kind.
     signal = (features - features.mean(axis=0)) @ np.random.default_rng(0).normal(size=features.shape[1])
     labels = (signal > np.median(signal)).astype(int)
     own = fast.add_llm_vectors("own-llm", vectors[: len(like)], labels[: len(like)], features=features[: len(like)])
-    assert own.corrections is None and "look like the router's" in own.manifest["onboarded"][-1]["correction"]
+    assert own.manifest["onboarded"][-1]["like_router"] is True
     unlike = slice(len(like), None)
     grown = fast.add_llm_vectors("feature-llm", vectors[unlike], labels[unlike], features=features[unlike])
-    assert grown.manifest["onboarded"][-1]["alignment"]["in_distribution_share"] < 0.9
+    assert grown.manifest["onboarded"][-1]["like_router"] is False
     assert grown.corrections is not None and grown.fast_path
     grown.save(tmp_path / "grown")
     loaded = Router.load(tmp_path / "grown", threads=1)

@@ -98,7 +98,7 @@ def correction_section(  # type: ignore[no-untyped-def]
     prep, qv_h: np.ndarray, prior: np.ndarray, held_out: list[int], out: Path | None, seeds: int = SEEDS
 ) -> None:
     """add_llm (correction on) against the vector alone (off) and the feature baselines, same draws."""
-    # The in-distribution flags a router exported from the held-out run would carry (add_llm's gate).
+    # The in-distribution flags a router exported from the held-out run would carry (add_llm reads them).
     flags = alignment_flags(qv_h[prep.split.train], qv_h[prep.split.val], qv_h)
     rows = in_domain(prep.data, qv_h, prep.embeddings, prior, held_out, list(range(seeds)), flags)
     setup = {"data": prep.data.name, "trained_on": f"{prep.data.name} ({prep.encoder}, training.onboarding_runs)",

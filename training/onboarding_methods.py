@@ -89,7 +89,7 @@ def fit_method(
     method: str, q: np.ndarray, f: np.ndarray, y: np.ndarray, prior: np.ndarray, seed: int,
     in_distribution: np.ndarray | None = None,
 ) -> Scorer:
-    """`in_distribution`: the router's flag for each answered question (add_llm's gate), None when unknown."""
+    """`in_distribution`: the router's flag for each answered question (add_llm reads them), None when unknown."""
     q, f, y = q.astype(np.float64), f.astype(np.float64), y.astype(np.float64)
     if method == "vector":
         m = fit_llm_vector(q, y, prior_mean=prior).astype(np.float64)

@@ -79,12 +79,12 @@ def evaluate_draw(
     y_scored: np.ndarray, seed: int, flags: np.ndarray | None = None,
 ) -> dict[str, dict[str, float]]:
     """Every method fitted on the `given` questions' answers, scored on the `scored` questions; `flags`: the
-    router's in-distribution flag per question (add_llm's gate reads the given questions'), None when unknown."""
+    router's in-distribution flag per question (add_llm reads the given questions'), None when unknown."""
     out = {}
     for method in METHODS:
         t0 = time.perf_counter()
-        gate = None if flags is None else flags[given]
-        scorer = fit_method(method, q[given], f[given], y_given, prior, seed, gate)
+        given_flags = None if flags is None else flags[given]
+        scorer = fit_method(method, q[given], f[given], y_given, prior, seed, given_flags)
         seconds = time.perf_counter() - t0
         p = np.clip(scorer(q[scored], f[scored]), 1e-7, 1 - 1e-7)
         out[method] = {"auc": roc_auc(y_scored, p), "log_loss": log_loss(y_scored, p), "seconds": seconds}
@@ -179,7 +179,7 @@ def question_side(
         if q is None or router is None:
             raise SystemExit("--encoder minilm has no router question side: give --train-on or --held-out")
         if not router.has_alignment:
-            raise SystemExit(f"{router.path}: the router carries no alignment reference, which add_llm's gate reads")
+            raise SystemExit(f"{router.path}: the router carries no alignment reference, which add_llm reads")
         flags = router.alignment_vectors(q).in_distribution
         setup["in_distribution_share"] = float(np.mean(flags))
         return q, f, router.llm_vectors.mean(axis=0), dropped, setup, flags

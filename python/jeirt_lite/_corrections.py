@@ -15,6 +15,8 @@ features carry the fit (s = 1 is the plain correction). The pair (s, α) is chos
 answers (log-loss; the simplest pair within one standard error of the best, simplest meaning s = 1 before any
 smaller s, and the strongest penalty first), over a grid that includes α = ∞ (no correction, s = 1): where the
 router's geometry already explains the answers, the correction is switched off and the fit is today's.
+When the router's alignment counts the answered questions as its own kind (`like_the_routers_share`), the rule
+takes two standard errors instead of one.
 The router stores s as the new LLM's calibration scale, which the kernels apply to the logit plus the offset, so
 the stored offset is (f·w + b)/s.
 Everything is numpy; a fit on a few hundred answers takes well under a second.
@@ -40,9 +42,9 @@ DEFAULT_FOLDS = 5
 MIN_PER_CLASS_FOR_CV = 5
 # The router's alignment threshold flags `percentile`% of its own validation questions (5% by default), so questions
 # like its training questions come out about 95% in distribution. Answered questions whose in-distribution share is
-# not significantly below that (less than two binomial standard errors) count as the router's own kind, and the
-# correction stays off: the router's space was shaped on such questions, and a correction chosen by
-# cross-validation on few answers there only adds selection noise.
+# not significantly below that (less than two binomial standard errors) count as the router's own kind, and a
+# correction must then beat the vector alone by two standard errors, not one: the router's space was shaped on such
+# questions, and a correction chosen by cross-validation on few answers there mostly adds selection noise.
 DEFAULT_PERCENTILE_FOR_GATE = 5.0
 
 
@@ -128,15 +130,15 @@ def _simplicity(choice: Choice) -> tuple[float, float]:
     return (-1.0 if np.isinf(strength) else 1.0 - scale, -strength)
 
 
-def _choose(y: np.ndarray, held_out: dict[Choice, np.ndarray]) -> Choice:
-    """The simplest choice whose held-out log-loss is within one standard error (of the paired per-answer
+def _choose(y: np.ndarray, held_out: dict[Choice, np.ndarray], margin: float = 1.0) -> Choice:
+    """The simplest choice whose held-out log-loss is within `margin` standard errors (of the paired per-answer
     differences) of the best one's: a correction, and a turned-down router logit, must earn their place beyond
     the noise of the folds."""
     losses = {c: _losses(y, p) for c, p in held_out.items()}
     best = min(losses, key=lambda c: (float(losses[c].mean()), _simplicity(c)))
     for choice in sorted(losses, key=_simplicity):
         gap = losses[choice] - losses[best]
-        if gap.mean() <= gap.std(ddof=1) / np.sqrt(len(y)):
+        if gap.mean() <= margin * gap.std(ddof=1) / np.sqrt(len(y)):
             return choice
     return best
 
@@ -239,8 +241,8 @@ def fit_onboarding(
         router_scales: the router-logit scales s in (0, 1] to choose from with them; (1.0,) is the plain correction.
         folds, seed: the cross-validation.
         in_distribution: (n,) the router's in-distribution flag of each answered question, or None (unknown): when
-            their share is not significantly below the router's own (`like_the_routers_share`), the correction
-            stays off (the vector alone).
+            their share is not significantly below the router's own (`like_the_routers_share`), choosing a
+            correction takes two standard errors instead of one.
         percentile: the share of its own validation questions the router's alignment threshold flags, in %.
 
     Returns:
@@ -262,7 +264,7 @@ def fit_onboarding(
         raise JeirtError(f"router scales must be numbers in (0, 1], got {router_scales!r}")
     share = None if in_distribution is None else float(np.mean(in_distribution))
     like_router = share is not None and share >= like_the_routers_share(len(y), percentile)
-    grid = tuple(strengths) if features is not None and not like_router else (float("inf"),)
+    grid = tuple(strengths) if features is not None else (float("inf"),)
     if features is not None:
         f = np.asarray(features, dtype=np.float64)
         if f.ndim != 2 or f.shape[0] != len(y) or not np.isfinite(f).all():
@@ -275,7 +277,8 @@ def fit_onboarding(
         design = np.ones((len(y), 1))
     held_out = _cross_validated(q, design, y, prior, l2, grid, tuple(router_scales), folds, seed)
     losses = {c: mean_log_loss(y, p) for c, p in held_out.items()}
-    chosen = _choose(y, held_out)
+    # Questions of the router's own kind: a correction needs twice the evidence (two standard errors, not one).
+    chosen = _choose(y, held_out, 2.0 if like_router else 1.0)
     scale, best = chosen
     alone = (1.0, float("inf"))
     report.update(
@@ -289,14 +292,12 @@ def fit_onboarding(
     if features is None:
         report["correction"] = "off: this router's encoder exposes no features"
         return OnboardingFit(vector.astype(np.float32), None, 0.0, float("inf"), report)
-    if like_router:
-        report["correction"] = (
-            f"off: the questions look like the router's training questions ({share:.0%} in "
-            f"distribution, not significantly below its own {1 - percentile / 100:.0%})"
-        )
-        return OnboardingFit(vector.astype(np.float32), None, 0.0, float("inf"), report)
+    report["like_router"] = like_router
     if np.isinf(best):
-        report["correction"] = "off: cross-validation prefers the vector alone"
+        report["correction"] = "off: cross-validation prefers the vector alone" + (
+            " (the questions look like the router's training questions, so a correction needed two standard "
+            "errors)" if like_router else ""
+        )
         return OnboardingFit(vector.astype(np.float32), None, 0.0, best, report)
     w = ridge_logistic(design, y, scale * base_logits(q, vector), best)
     # Fold the standardisation and the router scale into plain weights: logit = s·(base + f·weights + bias).
