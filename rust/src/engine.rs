@@ -189,24 +189,6 @@ impl Prefetch {
     }
 }
 
-/// One component `t` of the micro-kernel: `acc[r][v] += q[r][t] * panel[t][v]`.
-#[inline(always)]
-unsafe fn kernel_step<S: Simd, const R: usize, const V: usize>(
-    rows: &[*const f32; R],
-    panel: *const f32,
-    t: usize,
-    acc: &mut [[S::V; V]; R],
-) {
-    let l = S::LANES;
-    let m: [S::V; V] = std::array::from_fn(|v| S::load(panel.add((t * V + v) * l)));
-    for (acc_row, &row) in acc.iter_mut().zip(rows) {
-        let qv = S::splat(*row.add(t));
-        for (a, &mv) in acc_row.iter_mut().zip(&m) {
-            *a = S::mul_add(qv, mv, *a);
-        }
-    }
-}
-
 /// `R` rows x `V * S::LANES` LLMs (`V` = 1 or 2 vectors): broadcast one question component, FMA it into the
 /// `V` vectors of the panel row. Each LLM's dot product stays in its own lane, accumulated in the same
 /// order whatever `V` or its lane; the epilogue applies `dot * a - b`.
@@ -221,15 +203,14 @@ unsafe fn micro_kernel<S: Simd, const R: usize, const V: usize>(
     let l = S::LANES;
     let zero = S::splat(0.0);
     let mut acc = [[zero; V]; R];
-    let rows: [*const f32; R] = std::array::from_fn(|r| q.add(r * d));
-    // Two components per loop trip: fewer loop instructions beside the multiply-adds, which measurably
-    // helps at AVX2 width (docs/throughput.md); each accumulator still adds its products in component order.
-    for t in (0..d - d % 2).step_by(2) {
-        kernel_step::<S, R, V>(&rows, panel, t, &mut acc);
-        kernel_step::<S, R, V>(&rows, panel, t + 1, &mut acc);
-    }
-    if d % 2 == 1 {
-        kernel_step::<S, R, V>(&rows, panel, d - 1, &mut acc);
+    for t in 0..d {
+        let m: [S::V; V] = std::array::from_fn(|v| S::load(panel.add((t * V + v) * l)));
+        for (r, acc_row) in acc.iter_mut().enumerate() {
+            let qv = S::splat(*q.add(r * d + t));
+            for (a, &mv) in acc_row.iter_mut().zip(&m) {
+                *a = S::mul_add(qv, mv, *a);
+            }
+        }
     }
     for (r, acc_row) in acc.iter().enumerate() {
         let a = S::splat(scales[r].a);
