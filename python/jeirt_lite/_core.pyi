@@ -20,7 +20,6 @@ __all__ = [
     "simd_level",
     "StaticEncoder",
     "top_k_bf16",
-    "probabilities_bf16",
     "bf16_supported",
     "multiply_add_peak",
     "EmbedJob",
@@ -39,8 +38,11 @@ def probabilities(
     scale: npt.NDArray[np.float32] | None = None,
     bias: npt.NDArray[np.float32] | None = None,
     offsets: npt.NDArray[np.float32] | None = None,
+    bfloat16: bool = False,
 ) -> npt.NDArray[np.float32]:
-    """P(correct) for every pair: float32 ``(N, K)``; with scale/bias ``sigmoid(scale * logit + bias)``."""
+    """P(correct) for every pair: float32 ``(N, K)``; with scale/bias ``sigmoid(scale * logit + bias)``. With
+    ``bfloat16``, logits from bfloat16 products (each within about 1e-3 of float32's; float32 kernel where the CPU
+    lacks AVX-512 BF16, and with offsets)."""
 
 def top_k(
     questions: npt.NDArray[np.float32],
@@ -75,16 +77,6 @@ def top_k_bf16(
     bias: npt.NDArray[np.float32] | None = None,
 ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]]:
     """``top_k`` ranked with bfloat16 products, the chosen k scored again exactly (float32 kernel where the CPU
-    lacks AVX-512 BF16)."""
-
-def probabilities_bf16(
-    questions: npt.NDArray[np.float32],
-    llms: npt.NDArray[np.float32],
-    threads: int,
-    scale: npt.NDArray[np.float32] | None = None,
-    bias: npt.NDArray[np.float32] | None = None,
-) -> npt.NDArray[np.float32]:
-    """``probabilities`` from bfloat16 products (each within about 1e-3 of float32's; float32 kernel where the CPU
     lacks AVX-512 BF16)."""
 
 def bf16_supported() -> bool:

@@ -119,10 +119,6 @@ def probabilities(
     """
     q, m = _as_matrix(questions, "questions"), _as_matrix(llms, "llms")
     k = m.shape[0]
-    if _precision(precision) == "bfloat16" and offsets is None:
-        return _core.probabilities_bf16(
-            q, m, _threads(threads), _per_llm(scale, "scale", k), _per_llm(bias, "bias", k)
-        )
     return _core.probabilities(
         q,
         m,
@@ -130,6 +126,7 @@ def probabilities(
         _per_llm(scale, "scale", k),
         _per_llm(bias, "bias", k),
         _offsets(offsets, q.shape[0], k),
+        bfloat16=_precision(precision) == "bfloat16",
     )
 
 

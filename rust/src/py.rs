@@ -11,7 +11,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::{Calibration, Config, KernelError, MatrixView};
+use crate::{Calibration, Config, KernelError, MatrixView, Precision};
 
 create_exception!(
     _core,
@@ -89,9 +89,11 @@ pub(crate) fn matrix<T: numpy::Element>(
     Ok(array.into_pyarray(py))
 }
 
-/// P(correct) for every question x LLM pair, float32 (N, K).
+/// P(correct) for every question x LLM pair, float32 (N, K). With `bfloat16`, logits from the bf16 pass where
+/// `probabilities_with_precision` can take it (AVX-512 BF16, no offsets), the float32 kernel otherwise.
 #[pyfunction]
-#[pyo3(signature = (questions, llms, threads, scale=None, bias=None, offsets=None))]
+#[pyo3(signature = (questions, llms, threads, scale=None, bias=None, offsets=None, bfloat16=false))]
+#[allow(clippy::too_many_arguments)]
 fn probabilities<'py>(
     py: Python<'py>,
     questions: PyReadonlyArray2<'py, f32>,
@@ -100,6 +102,7 @@ fn probabilities<'py>(
     scale: Option<PyReadonlyArray1<'py, f32>>,
     bias: Option<PyReadonlyArray1<'py, f32>>,
     offsets: Option<PyReadonlyArray2<'py, f32>>,
+    bfloat16: bool,
 ) -> PyResult<Bound<'py, PyArray2<f32>>> {
     let (q, m, cfg) = (
         view(&questions, "questions")?,
@@ -107,8 +110,13 @@ fn probabilities<'py>(
         config(threads)?,
     );
     let cal = calibration(&scale, &bias, &offsets)?;
+    let precision = if bfloat16 {
+        Precision::Bf16
+    } else {
+        Precision::Float32
+    };
     let out = py
-        .detach(|| crate::probabilities_calibrated(q, m, &cal, &cfg))
+        .detach(|| crate::probabilities_with_precision(q, m, &cal, &cfg, precision))
         .map_err(to_py)?;
     matrix(py, out, q.rows(), m.rows())
 }

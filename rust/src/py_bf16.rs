@@ -1,5 +1,5 @@
-//! PyO3 bindings of the reduced-precision scoring pass (`top_k_bf16`, `probabilities_bf16`, `bf16_supported`) and of the
-//! multiply-add peak the benchmarks compare the kernels with.
+//! PyO3 bindings of the reduced-precision scoring pass (`top_k_bf16`, `bf16_supported`; `probabilities` in py.rs
+//! takes `bfloat16=True`) and of the multiply-add peak the benchmarks compare the kernels with.
 
 use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
@@ -37,30 +37,6 @@ fn top_k_bf16<'py>(
     ))
 }
 
-/// `probabilities` (no offsets) from the bf16 pass; the float32 kernel where the CPU lacks AVX-512 BF16 or the
-/// table does not fit bfloat16.
-#[pyfunction]
-#[pyo3(signature = (questions, llms, threads, scale=None, bias=None))]
-fn probabilities_bf16<'py>(
-    py: Python<'py>,
-    questions: PyReadonlyArray2<'py, f32>,
-    llms: PyReadonlyArray2<'py, f32>,
-    threads: i64,
-    scale: Option<PyReadonlyArray1<'py, f32>>,
-    bias: Option<PyReadonlyArray1<'py, f32>>,
-) -> PyResult<Bound<'py, PyArray2<f32>>> {
-    let (q, m, cfg) = (
-        view(&questions, "questions")?,
-        view(&llms, "llms")?,
-        config(threads)?,
-    );
-    let cal = calibration(&scale, &bias, &None)?;
-    let out = py
-        .detach(|| crate::probabilities_with_precision(q, m, &cal, &cfg, Precision::Bf16))
-        .map_err(to_py)?;
-    matrix(py, out, q.rows(), m.rows())
-}
-
 /// Whether this CPU has AVX-512 BF16 (the reduced-precision pass).
 #[pyfunction]
 fn bf16_supported() -> bool {
@@ -81,7 +57,6 @@ fn multiply_add_peak(py: Python<'_>, seconds: f64) -> (f64, Option<f64>) {
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(top_k_bf16, m)?)?;
-    m.add_function(wrap_pyfunction!(probabilities_bf16, m)?)?;
     m.add_function(wrap_pyfunction!(bf16_supported, m)?)?;
     m.add_function(wrap_pyfunction!(multiply_add_peak, m)?)?;
     Ok(())
