@@ -56,14 +56,15 @@ def prepare(
     encoder: str = DEFAULT_ENCODER,
     max_length: int = DEFAULT_MAX_LENGTH,
     progress: bool = True,
+    teacher: str = DEFAULT_ENCODER,
 ) -> Prepared:
-    """Load, split (test = the untouched part), embed. encoder STATIC distils the token table from the default
-    transformer, its token frequencies read from the texts of the training and validation parts (never the test
-    part), and reads up to STATIC_MAX_LENGTH tokens (`max_length` applies to transformers)."""
+    """Load, split (test = the untouched part), embed. encoder STATIC distils the token table from `teacher` over
+    the default transformer's vocabulary, its token frequencies read from the texts of the training and validation
+    parts (never the test part), and reads up to STATIC_MAX_LENGTH tokens (`max_length` applies to transformers)."""
     data = load_dataset(data_dir)
     split = make_split(data, seed=split_seed, val_fraction=val_fraction, test_fraction=test_fraction)
     return prepare_split(data, split, split_seed=split_seed, encoder=encoder, max_length=max_length,
-                         progress=progress, source=str(data_dir))
+                         progress=progress, source=str(data_dir), teacher=teacher)
 
 
 def prepare_split(
@@ -75,15 +76,16 @@ def prepare_split(
     max_length: int = DEFAULT_MAX_LENGTH,
     progress: bool = True,
     source: str = "",
+    teacher: str = DEFAULT_ENCODER,
 ) -> Prepared:
     """`prepare` for a dataset already loaded and split (training.compare runs `fit` on its own splits this way)."""
     static = None
     if encoder == STATIC:
         from .static_router import STATIC_MAX_LENGTH, static_embeddings
 
-        max_length, encoder = STATIC_MAX_LENGTH, DEFAULT_ENCODER  # the teacher, as the manifest records it
+        max_length, encoder = STATIC_MAX_LENGTH, DEFAULT_ENCODER  # the tokenizer's model; static.source: the teacher
         learn_from = np.concatenate([split.train, split.val])
-        static, emb = static_embeddings(data, learn_from, max_length)
+        static, emb = static_embeddings(data, learn_from, max_length, teacher)
     else:
         emb = embed_dataset(data, encoder=encoder, max_length=max_length, progress=progress)
     return Prepared(

@@ -14,12 +14,17 @@ usual inputs (input_ids, attention_mask) and output (question_vectors), so `Rout
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+# The student: the tokenizer (and so the vocabulary) of every static table, whichever teacher it was distilled from;
+# the runtime's Rust fast path reads BERT WordPiece tokenizers like this one.
+DEFAULT_STUDENT = "all-MiniLM-L6-v2"
 DEFAULT_STATIC_DIM = 256
 DEFAULT_SIF_A = 1e-3
 NORM_EPS = 1e-12
@@ -34,41 +39,130 @@ class StaticTable:
     source: str
 
 
-def token_vectors(encoder: str, batch_size: int = 1024) -> np.ndarray:
-    """(V, D) float32: each vocabulary token's mean-pooled last hidden state, fed alone as [CLS] t [SEP]."""
+def special_tokens(tok: Any) -> dict[str, str]:
+    """A tokenizer's special tokens by role: the start and end it wraps every text in (BERT's [CLS] ... [SEP],
+    RoBERTa/MPNet's <s> ... </s>), its padding and unknown tokens, and its mask token when it has one."""
+    vocab = tok.get_vocab()
+    by_id = {i: t for t, i in vocab.items()}
+    wrapped = tok.encode("").ids  # an empty text is exactly the start and end tokens
+    roles = {"start": by_id[wrapped[0]], "end": by_id[wrapped[-1]]}
+    if tok.padding:
+        roles["pad"] = tok.padding["pad_token"]
+    spec = json.loads(tok.to_str())
+    unk = spec["model"].get("unk_token")  # what the model emits for an unknown word (MPNet's is "[UNK]")
+    if unk in vocab:
+        roles["unk"] = unk
+    added = [t["content"] for t in spec.get("added_tokens", []) if t.get("special")]
+    mask = next((t for t in added if "mask" in t.lower()), None)
+    if mask is not None:
+        roles["mask"] = mask
+    return roles
+
+
+@dataclass(frozen=True)
+class VocabularyMap:
+    """For each student token id, the teacher's token ids that spell it (without the teacher's start/end)."""
+
+    teacher_ids: list[list[int]]
+    start: int  # the teacher's start and end tokens, wrapped around every student token
+    end: int
+    by_role: int  # student special tokens mapped to the teacher's token of the same role
+    spelled: int  # student tokens with no exact match, spelled with the teacher's own tokenizer
+
+
+def map_vocabulary(student: Any, teacher: Any) -> VocabularyMap:
+    """Student token -> teacher ids: the same role for special tokens, else the same string, else the teacher's
+    tokenization of the string (a WordPiece continuation "##x" spelled as "x")."""
+    s_roles, t_roles = special_tokens(student), special_tokens(teacher)
+    t_vocab = teacher.get_vocab()
+    role_of = {token: role for role, token in s_roles.items() if role in t_roles}
+    by_id = {i: t for t, i in student.get_vocab().items()}
+    out: list[list[int]] = []
+    by_role = spelled = 0
+    for index in range(student.get_vocab_size()):
+        token = by_id[index]
+        if token in role_of:
+            out.append([t_vocab[t_roles[role_of[token]]]])
+            by_role += 1
+        elif token in t_vocab:
+            out.append([t_vocab[token]])
+        else:
+            ids = teacher.encode(token.removeprefix("##"), add_special_tokens=False).ids
+            out.append(ids or [t_vocab[t_roles["unk"]]])
+            spelled += 1
+    return VocabularyMap(out, t_vocab[t_roles["start"]], t_vocab[t_roles["end"]], by_role, spelled)
+
+
+def token_vectors(
+    teacher: str, student: str = DEFAULT_STUDENT, *, batch_size: int = 1024, rows: Sequence[int] | None = None
+) -> np.ndarray:
+    """(V, D) float32, one row per token of the student's vocabulary (or per id in `rows`): the teacher's
+    mean-pooled last hidden states over its start token, the token's teacher ids (map_vocabulary) and its end
+    token, e.g. [CLS] t [SEP] when teacher and student are one model. D is the teacher's width."""
     import torch
 
     from .encoders import load_encoder, load_tokenizer
 
-    tok = load_tokenizer(encoder, 8)
-    cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-    vocab = tok.get_vocab_size()
-    transformer = load_encoder(encoder).transformer
-    out = np.empty((vocab, transformer.config.hidden_size), dtype=np.float32)
+    mapping = map_vocabulary(load_tokenizer(student, 64), load_tokenizer(teacher, 64))
+    wanted = np.arange(len(mapping.teacher_ids)) if rows is None else np.asarray(rows, dtype=np.int64)
+    encoder = load_encoder(teacher)
+    out = np.empty((len(wanted), encoder.transformer.config.hidden_size), dtype=np.float32)
+    sequences = [[mapping.start, *mapping.teacher_ids[i], mapping.end] for i in wanted]
+    lengths = np.array([len(seq) for seq in sequences])
     with torch.inference_mode():
-        for start in range(0, vocab, batch_size):
-            ids = torch.arange(start, min(start + batch_size, vocab), dtype=torch.int64)
-            batch = torch.stack([torch.full_like(ids, cls_id), ids, torch.full_like(ids, sep_id)], dim=1)
-            hidden = transformer(
-                input_ids=batch, attention_mask=torch.ones_like(batch), token_type_ids=torch.zeros_like(batch)
-            ).last_hidden_state
-            out[start : start + len(ids)] = hidden.mean(dim=1).numpy()
+        for length in np.unique(lengths):  # one length per batch: no padding (all 3 for a vocabulary map)
+            where = np.flatnonzero(lengths == length)
+            for start in range(0, len(where), batch_size):
+                pick = where[start : start + batch_size]
+                batch = torch.tensor([sequences[i] for i in pick], dtype=torch.int64)
+                extra = {"token_type_ids": torch.zeros_like(batch)} if encoder.takes_token_types else {}
+                hidden = encoder.transformer(
+                    input_ids=batch, attention_mask=torch.ones_like(batch), **extra
+                ).last_hidden_state
+                out[pick] = hidden.mean(dim=1).numpy()
     return out
 
 
-def cached_token_vectors(encoder: str) -> np.ndarray:
-    """token_vectors(encoder), kept in the embedding cache folder ($JEIRT_CACHE): they depend on nothing else."""
+def cached_token_vectors(teacher: str, student: str = DEFAULT_STUDENT) -> np.ndarray:
+    """token_vectors(teacher, student), kept in the embedding cache folder ($JEIRT_CACHE): they depend on
+    nothing else."""
     from .embeddings import cache_root
 
-    path = cache_root() / f"{encoder}__token_vectors.npy"
+    name = teacher if teacher == student else f"{teacher}__for__{student}"
+    path = cache_root() / f"{name}__token_vectors.npy"
     if path.is_file():
         return np.load(path)
-    vectors = token_vectors(encoder)
+    vectors = token_vectors(teacher, student)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.npy")
     np.save(tmp, vectors)
     tmp.replace(path)
     return vectors
+
+
+def teacher_names(teacher: str) -> list[str]:
+    """"A" or "A+B" (several teachers, their token vectors joined) -> the registered encoder names."""
+    from .encoders import ENCODERS
+
+    names = [name.strip() for name in teacher.split("+")]
+    unknown = [name for name in names if name not in ENCODERS]
+    if unknown or len(set(names)) != len(names):
+        raise ValueError(f"teacher {teacher!r}: give one or more of {sorted(ENCODERS)} joined by '+', each once")
+    return names
+
+
+def teacher_vectors(teacher: str, student: str = DEFAULT_STUDENT) -> np.ndarray:
+    """The token vectors of one teacher, or of several side by side: each centred and scaled to a mean squared
+    row norm of 1 first, so that every teacher weighs the same in the PCA whatever its width and scale."""
+    names = teacher_names(teacher)
+    if len(names) == 1:
+        return cached_token_vectors(names[0], student)
+    blocks = []
+    for name in names:
+        block = cached_token_vectors(name, student).astype(np.float64)
+        block -= block.mean(axis=0)
+        blocks.append(block / np.sqrt((block**2).sum(axis=1).mean()))
+    return np.concatenate(blocks, axis=1).astype(np.float32)
 
 
 def pca(vectors: np.ndarray, dim: int) -> np.ndarray:
@@ -93,22 +187,25 @@ def sif_weights(frequencies: np.ndarray, a: float = DEFAULT_SIF_A) -> np.ndarray
 
 
 def distil(
-    encoder: str,
+    teacher: str,
     train_texts: Sequence[str],
     *,
     max_length: int,
     dim: int = DEFAULT_STATIC_DIM,
     sif_a: float = DEFAULT_SIF_A,
+    student: str = DEFAULT_STUDENT,
 ) -> StaticTable:
-    """Distil `encoder` into a static table; token frequencies come from `train_texts` only."""
+    """Distil `teacher` ("A" or "A+B", teacher_vectors) into a static table over the student's vocabulary; token
+    frequencies come from `train_texts` only, tokenised by the student."""
     from .encoders import get_spec, load_tokenizer
 
-    vectors = pca(cached_token_vectors(encoder), dim)
-    tok = load_tokenizer(encoder, max_length)
+    vectors = pca(teacher_vectors(teacher, student), dim)
+    tok = load_tokenizer(student, max_length)
     ids = [e.ids for e in tok.encode_batch(list(train_texts))]  # padding ids are [PAD]: counted, never used
     weights = sif_weights(token_frequencies(ids, vectors.shape[0]), sif_a)
     table = np.ascontiguousarray(vectors * weights[:, None], dtype=np.float32)
-    return StaticTable(table=table, sif_a=sif_a, source=f"distilled from {get_spec(encoder).source()}")
+    sources = " + ".join(get_spec(name).source() for name in teacher_names(teacher))
+    return StaticTable(table=table, sif_a=sif_a, source=f"distilled from {sources}")
 
 
 def static_embed(table: np.ndarray, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:

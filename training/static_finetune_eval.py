@@ -1,11 +1,13 @@
 """Frozen against fine-tuned static table on one split, at one fixed d and dropout: what docs/encoders.md reports.
 
     python -m training.static_finetune_eval --data data/zeroeval_crux_gsm_math --split-seed 0 --pulls 0.1,0.3
+    python -m training.static_finetune_eval --data data/mmlu_pro --teacher all-mpnet-base-v2 --dim 256 --dropout 0.3
 
 One JSON line per run: the frozen distilled table first, then the table fine-tuned with each pull (training.
 static_finetune), each with its validation loss (what `fit` chooses on), its validation and test AUC and log-loss
 (the test part is only reported, never used to choose), and how far the table moved (Frobenius norm of the change
-over that of the moved rows' start).
+over that of the moved rows' start). `--teacher` distils the table from another encoder (or "A+B", several) over
+the same MiniLM vocabulary (training.static_encoder.distil).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def _scores(prep: Any, predictor: Any, embeddings: np.ndarray) -> dict[str, dict
     for part in ("val", "test"):
         cells = getattr(prep, part)
         m = all_metrics(cells.correct, predictor.predict_proba(embeddings, cells.question, cells.llm))
-        out[part] = {"auc": round(m["auc"], 4), "log_loss": round(m["log_loss"], 4)}
+        out[part] = {key: round(m[key], 4) for key in ("auc", "accuracy", "log_loss")}
     return out
 
 
@@ -44,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dropout", type=float, default=0.7)
     parser.add_argument("--ema-epochs", type=float, default=None,
                         help="the weights' moving average, in epochs (default: JeirtConfig's; 0: off)")
+    parser.add_argument("--teacher", default=None,
+                        help="encoder(s) the table is distilled from, 'A' or 'A+B' (default: all-MiniLM-L6-v2)")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     import torch
@@ -59,10 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     hyper = {"dim": args.dim, "dropout": args.dropout, "seed": args.split_seed}
     if args.ema_epochs is not None:
         hyper["ema_epochs"] = args.ema_epochs
-    prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False)
+    teacher = args.teacher or DEFAULT_ENCODER
+    prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False,
+                   teacher=teacher)
     tokenizer = load_tokenizer(DEFAULT_ENCODER, prep.max_length)
     bags, start = token_bags(prep.data.texts, tokenizer), rounded(prep.static.table)
-    head = {"data": prep.data.name, "split_seed": args.split_seed, **hyper}
+    head = {"data": prep.data.name, "split_seed": args.split_seed, "teacher": teacher, **hyper}
     t0 = time.perf_counter()
     frozen = JeirtPredictor(**hyper).fit(prep.embeddings, prep.train, prep.val, prep.data.n_llms)
     print(json.dumps({**head, "table": "frozen", "best_val_loss": round(frozen.best_val_loss, 5),

@@ -19,12 +19,15 @@ STATIC_BATCH_SIZE = 8
 STATIC_MAX_LENGTH = 512
 
 
-def static_embeddings(data: Any, learn_from: np.ndarray, max_length: int = STATIC_MAX_LENGTH) -> tuple[Any, np.ndarray]:
-    """(StaticTable, (n_questions, dim) embeddings): the table distilled from the default transformer, SIF
-    frequencies from the texts of the questions `learn_from` only; embeddings as the float16 graph computes them."""
+def static_embeddings(
+    data: Any, learn_from: np.ndarray, max_length: int = STATIC_MAX_LENGTH, teacher: str = DEFAULT_ENCODER
+) -> tuple[Any, np.ndarray]:
+    """(StaticTable, (n_questions, dim) embeddings): the table distilled from `teacher` over the default
+    transformer's vocabulary (static_encoder.distil), SIF frequencies from the texts of the questions `learn_from`
+    only; embeddings as the float16 graph computes them."""
     from .static_encoder import distil, embed_texts
 
-    static = distil(DEFAULT_ENCODER, [data.texts[i] for i in learn_from], max_length=max_length)
+    static = distil(teacher, [data.texts[i] for i in learn_from], max_length=max_length)
     table16 = static.table.astype(np.float16).astype(np.float32)  # what the graph stores
     return static, embed_texts(table16, load_tokenizer(DEFAULT_ENCODER, max_length), data.texts)
 
