@@ -140,3 +140,23 @@ def test_suggest_prints_and_writes_picks(tiny_router_path: Path, tmp_path: Path)
     assert done.returncode == 0 and len((tmp_path / "ask.jsonl").read_text().splitlines()) == 3
     done = run_cli("suggest", str(tiny_router_path), "--questions", str(bank), "--budget", "99")
     assert done.returncode == 1 and "budget must be an integer in 1..24" in done.stderr
+
+
+def test_the_fit_summary_says_how_the_correction_was_averaged() -> None:
+    from jeirt_lite.cli.add_llm import fit_summary
+
+    record = {
+        "folds": 5, "cv_auc": 0.71, "cv_log_loss": 0.55, "cv_auc_vector_only": 0.66, "cv_log_loss_vector_only": 0.6,
+        "correction": "on", "router_scale": 0.8,
+        "averaged_fits": [{"router_scale": 1.0, "strength": 300.0, "weight": 0.6},
+                          {"router_scale": 1.0, "strength": None, "weight": 0.25},
+                          {"router_scale": 0.5, "strength": 1000.0, "weight": 0.15}],
+    }
+    text = fit_summary(record)
+    assert "AUC 0.710, log-loss 0.550 (vector alone: AUC 0.660, log-loss 0.600)" in text
+    assert "feature correction: on (an average of 3 fits" in text
+    assert "25% on the vector alone; the router's logit scaled by 0.8)" in text
+    one = fit_summary({**record, "averaged_fits": [{"router_scale": 1.0, "strength": 3000.0, "weight": 1.0}]})
+    assert "feature correction: on (strength 3000; the router's logit scaled by 0.8)" in one
+    off = fit_summary({**record, "correction": "off: this router's encoder exposes no features"})
+    assert "feature correction: off: this router's encoder exposes no features\n" in off

@@ -8,7 +8,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jeirt_lite import JeirtError, Router, kernels
-from jeirt_lite._corrections import _choose, base_logits, fit_onboarding, like_the_routers_share
+from jeirt_lite._corrections import (
+    MIN_WEIGHT,
+    _standardised_design,
+    base_logits,
+    evidence_weights,
+    fit_onboarding,
+    like_the_routers_share,
+    ridge_logistic,
+    simplest_within,
+)
 from jeirt_lite._onboarding import fit_llm_vector
 
 
@@ -104,7 +113,10 @@ def test_the_router_applies_the_correction_everywhere(grown: tuple[Router, np.nd
     corrections = router.corrections
     new_logit = base_logits(vectors.astype(np.float64), router.llm_vectors[-1].astype(np.float64)) + (
         features @ corrections.weights[0] + corrections.bias[0])
-    np.testing.assert_allclose(p[:, -1], 1 / (1 + np.exp(-new_logit)), atol=1e-4)
+    assert router.calibration is not None and router.calibration.bias[-1] == 0.0
+    scale = router.calibration.scale[-1]  # the fit's router scale s̄, kept as the new LLM's calibration
+    assert scale == pytest.approx(record["router_scale"])
+    np.testing.assert_allclose(p[:, -1], 1 / (1 + np.exp(-scale * new_logit)), atol=1e-4)
     without = router.select_llms(router.llms[:-1])
     assert without.corrections is None
     np.testing.assert_allclose(p[:, :-1], without.predict_proba_vectors(vectors), atol=1e-6)
@@ -246,17 +258,54 @@ def test_the_router_keeps_the_scale_as_the_new_llms_calibration(calibrated: bool
     np.testing.assert_array_equal(loaded.predict_proba_vectors(vectors, features), p)
 
 
-def test_questions_like_the_routers_need_twice_the_evidence_for_a_correction() -> None:
-    # Held-out losses where the correction beats the vector alone by 1.5 standard errors: enough for unlike
-    # questions (one standard error), not for questions of the router's own kind (two).
+def test_fits_are_weighted_by_their_held_out_likelihood() -> None:
+    y = np.array([1.0, 0.0, 1.0, 1.0])
+    held_out = {
+        (1.0, float("inf")): np.zeros(4),  # log-likelihood 4 log ½
+        (1.0, 100.0): np.array([1.0, -1.0, 1.0, 1.0]),  # 4 log σ(1): better
+        (0.5, 10.0): np.array([-9.0, 9.0, -9.0, -9.0]),  # hopeless: its weight falls below MIN_WEIGHT
+    }
+    weights = evidence_weights(y, held_out)
+    assert set(weights) == {(1.0, float("inf")), (1.0, 100.0)}
+    ratio = np.exp(4 * (np.log(1 / (1 + np.exp(-1.0))) - np.log(0.5)))
+    assert weights[(1.0, 100.0)] / weights[(1.0, float("inf"))] == pytest.approx(ratio)
+    assert sum(weights.values()) == pytest.approx(1.0)
+    held_out[(1.0, float("inf"))] = np.array([9.0, -9.0, 9.0, 9.0])  # the vector alone far ahead: it alone is left
+    held_out[(1.0, 100.0)] = np.array([-3.0, 3.0, -3.0, -3.0])
+    assert evidence_weights(y, held_out) == {(1.0, float("inf")): 1.0}
+    assert MIN_WEIGHT < 0.01
+
+
+def test_the_stored_correction_is_exactly_the_weighted_average_of_the_fits() -> None:
+    q, f, _, y = _problem(10, 300, 2.0)
+    fit = fit_onboarding(q, f, y, prior_mean=np.zeros(8))
+    fits = fit.report["averaged_fits"]
+    assert fit.weights is not None and len(fits) > 1  # type: ignore[arg-type]
+    assert sum(entry["weight"] for entry in fits) == pytest.approx(1.0, abs=1e-3)  # type: ignore[union-attr]
+    design, _, _ = _standardised_design(f, len(y))
+    base = base_logits(q, fit.vector.astype(np.float64))
+    want = np.zeros(len(y))
+    for entry in fits:  # type: ignore[union-attr]
+        s, strength, weight = entry["router_scale"], entry["strength"], entry["weight"]
+        corrected = np.zeros(design.shape[1]) if strength is None else ridge_logistic(design, y, s * base, strength)
+        want += weight * (s * base + design @ corrected)
+    got = fit.router_scale * (base + f @ fit.weights + fit.bias)
+    np.testing.assert_allclose(got, want, atol=5e-3)  # the report rounds the weights to 4 decimals
+    assert fit.router_scale == pytest.approx(sum(e["weight"] * e["router_scale"] for e in fits), abs=1e-3)  # type: ignore[union-attr]
+
+
+def test_questions_like_the_routers_keep_one_fit_that_beats_the_vector_alone_by_two_standard_errors() -> None:
+    # Held-out losses where the correction beats the vector alone by 1.5 standard errors: enough at one standard
+    # error, not at two.
     n = 400
     e = np.random.default_rng(9).normal(size=n)
     gap = (e - e.mean()) / e.std(ddof=1) * 0.2  # per-answer loss differences, standard deviation 0.2
     gap += -1.5 * 0.2 / np.sqrt(n) - gap.mean()
     y = np.ones(n)
-    held_out = {(1.0, float("inf")): np.full(n, 0.5), (1.0, 100.0): np.exp(-(np.log(2.0) + gap))}
-    assert _choose(y, held_out) == (1.0, 100.0)
-    assert _choose(y, held_out, margin=2.0) == (1.0, float("inf"))
+    # held-out logits whose losses log(1 + e^-z) are log 2 and log 2 + gap
+    held_out = {(1.0, float("inf")): np.zeros(n), (1.0, 100.0): -np.log(np.expm1(np.log(2.0) + gap))}
+    assert simplest_within(y, held_out, 1.0) == (1.0, 100.0)
+    assert simplest_within(y, held_out, 2.0) == (1.0, float("inf"))
 
     q, f, _, y = _problem(0, 400, 6.0)  # a strong feature effect: on either way
     assert like_the_routers_share(400) == pytest.approx(0.95 - 2 * np.sqrt(0.95 * 0.05 / 400))  # 0.928
@@ -264,8 +313,10 @@ def test_questions_like_the_routers_need_twice_the_evidence_for_a_correction() -
     flags[:20] = False  # 95% in distribution, as the router's own questions
     own = fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags)
     assert own.report["like_router"] is True and own.weights is not None
+    assert len(own.report["averaged_fits"]) == 1  # type: ignore[arg-type]
     flags[:40] = False  # 90%: significantly below 95%
-    assert fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags).report["like_router"] is False
+    unlike = fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags)
+    assert unlike.report["like_router"] is False and len(unlike.report["averaged_fits"]) > 1  # type: ignore[arg-type]
     # A router whose threshold flags 10% of its own questions counts 90% as its own kind.
     again = fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=flags, percentile=10.0)
     assert again.report["like_router"] is True

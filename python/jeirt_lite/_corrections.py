@@ -11,15 +11,18 @@ that is linear in the encoder's features f (the embedding before the router's ad
 regression with s times m's logits as a fixed offset and a ridge penalty ½α‖w̃‖² on the standardised weights.
 s ≤ 1 is how much of the router's own logit the fit keeps (stacking): where the router's space says nothing about
 the new questions, its logit is noise that a correction fitted around it cannot remove, and a smaller s lets the
-features carry the fit (s = 1 is the plain correction). The pair (s, α) is chosen by cross-validation on the
-answers (log-loss; the simplest pair within one standard error of the best, simplest meaning s = 1 before any
-smaller s, and the strongest penalty first), over a grid that includes α = ∞ (no correction, s = 1): where the
-router's geometry already explains the answers, the correction is switched off and the fit is today's.
-When the router's alignment counts the answered questions as its own kind (`like_the_routers_share`), the rule
-takes two standard errors instead of one.
+features carry the fit (s = 1 is the plain correction). Out of the router's domain the fit is an average over
+the grid of (s, α), the vector alone (α = ∞, s = 1) included, each fit weighted by exp of its cross-validated
+log-likelihood of the answers (pseudo-Bayesian model averaging): with a few hundred answers the held-out log-loss
+of neighbouring pairs differs by less than its noise, and picking one pair by it left AUC on the table
+(docs/onboarding.md). The average of the fits' logits has the form above again (s̄ = the weights' mean s), so it
+is stored like a single fit. When the router's alignment counts the answered questions as its own kind
+(`like_the_routers_share`), the fit is instead the single simplest pair whose held-out log-loss is within two
+standard errors of the best (the vector alone first, then s = 1 from the strongest penalty down): there the router's
+space already explains most of what the answers say, and with few answers averaging was measured to lose.
 The router stores s as the new LLM's calibration scale, which the kernels apply to the logit plus the offset, so
 the stored offset is (f·w + b)/s.
-Everything is numpy; a fit on a few hundred answers takes well under a second.
+Everything is numpy; a fit on a few hundred answers takes under a second, on 7,560 answers a few seconds.
 """
 
 from __future__ import annotations
@@ -40,11 +43,12 @@ DEFAULT_ROUTER_SCALES = (1.0, 0.5, 0.25, 0.1)
 DEFAULT_FOLDS = 5
 # Below this many answers of each kind the folds cannot estimate anything: the correction stays off.
 MIN_PER_CLASS_FOR_CV = 5
+# Fits of the average weighing less than this are left out (and the rest renormalised): their share of the logit
+# is far below the noise of the fit, and they need not be fitted on all the answers.
+MIN_WEIGHT = 1e-3
 # The router's alignment threshold flags `percentile`% of its own validation questions (5% by default), so questions
 # like its training questions come out about 95% in distribution. Answered questions whose in-distribution share is
-# not significantly below that (less than two binomial standard errors) count as the router's own kind, and a
-# correction must then beat the vector alone by two standard errors, not one: the router's space was shaped on such
-# questions, and a correction chosen by cross-validation on few answers there mostly adds selection noise.
+# not significantly below that (less than two binomial standard errors) count as the router's own kind.
 DEFAULT_PERCENTILE_FOR_GATE = 5.0
 
 
@@ -67,9 +71,8 @@ class OnboardingFit:
     vector: np.ndarray  # (d,) float32
     weights: Optional[np.ndarray]  # (p,) float32: logit offset = features · weights + bias; None: no correction
     bias: float
-    strength: float  # the chosen α (inf: no correction)
     report: dict[str, object]
-    router_scale: float = 1.0  # s: stored as the LLM's calibration scale; 1 when there is no correction
+    router_scale: float = 1.0  # s̄: stored as the LLM's calibration scale; 1 when there is no correction
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
@@ -122,6 +125,27 @@ def mean_log_loss(y: np.ndarray, p: np.ndarray) -> float:
 
 
 Choice = tuple[float, float]  # (router scale s, ridge strength α); (1, inf) is the vector alone
+VECTOR_ALONE: Choice = (1.0, float("inf"))
+# Questions of the router's own kind: the single simplest fit within this many standard errors of the best.
+LIKE_ROUTER_MARGIN = 2.0
+
+
+def log_likelihoods(y: np.ndarray, logits: np.ndarray) -> np.ndarray:
+    """log P(y) per answer under σ(logits), computed stably."""
+    out: np.ndarray = y * logits - np.logaddexp(0.0, logits)
+    return out
+
+
+def evidence_weights(y: np.ndarray, held_out: dict[Choice, np.ndarray]) -> dict[Choice, float]:
+    """Each choice's weight ∝ exp(its held-out log-likelihood of the answers) (pseudo-Bayesian model averaging over
+    the grid, every choice equally likely before the answers), those below MIN_WEIGHT left out and the rest
+    renormalised."""
+    choices = list(held_out)
+    evidence = np.array([log_likelihoods(y, held_out[c]).sum() for c in choices])
+    weights = np.exp(evidence - evidence.max())
+    weights /= weights.sum()
+    kept = weights >= MIN_WEIGHT
+    return {c: float(w) for c, w, k in zip(choices, weights / weights[kept].sum(), kept) if k}
 
 
 def _simplicity(choice: Choice) -> tuple[float, float]:
@@ -130,11 +154,11 @@ def _simplicity(choice: Choice) -> tuple[float, float]:
     return (-1.0 if np.isinf(strength) else 1.0 - scale, -strength)
 
 
-def _choose(y: np.ndarray, held_out: dict[Choice, np.ndarray], margin: float = 1.0) -> Choice:
+def simplest_within(y: np.ndarray, held_out: dict[Choice, np.ndarray], margin: float) -> Choice:
     """The simplest choice whose held-out log-loss is within `margin` standard errors (of the paired per-answer
     differences) of the best one's: a correction, and a turned-down router logit, must earn their place beyond
     the noise of the folds."""
-    losses = {c: _losses(y, p) for c, p in held_out.items()}
+    losses = {c: -log_likelihoods(y, z) for c, z in held_out.items()}
     best = min(losses, key=lambda c: (float(losses[c].mean()), _simplicity(c)))
     for choice in sorted(losses, key=_simplicity):
         gap = losses[choice] - losses[best]
@@ -196,8 +220,8 @@ def _cross_validated(
     q: np.ndarray, design: np.ndarray, y: np.ndarray, prior: np.ndarray, l2: float, strengths: tuple[float, ...],
     scales: tuple[float, ...], folds: int, seed: int,
 ) -> dict[Choice, np.ndarray]:
-    """Held-out probabilities of every answer under each (router scale, strength) (m and the correction refitted
-    per fold); an infinite strength (no correction) keeps the router's logit whole."""
+    """Held-out logits of every answer under each (router scale, strength) (m and the correction refitted per
+    fold); an infinite strength (no correction) keeps the router's logit whole."""
     fold = stratified_folds(y, folds, seed)
     finite = [s for s in strengths if np.isfinite(s)]
     choices = [(1.0, float("inf"))] if len(finite) < len(strengths) else []
@@ -208,11 +232,35 @@ def _cross_validated(
         vector = fit_llm_vector(q[train], y[train], prior_mean=prior, l2=l2).astype(np.float64)
         offset_train, offset_test = base_logits(q[train], vector), base_logits(q[test], vector)
         if len(finite) < len(strengths):
-            held_out[(1.0, float("inf"))][test] = sigmoid(offset_test)
+            held_out[(1.0, float("inf"))][test] = offset_test
         for scale in scales if finite else ():
             for strength, w in ridge_path(design[train], y[train], scale * offset_train, finite).items():
-                held_out[(scale, strength)][test] = sigmoid(design[test] @ w + scale * offset_test)
+                held_out[(scale, strength)][test] = design[test] @ w + scale * offset_test
     return held_out
+
+
+def _standardised_design(features: np.ndarray, rows: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """(design, center, scale) of the features (see _design); finite (rows, p) features required."""
+    f = np.asarray(features, dtype=np.float64)
+    if f.ndim != 2 or f.shape[0] != rows or not np.isfinite(f).all():
+        raise JeirtError(f"features must be a finite ({rows}, p) array, got shape {f.shape}")
+    center = f.mean(axis=0)
+    spread = float(np.sqrt(np.mean(np.sum((f - center) ** 2, axis=1))))
+    scale = float(np.sqrt(f.shape[1]) / spread) if spread > 0 else 1.0
+    return _design(f, center, scale), center, scale
+
+
+def _averaged_weights(
+    design: np.ndarray, y: np.ndarray, base: np.ndarray, weights: dict[Choice, float]
+) -> tuple[float, np.ndarray]:
+    """(s̄, w̄): the weighted average of every fit's router scale and design weights, each fitted exactly on all
+    answers (the vector alone counts as s = 1, w = 0). Σ π (s·base + X w) = s̄·base + X w̄."""
+    scale, average = 0.0, np.zeros(design.shape[1])
+    for (s, strength), weight in weights.items():
+        scale += weight * s
+        if np.isfinite(strength):
+            average += weight * ridge_logistic(design, y, s * base, strength)
+    return scale, average
 
 
 def fit_onboarding(
@@ -229,7 +277,7 @@ def fit_onboarding(
     in_distribution: Optional[np.ndarray] = None,
     percentile: float = DEFAULT_PERCENTILE_FOR_GATE,
 ) -> OnboardingFit:
-    """The new LLM's vector and, where cross-validation says it helps, its feature correction.
+    """The new LLM's vector and its feature correction, weighted over the grid by cross-validated evidence.
 
     Args:
         questions: (n, d) question vectors of the answered questions.
@@ -237,17 +285,18 @@ def fit_onboarding(
         correct: (n,) 0/1 answers.
         prior_mean: (d,) the prior mean LLM vector.
         l2: prior precision of the LLM vector (as in `fit_llm_vector`).
-        strengths: ridge strengths to choose from by cross-validation; include inf to allow "no correction".
-        router_scales: the router-logit scales s in (0, 1] to choose from with them; (1.0,) is the plain correction.
+        strengths: ridge strengths of the grid; include inf to let the vector alone take part.
+        router_scales: the router-logit scales s in (0, 1] of the grid; (1.0,) is the plain correction.
         folds, seed: the cross-validation.
-        in_distribution: (n,) the router's in-distribution flag of each answered question, or None (unknown): when
-            their share is not significantly below the router's own (`like_the_routers_share`), choosing a
-            correction takes two standard errors instead of one.
+        in_distribution: (n,) the router's in-distribution flag of each answered question, or None (unknown):
+            when their share is not significantly below the router's own (`like_the_routers_share`), they count as
+            the router's own kind (`like_router`) and the single simplest fit within two standard errors of the best
+            is kept instead of the average.
         percentile: the share of its own validation questions the router's alignment threshold flags, in %.
 
     Returns:
-        An `OnboardingFit`; its report holds the cross-validated AUC and log-loss of the chosen fit and of the
-        vector alone, the chosen strength, the folds, and why the correction is off when it is.
+        An `OnboardingFit`; its report holds the cross-validated AUC and log-loss of the fit and of the vector
+        alone, the fits averaged with their weights, the folds, and why the correction is off when it is.
     """
     q = np.asarray(questions, dtype=np.float64)
     y = np.asarray(correct, dtype=np.float64)
@@ -257,7 +306,7 @@ def fit_onboarding(
     per_class = int(min(y.sum(), len(y) - y.sum()))
     if per_class < max(MIN_PER_CLASS_FOR_CV, folds):
         report["correction"] = f"off: fewer than {max(MIN_PER_CLASS_FOR_CV, folds)} answers of each kind"
-        return OnboardingFit(vector.astype(np.float32), None, 0.0, float("inf"), report)
+        return OnboardingFit(vector.astype(np.float32), None, 0.0, report)
     if not strengths or any(not (s > 0) for s in strengths):
         raise JeirtError(f"correction strengths must be positive numbers (inf allowed), got {strengths!r}")
     if not router_scales or any(not (0 < s <= 1) for s in router_scales):
@@ -265,46 +314,38 @@ def fit_onboarding(
     share = None if in_distribution is None else float(np.mean(in_distribution))
     like_router = share is not None and share >= like_the_routers_share(len(y), percentile)
     grid = tuple(strengths) if features is not None else (float("inf"),)
-    if features is not None:
-        f = np.asarray(features, dtype=np.float64)
-        if f.ndim != 2 or f.shape[0] != len(y) or not np.isfinite(f).all():
-            raise JeirtError(f"features must be a finite ({len(y)}, p) array, got shape {f.shape}")
-        center = f.mean(axis=0)
-        spread = float(np.sqrt(np.mean(np.sum((f - center) ** 2, axis=1))))
-        feature_scale = np.sqrt(f.shape[1]) / spread if spread > 0 else 1.0
-        design = _design(f, center, feature_scale)
-    else:
-        design = np.ones((len(y), 1))
+    design, center, feature_scale = (
+        _standardised_design(features, len(y)) if features is not None else (np.ones((len(y), 1)), np.zeros(0), 1.0)
+    )
     held_out = _cross_validated(q, design, y, prior, l2, grid, tuple(router_scales), folds, seed)
-    losses = {c: mean_log_loss(y, p) for c, p in held_out.items()}
-    # Questions of the router's own kind: a correction needs twice the evidence (two standard errors, not one).
-    chosen = _choose(y, held_out, 2.0 if like_router else 1.0)
-    scale, best = chosen
-    alone = (1.0, float("inf"))
+    weights = {simplest_within(y, held_out, LIKE_ROUTER_MARGIN): 1.0} if like_router else evidence_weights(y, held_out)
+    averaged = np.sum([weight * held_out[c] for c, weight in weights.items()], axis=0)
+    alone = VECTOR_ALONE
     report.update(
-        cv_auc=_auc(y, held_out[chosen]),
-        cv_log_loss=losses[chosen],
-        cv_auc_vector_only=_auc(y, held_out[alone] if alone in held_out else held_out[chosen]),
-        cv_log_loss_vector_only=losses.get(alone),
-        strength=None if np.isinf(best) else float(best),
-        router_scale=scale,
+        cv_auc=_auc(y, averaged),
+        cv_log_loss=float(-np.mean(log_likelihoods(y, averaged))),
+        cv_auc_vector_only=_auc(y, held_out[alone]) if alone in held_out else None,
+        cv_log_loss_vector_only=float(-np.mean(log_likelihoods(y, held_out[alone]))) if alone in held_out else None,
     )
     if features is None:
         report["correction"] = "off: this router's encoder exposes no features"
-        return OnboardingFit(vector.astype(np.float32), None, 0.0, float("inf"), report)
+        return OnboardingFit(vector.astype(np.float32), None, 0.0, report)
     report["like_router"] = like_router
-    if np.isinf(best):
-        report["correction"] = "off: cross-validation prefers the vector alone" + (
-            " (the questions look like the router's training questions, so a correction needed two standard "
-            "errors)" if like_router else ""
-        )
-        return OnboardingFit(vector.astype(np.float32), None, 0.0, best, report)
-    w = ridge_logistic(design, y, scale * base_logits(q, vector), best)
-    # Fold the standardisation and the router scale into plain weights: logit = s·(base + f·weights + bias).
-    weights = w[:-1] * feature_scale / scale
-    bias = float(w[-1] * INTERCEPT_COLUMN / scale - center @ weights)
-    report["correction"] = "on"
-    return OnboardingFit(vector.astype(np.float32), weights.astype(np.float32), bias, best, report, scale)
+    report["averaged_fits"] = [
+        {"router_scale": s, "strength": None if np.isinf(a) else a, "weight": round(w, 4)}
+        for (s, a), w in sorted(weights.items(), key=lambda item: -item[1])
+    ]
+    if set(weights) <= {alone}:
+        report.update(router_scale=1.0, correction="off: cross-validation prefers the vector alone" + (
+            " (the questions look like the router's training questions: a correction needs two standard errors)"
+            if like_router else ""))
+        return OnboardingFit(vector.astype(np.float32), None, 0.0, report)
+    scale, w = _averaged_weights(design, y, base_logits(q, vector), weights)
+    # Fold the standardisation and the router scale into plain weights: logit = s̄·(base + f·weights + bias).
+    plain = w[:-1] * feature_scale / scale
+    bias = float(w[-1] * INTERCEPT_COLUMN / scale - center @ plain)
+    report.update(router_scale=scale, correction="on")
+    return OnboardingFit(vector.astype(np.float32), plain.astype(np.float32), bias, report, scale)
 
 
 def check_features(features: object, rows: int, feature_dim: int) -> np.ndarray:

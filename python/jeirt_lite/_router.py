@@ -299,11 +299,13 @@ class Router(RouterTables):
 
         The new LLM's vector is fitted exactly (a convex logistic regression with a Gaussian prior centred on the
         mean existing LLM); where the router's encoder exposes its features, a correction on them is added for
-        this LLM when cross-validation on the answers says it predicts them better (questions unlike the
-        router's; `jeirt_lite._corrections`). The encoder and the other LLMs are unchanged. Well under a second.
+        this LLM, weighted over ridge strengths and router-logit scales by each fit's cross-validated likelihood of
+        the answers, so that it matters where the answers say the router's space misses something (questions
+        unlike the router's; `jeirt_lite._corrections`). The encoder and the other LLMs are unchanged. A few
+        seconds at most.
 
-        How well it fits (cross-validated AUC and log-loss on the answers, the correction's strength, and how
-        many of the questions look out of distribution for the router) is in
+        How well it fits (cross-validated AUC and log-loss on the answers, the fits averaged with their weights,
+        and how many of the questions look out of distribution for the router) is in
         `manifest["onboarded"][-1]`.
 
         Args:

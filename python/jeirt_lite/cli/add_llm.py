@@ -87,10 +87,18 @@ def fit_summary(record: dict[str, Any]) -> str:
             f"{record['cv_log_loss']:.3f} (vector alone: AUC {record['cv_auc_vector_only']:.3f}, log-loss "
             f"{record['cv_log_loss_vector_only']:.3f})"
         )
-    strength = f" (strength {record['strength']:g})" if record.get("strength") else ""
-    scale = record.get("router_scale", 1.0)
-    kept = f"; the router's logit scaled by {scale:g}" if record.get("strength") and scale != 1.0 else ""
-    lines.append(f"  feature correction: {record['correction']}{strength}{kept}")
+    details = ""
+    fits = record.get("averaged_fits") or []
+    scaled = f"the router's logit scaled by {record.get('router_scale', 1.0):.3g}"
+    if record.get("correction") == "on" and len(fits) == 1:
+        details = f" (strength {fits[0]['strength']:g}; {scaled})"
+    elif record.get("correction") == "on" and fits:
+        alone = sum(fit["weight"] for fit in fits if fit.get("strength") is None)
+        details = (
+            f" (an average of {len(fits)} fits weighted by their cross-validated likelihood, {alone:.0%} on the "
+            f"vector alone; {scaled})"
+        )
+    lines.append(f"  feature correction: {record['correction']}{details}")
     alignment = record.get("alignment")
     if alignment:
         verdict = "mostly UNLIKE" if alignment["mostly_out_of_distribution"] else "mostly like"
