@@ -38,3 +38,15 @@ def test_the_summary_is_the_mean_difference_to_the_vector_alone_with_its_standar
     assert out["average"]["minus_vector"] == pytest.approx(0.01)
     assert out["average"]["se"] == pytest.approx(np.std([0.02, 0.0], ddof=1) / np.sqrt(2))
     assert out["simplest"]["minus_vector"] == 0.0
+
+
+def test_the_weighting_table_has_a_row_per_setup_and_fraction() -> None:
+    from training.onboarding_tables import weighting_table
+
+    rows = [{"vector": 0.6, "simplest": 0.6, "average": 0.62, "average_half_alone": 0.61, "hybrid": 0.6},
+            {"vector": 0.7, "simplest": 0.7, "average": 0.70, "average_half_alone": 0.71, "hybrid": 0.7}]
+    result = {"setup": {"setup": "in_domain", "seeds": "8-13", "rules": []},
+              "summary": {"0.01": summary(rows), "0.25": summary(rows[:1] * 2)}}
+    lines = weighting_table([result]).splitlines()
+    assert len(lines) == 4 and lines[2].startswith("| in_domain 1% (seeds 8-13) | 2 | 0.6500 | +0.0000 ± 0.0000 |")
+    assert "+0.0100 ± 0.0100" in lines[2] and lines[3].startswith("| in_domain 25% (seeds 8-13) | 2 |")

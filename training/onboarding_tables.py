@@ -50,9 +50,30 @@ def suggest_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+RULE_NAMES = {"simplest": "simplest within 1 (own kind: 2) SE", "average": "average", "average_half_alone":
+              "average, half the prior on the vector alone", "hybrid": "hybrid (add_llm)"}
+
+
+def weighting_table(results: list[dict[str, Any]]) -> str:
+    """One row per setup and group (training.onboarding_weighting): each rule's AUC minus the vector alone's."""
+    lines = ["| setup | draws | vector alone | " + " | ".join(RULE_NAMES.values()) + " |",
+             "|---|---:|---:|" + "---:|" * len(RULE_NAMES)]
+    for result in results:
+        for group, row in result["summary"].items():
+            name = result["setup"]["setup"] + ("" if group == "all" else f" {float(group):.0%}")
+            cells = " | ".join(f"{row[rule]['minus_vector']:+.4f} ± {row[rule]['se']:.4f}" for rule in RULE_NAMES)
+            lines.append(f"| {name} (seeds {result['setup']['seeds']}) | {row['draws']} | {row['vector']:.4f} | {cells} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
-    for path in argv if argv is not None else sys.argv[1:]:
-        result = json.loads(Path(path).read_text())
+    results = [(path, json.loads(Path(path).read_text())) for path in (argv if argv is not None else sys.argv[1:])]
+    weighting = [result for _, result in results if "rules" in result["setup"]]
+    if weighting:
+        print(weighting_table(weighting) + "\n")
+    for path, result in results:
+        if "rules" in result["setup"]:
+            continue
         print(f"{path}:\n")
         print(suggest_table(result) if "budgets" in result["setup"] else methods_table(result))
         print()
