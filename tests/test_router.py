@@ -155,6 +155,12 @@ def test_onnx_file_that_is_not_a_graph(tiny_router_path: Path, tmp_path: Path) -
         (folder / item.name).write_bytes(item.read_bytes())
     (folder / "encoder.onnx").write_bytes(b"not an onnx graph")
     edit_and_reseal(folder)
+    # Refused before ONNX Runtime sees it: the graph is read first for its external data (_onnx_external).
+    with pytest.raises(JeirtError, match=r"encoder.onnx: not a readable ONNX graph \(wire type 6"):
+        Router.load(folder)
+    # Bytes that are valid protobuf but no graph reach ONNX Runtime, which refuses them.
+    (folder / "encoder.onnx").write_bytes(b"\x08\x01")
+    edit_and_reseal(folder)
     with pytest.raises(JeirtError, match="encoder.onnx: ONNX Runtime cannot load it"):
         Router.load(folder)
 

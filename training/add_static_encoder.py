@@ -1,13 +1,17 @@
 """Give a static router its Rust fast path: extract the token table and adapter from its ONNX graph into
-static_encoder.safetensors and bind the file into router.json by its sha256.
+static_encoder.safetensors, point the graph's copies of them at that file, and bind both into router.json.
 
     python -m training.add_static_encoder python/jeirt_lite/default_router    # the shipped router (migration)
     python -m training.add_static_encoder ROUTER_DIR
 
 Only graphs written by `training.static_encoder.export_static_router_graph` qualify (Gather, masked mean, L2
-normalise, Gemm, Relu, Gemm); the values are copied bit for bit (the table keeps its stored dtype), and the
-router's vectors are checked to be the ONNX graph's afterwards. Needs the `onnx` package (the train extra); the
-runtime reads the result with safetensors alone.
+normalise, Gemm, Relu, Gemm); the values are copied bit for bit (the table keeps its stored dtype). The graph then
+keeps no copy of its own: each of its initializers that static_encoder.safetensors holds, bit for bit under the
+same name, becomes ONNX external data (location, offset, length) into that file, so the folder stores the table
+once (jeirt_lite._onnx_external checks the two files agree at every load). Rerunning it on such a folder rewrites
+both files consistently; it also converts a folder whose graph still embeds its table. The router's vectors are
+checked to be the ONNX graph's afterwards. Needs the `onnx` package (the train extra); the runtime reads the
+result with safetensors and onnxruntime alone.
 """
 
 from __future__ import annotations
@@ -68,19 +72,54 @@ def graph_tensors(onnx_path: Path) -> dict[str, np.ndarray]:
     }
 
 
+def link_graph(onnx_path: Path, static_path: Path, out_path: Path) -> list[str]:
+    """Write `onnx_path`'s graph to `out_path` with every initializer that `static_path` holds bit for bit under
+    the same name read from there (ONNX external data; `out_path` must sit next to `static_path`); returns the
+    names linked. Initializers it lacks or holds with other values stay inside the graph."""
+    import onnx
+    from jeirt_lite._onnx_external import safetensors_layout
+    from onnx import TensorProto, numpy_helper
+    from onnx.external_data_helper import set_external_data
+    from safetensors.numpy import load_file
+
+    if out_path.parent.resolve() != static_path.parent.resolve():
+        raise ValueError(f"{out_path} must be written next to {static_path}, the file it reads from")
+    model = onnx.load(str(onnx_path))  # external data already in the graph is read in, so any layout converts
+    stored, layout = load_file(str(static_path)), safetensors_layout(static_path)
+    linked = []
+    for init in model.graph.initializer:
+        values = numpy_helper.to_array(init)
+        twin = stored.get(init.name)
+        same = twin is not None and twin.dtype == values.dtype and twin.shape == values.shape
+        if not same or twin.tobytes() != values.tobytes():
+            continue
+        _, _, begin, end = layout[init.name]
+        set_external_data(init, static_path.name, offset=begin, length=end - begin)
+        init.data_location = TensorProto.EXTERNAL
+        init.ClearField("raw_data")
+        linked.append(init.name)
+    # Serialised by hand: onnx.save would try to write external data of its own.
+    out_path.write_bytes(model.SerializeToString())
+    return linked
+
+
 def add_static_encoder(router_dir: Path) -> Path:
-    """Writes router_dir/static_encoder.safetensors and its entry in router.json; returns the file."""
+    """Writes router_dir/static_encoder.safetensors, the graph reading its tensors from there, and their entries
+    in router.json; returns the static file."""
     from jeirt_lite import Router
-    from jeirt_lite.artifact import STATIC_ENCODER_FILE
+    from jeirt_lite.artifact import ENCODER_FILE, STATIC_ENCODER_FILE
     from safetensors.numpy import save
 
-    # Saved through Router.save, which hashes the file into router.json and binds router.json to the table.
+    # Saved through Router.save, which hashes both files into router.json, checks the graph's references into
+    # the static file, and binds router.json to the table.
     router = Router.load(router_dir, threads=1, fast_path=False)
-    tensors = graph_tensors(router.path / router.manifest.files["encoder"].path)
+    graph = router.path / router.manifest.files["encoder"].path
+    tensors = graph_tensors(graph)
     with tempfile.TemporaryDirectory() as scratch:
         source = Path(scratch) / STATIC_ENCODER_FILE
         source.write_bytes(save(tensors, metadata={"source": "initializers of encoder.onnx"}))
-        router.save(router_dir, overwrite=True, static_encoder=source)
+        link_graph(graph, source, Path(scratch) / ENCODER_FILE)
+        router.save(router_dir, overwrite=True, static_encoder=source, encoder_onnx=Path(scratch) / ENCODER_FILE)
     check_parity(router_dir)
     return router_dir / STATIC_ENCODER_FILE
 
@@ -105,7 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("router", type=Path, help="a static router folder")
     args = parser.parse_args(argv)
     path = add_static_encoder(args.router)
-    print(f"{path} written ({path.stat().st_size / 1e6:.1f} MB); router.json updated; ONNX parity checked")
+    graph = path.parent / "encoder.onnx"
+    print(
+        f"{path} written ({path.stat().st_size / 1e6:.1f} MB), {graph.name} reads its tensors from it "
+        f"({graph.stat().st_size / 1e3:.1f} kB); router.json updated; ONNX parity checked"
+    )
     return 0
 
 

@@ -38,23 +38,32 @@ TRANSFORMER_BATCH_SIZE = 1
 def copy_with_graph(
     src: Path, dst: Path, graph: Path, encoder_changes: dict[str, Any], metrics: dict[str, Any]
 ) -> Path:
-    """A copy of router folder `src` at `dst` with another encoder graph and an updated manifest."""
+    """A copy of router folder `src` at `dst` with another encoder graph and an updated manifest (no static
+    encoder file: the copy runs its graph; a graph reading its tensors from `src`'s static file gets them back
+    inside, as the copy has no such file)."""
+    import onnx
+    from jeirt_lite._onnx_external import external_tensors
     from jeirt_lite.artifact import load_artifact, save_artifact
 
     art = load_artifact(src)
     manifest = art.manifest
-    return save_artifact(
-        dst,
-        llm_names=list(art.llm_names),
-        llm_vectors=np.array(art.llm_vectors),
-        tokenizer_json=art.tokenizer_path,
-        encoder_onnx=graph,
-        encoder={**manifest["encoder"], **encoder_changes},
-        training=manifest.get("training"),
-        metrics={**(manifest.get("metrics") or {}), **metrics},
-        label=manifest.get("label"),
-        overwrite=True,
-    )
+    with tempfile.TemporaryDirectory() as scratch:
+        if external_tensors(graph):
+            embedded = Path(scratch) / "encoder.onnx"
+            embedded.write_bytes(onnx.load(str(graph)).SerializeToString())
+            graph = embedded
+        return save_artifact(
+            dst,
+            llm_names=list(art.llm_names),
+            llm_vectors=np.array(art.llm_vectors),
+            tokenizer_json=art.tokenizer_path,
+            encoder_onnx=graph,
+            encoder={**manifest["encoder"], **encoder_changes},
+            training=manifest.get("training"),
+            metrics={**(manifest.get("metrics") or {}), **metrics},
+            label=manifest.get("label"),
+            overwrite=True,
+        )
 
 
 def with_max_length(src: Path, dst: Path, max_length: int) -> Path:

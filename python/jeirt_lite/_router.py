@@ -357,12 +357,19 @@ class Router(RouterTables):
     # -- persistence -------------------------------------------------------------------------------------------
 
     def save(
-        self, path: PathLike, *, overwrite: bool = False, static_encoder: Optional[PathLike] = None
+        self,
+        path: PathLike,
+        *,
+        overwrite: bool = False,
+        static_encoder: Optional[PathLike] = None,
+        encoder_onnx: Optional[PathLike] = None,
     ) -> Path:
         """Write this router as a folder, atomically (a temporary folder renamed into place).
 
         `static_encoder`: a static_encoder.safetensors to store with it (training.add_static_encoder); default:
-        the router's own, if it has one.
+        the router's own, if it has one. `encoder_onnx`: a graph computing the same vectors to store instead of
+        the router's own (training.add_static_encoder: one that reads its tensors from `static_encoder`). A graph
+        whose external data does not match the static file exactly is refused (jeirt_lite._onnx_external).
         """
         manifest = self.manifest
         content = manifest.to_json()
@@ -376,7 +383,7 @@ class Router(RouterTables):
             llm_names=self.llms,
             llm_vectors=self._llm_vectors,
             tokenizer_json=self._artifact.tokenizer_path,
-            encoder_onnx=self._artifact.encoder_path,
+            encoder_onnx=encoder_onnx if encoder_onnx is not None else self._artifact.encoder_path,
             encoder=manifest.encoder,
             training=content["training"],
             metrics=content["metrics"],

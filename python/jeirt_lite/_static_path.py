@@ -2,7 +2,8 @@
 
 A static router (one vector per token, averaged, then the adapter) carries `static_encoder.safetensors` next
 to its ONNX graph: the token table (`table`, float16 or float32, V x D) and the adapter (`w1` H x D, `b1`,
-`w2` d x H, `b2`), bound to the router by its sha256 in router.json like every other file. With it, and a
+`w2` d x H, `b2`), bound to the router by its sha256 in router.json like every other file; the graph reads the same
+bytes (ONNX external data, _onnx_external.py) unless it is an older one that embeds its own copy. With it, and a
 tokenizer.json of the BERT WordPiece shape the Rust tokenizer reproduces exactly (BertNormalizer,
 BertPreTokenizer, WordPiece, `[CLS] text [SEP]`), `Router` encodes texts without Python token lists or an ONNX
 Runtime session; the ONNX graph stays the reference (tests/test_static_path.py checks the two agree) and the

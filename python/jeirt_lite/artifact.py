@@ -3,7 +3,9 @@
     router.json        manifest: format version, d, LLM names, encoder description, file hashes, training
                        summary and metrics
     tokenizer.json     Hugging Face `tokenizers` file
-    encoder.onnx       input_ids + attention_mask (int64) in, question vectors (N, d) float32 out
+    encoder.onnx       input_ids + attention_mask (int64) in, question vectors (N, d) float32 out; a static
+                       router's graph reads its table and adapter from static_encoder.safetensors (ONNX external
+                       data, checked against that file's header: _onnx_external.py)
     llms.safetensors   the (K, d) float32 table of LLM vectors, tensor name "llm_vectors"
     reference.safetensors  optional: "reference_directions" (R, d) float32, unit directions of a sample of training
                        questions around their mean "reference_center" (d,), with the manifest's "alignment" block
@@ -16,7 +18,8 @@ renames it into place, so a reader never sees half a router. router.json is boun
 metadata holds the LLM names in table order and a digest of router.json's content (`manifest.content_digest`), so
 a router.json edited after saving (two names swapped, encoder inputs swapped, alignment settings changed) or put
 next to another router's tables is refused. File paths are plain names inside the folder (no directories, `..`,
-absolute paths or symlinks leading out). The typed manifest is `manifest.Manifest`.
+absolute paths or symlinks leading out), and so are the graph's external data references. The typed manifest is
+`manifest.Manifest`.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from ._manifest import (
     parse_manifest,
     thaw,
 )
+from ._onnx_external import check_external_data
 
 __all__ = [
     "FORMAT_NAME",
@@ -269,6 +273,8 @@ def _write_folder(
             _write_tensors(staging / CORRECTIONS_FILE, corrections.tensors())
             roles.append(("corrections", CORRECTIONS_FILE))
         fields["files"] = {role: {"path": name, "sha256": sha256_of(staging / name)} for role, name in roles}
+        static = staging / STATIC_ENCODER_FILE if STATIC_ENCODER_FILE in sources else None
+        check_external_data(staging / ENCODER_FILE, static)  # a pair that does not match is never written
         binding = {NAMES_KEY: names_in_order(fields["llms"]), DIGEST_KEY: content_digest(fields)}
         _write_tensors(staging / LLMS_FILE, {LLM_TENSOR: vectors}, binding)
         fields["files"]["llms"] = {"path": LLMS_FILE, "sha256": sha256_of(staging / LLMS_FILE)}
@@ -343,6 +349,8 @@ def load_artifact(path: PathLike, *, allow_legacy: bool = False) -> Artifact:
                 f"{file_path}: sha256 {actual[:12]}… does not match router.json ({expected[:12]}…); "
                 "the file is corrupt or belongs to another router"
             )
+    # Both files match router.json; now the graph's external data must be an exact view of the static file.
+    check_external_data(files["encoder"], files.get(STATIC_ROLE))
     tensors, metadata = read_tensors(files["llms"], (LLM_TENSOR,))
     if manifest.format_version == FORMAT_VERSION:
         check_binding(folder / MANIFEST_FILE, raw, metadata, files["llms"])
