@@ -347,7 +347,7 @@ class Router(RouterTables):
         the new LLM (the mean LLM before any answer; see `jeirt_lite._suggest`). To work in rounds, ask the
         suggested questions, then call again with `known={index: 0 or 1}`: the estimate is refitted and asked
         questions are never suggested again. The picks serve the vector; on real data an LLM added with its
-        feature correction did better from a random sample of the same size (docs/onboarding.md).
+        feature correction did as well or better from a random sample of the same size (docs/onboarding.md).
 
         Returns:
             `budget` indices into `texts`, most informative first.
