@@ -31,21 +31,23 @@ from typing import Any
 
 import numpy as np
 from jeirt_lite._corrections import (
+    DEFAULT_FOLDS,
     DEFAULT_ROUTER_SCALES,
     DEFAULT_STRENGTHS,
-    INTERCEPT_COLUMN,
     VECTOR_ALONE,
     Choice,
     _cross_validated,
+    _design,
     _standardised_design,
     base_logits,
     evidence_weights,
     like_the_routers_share,
     log_likelihoods,
     ridge_logistic,
+    sigmoid,
     simplest_within,
 )
-from jeirt_lite._onboarding import fit_llm_vector
+from jeirt_lite._onboarding import DEFAULT_L2, fit_llm_vector
 
 from .metrics import roc_auc
 
@@ -57,10 +59,10 @@ def grid_draw(q: np.ndarray, f: np.ndarray, y: np.ndarray, prior: np.ndarray, q2
     """(held-out logits, logits on the scored questions) of every fit of the grid, as add_llm computes them."""
     q, y, q2 = q.astype(np.float64), y.astype(np.float64), q2.astype(np.float64)
     design, center, scale = _standardised_design(f, len(y))
-    scored = np.hstack([(f2.astype(np.float64) - center) * scale, np.full((len(f2), 1), INTERCEPT_COLUMN)])
-    held_out = _cross_validated(q, design, y, prior.astype(np.float64), 1.0, DEFAULT_STRENGTHS,
-                                DEFAULT_ROUTER_SCALES, 5, seed)
-    m = fit_llm_vector(q, y, prior_mean=prior).astype(np.float64)
+    scored = _design(f2.astype(np.float64), center, scale)
+    held_out = _cross_validated(q, design, y, prior.astype(np.float64), DEFAULT_L2, DEFAULT_STRENGTHS,
+                                DEFAULT_ROUTER_SCALES, DEFAULT_FOLDS, seed)
+    m = fit_llm_vector(q, y, prior_mean=prior, l2=DEFAULT_L2).astype(np.float64)
     base, base2 = base_logits(q, m), base_logits(q2, m)
     test = {VECTOR_ALONE: base2}
     for s in DEFAULT_ROUTER_SCALES:
@@ -90,16 +92,12 @@ def draws(setup: str, seeds: list[int], fractions: list[float]) -> list[dict[str
         held_out, test = grid_draw(q, f, y, prior, q2, f2, seed)
         like = bool(np.mean(flags) >= like_the_routers_share(len(y)))
         row: dict[str, Any] = {"draw": key, "answers": len(y), "like_router": like,
-                               "vector": roc_auc(y2, _sigmoid(test[VECTOR_ALONE]))}
+                               "vector": roc_auc(y2, sigmoid(test[VECTOR_ALONE]))}
         for rule in RULES:
             weights = rule_weights(rule, y.astype(np.float64), held_out, like)
-            row[rule] = roc_auc(y2, _sigmoid(sum(w * test[c] for c, w in weights.items())))  # type: ignore[arg-type]
+            row[rule] = roc_auc(y2, sigmoid(sum(w * test[c] for c, w in weights.items())))  # type: ignore[arg-type]
         out.append(row)
     return out
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return np.asarray(0.5 * (1.0 + np.tanh(0.5 * z)))
 
 
 def _setup_draws(setup: str, seeds: list[int], fractions: list[float]):  # type: ignore[no-untyped-def]
