@@ -74,6 +74,13 @@ def test_router_folder_and_manifest(slice_run) -> None:  # type: ignore[no-untyp
     np.testing.assert_array_equal(
         load_file(str(router / "llms.safetensors"))["llm_vectors"], result.predictor.llm_vectors
     )
+    # fit records the questions it learned from (the training part), which add_llm reads.
+    from jeirt_lite._training_questions import training_question_set
+    from jeirt_lite.artifact import load_artifact
+
+    record = load_artifact(router).training_questions
+    assert record is not None
+    assert np.array_equal(record, training_question_set(prep.data.texts[i] for i in prep.split.train))
 
 
 def test_onnx_matches_torch_on_real_texts(slice_run) -> None:  # type: ignore[no-untyped-def]

@@ -63,6 +63,7 @@ def copy_with_graph(
             metrics={**(manifest.get("metrics") or {}), **metrics},
             label=manifest.get("label"),
             overwrite=True,
+            training_questions=art.training_questions,
         )
 
 

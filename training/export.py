@@ -141,6 +141,7 @@ def export_router(
     reference_directions: np.ndarray | None = None,
     alignment: dict[str, Any] | None = None,
     reference_center: np.ndarray | None = None,
+    training_questions: np.ndarray | None = None,
 ) -> tuple[Path, float]:
     """Writes the router folder; returns (path, parity max abs diff). Raises if parity exceeds `parity_tol`."""
     from jeirt_lite.artifact import save_artifact
@@ -171,5 +172,6 @@ def export_router(
             reference_directions=reference_directions,
             alignment=alignment,
             reference_center=reference_center,
+            training_questions=training_questions,
         )
     return Path(path), diff

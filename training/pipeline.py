@@ -180,19 +180,25 @@ def export_trained(
     metrics: dict[str, Any],
     training: dict[str, Any],
     reference_parts: tuple[np.ndarray, np.ndarray],
+    learned_from: np.ndarray,
     label: str | None = None,
     overwrite: bool = False,
 ) -> tuple[Path, float | None]:
     """Write the router folder for whichever encoder `prep` used; returns (path, ONNX parity or None).
 
-    reference_parts: (questions whose vectors are the alignment reference, questions that set its threshold)."""
+    reference_parts: (questions whose vectors are the alignment reference, questions that set its threshold).
+    learned_from: the questions whose answers the predictor was trained on (training_questions.npy records their
+    texts' hashes; add_llm reads it)."""
+    from jeirt_lite._training_questions import training_question_set
+
     from .reference import alignment_reference
 
     reference, center, alignment = alignment_reference(
         predictor.question_vectors(prep.embeddings[reference_parts[0]]),
         predictor.question_vectors(prep.embeddings[reference_parts[1]]),
     )
-    extras = {"reference_directions": reference, "reference_center": center, "alignment": alignment}
+    extras = {"reference_directions": reference, "reference_center": center, "alignment": alignment,
+              "training_questions": training_question_set(prep.data.texts[i] for i in learned_from)}
     if prep.static is not None:
         from .static_router import export_static_router
 
@@ -233,7 +239,8 @@ def fit_and_export(
         metrics = {"test": result.test, "val": result.val, "test_per_llm_accuracy_baseline": result.floor_test}
         result.router_path, result.parity = export_trained(
             prep, predictor, out_dir, metrics=metrics, training=training_summary(prep, predictor),
-            reference_parts=(prep.split.train, prep.split.val), label=label, overwrite=overwrite,
+            reference_parts=(prep.split.train, prep.split.val), learned_from=prep.split.train, label=label,
+            overwrite=overwrite,
         )
     return result
 
@@ -303,7 +310,8 @@ def choose_refit_and_export(
         training["selection"] = record
         result.router_path, result.parity = export_trained(
             prep, predictor, out_dir, metrics=_metrics_record(prep, result, fitted is not None), training=training,
-            reference_parts=(prep.split.train, prep.split.val), label=label, overwrite=overwrite,
+            reference_parts=(prep.split.train, prep.split.val), learned_from=pool, label=label,
+            overwrite=overwrite,
         )
         if fitted is not None or costs is not None:
             store_calibration(result.router_path, fitted, costs(list(prep.data.llm_names)) if costs else None)

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from jeirt_lite._training_questions import normalise_question
 
 from .types import Dataset, Split
 
 
 def text_groups(texts: list[str]) -> np.ndarray:
-    """Group id per question: questions whose texts are equal up to whitespace share one id (first-appearance order)."""
-    normalised = pd.Series(texts, dtype=object).map(lambda t: " ".join(str(t).split()))
+    """Group id per question: questions whose texts are equal up to whitespace share one id (first-appearance order).
+    The same identity as a router's training_questions.npy (jeirt_lite._training_questions)."""
+    normalised = pd.Series(texts, dtype=object).map(normalise_question)
     codes, _ = pd.factorize(normalised, sort=False)
     return codes.astype(np.int64)
 

@@ -395,4 +395,5 @@ class Router(RouterTables):
             reference_center=self._artifact.reference_center,
             static_encoder=static_encoder if static_encoder is not None else self._artifact.static_encoder_path,
             corrections=self.corrections,
+            training_questions=self._artifact.training_questions,
         )

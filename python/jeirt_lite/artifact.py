@@ -12,6 +12,8 @@
                        (threshold set on validation questions); routers without it have no alignment scores
     corrections.safetensors  optional: onboarded LLMs' logit corrections on the encoder's features (the graph's
                        second output, encoder.feature_output); see _feature_offsets.py
+    training_questions.npy  optional: sorted uint64 hashes of the question texts the router learned from
+                       (_training_questions.py); add_llm reads it
 
 Loading checks every file against the manifest and names the file at fault; saving writes a temporary folder and
 renames it into place, so a reader never sees half a router. router.json is bound to the tables: llms.safetensors'
@@ -61,6 +63,7 @@ from ._manifest import (
     thaw,
 )
 from ._onnx_external import check_external_data
+from ._training_questions import TRAINING_QUESTIONS_FILE, TRAINING_QUESTIONS_ROLE, read_record, write_record
 
 __all__ = [
     "FORMAT_NAME",
@@ -101,6 +104,7 @@ class Artifact:
     reference_directions: Optional[np.ndarray] = None  # (R, d) float32, read-only; None when the router has none
     reference_center: Optional[np.ndarray] = None  # (d,) float32: the mean training question vector
     corrections: Optional[FeatureCorrections] = None  # onboarded LLMs' feature corrections; None when none
+    training_questions: Optional[np.ndarray] = None  # sorted uint64 hashes of its training questions; None: unknown
 
     @property
     def llm_names(self) -> tuple[str, ...]:
@@ -180,6 +184,7 @@ def save_artifact(
     reference_center: Optional[np.ndarray] = None,
     static_encoder: Optional[PathLike] = None,
     corrections: Optional[FeatureCorrections] = None,
+    training_questions: Optional[np.ndarray] = None,
 ) -> Path:
     """Write a router folder atomically and return its path.
 
@@ -207,6 +212,7 @@ def save_artifact(
         static_encoder: a static router's static_encoder.safetensors (token table and adapter, the same
             computation as `encoder_onnx`), copied in for the Rust fast path.
         corrections: onboarded LLMs' feature corrections (their LLMs must be in `llm_names`).
+        training_questions: the hashes of the questions it learned from (`_training_questions.training_question_set`).
     """
     target = Path(path)
     vectors = validate_llm_table(llm_names, llm_vectors, str(target))
@@ -243,7 +249,7 @@ def save_artifact(
         sources[STATIC_ENCODER_FILE] = Path(static_encoder)
     if corrections is not None:
         fields["corrections"] = corrections.manifest_block()
-    _write_folder(target, json_safe(fields), vectors, sources, reference, center, corrections)
+    _write_folder(target, json_safe(fields), vectors, sources, reference, center, corrections, training_questions)
     return target
 
 
@@ -255,6 +261,7 @@ def _write_folder(
     reference: Optional[np.ndarray],
     center: Optional[np.ndarray],
     corrections: Optional[FeatureCorrections] = None,
+    training_questions: Optional[np.ndarray] = None,
 ) -> None:
     """Stage every file, bind router.json to the table, validate the manifest, then rename into place."""
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -272,6 +279,9 @@ def _write_folder(
         if corrections is not None:
             _write_tensors(staging / CORRECTIONS_FILE, corrections.tensors())
             roles.append(("corrections", CORRECTIONS_FILE))
+        if training_questions is not None:
+            write_record(staging / TRAINING_QUESTIONS_FILE, training_questions)
+            roles.append((TRAINING_QUESTIONS_ROLE, TRAINING_QUESTIONS_FILE))
         fields["files"] = {role: {"path": name, "sha256": sha256_of(staging / name)} for role, name in roles}
         static = staging / STATIC_ENCODER_FILE if STATIC_ENCODER_FILE in sources else None
         check_external_data(staging / ENCODER_FILE, static)  # a pair that does not match is never written
@@ -378,6 +388,7 @@ def load_artifact(path: PathLike, *, allow_legacy: bool = False) -> Artifact:
     return Artifact(
         path=folder, manifest=manifest, llm_vectors=vectors, reference_directions=reference, reference_center=center,
         corrections=_read_corrections(manifest, files),
+        training_questions=read_record(files[TRAINING_QUESTIONS_ROLE]) if TRAINING_QUESTIONS_ROLE in files else None,
     )
 
 

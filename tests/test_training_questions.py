@@ -1,0 +1,91 @@
+"""training_questions.npy: the record of the questions a router learned from, written, bound and checked at load."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from jeirt_lite import JeirtError, Router
+from jeirt_lite._training_questions import (
+    TRAINING_QUESTIONS_FILE,
+    question_hash,
+    seen_mask,
+    training_question_set,
+)
+from jeirt_lite.artifact import load_artifact
+from tiny_router import edit_and_reseal
+
+from training.add_training_questions import learned_from_everything
+
+REPO = Path(__file__).resolve().parents[1]
+TEXTS = ["What is the derivative of x?", "Which enzyme unwinds DNA?", "What  is the derivative\nof x? "]
+
+
+def test_the_identity_is_the_text_up_to_whitespace() -> None:
+    assert question_hash(TEXTS[0]) == question_hash(TEXTS[2])
+    assert question_hash(TEXTS[0]) != question_hash(TEXTS[1])
+    record = training_question_set(TEXTS)
+    assert record.dtype == np.dtype("<u8") and record.size == 2 and np.all(np.diff(record.astype(np.float64)) > 0)
+    assert seen_mask(record, ["Which  enzyme unwinds DNA?", "an unseen question", TEXTS[2]]).tolist() == [
+        True, False, True]
+    assert seen_mask(training_question_set([]), TEXTS).tolist() == [False] * 3
+
+
+def _with_record(src: Path, dst: Path, texts: list[str]) -> Path:
+    artifact = dataclasses.replace(load_artifact(src), training_questions=training_question_set(texts))
+    return Path(Router(artifact, threads=1).save(dst))
+
+
+def test_a_saved_record_is_listed_hashed_and_read_back(tiny_router_path: Path, tmp_path: Path) -> None:
+    assert load_artifact(tiny_router_path).training_questions is None  # older routers: no record, still load
+    folder = _with_record(tiny_router_path, tmp_path / "r", TEXTS)
+    manifest = json.loads((folder / "router.json").read_text())
+    assert manifest["files"]["training_questions"]["path"] == TRAINING_QUESTIONS_FILE
+    record = load_artifact(folder).training_questions
+    assert record is not None and np.array_equal(record, training_question_set(TEXTS))
+    # Derived routers keep it (select_llms, save again).
+    again = Router.load(folder, threads=1).select_llms(["llm-0", "llm-1"]).save(tmp_path / "again")
+    assert np.array_equal(load_artifact(again).training_questions, record)  # type: ignore[arg-type]
+
+
+def test_a_corrupt_or_invalid_record_is_refused_naming_the_file(tiny_router_path: Path, tmp_path: Path) -> None:
+    folder = _with_record(tiny_router_path, tmp_path / "r", TEXTS)
+    path = folder / TRAINING_QUESTIONS_FILE
+    good = path.read_bytes()
+    path.write_bytes(good[:-8] + bytes(8))
+    with pytest.raises(JeirtError, match=f"{TRAINING_QUESTIONS_FILE}: sha256 .* does not match"):
+        load_artifact(folder)
+    for bad, message in ((np.array([3, 2], dtype="<u8"), "sorted and distinct"),
+                         (np.array([1.0, 2.0]), "must be a 1-D little-endian uint64 array")):
+        np.save(path, bad)
+        edit_and_reseal(folder)  # consistent hashes, wrong content: the record's own check must catch it
+        with pytest.raises(JeirtError, match=f"{TRAINING_QUESTIONS_FILE}: .*{message}"):
+            load_artifact(folder)
+    path.write_bytes(b"not an npy file")
+    edit_and_reseal(folder)
+    with pytest.raises(JeirtError, match=f"{TRAINING_QUESTIONS_FILE}: not a readable .npy file"):
+        load_artifact(folder)
+    path.unlink()
+    with pytest.raises(JeirtError, match=f"{TRAINING_QUESTIONS_FILE}: missing"):
+        load_artifact(folder)
+
+
+def test_the_shipped_router_records_every_mmlu_pro_question() -> None:
+    record = load_artifact(REPO / "python" / "jeirt_lite" / "default_router").training_questions
+    texts = pd.read_csv(REPO / "data" / "mmlu_pro" / "questions.csv")["text"].tolist()
+    assert record is not None and np.array_equal(record, training_question_set(texts))
+    assert seen_mask(record, texts[:50]).all()
+    assert not seen_mask(record, ["What is 2 + 2? A question the shipped router never saw."]).any()
+
+
+def test_back_filling_refuses_a_router_that_did_not_learn_from_every_question() -> None:
+    full = {"dataset": "d", "split": {"n_test_questions": 0}, "selection": {"refit_on": {"questions": 10}}}
+    assert learned_from_everything(full, 10, "d") is None
+    assert "not 'e'" in str(learned_from_everything(full, 10, "e"))
+    assert "refitted on 10 questions, the data has 11" in str(learned_from_everything(full, 11, "d"))
+    assert "test part" in str(learned_from_everything({**full, "split": {"n_test_questions": 5}}, 10, "d"))
+    assert "no training record" in str(learned_from_everything(None, 10, "d"))
