@@ -160,3 +160,17 @@ def test_the_fit_summary_says_how_the_correction_was_averaged() -> None:
     assert "feature correction: on (strength 3000; the router's logit scaled by 0.8)" in one
     off = fit_summary({**record, "correction": "off: this router's encoder exposes no features"})
     assert "feature correction: off: this router's encoder exposes no features\n" in off
+
+
+def test_the_fit_summary_says_how_many_answers_were_on_training_questions() -> None:
+    from jeirt_lite.cli.add_llm import fit_summary
+
+    record = {"answers": 100, "on_training_questions": 40, "cv_answers": 60, "folds": 5, "cv_auc": 0.7,
+              "cv_log_loss": 0.6, "cv_auc_vector_only": 0.68, "cv_log_loss_vector_only": 0.61, "correction": "on"}
+    text = fit_summary(record)
+    assert "40 of its 100 answers are on questions the router learned from: they fit its vector, not" in text
+    assert "cross-validated on its 60 answers on other questions (5 folds)" in text
+    assert "0 of its 100 answers are on questions the router learned from\n" in fit_summary(
+        {**record, "on_training_questions": 0, "cv_answers": 100})
+    assert "keeps no record of the questions it learned from" in fit_summary({**record, "on_training_questions": None})
+    assert "learned from" not in fit_summary({k: v for k, v in record.items() if k != "on_training_questions"})

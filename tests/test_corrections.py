@@ -323,3 +323,41 @@ def test_questions_like_the_routers_keep_one_fit_that_beats_the_vector_alone_by_
     q, f, _, y = _problem(1, 400, 0.0)  # no feature effect, the router's own kind: the vector alone
     alone = fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=np.ones(400, dtype=bool))
     assert alone.weights is None and "two standard errors" in str(alone.report["correction"])
+
+
+def test_answers_on_the_routers_training_questions_fit_the_vector_but_never_the_correction() -> None:
+    q, f, _, y = _problem(7, 600, 6.0)
+    learned = np.zeros(600, dtype=bool)
+    learned[::2] = True
+    fit = fit_onboarding(q, f, y, prior_mean=np.zeros(8), learned=learned)
+    assert fit.report["on_training_questions"] == 300 and fit.report["cv_answers"] == 300
+    assert fit.report["correction"] == "on" and fit.weights is not None
+    np.testing.assert_allclose(fit.vector, fit_llm_vector(q, y), atol=1e-6)  # m: every answer
+    # The correction never reads the features of the learned questions: scrambling them changes nothing.
+    scrambled = f.copy()
+    scrambled[learned] = np.random.default_rng(8).normal(size=(300, 16))
+    again = fit_onboarding(q, scrambled, y, prior_mean=np.zeros(8), learned=learned)
+    np.testing.assert_array_equal(again.weights, fit.weights)
+    assert again.bias == fit.bias and again.report == fit.report
+
+
+def test_when_every_answer_is_on_a_training_question_the_fit_is_the_vector_alone() -> None:
+    q, f, _, y = _problem(9, 400, 6.0)
+    fit = fit_onboarding(q, f, y, prior_mean=np.zeros(8), learned=np.ones(400, dtype=bool))
+    assert fit.weights is None and fit.router_scale == 1.0
+    assert "400 of the 400 answers are on questions the router learned from" in str(fit.report["correction"])
+    np.testing.assert_allclose(fit.vector, fit_llm_vector(q, y), atol=1e-6)
+    # How well the vector alone fits is still cross-validated on every answer.
+    assert fit.report["cv_answers"] == 400 and fit.report["cv_auc"] == fit.report["cv_auc_vector_only"]
+    unknown = fit_onboarding(q, f, y, prior_mean=np.zeros(8))
+    assert unknown.report["on_training_questions"] is None and unknown.report["correction"] == "on"
+    none_seen = fit_onboarding(q, f, y, prior_mean=np.zeros(8), learned=np.zeros(400, dtype=bool))
+    np.testing.assert_array_equal(none_seen.weights, unknown.weights)
+    assert none_seen.report == {**unknown.report, "on_training_questions": 0}
+
+
+def test_a_learned_mask_of_the_wrong_shape_or_type_is_refused() -> None:
+    q, f, _, y = _problem(10, 50, 1.0)
+    for bad in (np.ones(49, dtype=bool), np.ones(50, dtype=np.int64)):
+        with pytest.raises(JeirtError, match=r"learned must be a \(50,\) bool array"):
+            fit_onboarding(q, f, y, prior_mean=np.zeros(8), learned=bad)

@@ -89,3 +89,24 @@ def test_back_filling_refuses_a_router_that_did_not_learn_from_every_question() 
     assert "refitted on 10 questions, the data has 11" in str(learned_from_everything(full, 11, "d"))
     assert "test part" in str(learned_from_everything({**full, "split": {"n_test_questions": 5}}, 10, "d"))
     assert "no training record" in str(learned_from_everything(None, 10, "d"))
+
+
+def test_add_llm_counts_the_answers_on_the_shipped_routers_training_questions() -> None:
+    """Real questions: MMLU-Pro's (the shipped router learned from every one) and zeroeval's (it saw none)."""
+    seen = pd.read_csv(REPO / "data" / "mmlu_pro" / "questions.csv")["text"].tolist()[:40]
+    unseen = pd.read_csv(REPO / "data" / "zeroeval_crux_gsm_math" / "questions.csv")["text"].tolist()[:60]
+    router = Router.load(threads=1)
+    texts = seen + unseen
+    assert router.learned_from(texts).tolist() == [True] * 40 + [False] * 60  # type: ignore[union-attr]
+    labels = [i % 3 != 0 for i in range(100)]
+    record = router.add_llm("new-llm", texts, labels).manifest["onboarded"][-1]
+    assert record["on_training_questions"] == 40 and record["cv_answers"] == 60
+    everything_seen = router.add_llm("newer-llm", seen, labels[:40]).manifest["onboarded"][-1]
+    assert everything_seen["on_training_questions"] == 40
+    assert "40 of the 40 answers are on questions the router learned from" in everything_seen["correction"]
+    assert router.select_llms(router.llms[:3]).learned_from(texts) is not None  # derived routers keep the record
+
+
+def test_a_router_without_the_record_does_not_know(tiny_router_path: Path) -> None:
+    router = Router.load(tiny_router_path, threads=1)
+    assert router.learned_from(TEXTS) is None

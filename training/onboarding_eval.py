@@ -15,7 +15,9 @@ Adaptive vs random: labels are bought in ROUNDS rounds (optionally after a rando
 Correction on vs off: the same draws added with add_llm's fit (`fit_onboarding`: the vector plus the feature
 correction on the encoder's own features, here the MiniLM embeddings the adapter reads) and with the vector alone,
 beside per-LLM logistic regression and KNN on those features (training.onboarding_ood's in-domain protocol);
-`--out` writes them as JSON for training.onboarding_tables.
+`--out` writes them as JSON for training.onboarding_tables. add_llm is told which answered questions the
+held-out run learned from (its training part: every given answer here), as a router exported from it records them;
+`--learned-unknown` leaves that out, as add_llm fitted before routers kept the record.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from jeirt_lite._onboarding import fit_llm_vector
 from jeirt_lite._suggest import suggest_indices
 
 from .metrics import accuracy, log_loss, roc_auc
-from .onboarding_methods import alignment_flags
+from .onboarding_methods import alignment_flags, learned_flags
 from .onboarding_ood import in_domain, summary
 from .onboarding_runs import DEFAULT_DATA, REPO_ROOT
 from .onboarding_tables import methods_table
@@ -78,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--seeds", type=int, default=SEEDS, help=f"draws per fraction below 100%% in that comparison (default {SEEDS})"
     )
+    parser.add_argument(
+        "--learned-unknown", action="store_true",
+        help="fit add_llm as if the router kept no record of its training questions (add_llm before that record)",
+    )
     args = parser.parse_args(argv)
     prep = prepare(args.data, split_seed=0, progress=False)
     joint, held = np.load(args.runs / "joint.npz"), np.load(args.runs / "heldout.npz")
@@ -90,20 +96,25 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.skip_curves:
         vector_tables(prep, joint, qv_h, prior, held_out)
-    correction_section(prep, qv_h, prior, held_out, args.out, args.seeds)
+    correction_section(prep, qv_h, prior, held_out, args.out, args.seeds, args.learned_unknown)
     return 0
 
 
 def correction_section(  # type: ignore[no-untyped-def]
-    prep, qv_h: np.ndarray, prior: np.ndarray, held_out: list[int], out: Path | None, seeds: int = SEEDS
+    prep, qv_h: np.ndarray, prior: np.ndarray, held_out: list[int], out: Path | None, seeds: int = SEEDS,
+    learned_unknown: bool = False,
 ) -> None:
-    """add_llm (correction on) against the vector alone (off) and the feature baselines, same draws."""
+    """add_llm (correction on) against the vector alone (off) and the feature baselines, same draws;
+    `learned_unknown`: add_llm is not told which answered questions the held-out run learned from."""
     # The in-distribution flags a router exported from the held-out run would carry (add_llm reads them).
     flags = alignment_flags(qv_h[prep.split.train], qv_h[prep.split.val], qv_h)
-    rows = in_domain(prep.data, qv_h, prep.embeddings, prior, held_out, list(range(seeds)), flags)
+    # Which questions such a router would record as learned from (its training part; add_llm reads them).
+    learned = learned_flags([prep.data.texts[i] for i in prep.split.train], prep.data.texts)
+    rows = in_domain(prep.data, qv_h, prep.embeddings, prior, held_out, list(range(seeds)), flags,
+                     None if learned_unknown else learned)
     setup = {"data": prep.data.name, "trained_on": f"{prep.data.name} ({prep.encoder}, training.onboarding_runs)",
              "held_out": [prep.data.llm_names[k] for k in held_out], "seeds": list(range(seeds)),
-             "in_distribution_share": float(np.mean(flags))}
+             "in_distribution_share": float(np.mean(flags)), "learned_share": None if learned_unknown else float(np.mean(learned))}
     result = {"setup": setup, "summary": summary(rows, "fraction"), "rows": rows}
     print("#### correction on (add_llm) vs off (vector alone), with the feature baselines\n")
     print(methods_table(result) + "\n")

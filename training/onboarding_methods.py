@@ -81,21 +81,32 @@ def alignment_flags(train_vectors: np.ndarray, val_vectors: np.ndarray, vectors:
     return flags
 
 
+def learned_flags(training_texts: list[str], texts: list[str]) -> np.ndarray:
+    """(len(texts),) bool: which of `texts` a question side trained on `training_texts` learned from, as a router
+    exported from it would record them (training_questions.npy; add_llm reads them)."""
+    from jeirt_lite._training_questions import seen_mask, training_question_set
+
+    return seen_mask(training_question_set(training_texts), texts)
+
+
 def _standardised(f: np.ndarray) -> np.ndarray:
     return np.hstack([f * np.sqrt(f.shape[1]), np.ones((f.shape[0], 1))])
 
 
 def fit_method(
     method: str, q: np.ndarray, f: np.ndarray, y: np.ndarray, prior: np.ndarray, seed: int,
-    in_distribution: np.ndarray | None = None,
+    in_distribution: np.ndarray | None = None, learned: np.ndarray | None = None,
 ) -> Scorer:
-    """`in_distribution`: the router's flag for each answered question (add_llm reads them), None when unknown."""
+    """`in_distribution`: the router's flag for each answered question, `learned`: whether the router learned from
+    it (add_llm reads both); None when unknown."""
     q, f, y = q.astype(np.float64), f.astype(np.float64), y.astype(np.float64)
     if method == "vector":
         m = fit_llm_vector(q, y, prior_mean=prior).astype(np.float64)
         return lambda q2, f2: sigmoid(base_logits(q2.astype(np.float64), m))
     if method == "add_llm":
-        fit = fit_onboarding(q, f, y, prior_mean=prior, seed=seed, in_distribution=in_distribution)
+        fit = fit_onboarding(
+            q, f, y, prior_mean=prior, seed=seed, in_distribution=in_distribution, learned=learned
+        )
         m = fit.vector.astype(np.float64)
         w, b = (np.zeros(f.shape[1]), 0.0) if fit.weights is None else (fit.weights.astype(np.float64), fit.bias)
         s = fit.router_scale

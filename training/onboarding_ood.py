@@ -39,6 +39,7 @@ from .onboarding_methods import (
     cache_dir,
     embed_with_router,
     fit_method,
+    learned_flags,
     minilm_features,
 )
 from .splits import make_split
@@ -76,15 +77,17 @@ def _cells(cells: Responses, llm: int) -> tuple[np.ndarray, np.ndarray]:
 
 def evaluate_draw(
     q: np.ndarray, f: np.ndarray, prior: np.ndarray, given: np.ndarray, y_given: np.ndarray, scored: np.ndarray,
-    y_scored: np.ndarray, seed: int, flags: np.ndarray | None = None,
+    y_scored: np.ndarray, seed: int, flags: np.ndarray | None = None, learned: np.ndarray | None = None,
 ) -> dict[str, dict[str, float]]:
     """Every method fitted on the `given` questions' answers, scored on the `scored` questions; `flags`: the
-    router's in-distribution flag per question (add_llm reads the given questions'), None when unknown."""
+    router's in-distribution flag per question, `learned`: whether the router learned from it (add_llm reads the
+    given questions' of both), None when unknown."""
     out = {}
     for method in METHODS:
         t0 = time.perf_counter()
         given_flags = None if flags is None else flags[given]
-        scorer = fit_method(method, q[given], f[given], y_given, prior, seed, given_flags)
+        given_learned = None if learned is None else learned[given]
+        scorer = fit_method(method, q[given], f[given], y_given, prior, seed, given_flags, given_learned)
         seconds = time.perf_counter() - t0
         p = np.clip(scorer(q[scored], f[scored]), 1e-7, 1 - 1e-7)
         out[method] = {"auc": roc_auc(y_scored, p), "log_loss": log_loss(y_scored, p), "seconds": seconds}
@@ -93,7 +96,7 @@ def evaluate_draw(
 
 def out_of_domain(  # type: ignore[no-untyped-def]
     data: Dataset, q: np.ndarray, f: np.ndarray, prior: np.ndarray, fraction: float, seeds: list[int],
-    flags: np.ndarray | None = None,
+    flags: np.ndarray | None = None, learned: np.ndarray | None = None,
 ):
     rows = []
     r = data.responses
@@ -106,7 +109,7 @@ def out_of_domain(  # type: ignore[no-untyped-def]
             if len(set(y[given])) < 2 or len(set(y[scored])) < 2:
                 continue
             result = evaluate_draw(
-                q, f, prior, questions[given], y[given], questions[scored], y[scored], seed, flags
+                q, f, prior, questions[given], y[given], questions[scored], y[scored], seed, flags, learned
             )
             rows.append({"llm": data.llm_names[llm], "seed": seed, "answers": int(n), **result})
     return rows
@@ -114,7 +117,7 @@ def out_of_domain(  # type: ignore[no-untyped-def]
 
 def in_domain(  # type: ignore[no-untyped-def]
     data: Dataset, q: np.ndarray, f: np.ndarray, prior: np.ndarray, held: list[int], seeds: list[int],
-    flags: np.ndarray | None = None,
+    flags: np.ndarray | None = None, learned: np.ndarray | None = None,
 ):
     split = make_split(data, seed=0)
     train, test = split.responses(data, "train"), split.responses(data, "test")
@@ -126,7 +129,7 @@ def in_domain(  # type: ignore[no-untyped-def]
             for seed in seeds[:1] if fraction == 1.0 else seeds:
                 n = max(2, round(fraction * len(ty)))
                 pick = np.random.default_rng(seed).choice(len(ty), n, replace=False)
-                result = evaluate_draw(q, f, prior, tq[pick], ty[pick], sq, sy, seed, flags)
+                result = evaluate_draw(q, f, prior, tq[pick], ty[pick], sq, sy, seed, flags, learned)
                 rows.append({"llm": data.llm_names[llm], "fraction": fraction, "seed": seed, "answers": n, **result})
     return rows
 
@@ -152,18 +155,20 @@ def summary(rows: list[dict[str, Any]], key: str | None = None) -> dict[str, Any
 ENCODERS = ("static", "minilm")
 
 
-QuestionSide = tuple[np.ndarray, np.ndarray, np.ndarray, list[int], dict[str, Any], np.ndarray]
+QuestionSide = tuple[np.ndarray, np.ndarray, np.ndarray, list[int], dict[str, Any], np.ndarray, np.ndarray | None]
 
 
 def question_side(
     router: Router | None, data: Dataset, train_on: Path | None, held_out: bool, encoder: str = "static"
 ) -> QuestionSide:
     """(question vectors, encoder features, prior mean LLM vector, held-out LLMs, description, in-distribution
-    flags) for `data`'s questions. `encoder` "static": the router's encoder features, and the router's own question
+    flags, learned flags) for `data`'s questions. `encoder` "static": the router's encoder features, and the router's own question
     side unless JE-IRT is trained on `train_on` (or on `data` without held-out LLMs) over them; "minilm": the MiniLM
     transformer's embeddings, over which JE-IRT is always trained (a router's question side does not read them).
     The flags are the router's alignment (training.reference's, as an exported router would carry, for a trained
-    question side: reference from its training questions, threshold from its validation questions)."""
+    question side: reference from its training questions, threshold from its validation questions); the learned
+    flags say which of `data`'s questions the question side was trained on (the router's training_questions.npy, or
+    the training part of a trained question side; None for a router without the record)."""
     if encoder == "static":
         if router is None:
             raise SystemExit("--encoder static reads the router's encoder: give a router")
@@ -181,8 +186,10 @@ def question_side(
         if not router.has_alignment:
             raise SystemExit(f"{router.path}: the router carries no alignment reference, which add_llm reads")
         flags = router.alignment_vectors(q).in_distribution
+        learned = router.learned_from(data.texts)
         setup["in_distribution_share"] = float(np.mean(flags))
-        return q, f, router.llm_vectors.mean(axis=0), dropped, setup, flags
+        setup["learned_share"] = None if learned is None else float(np.mean(learned))
+        return q, f, router.llm_vectors.mean(axis=0), dropped, setup, flags, learned
     other = load_dataset(train_on) if train_on is not None else data
     if held_out:
         from .onboarding_runs import held_out_llms
@@ -192,13 +199,15 @@ def question_side(
         parts = [split.responses(data, name) for name in ("train", "val", "test")]
         dropped = held_out_llms(Prepared(data, split, 0, *parts, f, encoder, 0))
     setup.update(trained_on=other.name, held_out=[data.llm_names[k] for k in dropped])
+    learned = learned_flags([other.texts[i] for i in make_split(other, seed=0).train], data.texts)
+    setup["learned_share"] = float(np.mean(learned))
     key = f"{encoder_key}-{other.name}-on-{data.name}-{'-'.join(map(str, dropped))}"
     cached = cache_dir() / f"question-side-{key}.npz"
     if cached.is_file():  # the same training run (seeded) as before: reuse its question vectors
         with np.load(cached) as run:
             if "flags" in run:  # older caches lack the flags: train again
                 setup["in_distribution_share"] = float(np.mean(run["flags"]))
-                return run["q"], f, run["prior"], dropped, setup, run["flags"]
+                return run["q"], f, run["prior"], dropped, setup, run["flags"], learned
     t0 = time.perf_counter()
     other_f = f if other is data else (
         embed_with_router(router, other.texts)[1] if encoder == "static" and router is not None
@@ -212,7 +221,7 @@ def question_side(
     flags = alignment_flags(other_q[split.train], other_q[split.val], q)
     setup["in_distribution_share"] = float(np.mean(flags))
     np.savez(cached, q=q, prior=prior, flags=flags)
-    return q, f, prior, dropped, setup, flags
+    return q, f, prior, dropped, setup, flags, learned
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -232,16 +241,18 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [int(s) for s in args.seeds.split(",")]
     data = load_dataset(args.data)
     router = Router.load(args.router, threads=1) if args.encoder == "static" else None
-    q, f, prior, dropped, setup, flags = question_side(router, data, args.train_on, args.held_out, args.encoder)
+    q, f, prior, dropped, setup, flags, learned = question_side(
+        router, data, args.train_on, args.held_out, args.encoder
+    )
     setup.update(seeds=seeds)
     if router is not None:
         setup["router"] = str(args.router or "shipped")
     if args.held_out:
-        rows = in_domain(data, q, f, prior, dropped, seeds, flags)
+        rows = in_domain(data, q, f, prior, dropped, seeds, flags, learned)
         result = {"setup": setup, "summary": summary(rows, "fraction"), "rows": rows}
     else:
         setup["fraction"] = args.fraction
-        rows = out_of_domain(data, q, f, prior, args.fraction, seeds, flags)
+        rows = out_of_domain(data, q, f, prior, args.fraction, seeds, flags, learned)
         result = {"setup": setup, "summary": summary(rows), "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")

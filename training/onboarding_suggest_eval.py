@@ -48,10 +48,11 @@ def adaptive_picks(pool_q: np.ndarray, y: np.ndarray, budget: int, prior: np.nda
 
 
 def _score(q: np.ndarray, f: np.ndarray, prior: np.ndarray, given: np.ndarray, yg: np.ndarray, scored: np.ndarray,
-           ys: np.ndarray, flags: np.ndarray) -> dict[str, dict[str, float]]:
+           ys: np.ndarray, flags: np.ndarray, learned: np.ndarray | None) -> dict[str, dict[str, float]]:
     out = {}
     for method in FITS:
-        scorer = fit_method(method, q[given], f[given], yg, prior, 0, flags[given])
+        scorer = fit_method(method, q[given], f[given], yg, prior, 0, flags[given],
+                            None if learned is None else learned[given])
         p = np.clip(scorer(q[scored], f[scored]), 1e-7, 1 - 1e-7)
         out[method] = {"auc": roc_auc(ys, p), "log_loss": log_loss(ys, p)}
     return out
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [int(s) for s in args.seeds.split(",")]
     data = load_dataset(args.data)
     router = Router.load(threads=1)
-    q, f, prior, dropped, setup, flags = question_side(router, data, args.train_on, args.held_out)
+    q, f, prior, dropped, setup, flags, learned = question_side(router, data, args.train_on, args.held_out)
     rows = []
     for llm, pool, y_pool, scored, y_scored in pools(data, args.held_out, dropped):
         y_pool, y_scored = y_pool.astype(np.float64), y_scored.astype(np.float64)
@@ -97,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             chosen = adaptive_picks(q[pool], y_pool, budget, prior)
             row: dict[str, Any] = {"llm": data.llm_names[llm], "budget": budget}
-            row["adaptive"] = _score(q, f, prior, pool[chosen], y_pool[chosen], scored, y_scored, flags)
+            row["adaptive"] = _score(q, f, prior, pool[chosen], y_pool[chosen], scored, y_scored, flags, learned)
             draws = [np.random.default_rng(s).choice(len(pool), budget, replace=False) for s in seeds]
-            randoms = [_score(q, f, prior, pool[d], y_pool[d], scored, y_scored, flags) for d in draws]
+            randoms = [_score(q, f, prior, pool[d], y_pool[d], scored, y_scored, flags, learned) for d in draws]
             row["random"] = {m: {k: float(np.mean([r[m][k] for r in randoms])) for k in ("auc", "log_loss")}
                              for m in FITS}
             rows.append(row)

@@ -134,7 +134,7 @@ def _setup_draws(setup: str, seeds: list[int], fractions: list[float]):  # type:
     train_on = None if setup == "static_zeroeval" else Path(
         "data/mmlu_pro" if target == "zeroeval" else "data/zeroeval_crux_gsm_math")
     router = Router.load(threads=1) if encoder == "static" else None
-    q, f, prior, _, _, flags = question_side(router, data, train_on, False, encoder)
+    q, f, prior, _, _, flags, _ = question_side(router, data, train_on, False, encoder)
     for llm in range(data.n_llms):
         questions, y = _cells(data.responses, llm)
         for seed in seeds:

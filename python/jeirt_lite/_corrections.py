@@ -20,6 +20,9 @@ is stored like a single fit. When the router's alignment counts the answered que
 (`like_the_routers_share`), the fit is instead the single simplest pair whose held-out log-loss is within two
 standard errors of the best (the vector alone first, then s = 1 from the strongest penalty down): there the router's
 space already explains most of what the answers say, and with few answers averaging was measured to lose.
+Answers on questions the router learned from (its training_questions.npy) join the fit of m but not the
+correction's fit or its cross-validation: there the question vectors were fitted to the other LLMs' answers, so the
+router's logit looks better than it will on unseen questions and a correction's measured gain need not carry over.
 The router stores s as the new LLM's calibration scale, which the kernels apply to the logit plus the offset, so
 the stored offset is (f·w + b)/s.
 Everything is numpy; a fit on a few hundred answers takes under a second, on 7,560 answers a few seconds.
@@ -218,18 +221,23 @@ def ridge_path(
 
 def _cross_validated(
     q: np.ndarray, design: np.ndarray, y: np.ndarray, prior: np.ndarray, l2: float, strengths: tuple[float, ...],
-    scales: tuple[float, ...], folds: int, seed: int,
+    scales: tuple[float, ...], folds: int, seed: int, anchor: Optional[tuple[np.ndarray, np.ndarray]] = None,
 ) -> dict[Choice, np.ndarray]:
     """Held-out logits of every answer under each (router scale, strength) (m and the correction refitted per
-    fold); an infinite strength (no correction) keeps the router's logit whole."""
+    fold); an infinite strength (no correction) keeps the router's logit whole. `anchor`: (questions, answers)
+    that join every fold's fit of m but are never held out nor read by the correction (answers on questions the
+    router learned from)."""
     fold = stratified_folds(y, folds, seed)
     finite = [s for s in strengths if np.isfinite(s)]
     choices = [(1.0, float("inf"))] if len(finite) < len(strengths) else []
     choices += [(scale, strength) for scale in scales for strength in finite]
     held_out = {c: np.empty(len(y)) for c in choices}
+    anchor_q, anchor_y = anchor if anchor is not None else (q[:0], y[:0])
     for k in range(folds):
         train, test = fold != k, fold == k
-        vector = fit_llm_vector(q[train], y[train], prior_mean=prior, l2=l2).astype(np.float64)
+        vector = fit_llm_vector(
+            np.vstack([q[train], anchor_q]), np.concatenate([y[train], anchor_y]), prior_mean=prior, l2=l2
+        ).astype(np.float64)
         offset_train, offset_test = base_logits(q[train], vector), base_logits(q[test], vector)
         if len(finite) < len(strengths):
             held_out[(1.0, float("inf"))][test] = offset_test
@@ -276,6 +284,7 @@ def fit_onboarding(
     seed: int = 0,
     in_distribution: Optional[np.ndarray] = None,
     percentile: float = DEFAULT_PERCENTILE_FOR_GATE,
+    learned: Optional[np.ndarray] = None,
 ) -> OnboardingFit:
     """The new LLM's vector and its feature correction, weighted over the grid by cross-validated evidence.
 
@@ -293,42 +302,53 @@ def fit_onboarding(
             the router's own kind (`like_router`) and the single simplest fit within two standard errors of the best
             is kept instead of the average.
         percentile: the share of its own validation questions the router's alignment threshold flags, in %.
+        learned: (n,) bool, which answered questions the router learned from (its training_questions.npy), or None
+            (unknown: every answer counts as new to it). m is fitted on every answer; the correction is fitted and
+            cross-validated only on the others: on its training questions the question vectors were fitted to the
+            other LLMs' answers, so a correction's gain measured there need not carry over to unseen questions.
 
     Returns:
         An `OnboardingFit`; its report holds the cross-validated AUC and log-loss of the fit and of the vector
-        alone, the fits averaged with their weights, the folds, and why the correction is off when it is.
+        alone (over the answers the correction may read), the fits averaged with their weights, the folds, how
+        many answers were on the router's training questions, and why the correction is off when it is.
     """
     q = np.asarray(questions, dtype=np.float64)
     y = np.asarray(correct, dtype=np.float64)
     prior = np.asarray(prior_mean, dtype=np.float64)
+    seen = _learned_mask(learned, len(y))
     vector = fit_llm_vector(q, y, prior_mean=prior, l2=l2).astype(np.float64)
-    report: dict[str, object] = {"answers": int(len(y)), "correct": int(y.sum()), "folds": int(folds)}
-    per_class = int(min(y.sum(), len(y) - y.sum()))
-    if per_class < max(MIN_PER_CLASS_FOR_CV, folds):
-        report["correction"] = f"off: fewer than {max(MIN_PER_CLASS_FOR_CV, folds)} answers of each kind"
+    report: dict[str, object] = {
+        "answers": int(len(y)), "correct": int(y.sum()), "folds": int(folds),
+        "on_training_questions": None if learned is None else int(seen.sum()),
+    }
+    need = max(MIN_PER_CLASS_FOR_CV, folds)
+    if _per_class(y) < need:
+        report["correction"] = f"off: fewer than {need} answers of each kind"
         return OnboardingFit(vector.astype(np.float32), None, 0.0, report)
     if not strengths or any(not (s > 0) for s in strengths):
         raise JeirtError(f"correction strengths must be positive numbers (inf allowed), got {strengths!r}")
     if not router_scales or any(not (0 < s <= 1) for s in router_scales):
         raise JeirtError(f"router scales must be numbers in (0, 1], got {router_scales!r}")
-    share = None if in_distribution is None else float(np.mean(in_distribution))
-    like_router = share is not None and share >= like_the_routers_share(len(y), percentile)
-    grid = tuple(strengths) if features is not None else (float("inf"),)
+    off = _why_no_correction(features, y, seen, need)
+    # The answers the folds hold out and the correction reads: the new ones, or all of them for the vector alone.
+    rows = np.ones(len(y), dtype=bool) if off else ~seen
+    grid = (float("inf"),) if off else tuple(strengths)
     design, center, feature_scale = (
-        _standardised_design(features, len(y)) if features is not None else (np.ones((len(y), 1)), np.zeros(0), 1.0)
+        (np.ones((int(rows.sum()), 1)), np.zeros(0), 1.0) if off or features is None
+        else _standardised_design(np.asarray(features)[rows], int(rows.sum()))
     )
-    held_out = _cross_validated(q, design, y, prior, l2, grid, tuple(router_scales), folds, seed)
-    weights = {simplest_within(y, held_out, LIKE_ROUTER_MARGIN): 1.0} if like_router else evidence_weights(y, held_out)
+    share = None if in_distribution is None else float(np.mean(np.asarray(in_distribution)[rows]))
+    like_router = share is not None and share >= like_the_routers_share(int(rows.sum()), percentile)
+    held_out = _cross_validated(
+        q[rows], design, y[rows], prior, l2, grid, tuple(router_scales), folds, seed, (q[~rows], y[~rows])
+    )
+    yr = y[rows]
+    weights = {simplest_within(yr, held_out, LIKE_ROUTER_MARGIN): 1.0} if like_router else evidence_weights(yr, held_out)
     averaged = np.sum([weight * held_out[c] for c, weight in weights.items()], axis=0)
     alone = VECTOR_ALONE
-    report.update(
-        cv_auc=_auc(y, averaged),
-        cv_log_loss=float(-np.mean(log_likelihoods(y, averaged))),
-        cv_auc_vector_only=_auc(y, held_out[alone]) if alone in held_out else None,
-        cv_log_loss_vector_only=float(-np.mean(log_likelihoods(y, held_out[alone]))) if alone in held_out else None,
-    )
-    if features is None:
-        report["correction"] = "off: this router's encoder exposes no features"
+    report.update(cv_answers=int(rows.sum()), **_cv_scores(yr, averaged, held_out[alone]))
+    if off:
+        report["correction"] = off
         return OnboardingFit(vector.astype(np.float32), None, 0.0, report)
     report["like_router"] = like_router
     report["averaged_fits"] = [
@@ -340,12 +360,48 @@ def fit_onboarding(
             " (the questions look like the router's training questions: a correction needs two standard errors)"
             if like_router else ""))
         return OnboardingFit(vector.astype(np.float32), None, 0.0, report)
-    scale, w = _averaged_weights(design, y, base_logits(q, vector), weights)
+    scale, w = _averaged_weights(design, yr, base_logits(q[rows], vector), weights)
     # Fold the standardisation and the router scale into plain weights: logit = s̄·(base + f·weights + bias).
     plain = w[:-1] * feature_scale / scale
     bias = float(w[-1] * INTERCEPT_COLUMN / scale - center @ plain)
     report.update(router_scale=scale, correction="on")
     return OnboardingFit(vector.astype(np.float32), plain.astype(np.float32), bias, report, scale)
+
+
+def _cv_scores(y: np.ndarray, fitted: np.ndarray, vector_alone: np.ndarray) -> dict[str, object]:
+    """The report's cross-validated AUC and log-loss of the fit and of the vector alone (held-out logits)."""
+    return {
+        "cv_auc": _auc(y, fitted),
+        "cv_log_loss": float(-np.mean(log_likelihoods(y, fitted))),
+        "cv_auc_vector_only": _auc(y, vector_alone),
+        "cv_log_loss_vector_only": float(-np.mean(log_likelihoods(y, vector_alone))),
+    }
+
+
+def _per_class(y: np.ndarray) -> int:
+    return int(min(y.sum(), len(y) - y.sum()))
+
+
+def _learned_mask(learned: Optional[np.ndarray], rows: int) -> np.ndarray:
+    """(rows,) bool from `learned` (None: no answer is on a training question)."""
+    if learned is None:
+        return np.zeros(rows, dtype=bool)
+    mask = np.asarray(learned)
+    if mask.shape != (rows,) or mask.dtype != np.bool_:
+        raise JeirtError(f"learned must be a ({rows},) bool array, got {mask.dtype} with shape {mask.shape}")
+    return mask
+
+
+def _why_no_correction(features: Optional[np.ndarray], y: np.ndarray, seen: np.ndarray, need: int) -> Optional[str]:
+    """Why no correction can be fitted (the report's `correction`), or None when one can."""
+    if features is None:
+        return "off: this router's encoder exposes no features"
+    if _per_class(y[~seen]) < need:
+        return (
+            f"off: {int(seen.sum())} of the {len(y)} answers are on questions the router learned from, and a "
+            f"correction is fitted only on the others, which have fewer than {need} answers of each kind"
+        )
+    return None
 
 
 def check_features(features: object, rows: int, feature_dim: int) -> np.ndarray:

@@ -27,8 +27,10 @@ def with_new_llm(
     features: Optional[np.ndarray],
     l2: float,
     cost: Optional[float],
+    learned: Optional[np.ndarray] = None,
 ) -> Router:
-    """A copy of `router` holding the LLM `name` fitted from its answers (see `Router.add_llm`)."""
+    """A copy of `router` holding the LLM `name` fitted from its answers (see `Router.add_llm`); `learned`: which
+    answered questions the router learned from (None: unknown)."""
     if not isinstance(name, str) or not name.strip():
         raise JeirtError(f"the new LLM needs a non-empty name, got {name!r}")
     if name in router.llms:
@@ -47,7 +49,9 @@ def with_new_llm(
         percentile = spec.details.get("percentile") if spec is not None else None
         if isinstance(percentile, (int, float)) and 0 <= percentile < 50:  # the router's own flag rate, in %
             gate["percentile"] = float(percentile)
-    fit = fit_onboarding(questions, features, labels, prior_mean=router.llm_vectors.mean(axis=0), l2=l2, **gate)
+    fit = fit_onboarding(
+        questions, features, labels, prior_mean=router.llm_vectors.mean(axis=0), l2=l2, learned=learned, **gate
+    )
     record = onboarding_record(name, l2, fit, alignment)
     changes: dict[str, Any] = {"onboarded": (*(router.manifest.onboarded or ()), freeze(record))}
     if cost is not None:

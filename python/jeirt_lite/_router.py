@@ -316,7 +316,8 @@ class Router(RouterTables):
             cost: the new LLM's cost, stored with the others (see `route`); None leaves it unknown.
         """
         vectors, features = self.embed_with_features(texts)
-        return self.add_llm_vectors(name, vectors, correct, features=features, l2=l2, cost=cost)
+        learned = self.learned_from(texts)
+        return self.add_llm_vectors(name, vectors, correct, features=features, l2=l2, cost=cost, learned=learned)
 
     def add_llm_vectors(
         self,
@@ -327,11 +328,25 @@ class Router(RouterTables):
         features: Optional[np.ndarray] = None,
         l2: float = DEFAULT_L2,
         cost: Optional[float] = None,
+        learned: Optional[Union[Sequence[bool], np.ndarray]] = None,
     ) -> Router:
-        """`add_llm` for question vectors (and, for a correction, their encoder features) embedded elsewhere."""
+        """`add_llm` for question vectors (and, for a correction, their encoder features) embedded elsewhere;
+        `learned`: which of the questions the router learned from (`learned_from` of their texts; None: unknown)."""
         from ._onboard_router import with_new_llm
 
-        return with_new_llm(self, name, vectors, correct, features=features, l2=l2, cost=cost)
+        mask = None if learned is None else np.asarray(learned)
+        return with_new_llm(self, name, vectors, correct, features=features, l2=l2, cost=cost, learned=mask)
+
+    def learned_from(self, texts: Sequence[str]) -> Optional[np.ndarray]:
+        """(N,) bool: which of `texts` this router was trained on (texts equal up to whitespace count as the same
+        question), or None when the router keeps no record of its training questions (training_questions.npy).
+        `add_llm` fits a new LLM's feature correction only on answers to the other questions."""
+        record = self._artifact.training_questions
+        if record is None:
+            return None
+        from ._training_questions import seen_mask
+
+        return seen_mask(record, check_texts(texts))
 
     def suggest_questions(
         self,

@@ -81,9 +81,21 @@ def run(args: argparse.Namespace, console: Console) -> int:
 def fit_summary(record: dict[str, Any]) -> str:
     """How well the new LLM fits its answers (cross-validated), and whether its questions look like the router's."""
     lines = []
+    answers = record.get("answers")
+    if "on_training_questions" in record:  # records written before it was counted lack it
+        seen = record["on_training_questions"]
+        if seen is None:
+            lines.append("  the router keeps no record of the questions it learned from (training_questions.npy)")
+        else:
+            lines.append(
+                f"  {seen} of its {answers} answers are on questions the router learned from"
+                + (": they fit its vector, not the feature correction" if seen else "")
+            )
     if record.get("cv_auc") is not None:
+        cv_answers = record.get("cv_answers", answers)
+        which = "its answers" if cv_answers == answers else f"its {cv_answers} answers on other questions"
         lines.append(
-            f"  cross-validated on its answers ({record['folds']} folds): AUC {record['cv_auc']:.3f}, log-loss "
+            f"  cross-validated on {which} ({record['folds']} folds): AUC {record['cv_auc']:.3f}, log-loss "
             f"{record['cv_log_loss']:.3f} (vector alone: AUC {record['cv_auc_vector_only']:.3f}, log-loss "
             f"{record['cv_log_loss_vector_only']:.3f})"
         )
