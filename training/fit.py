@@ -41,7 +41,7 @@ WARM_NORM = 2.0
 WARM_WEIGHT_SCALE = 0.1
 
 
-def _check_inputs(embeddings: Questions, cells: Responses, n_llms: int, what: str) -> None:
+def _check_inputs(embeddings: Questions, cells: Responses, n_llms: int, what: str, soft: bool = False) -> None:
     if embeddings.ndim != 2:
         raise ValueError(f"embeddings must be 2-D (n_questions, D), got shape {embeddings.shape}")
     if len(cells) == 0:
@@ -50,9 +50,10 @@ def _check_inputs(embeddings: Questions, cells: Responses, n_llms: int, what: st
         raise IndexError(f"{what}: question index outside the {embeddings.shape[0]} embedding rows")
     if cells.llm.min() < 0 or cells.llm.max() >= n_llms:
         raise IndexError(f"{what}: llm index outside [0, {n_llms})")
-    bad = ~np.isin(cells.correct, (0.0, 1.0))
+    bad = ~((cells.correct >= 0.0) & (cells.correct <= 1.0)) if soft else ~np.isin(cells.correct, (0.0, 1.0))
     if bad.any():
-        raise ValueError(f"{what}: 'correct' must be 0 or 1; found {cells.correct[bad][:3]}")
+        need = "a probability in [0, 1] (soft targets)" if soft else "0 or 1"
+        raise ValueError(f"{what}: 'correct' must be {need}; found {cells.correct[bad][:3]}")
 
 
 def llm_accuracies(train: Responses, n_llms: int, prior: float = 1.0) -> np.ndarray:
@@ -281,9 +282,13 @@ def train_model(
     val: Responses,
     n_llms: int,
     progress: bool = False,
+    soft_targets: bool = False,
 ) -> TrainOutcome:
-    """Early-stopped training on `train`, learning-rate drops and stopping decided by the loss on `val`."""
-    _check_inputs(embeddings, train, n_llms, "train")
+    """Early-stopped training on `train`, learning-rate drops and stopping decided by the loss on `val`.
+
+    soft_targets: train's `correct` may be any probability (a teacher's, training.ensemble_eval distils one); the
+    loss is the same BCE, and `val` keeps 0/1 answers."""
+    _check_inputs(embeddings, train, n_llms, "train", soft=soft_targets)
     _check_inputs(embeddings, val, n_llms, "val")
     _check_config(cfg)
     t0 = time.perf_counter()
@@ -334,9 +339,10 @@ def train_on_schedule(
     n_llms: int,
     schedule: Sequence[float],
     progress: bool = False,
+    soft_targets: bool = False,
 ) -> TrainOutcome:
     """Training without validation data: one epoch per entry of `schedule`, at that (adapter) learning rate."""
-    _check_inputs(embeddings, train, n_llms, "train")
+    _check_inputs(embeddings, train, n_llms, "train", soft=soft_targets)
     _check_config(cfg)
     if len(schedule) == 0 or not all(lr > 0 for lr in schedule):
         raise ValueError(f"a schedule needs at least one epoch and positive learning rates, got {list(schedule)}")

@@ -57,17 +57,21 @@ class JeirtPredictor:
         self.schedule: list[float] = []  # the adapter's learning rate of each epoch that made the weights
 
     def fit(
-        self, embeddings: Questions, train: Responses, val: Responses, n_llms: int, progress: bool = False
+        self, embeddings: Questions, train: Responses, val: Responses, n_llms: int, progress: bool = False,
+        soft_targets: bool = False,
     ) -> JeirtPredictor:
-        self._take(train_model(self.config, embeddings, train, val, n_llms, progress=progress))
+        """soft_targets: train's `correct` may be probabilities in [0, 1] (training.fit.train_model)."""
+        self._take(train_model(self.config, embeddings, train, val, n_llms, progress=progress,
+                               soft_targets=soft_targets))
         return self
 
     def fit_schedule(
         self, embeddings: Questions, train: Responses, n_llms: int, schedule: Sequence[float],
-        progress: bool = False,
+        progress: bool = False, soft_targets: bool = False,
     ) -> JeirtPredictor:
         """Train on `train` alone for len(schedule) epochs at those learning rates (no validation, no stopping)."""
-        self._take(train_on_schedule(self.config, embeddings, train, n_llms, schedule, progress=progress))
+        self._take(train_on_schedule(self.config, embeddings, train, n_llms, schedule, progress=progress,
+                                     soft_targets=soft_targets))
         return self
 
     def _take(self, outcome: TrainOutcome) -> None:

@@ -129,17 +129,18 @@ def rounded(table: np.ndarray) -> np.ndarray:
 def train_table(
     start: np.ndarray, bags: TokenBags, hyper: dict[str, Any], train: Responses, val: Responses | None,
     n_llms: int, *, pull: float, lr_scale: float = TABLE_LR_SCALE, schedule: Sequence[float] | None = None,
-    progress: bool = False,
+    progress: bool = False, soft_targets: bool = False,
 ) -> tuple[JeirtPredictor, np.ndarray]:
     """One end-to-end run: early-stopped on `val`, or for a fixed `schedule` when val is None. Returns the
-    predictor and the fine-tuned table; only tokens of `train`'s questions move."""
+    predictor and the fine-tuned table; only tokens of `train`'s questions move. soft_targets: `train`'s answers
+    may be probabilities (training.fit.train_model)."""
     source = TableDelta(start, bags, bags.tokens_of(np.unique(train.question)), pull=pull, lr_scale=lr_scale)
     predictor = JeirtPredictor(**hyper)
     if val is None:
         assert schedule is not None
-        predictor.fit_schedule(source, train, n_llms, schedule, progress=progress)
+        predictor.fit_schedule(source, train, n_llms, schedule, progress=progress, soft_targets=soft_targets)
     else:
-        predictor.fit(source, train, val, n_llms, progress=progress)
+        predictor.fit(source, train, val, n_llms, progress=progress, soft_targets=soft_targets)
     return predictor, source.table()
 
 
