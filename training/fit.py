@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from .averaging import WeightAverage, ema_decay
-from .network import JeirtConfig, JeirtModel, jeirt_logit_matrix, jeirt_logits
+from .network import FeatureResidual, JeirtConfig, JeirtModel, jeirt_logits
 from .types import Responses
 
 # Warm start (llm_init="accuracy"): the adapter's output starts near WARM_NORM·u for one shared unit vector u, and
@@ -39,6 +39,8 @@ from .types import Responses
 # accuracy baseline instead of from noise.
 WARM_NORM = 2.0
 WARM_WEIGHT_SCALE = 0.1
+# Added to the features' standard deviation before the residual divides by it: a constant feature stays finite.
+RESIDUAL_STD_FLOOR = 1e-6
 
 
 def _check_inputs(embeddings: Questions, cells: Responses, n_llms: int, what: str, soft: bool = False) -> None:
@@ -154,8 +156,7 @@ def mean_bce(model: JeirtModel, emb: Any, cells: Responses, chunk: int = 4096) -
     uq, inv = np.unique(cells.question, return_inverse=True)
     total = 0.0
     with torch.inference_mode():
-        q = model.adapter(emb[torch.from_numpy(uq)])
-        logits = jeirt_logit_matrix(q, model.llms.weight)[torch.from_numpy(inv), torch.from_numpy(cells.llm)]
+        logits = model.logit_matrix(emb[torch.from_numpy(uq)])[torch.from_numpy(inv), torch.from_numpy(cells.llm)]
         y = torch.from_numpy(cells.correct.astype(np.float32))
         for s in range(0, len(y), chunk):
             total += float(
@@ -187,6 +188,8 @@ def _check_config(cfg: JeirtConfig) -> None:
         raise ValueError(f"llm_lr_scale must be > 0, got {cfg.llm_lr_scale}")
     if not cfg.ema_epochs >= 0:
         raise ValueError(f"ema_epochs must be >= 0 (0: no weight averaging), got {cfg.ema_epochs}")
+    if cfg.feature_residual is not None and not 0 < cfg.feature_residual < math.inf:
+        raise ValueError(f"feature_residual must be a finite ridge strength > 0, or None, got {cfg.feature_residual}")
 
 
 def _averager(cfg: JeirtConfig, model: JeirtModel, train: Responses) -> WeightAverage | None:
@@ -233,6 +236,12 @@ def _start(
         {"params": model.adapter.parameters()},
         {"params": model.llms.parameters(), "lr": cfg.lr * cfg.llm_lr_scale},
     ]
+    if cfg.feature_residual is not None:
+        with torch.no_grad():
+            seen = emb[torch.from_numpy(np.unique(train.question))]
+            model.residual = FeatureResidual(seen.mean(dim=0), seen.std(dim=0) + RESIDUAL_STD_FLOOR, n_llms)
+        # At the adapter's rate, not decayed: its one penalty is the ridge in _train_epoch.
+        groups.append({"params": model.residual.parameters(), "lr": cfg.lr, "lr_scale": 1.0, "weight_decay": 0.0})
     if not isinstance(embeddings, np.ndarray):
         model.add_module("questions", emb)
         groups += embeddings.param_groups(cfg.lr)
@@ -255,11 +264,17 @@ def _train_epoch(
     model.train()
     running = 0.0
     for rows, local, llm, y in cell_batches(train, cfg.batching, cfg.batch_size, rng):
-        q = model.adapter(emb[rows])
-        logits = jeirt_logits(q[local], model.llms(llm))
+        e = emb[rows]
+        logits = jeirt_logits(model.adapter(e)[local], model.llms(llm))
+        if model.residual is not None:
+            logits = logits + model.residual(e)[local, llm]
         loss = nn.functional.binary_cross_entropy_with_logits(logits, y)
+        objective = loss
+        if model.residual is not None:
+            assert cfg.feature_residual is not None
+            objective = loss + cfg.feature_residual * model.residual.penalty() / len(train)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        objective.backward()
         opt.step()
         if average is not None:
             average.update()

@@ -44,14 +44,42 @@ def jeirt_logit_matrix(q: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
     return (q @ m.T) / norm.clamp(min=NORM_EPS) - norm
 
 
+class FeatureResidual(nn.Module):
+    """Per-LLM linear logit offsets on the standardised frozen embedding, w_k·(e − μ)/σ (JeirtConfig's
+    feature_residual): question-specific LLM preferences outside the joint geometry, starting at zero."""
+
+    def __init__(self, mean: torch.Tensor, std: torch.Tensor, n_llms: int) -> None:
+        super().__init__()
+        self.register_buffer("mean", mean.detach().clone().float())
+        self.register_buffer("std", std.detach().clone().float())
+        self.weight = nn.Parameter(torch.zeros(n_llms, mean.shape[0]))
+
+    def forward(self, embeddings: torch.Tensor) -> torch.Tensor:
+        """(n, K) offsets for embeddings (n, D)."""
+        return ((embeddings - self.mean) / self.std) @ self.weight.T
+
+    def penalty(self) -> torch.Tensor:
+        """½‖W‖²: the ridge term, per unit of strength, on the summed log-likelihood."""
+        return 0.5 * self.weight.pow(2).sum()
+
+
 class JeirtModel(nn.Module):
     def __init__(self, in_dim: int, n_llms: int, dim: int, dropout: float) -> None:
         super().__init__()
         self.adapter = Adapter(in_dim, dim, dropout)
         self.llms = nn.Embedding(n_llms, dim)
+        self.residual: FeatureResidual | None = None  # set by training.fit when JeirtConfig.feature_residual is
 
     def forward(self, embeddings: torch.Tensor, llm: torch.Tensor) -> torch.Tensor:
-        return jeirt_logits(self.adapter(embeddings), self.llms(llm))
+        logits = jeirt_logits(self.adapter(embeddings), self.llms(llm))
+        if self.residual is not None:
+            logits = logits + self.residual(embeddings).gather(1, llm[:, None]).squeeze(1)
+        return logits
+
+    def logit_matrix(self, embeddings: torch.Tensor) -> torch.Tensor:
+        """All-pairs logits (n_questions, K), the residual's offsets included."""
+        logits = jeirt_logit_matrix(self.adapter(embeddings), self.llms.weight)
+        return logits if self.residual is None else logits + self.residual(embeddings)
 
 
 # The training of the published experiments (the shipped router, docs/analysis*, docs/onboarding, the OOD runs),
@@ -91,6 +119,11 @@ class JeirtConfig:
     # "questions": a batch is all cells of a few questions, so the adapter runs once per question (about K times
     # faster than "cells", where a batch is any cells and the adapter runs once per cell).
     batching: str = "questions"
+    # Ridge strength α of a per-LLM linear residual on the standardised embedding (FeatureResidual), trained with
+    # the rest under ½α‖W‖² on the summed log-likelihood; None: none (the default, and what a router stores). An
+    # experiment on the within-question order of the LLMs (docs/routing.md, "A per-LLM residual"): routers cannot
+    # store it, so training.export refuses a model that has one.
+    feature_residual: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
