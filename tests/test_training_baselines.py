@@ -164,6 +164,27 @@ def test_compare_cli_on_a_real_slice(tmp_path) -> None:  # type: ignore[no-untyp
     assert (tmp_path / "zeroeval_crux_gsm_math.md").read_text().startswith("## zeroeval_crux_gsm_math")
 
 
+def test_compare_cli_records_the_tuned_rows_choice(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # The tuned row alone (no jeirt_fit row to take it from) trains its own choice; --jeirt-hyper passes settings.
+    import json
+    from pathlib import Path
+
+    from training.compare import main
+
+    data_dir = Path(__file__).resolve().parents[1] / "data" / "zeroeval_crux_gsm_math"
+    threads = torch.get_num_threads()
+    try:
+        assert main(["--data", str(data_dir), "--max-questions", "200", "--random-embeddings", "8", "--no-2pl",
+                     "--methods", "jeirt", "--jeirt-hyper", '{"max_epochs": 2}', "--out", str(tmp_path)]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    (row,) = json.loads((tmp_path / "zeroeval_crux_gsm_math.json").read_text())["methods"].values()
+    selection = row["tuned"]["selection"]
+    assert len(selection["candidates"]) == 6
+    assert selection["chosen"] in [{"dim": c["dim"], "dropout": c["dropout"]} for c in selection["candidates"]]
+    assert row["tuned"]["config"]["max_epochs"] == 2 and 1 <= len(selection["schedule"]) <= 2
+
+
 def test_summary_over_splits_counts_wins_and_paired_differences() -> None:
     from training.compare import seeds_markdown, summarise_seeds
 

@@ -49,6 +49,11 @@ class Selection:
     heldout_floor_p: np.ndarray | None = None  # each LLM's training accuracy, the floor to beat
     predictors: list[JeirtPredictor] = field(default_factory=list)  # the chosen setting's run on each fold
 
+    def to_dict(self) -> dict[str, Any]:
+        """The choice and what it was made on (JSON-safe; training.compare records it for the tuned row)."""
+        return {"chosen": {"dim": self.hyper["dim"], "dropout": self.hyper["dropout"]},
+                "schedule": list(self.schedule), "candidates": self.candidates}
+
     def heldout_metrics(self) -> dict[str, dict[str, float]]:
         if self.heldout is None or self.heldout_p is None or self.heldout_floor_p is None:
             return {}
