@@ -266,13 +266,12 @@ def _train_epoch(
     for rows, local, llm, y in cell_batches(train, cfg.batching, cfg.batch_size, rng):
         e = emb[rows]
         logits = jeirt_logits(model.adapter(e)[local], model.llms(llm))
-        if model.residual is not None:
+        ridge: torch.Tensor | float = 0.0
+        if model.residual is not None and cfg.feature_residual is not None:
             logits = logits + model.residual(e)[local, llm]
+            ridge = cfg.feature_residual * model.residual.penalty() / len(train)  # its share of the summed-loss ridge
         loss = nn.functional.binary_cross_entropy_with_logits(logits, y)
-        objective = loss
-        if model.residual is not None:
-            assert cfg.feature_residual is not None
-            objective = loss + cfg.feature_residual * model.residual.penalty() / len(train)
+        objective = loss + ridge
         opt.zero_grad(set_to_none=True)
         objective.backward()
         opt.step()
