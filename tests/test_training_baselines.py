@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -144,41 +147,34 @@ def test_harness_runs_any_predictor_list(world: tuple[Dataset, np.ndarray]) -> N
         run_comparison(small, make_split(small), emb, [LlmAccuracy()], log=lambda s: None)
 
 
-def test_compare_cli_on_a_real_slice(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    import json
-    from pathlib import Path
-
+def _compare_cli(tmp_path: Path, *args: str) -> dict[str, Any]:
+    """Run training.compare's CLI on the real zeroeval data (slice and embeddings as `args` say); its JSON result."""
     from training.compare import main
 
     data_dir = Path(__file__).resolve().parents[1] / "data" / "zeroeval_crux_gsm_math"
     threads = torch.get_num_threads()
     try:
-        assert main(["--data", str(data_dir), "--max-questions", "300", "--random-embeddings", "8",
-                     "--methods", "llm_accuracy,knn", "--out", str(tmp_path)]) == 0
+        assert main(["--data", str(data_dir), *args, "--out", str(tmp_path)]) == 0
     finally:
         torch.set_num_threads(threads)  # main() sets the process-wide torch thread count
-    result = json.loads((tmp_path / "zeroeval_crux_gsm_math.json").read_text())
+    result: dict[str, Any] = json.loads((tmp_path / "zeroeval_crux_gsm_math.json").read_text())
+    return result
+
+
+def test_compare_cli_on_a_real_slice(tmp_path: Path) -> None:
+    result = _compare_cli(tmp_path, "--max-questions", "300", "--random-embeddings", "8",
+                          "--methods", "llm_accuracy,knn")
     assert result["n_questions"] == 300 and list(result["methods"]) == ["llm_accuracy", "knn"]
     assert result["diagnostic_2pl"]["items"] == result["split"]["train"]
     assert 0.5 < result["methods"]["llm_accuracy"]["test"]["overall"]["auc"] < 1.0
     assert (tmp_path / "zeroeval_crux_gsm_math.md").read_text().startswith("## zeroeval_crux_gsm_math")
 
 
-def test_compare_cli_records_the_tuned_rows_choice(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_compare_cli_records_the_tuned_rows_choice(tmp_path: Path) -> None:
     # The tuned row alone (no jeirt_fit row to take it from) trains its own choice; --jeirt-hyper passes settings.
-    import json
-    from pathlib import Path
-
-    from training.compare import main
-
-    data_dir = Path(__file__).resolve().parents[1] / "data" / "zeroeval_crux_gsm_math"
-    threads = torch.get_num_threads()
-    try:
-        assert main(["--data", str(data_dir), "--max-questions", "200", "--random-embeddings", "8", "--no-2pl",
-                     "--methods", "jeirt", "--jeirt-hyper", '{"max_epochs": 2}', "--out", str(tmp_path)]) == 0
-    finally:
-        torch.set_num_threads(threads)
-    (row,) = json.loads((tmp_path / "zeroeval_crux_gsm_math.json").read_text())["methods"].values()
+    result = _compare_cli(tmp_path, "--max-questions", "200", "--random-embeddings", "8", "--no-2pl",
+                          "--methods", "jeirt", "--jeirt-hyper", '{"max_epochs": 2}')
+    (row,) = result["methods"].values()
     selection = row["tuned"]["selection"]
     assert len(selection["candidates"]) == 6
     assert selection["chosen"] in [{"dim": c["dim"], "dropout": c["dropout"]} for c in selection["candidates"]]
@@ -206,20 +202,9 @@ def test_summary_over_splits_counts_wins_and_paired_differences() -> None:
     assert "2/3 / 2/3 | +0.0067 ± 0.0088 |" in text
 
 
-def test_compare_cli_over_several_splits(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    import json
-    from pathlib import Path
-
-    from training.compare import main
-
-    data_dir = Path(__file__).resolve().parents[1] / "data" / "zeroeval_crux_gsm_math"
-    threads = torch.get_num_threads()
-    try:
-        assert main(["--data", str(data_dir), "--max-questions", "200", "--random-embeddings", "8", "--no-2pl",
-                     "--methods", "llm_accuracy,knn", "--seeds", "3,4", "--out", str(tmp_path)]) == 0
-    finally:
-        torch.set_num_threads(threads)
-    result = json.loads((tmp_path / "zeroeval_crux_gsm_math.json").read_text())
+def test_compare_cli_over_several_splits(tmp_path: Path) -> None:
+    result = _compare_cli(tmp_path, "--max-questions", "200", "--random-embeddings", "8", "--no-2pl",
+                          "--methods", "llm_accuracy,knn", "--seeds", "3,4")
     assert result["settings"]["seeds"] == [3, 4] and sorted(result["per_seed"]) == ["3", "4"]
     # Different seeds draw different splits, so the two test scores differ.
     aucs = [result["per_seed"][s]["knn"]["test"]["auc"] for s in ("3", "4")]
