@@ -239,7 +239,8 @@ def _start(
     if cfg.feature_residual is not None:
         with torch.no_grad():
             seen = emb[torch.from_numpy(np.unique(train.question))]
-            model.residual = FeatureResidual(seen.mean(dim=0), seen.std(dim=0) + RESIDUAL_STD_FLOOR, n_llms)
+            model.residual = FeatureResidual(seen.mean(dim=0), seen.std(dim=0) + RESIDUAL_STD_FLOOR, n_llms,
+                                             cfg.feature_residual)
         # At the adapter's rate, not decayed: its one penalty is the ridge in _train_epoch.
         groups.append({"params": model.residual.parameters(), "lr": cfg.lr, "lr_scale": 1.0, "weight_decay": 0.0})
     if not isinstance(embeddings, np.ndarray):
@@ -267,9 +268,9 @@ def _train_epoch(
         e = emb[rows]
         logits = jeirt_logits(model.adapter(e)[local], model.llms(llm))
         ridge: torch.Tensor | float = 0.0
-        if model.residual is not None and cfg.feature_residual is not None:
+        if model.residual is not None:
             logits = logits + model.residual(e)[local, llm]
-            ridge = cfg.feature_residual * model.residual.penalty() / len(train)  # its share of the summed-loss ridge
+            ridge = model.residual.penalty() / len(train)  # the summed-loss ridge, on the scale of the mean loss
         loss = nn.functional.binary_cross_entropy_with_logits(logits, y)
         objective = loss + ridge
         opt.zero_grad(set_to_none=True)

@@ -48,8 +48,9 @@ class FeatureResidual(nn.Module):
     """Per-LLM linear logit offsets on the standardised frozen embedding, w_k·(e − μ)/σ (JeirtConfig's
     feature_residual): question-specific LLM preferences outside the joint geometry, starting at zero."""
 
-    def __init__(self, mean: torch.Tensor, std: torch.Tensor, n_llms: int) -> None:
+    def __init__(self, mean: torch.Tensor, std: torch.Tensor, n_llms: int, strength: float) -> None:
         super().__init__()
+        self.strength = strength  # α of the ridge
         self.register_buffer("mean", mean.detach().clone().float())
         self.register_buffer("std", std.detach().clone().float())
         self.weight = nn.Parameter(torch.zeros(n_llms, mean.shape[0]))
@@ -59,8 +60,8 @@ class FeatureResidual(nn.Module):
         return ((embeddings - self.mean) / self.std) @ self.weight.T
 
     def penalty(self) -> torch.Tensor:
-        """½‖W‖²: the ridge term, per unit of strength, on the summed log-likelihood."""
-        return 0.5 * self.weight.pow(2).sum()
+        """½α‖W‖²: the ridge term on the summed log-likelihood."""
+        return 0.5 * self.strength * self.weight.pow(2).sum()
 
 
 class JeirtModel(nn.Module):
