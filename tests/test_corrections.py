@@ -91,7 +91,7 @@ def test_kernels_add_offsets_before_the_calibration() -> None:
 @pytest.fixture(scope="module")
 def grown() -> tuple[Router, np.ndarray, np.ndarray]:
     """The shipped router plus an LLM whose answers follow the encoder's features more than the router's space."""
-    router = Router.load(threads=1)
+    router = Router.load(threads=1).with_neighbours(None)  # the corrections alone (votes: test_neighbours.py)
     rng = np.random.default_rng(4)
     texts = [f"question {i} about {w} and {v}" for i, (w, v) in enumerate(rng.choice(
         ["enzyme", "integral", "court", "market", "circuit", "poem", "python", "war"], size=(300, 2)))]
@@ -230,7 +230,7 @@ def test_router_scales_outside_zero_to_one_are_refused() -> None:
 
 @pytest.mark.parametrize("calibrated", [True, False])
 def test_the_router_keeps_the_scale_as_the_new_llms_calibration(calibrated: bool, tmp_path: Path) -> None:
-    router = Router.load(threads=1)
+    router = Router.load(threads=1).with_neighbours(None)  # the corrections alone (votes: test_neighbours.py)
     if not calibrated:
         router = router._with_llms(router.llms, router.llm_vectors, calibration=None)
         assert router.calibration is None

@@ -19,6 +19,7 @@ from training.choose import (
     refit,
     schedule_counts,
 )
+from training.metrics import roc_auc
 from training.pipeline import Prepared, choose_refit_and_export, parity_texts
 from training.splits import make_folds, text_groups
 from training.types import Dataset, Responses, Split
@@ -111,7 +112,7 @@ def test_the_calibration_is_fitted_on_the_held_out_predictions_not_the_refit(
 
     monkeypatch.setattr(pipeline, "fit_calibration", spy)
     res = choose_refit_and_export(prep, None, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
-                                  log=lambda _: None)
+                                  neighbours=False, log=lambda _: None)
     (logits, correct), = seen
     # Exactly the validation cells, scored by the run that did not train on them (not by the refitted router).
     np.testing.assert_array_equal(correct, prep.val.correct)
@@ -126,8 +127,35 @@ def test_the_calibration_is_fitted_on_the_held_out_predictions_not_the_refit(
     assert res.test["n"] == len(prep.test) and res.extra["test_uncalibrated"]["auc"] == pytest.approx(res.test["auc"])
     assert res.test["log_loss"] != res.extra["test_uncalibrated"]["log_loss"]
     none = choose_refit_and_export(prep, None, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, calibration=None,
-                                   progress=False, log=lambda _: None)
+                                   progress=False, neighbours=False, log=lambda _: None)
     assert none.extra["calibration"] is None and none.test == none.extra["test_uncalibrated"]
+    # With neighbour votes (kept here: the short runs leave the geometry weak), the calibration is fitted on the
+    # same held-out logits plus the weighted held-out votes, and the test part is scored with the votes.
+    seen.clear()
+    voting = choose_refit_and_export(prep, None, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
+                                     log=lambda _: None)
+    record = voting.extra["selection"]["neighbours"]
+    assert record["kept"] and voting.votes is not None and voting.votes.weight == record["weight"]
+    (with_votes, _), = seen
+    shift = with_votes - logits
+    assert np.ptp(shift) > 0.1  # the votes differ between cells
+    assert np.abs(shift / record["weight"]).max() <= 14.0  # a vote's logit: a probability kept inside (0, 1)
+    test_logits = voting.logits(prep.test.question, prep.test.llm)
+    plain = voting.predictor.predict_logits(emb, prep.test.question, prep.test.llm)
+    assert not np.allclose(test_logits, plain)
+    assert voting.extra["test_uncalibrated"]["auc"] == pytest.approx(roc_auc(prep.test.correct, 1 / (1 + np.exp(-test_logits))))
+
+
+def test_votes_are_left_out_above_the_number_of_questions_a_router_stores(monkeypatch: pytest.MonkeyPatch) -> None:
+    import training.neighbour_blend as blend
+
+    emb, cells = _synthetic(seed=3)
+    prep = _prepared(emb, cells, 6, (np.arange(150), np.arange(150, 200), np.arange(200, 240)))
+    monkeypatch.setattr(blend, "MAX_STORED_QUESTIONS", 199)  # the pool holds 200
+    res = choose_refit_and_export(prep, None, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
+                                  log=lambda _: None)
+    record = res.extra["selection"]["neighbours"]
+    assert res.votes is None and record["kept"] is False and "200 questions" in record["why"]
 
 
 def test_folds_partition_the_pool_and_keep_identical_texts_together() -> None:

@@ -99,6 +99,11 @@ def _fit_arguments(p: argparse.ArgumentParser, out_required: bool, data_required
         "held-out part against the frozen table; '' keeps the distilled table; "
         f"default {','.join(f'{x:g}' for x in DEFAULT_TABLE_PULLS) or chr(39) * 2})",
     )
+    p.add_argument(
+        "--no-neighbours", dest="neighbours", action="store_false",
+        help="leave out the neighbour votes (the training questions' answers, weighed by similarity, which fit "
+        "otherwise adds when the held-out parts say they help): the joint geometry alone",
+    )
     p.add_argument("--label", default=None, help="a note stored in the router's manifest")
 
 
@@ -220,6 +225,7 @@ def fit_options(args: argparse.Namespace) -> dict[str, Any]:
         "dims": args.dims,
         "dropouts": args.dropouts,
         "calibration": None if args.calibration == "none" else args.calibration,
+        "neighbours": args.neighbours,
         "table_pulls": DEFAULT_TABLE_PULLS if args.table_pulls is None else args.table_pulls,
         **_hyper(args, weight_decay=args.weight_decay),
     }

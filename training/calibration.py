@@ -84,9 +84,11 @@ def store_calibration(
     router_path: Path | str,
     calibration: dict[str, Any] | None,
     costs: dict[str, float] | None = None,
+    *,
+    neighbours: Any = None,
 ) -> Path:
-    """Write `calibration` (fit_calibration's field) and `costs`, if given, into the router folder at
-    `router_path` (rewritten in place)."""
+    """Write `calibration` (fit_calibration's field), `costs` and `neighbours` (jeirt_lite._neighbours'
+    NeighbourVotes), those given, into the router folder at `router_path` (rewritten in place)."""
     from jeirt_lite import Router
 
     router = Router.load(router_path, threads=1)
@@ -94,6 +96,8 @@ def store_calibration(
         router = router.with_calibration(calibration["scale"], calibration["bias"], kind=calibration["kind"])
     if costs is not None:
         router = router.with_costs(costs)
+    if neighbours is not None:
+        router = router.with_neighbours(neighbours)
     return Path(router.save(router_path, overwrite=True))  # a static router keeps its fast-path file
 
 

@@ -48,6 +48,9 @@ class Selection:
     heldout_p: np.ndarray | None = None  # its predicted P(correct) on them
     heldout_floor_p: np.ndarray | None = None  # each LLM's training accuracy, the floor to beat
     predictors: list[JeirtPredictor] = field(default_factory=list)  # the chosen setting's run on each fold
+    # The features each fold's run read, when they are not the embeddings it was chosen on (a static table
+    # fine-tuned per fold, training.static_finetune); empty: those embeddings.
+    heldout_embeddings: list[np.ndarray] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The choice and what it was made on (JSON-safe; training.compare records it for the tuned row)."""

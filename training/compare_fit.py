@@ -79,7 +79,7 @@ class FitRun:
 
         if self.result is None:
             raise RuntimeError("fit first")
-        logits = self.result.predictor.predict_logits(self.result.embeddings, question, llm)
+        logits = self.result.logits(question, llm)
         if self.calibration is None:
             return np.asarray(1.0 / (1.0 + np.exp(-logits)))
         return np.asarray(apply_calibration(logits, llm, self.calibration))

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from .metrics import all_metrics
 from .model import JeirtPredictor
 from .splits import make_folds, make_split
 from .types import Dataset, Responses, Split
+
+if TYPE_CHECKING:
+    from jeirt_lite._neighbours import NeighbourVotes
 
 
 @dataclass
@@ -127,6 +130,17 @@ class FitResult:
     extra: dict[str, Any] = field(default_factory=dict)
     selection: Selection | None = None  # choose_refit_and_export: the held-out runs the settings were chosen on
     embeddings: np.ndarray | None = None  # what `predictor` reads (a fine-tuned static table changes them)
+    votes: NeighbourVotes | None = None  # choose_refit_and_export: the router's neighbour votes, if kept
+
+    def logits(self, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
+        """The written router's logit for each cell before calibration: the geometry plus the neighbour vote."""
+        assert self.embeddings is not None
+        logits = self.predictor.predict_logits(self.embeddings, question, llm)
+        if self.votes is None:
+            return logits
+        asked, rows = np.unique(question, return_inverse=True)
+        offsets = self.votes.offsets(self.embeddings[asked], self.votes.llms, len(asked))
+        return np.asarray(logits + offsets[rows, llm], dtype=np.float64)
 
 
 def _display_path(source: str) -> str:
@@ -264,6 +278,7 @@ def choose_refit_and_export(
     overwrite: bool = False,
     log: Callable[[str], None] = print,
     table_pulls: Sequence[float] = (),
+    neighbours: bool = True,
     **hyper: Any,
 ) -> FitResult:
     """Choose the settings on held-out parts of the non-test questions, refit on all of them (training.choose),
@@ -272,7 +287,10 @@ def choose_refit_and_export(
     any encoder kind, is made here.
 
     table_pulls (static encoder only): candidate pulls for fine-tuning the token table end to end, chosen on the
-    same held-out parts against the frozen table (training.static_finetune); empty: the distilled table stays."""
+    same held-out parts against the frozen table (training.static_finetune); empty: the distilled table stays.
+
+    neighbours: weigh the training questions' answers into the router as neighbour votes, kept only when the
+    held-out parts say they help (training.neighbour_blend); False: the joint geometry alone."""
     pool = np.sort(np.concatenate([prep.split.train, prep.split.val]))
     if folds == 1:
         parts = [(prep.train, prep.val)]
@@ -283,6 +301,7 @@ def choose_refit_and_export(
     log(f"choosing d x dropout on {f'{folds} folds' if folds > 1 else 'a held-out part'} ...")
     selection = choose(prep.embeddings, parts, prep.data.n_llms, dims=dims, dropouts=dropouts, log=log, **hyper)
     all_cells = cells_of(prep.data, pool)
+    frozen = prep.embeddings  # what the held-out runs read (a fine-tuned table below changes prep's)
     predictor, table_record = None, None
     if prep.static is not None and len(table_pulls):
         from .static_finetune import tune_table
@@ -297,11 +316,12 @@ def choose_refit_and_export(
     heldout = selection.heldout_metrics()
     result = FitResult(predictor=predictor, val=heldout.get("jeirt", {}), test={}, floor_test={},
                        selection=selection, embeddings=prep.embeddings)
-    fitted = _heldout_calibration(selection, prep.data.n_llms, calibration)
+    heldout_logits, vote_record = _neighbour_votes(prep, frozen, parts, all_cells, selection, result, neighbours, log)
+    fitted = _heldout_calibration(selection, heldout_logits, prep.data.n_llms, calibration)
     raw_test: dict[str, float] = {}
     if len(prep.test):
         acc = llm_accuracies(all_cells, prep.data.n_llms)
-        logits = predictor.predict_logits(prep.embeddings, prep.test.question, prep.test.llm)
+        logits = result.logits(prep.test.question, prep.test.llm)
         raw_test = all_metrics(prep.test.correct, 1.0 / (1.0 + np.exp(-logits)))
         result.test = raw_test if fitted is None else all_metrics(
             prep.test.correct, apply_calibration(logits, prep.test.llm, fitted))
@@ -309,6 +329,8 @@ def choose_refit_and_export(
     record = selection_record(selection, folds=folds, n_questions=len(pool), n_cells=len(all_cells))
     if table_record is not None:
         record["static_table"] = table_record
+    if vote_record is not None:
+        record["neighbours"] = vote_record
     result.extra = {"selection": record, "heldout": heldout, "calibration": fitted, "test_uncalibrated": raw_test}
     if out_dir is not None:
         training = training_summary(prep, predictor)
@@ -318,17 +340,49 @@ def choose_refit_and_export(
             reference_parts=(prep.split.train, prep.split.val), learned_from=pool, label=label,
             overwrite=overwrite,
         )
-        if fitted is not None or costs is not None:
-            store_calibration(result.router_path, fitted, costs(list(prep.data.llm_names)) if costs else None)
+        if fitted is not None or costs is not None or result.votes is not None:
+            store_calibration(result.router_path, fitted, costs(list(prep.data.llm_names)) if costs else None,
+                              neighbours=result.votes)
     return result
 
 
-def _heldout_calibration(selection: Selection, n_llms: int, kind: str | None) -> dict[str, Any] | None:
-    """The calibration fitted on the chosen setting's held-out logits (cells its runs did not train on)."""
+def _neighbour_votes(
+    prep: Prepared, frozen: np.ndarray, parts: Sequence[tuple[Responses, Responses]], all_cells: Responses,
+    selection: Selection, result: FitResult, wanted: bool, log: Callable[[str], None],
+) -> tuple[np.ndarray, dict[str, Any] | None]:
+    """Choose the neighbour votes on the held-out parts (training.neighbour_blend); when kept, set result.votes
+    (every question learned from, with the router's own features). Returns the held-out logits the calibration is
+    fitted on (with the votes when kept) and the record for router.json."""
+    from .neighbour_blend import MAX_STORED_QUESTIONS, choose_neighbour_votes, neighbour_votes
+
+    assert selection.heldout is not None and selection.heldout_logits is not None
+    if not wanted:
+        return selection.heldout_logits, None
+    n_questions = len(np.unique(all_cells.question))
+    if n_questions > MAX_STORED_QUESTIONS:
+        log(f"neighbour votes: left out ({n_questions} questions, more than {MAX_STORED_QUESTIONS} to store)")
+        return selection.heldout_logits, {"kept": False, "why": f"{n_questions} questions learned from, more than "
+                                          f"the {MAX_STORED_QUESTIONS} a router stores for votes"}
+    features = selection.heldout_embeddings or frozen
+    choice = choose_neighbour_votes(features, parts, prep.data.n_llms, selection.heldout, selection.heldout_logits)
+    log(f"neighbour votes: k={choice.k} weight {choice.weight:.3f}, cross-fitted held-out log-loss "
+        f"{choice.crossfit['with_votes']:.4f} with, {choice.crossfit['calibration_only']:.4f} without: "
+        f"{'kept' if choice.kept else 'dropped'}")
+    if not choice.kept:
+        return selection.heldout_logits, choice.record()
+    assert result.embeddings is not None
+    result.votes = neighbour_votes(result.embeddings, all_cells, prep.data.llm_names, choice)
+    return selection.heldout_logits + choice.weight * choice.heldout_vote_logits, choice.record()
+
+
+def _heldout_calibration(
+    selection: Selection, logits: np.ndarray, n_llms: int, kind: str | None
+) -> dict[str, Any] | None:
+    """The calibration fitted on the chosen setting's held-out `logits` (cells its runs did not train on)."""
     if kind is None:
         return None
-    assert selection.heldout is not None and selection.heldout_logits is not None
-    return fit_calibration(selection.heldout_logits, selection.heldout.correct, selection.heldout.llm, n_llms, kind)
+    assert selection.heldout is not None
+    return fit_calibration(logits, selection.heldout.correct, selection.heldout.llm, n_llms, kind)
 
 
 def _metrics_record(prep: Prepared, result: FitResult, calibrated: bool) -> dict[str, Any]:
@@ -338,6 +392,8 @@ def _metrics_record(prep: Prepared, result: FitResult, calibrated: bool) -> dict
         "not train on those questions, before calibration; the setting was chosen on them, so slightly "
         "optimistic. "
         + ("The calibration was fitted on the same held-out predictions. " if calibrated else "No calibration. ")
+        + ("The neighbour votes (training.selection.neighbours) were chosen on them too and are not in heldout; "
+           "test has them. " if result.votes is not None else "")
         + (f"test: the written router{' (calibrated)' if calibrated else ''} on {len(prep.split.test)} questions "
            "kept out of everything (--holdout); test_uncalibrated: the same without the calibration."
            if len(prep.test) else "No test part (--holdout 0): every question was learned from.")

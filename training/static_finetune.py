@@ -153,6 +153,7 @@ class TableChoice:
     schedule: list[float]
     candidates: list[dict[str, Any]] = field(default_factory=list)
     heldout_logits: np.ndarray | None = None  # the chosen pull's runs on their validation cells
+    heldout_embeddings: list[np.ndarray] = field(default_factory=list)  # each of those runs' features, all questions
 
     def record(self) -> dict[str, Any]:
         return {
@@ -189,9 +190,10 @@ def choose_table(
             best_loss, choice.pull = loss, float(pull)
             config = runs[0][0].config
             choice.schedule = median_schedule([r.schedule for r, _ in runs], config.lr, config.lr_drops + 1)
+            choice.heldout_embeddings = [embeddings_of(rounded(table)) for _, table in runs]
             choice.heldout_logits = np.concatenate([
-                r.predict_logits(embeddings_of(rounded(table)), val.question, val.llm)
-                for (r, table), (_, val) in zip(runs, parts)
+                r.predict_logits(features, val.question, val.llm)
+                for (r, _), features, (_, val) in zip(runs, choice.heldout_embeddings, parts)
             ])
     return choice
 
@@ -209,8 +211,8 @@ def tune_table(
     """choose_table on `parts`; if a pull wins, refit on `all_cells` and return (prep with the fine-tuned table and
     its embeddings, the refitted predictor, the record). With the frozen table kept: (prep, None, the record).
 
-    A winning pull also becomes the selection's schedule and held-out predictions (what fit reports, and what its
-    calibration is fitted on)."""
+    A winning pull also becomes the selection's schedule, held-out predictions (what fit reports, and what its
+    calibration is fitted on) and held-out features (what the held-out neighbour votes compare)."""
     from .encoders import DEFAULT_ENCODER, load_tokenizer
     from .static_encoder import embed_texts
 
@@ -229,6 +231,7 @@ def tune_table(
         return prep, None, choice.record()
     assert choice.heldout_logits is not None
     selection.schedule, selection.heldout_logits = choice.schedule, choice.heldout_logits
+    selection.heldout_embeddings = choice.heldout_embeddings
     selection.heldout_p = 1.0 / (1.0 + np.exp(-choice.heldout_logits))
     log(f"refitting with the table fine-tuned (pull {choice.pull:g}) on all {len(np.unique(all_cells.question))} "
         f"questions for {len(choice.schedule)} epochs ...")

@@ -17,6 +17,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ._errors import JeirtError
+from ._manifest import block_llms, block_tensors, check_feature_width
 
 CORRECTIONS_FILE = "corrections.safetensors"
 WEIGHTS_TENSOR = "weights"
@@ -86,26 +87,14 @@ def parse_corrections(
     block: Any, tensors: Mapping[str, np.ndarray], llm_names: Sequence[str], feature_dim: Optional[int], where: str
 ) -> FeatureCorrections:
     """Validate the manifest block and the tensors against the router's LLMs and its encoder's feature size."""
-    if not isinstance(block, Mapping) or not isinstance(block.get("llms"), list):
-        raise JeirtError(f"{where}: the corrections block must list the corrected LLMs ('llms')")
-    names = [str(n) for n in block["llms"]]
-    unknown = [n for n in names if n not in set(llm_names)]
-    if unknown or len(set(names)) != len(names):
-        raise JeirtError(f"{where}: corrections name unknown or repeated LLMs: {unknown or names}")
-    missing = [t for t in (WEIGHTS_TENSOR, BIAS_TENSOR) if t not in tensors]
-    if missing:
-        raise JeirtError(f"{where}: has no tensor {missing[0]!r}")
-    weights, bias = tensors[WEIGHTS_TENSOR], tensors[BIAS_TENSOR]
+    names = block_llms(block, llm_names, "corrections", where)
+    weights, bias = block_tensors(tensors, (WEIGHTS_TENSOR, BIAS_TENSOR), where)
     if weights.ndim != 2 or weights.shape[0] != len(names) or bias.shape != (len(names),):
         raise JeirtError(
             f"{where}: weights {weights.shape} and bias {bias.shape} must have one row per corrected LLM "
             f"({len(names)})"
         )
-    if feature_dim is None or weights.shape[1] != feature_dim:
-        raise JeirtError(
-            f"{where}: corrections need encoder features of size {weights.shape[1]}, the encoder gives "
-            f"{'none' if feature_dim is None else feature_dim}"
-        )
+    check_feature_width(weights.shape[1], feature_dim, "corrections", where)
     if weights.dtype != np.float32 or bias.dtype != np.float32:
         raise JeirtError(f"{where}: weights and bias must be float32")
     if not (np.isfinite(weights).all() and np.isfinite(bias).all()):

@@ -37,14 +37,14 @@ FORMAT_VERSION = 2
 LEGACY_VERSIONS = (1,)
 REQUIRED_FILE_ROLES = ("tokenizer", "encoder", "llms")
 STATIC_ROLE = "static_encoder"  # a static router's token table and adapter for the Rust fast path (optional)
-OPTIONAL_FILE_ROLES = ("reference", STATIC_ROLE, "corrections", "training_questions")
+OPTIONAL_FILE_ROLES = ("reference", STATIC_ROLE, "corrections", "training_questions", "neighbours")
 FILE_ROLES = REQUIRED_FILE_ROLES + OPTIONAL_FILE_ROLES
 DEFAULT_ALIGNMENT_TOP_K = 10
 MIGRATE_COMMAND = "python -m jeirt_lite.migrate"
 
 _TOP_LEVEL = (
     "format", "format_version", "package_version", "label", "dim", "llms", "encoder", "files", "training",
-    "metrics", "alignment", "calibration", "costs", "onboarded", "corrections",
+    "metrics", "alignment", "calibration", "costs", "onboarded", "corrections", "neighbours",
 )
 _ENCODER_FIELDS = (
     "name", "max_seq_length", "input_names", "output_name", "batch_size", "feature_output", "feature_dim",
@@ -154,6 +154,7 @@ class Manifest(Mapping[str, Any]):
     metrics: Any = None
     onboarded: Optional[tuple[Any, ...]] = None
     corrections: Any = None  # onboarded LLMs' feature corrections, as JSON (parsed with their tensors at load)
+    neighbours: Any = None  # the neighbour votes' settings, as JSON (parsed with their tensors at load)
     extra: Mapping[str, Any] = dataclass_field(default_factory=lambda: MappingProxyType({}))  # further fields
     _json: Mapping[str, Any] = dataclass_field(init=False, repr=False, compare=False)
 
@@ -188,6 +189,8 @@ class Manifest(Mapping[str, Any]):
             out["onboarded"] = thaw(self.onboarded)
         if self.corrections is not None:
             out["corrections"] = thaw(self.corrections)
+        if self.neighbours is not None:
+            out["neighbours"] = thaw(self.neighbours)
         out.update(thaw(self.extra))
         return out
 
@@ -387,8 +390,37 @@ def parse_manifest(raw: Any, where: str, *, allow_legacy: bool = False) -> Manif
         metrics=freeze(raw.get("metrics")),
         onboarded=None if onboarded is None else freeze(onboarded),
         corrections=freeze(raw.get("corrections")),
+        neighbours=freeze(raw.get("neighbours")),
         extra=freeze({k: v for k, v in raw.items() if k not in _TOP_LEVEL}),
     )
+
+
+def block_llms(block: Any, llm_names: Sequence[str], name: str, where: str) -> list[str]:
+    """The LLM names an optional block of router.json lists ('llms': at least one, each once, each the router's)."""
+    if not isinstance(block, Mapping) or not isinstance(block.get("llms"), list):
+        raise JeirtError(f"{where}: the {name} block must list its LLMs ('llms')")
+    names = [str(n) for n in block["llms"]]
+    unknown = [n for n in names if n not in set(llm_names)]
+    if unknown or len(set(names)) != len(names) or not names:
+        raise JeirtError(f"{where}: {name} name unknown, repeated or no LLMs: {unknown or names}")
+    return names
+
+
+def block_tensors(tensors: Mapping[str, Any], names: Sequence[str], where: str) -> list[Any]:
+    """The named tensors of an optional table, in order; the first one missing is an error naming it."""
+    missing = [name for name in names if name not in tensors]
+    if missing:
+        raise JeirtError(f"{where}: has no tensor {missing[0]!r}")
+    return [tensors[name] for name in names]
+
+
+def check_feature_width(width: int, feature_dim: Optional[int], name: str, where: str) -> None:
+    """An optional table read on the encoder's features must be as wide as they are (feature_dim None: none)."""
+    if feature_dim is None or width != feature_dim:
+        raise JeirtError(
+            f"{where}: {name} need encoder features of size {width}, the encoder gives "
+            f"{'none' if feature_dim is None else feature_dim}"
+        )
 
 
 def json_safe(value: Any) -> Any:

@@ -25,9 +25,9 @@ IN_FLIGHT = 3
 def pipelines(router: Router) -> bool:
     """Whether texts are encoded in the background: the Rust fast path on more than one thread. (With the ONNX
     encoder the encoder is nearly all the time and already uses every core. The background jobs give question
-    vectors only, so a router with onboarded corrections encodes vectors and features on the calling thread,
-    still in Rust.)"""
-    return router.fast_path and router.threads > 1 and router.corrections is None
+    vectors only, so a router that reads features (onboarded corrections, neighbour votes) encodes vectors and
+    features on the calling thread, still in Rust.)"""
+    return router.fast_path and router.threads > 1 and not router.needs_features
 
 
 def scoring_copy(router: Router) -> Router:

@@ -86,7 +86,8 @@ class Router(RouterTables):
         """(question vectors (N, d), the encoder's features (N, p) or None when its graph exposes none).
 
         The features are what onboarded LLMs' corrections read (`add_llm`); pass them to the `*_vectors`
-        methods as `features=` when the router holds corrections (`router.corrections`)."""
+        methods as `features=` when scoring reads them (`router.needs_features`: onboarded LLMs' corrections,
+        neighbour votes)."""
         encoder: Union[OnnxEncoder, StaticEncoder] = self._encoder
         # The Rust fast path gives the graph's features too (its pooled rows) unless their widths disagree.
         if isinstance(encoder, StaticEncoder) and self.manifest.encoder.feature_output and not encoder.gives_features:
@@ -98,17 +99,22 @@ class Router(RouterTables):
         return encoder.encode_with_features([text[:limit] for text in check_texts(texts)], batch_size=batch_size)
 
     def _embed_for_scoring(self, texts: Sequence[str]) -> tuple[np.ndarray, Optional[np.ndarray]]:
-        """Question vectors, and features only when some LLM needs them (computing them is almost free)."""
-        if self.corrections is None:
+        """Question vectors, and features only when scoring reads them (computing them is almost free)."""
+        if not self.needs_features:
             return self.embed(texts), None
         return self.embed_with_features(texts)
 
     def _offsets(
         self, vectors: np.ndarray, features: Optional[np.ndarray], names: Optional[Sequence[str]] = None
     ) -> Optional[np.ndarray]:
-        if self.corrections is None:
+        names = self.llms if names is None else names
+        rows = vectors.shape[0]
+        parts = [] if self.corrections is None else [self.corrections.offsets(features, names, rows)]
+        if self.neighbours is not None:
+            parts.append(self.neighbours.offsets(features, names, rows, self._threads))
+        if not parts:
             return None
-        return self.corrections.offsets(features, self.llms if names is None else names, vectors.shape[0])
+        return parts[0] if len(parts) == 1 else parts[0] + parts[1]
 
     def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
         """P(correct) (N, K) float32 for every text and every LLM."""
@@ -411,4 +417,5 @@ class Router(RouterTables):
             static_encoder=static_encoder if static_encoder is not None else self._artifact.static_encoder_path,
             corrections=self.corrections,
             training_questions=self._artifact.training_questions,
+            neighbours=self.neighbours,
         )

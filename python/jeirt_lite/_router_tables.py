@@ -17,6 +17,7 @@ from ._feature_offsets import FeatureCorrections
 from ._limits import MAX_THREADS, check_threads
 from ._llm_params import Calibration, check_costs, make_calibration
 from ._manifest import Manifest, freeze
+from ._neighbours import NeighbourVotes, parse_neighbours
 from ._onboarding import DEFAULT_L2
 from ._static_path import StaticEncoder, static_encoder_for
 from ._suggest import suggest_indices
@@ -126,6 +127,17 @@ class RouterTables:
         """Onboarded LLMs' corrections on the encoder's features, or None."""
         return self._artifact.corrections
 
+    @property
+    def needs_features(self) -> bool:
+        """Whether scoring reads the encoder's features besides the question vectors (onboarded LLMs'
+        corrections, neighbour votes): the `*_vectors` methods then need `features=`."""
+        return self.corrections is not None or self.neighbours is not None
+
+    @property
+    def neighbours(self) -> Optional[NeighbourVotes]:
+        """The training questions' answers, voted by similarity into the logits (`_neighbours`), or None."""
+        return self._artifact.neighbours
+
     def _check_vectors(self, vectors: np.ndarray) -> np.ndarray:
         array = np.asarray(vectors)
         if array.ndim != 2 or array.shape[1] != self.dim:
@@ -168,7 +180,9 @@ class RouterTables:
         if self.manifest.costs is not None:
             changes["costs"] = {name: cost for name, cost in self.costs.items() if name in wanted}
         corrections = None if self.corrections is None else self.corrections.restricted(wanted)
-        return self._with_llms(tuple(wanted), self._llm_vectors[rows], corrections=corrections, **changes)
+        neighbours = None if self.neighbours is None else self.neighbours.restricted(wanted)
+        return self._with_llms(tuple(wanted), self._llm_vectors[rows], corrections=corrections,
+                               neighbours=neighbours, **changes)
 
     def with_calibration(
         self: RouterT, scale: Sequence[float], bias: Sequence[float], *, kind: str = "per_llm"
@@ -177,6 +191,14 @@ class RouterTables:
         order; scale > 0). Fit them on held-out answers, e.g. with training/calibration.py."""
         calibration = make_calibration(scale, bias, kind, len(self.llms))
         return self._with_llms(self.llms, self._llm_vectors, calibration=calibration)
+
+    def with_neighbours(self: RouterT, neighbours: Optional[NeighbourVotes]) -> RouterT:
+        """A router with these neighbour votes (None: without any; `_neighbours`, training.neighbour_blend)."""
+        if neighbours is not None:
+            neighbours = parse_neighbours(neighbours.manifest_block(), neighbours.tensors(), self.llms,
+                                          self.manifest.encoder.feature_dim if self.manifest.encoder.feature_output
+                                          else None, "neighbour votes")
+        return self._with_llms(self.llms, self._llm_vectors, neighbours=neighbours)
 
     def without_calibration(self: RouterT) -> RouterT:
         """A router that reports the model's raw probabilities."""
@@ -197,7 +219,8 @@ class RouterTables:
         if self.manifest.costs is not None:
             changes["costs"] = {str(names.get(name, name)): cost for name, cost in self.costs.items()}
         validate_llm_table(renamed, self._llm_vectors, "renamed LLMs")
-        return self._with_llms(renamed, self._llm_vectors, **changes)
+        neighbours = None if self.neighbours is None else self.neighbours.renamed(names)
+        return self._with_llms(renamed, self._llm_vectors, neighbours=neighbours, **changes)
 
     def remove_llm(self: RouterT, name: str) -> RouterT:
         """A router without the LLM `name`."""
@@ -217,6 +240,7 @@ class RouterTables:
         table: np.ndarray,
         *,
         corrections: Union[FeatureCorrections, None, str] = "keep",
+        neighbours: Union[NeighbourVotes, None, str] = "keep",
         **manifest_changes: Any,
     ) -> RouterT:
         """A router with another LLM table (and manifest fields: calibration, costs, onboarded; corrections
@@ -225,11 +249,13 @@ class RouterTables:
         table = np.ascontiguousarray(table, dtype=np.float32)
         table.setflags(write=False)
         kept = self.corrections if isinstance(corrections, str) else corrections
+        votes = self.neighbours if isinstance(neighbours, str) else neighbours
         if manifest_changes.get("costs") is not None:
             manifest_changes["costs"] = MappingProxyType(dict(manifest_changes["costs"]))
         block = None if kept is None else freeze(kept.manifest_block())
-        manifest = replace(self.manifest, llms=tuple(names), corrections=block, **manifest_changes)
-        artifact = replace(self._artifact, manifest=manifest, llm_vectors=table, corrections=kept)
+        manifest = replace(self.manifest, llms=tuple(names), corrections=block,
+                           neighbours=None if votes is None else freeze(votes.manifest_block()), **manifest_changes)
+        artifact = replace(self._artifact, manifest=manifest, llm_vectors=table, corrections=kept, neighbours=votes)
         router = type(self)(artifact, threads=self._threads, encoder=self._encoder)
         router._graph = self._graph
         return router

@@ -14,6 +14,8 @@
                        second output, encoder.feature_output); see _feature_offsets.py
     training_questions.npy  optional: sorted uint64 hashes of the question texts the router learned from
                        (_training_questions.py); add_llm reads it
+    neighbours.safetensors  optional: the training questions' features and answers, whose similarity-weighted
+                       vote joins each LLM's logit (manifest block "neighbours"; _neighbours.py)
 
 Loading checks every file against the manifest and names the file at fault; saving writes a temporary folder and
 renames it into place, so a reader never sees half a router. router.json is bound to the tables: llms.safetensors'
@@ -47,7 +49,7 @@ from ._artifact_files import (
     read_tensors,
 )
 from ._errors import JeirtError
-from ._feature_offsets import CORRECTIONS_FILE, FeatureCorrections, parse_corrections
+from ._feature_offsets import CORRECTIONS_FILE, FeatureCorrections
 from ._manifest import (
     DEFAULT_ALIGNMENT_TOP_K,
     FORMAT_NAME,
@@ -60,9 +62,10 @@ from ._manifest import (
     json_safe,
     names_in_order,
     parse_manifest,
-    thaw,
 )
+from ._neighbours import NEIGHBOURS_FILE, NEIGHBOURS_ROLE, NeighbourVotes
 from ._onnx_external import check_external_data
+from ._optional_tables import read_corrections, read_neighbours
 from ._training_questions import TRAINING_QUESTIONS_FILE, TRAINING_QUESTIONS_ROLE, read_record, write_record
 
 __all__ = [
@@ -88,7 +91,7 @@ CENTER_TENSOR = "reference_center"
 # Fields save_artifact writes itself; `extra` may not set them.
 _SAVED_FIELDS = (
     "format", "format_version", "package_version", "label", "dim", "llms", "encoder", "files", "training",
-    "metrics", "alignment", "corrections",
+    "metrics", "alignment", "corrections", "neighbours",
 )
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -105,6 +108,7 @@ class Artifact:
     reference_center: Optional[np.ndarray] = None  # (d,) float32: the mean training question vector
     corrections: Optional[FeatureCorrections] = None  # onboarded LLMs' feature corrections; None when none
     training_questions: Optional[np.ndarray] = None  # sorted uint64 hashes of its training questions; None: unknown
+    neighbours: Optional[NeighbourVotes] = None  # its training questions' answers, voted by similarity; None: none
 
     @property
     def llm_names(self) -> tuple[str, ...]:
@@ -185,6 +189,7 @@ def save_artifact(
     static_encoder: Optional[PathLike] = None,
     corrections: Optional[FeatureCorrections] = None,
     training_questions: Optional[np.ndarray] = None,
+    neighbours: Optional[NeighbourVotes] = None,
 ) -> Path:
     """Write a router folder atomically and return its path.
 
@@ -213,6 +218,7 @@ def save_artifact(
             computation as `encoder_onnx`), copied in for the Rust fast path.
         corrections: onboarded LLMs' feature corrections (their LLMs must be in `llm_names`).
         training_questions: the hashes of the questions it learned from (`_training_questions.training_question_set`).
+        neighbours: its training questions' features and answers, and the fitted vote (`_neighbours`).
     """
     target = Path(path)
     vectors = validate_llm_table(llm_names, llm_vectors, str(target))
@@ -249,7 +255,10 @@ def save_artifact(
         sources[STATIC_ENCODER_FILE] = Path(static_encoder)
     if corrections is not None:
         fields["corrections"] = corrections.manifest_block()
-    _write_folder(target, json_safe(fields), vectors, sources, reference, center, corrections, training_questions)
+    if neighbours is not None:
+        fields["neighbours"] = neighbours.manifest_block()
+    _write_folder(target, json_safe(fields), vectors, sources, reference, center, corrections, training_questions,
+                  neighbours)
     return target
 
 
@@ -262,6 +271,7 @@ def _write_folder(
     center: Optional[np.ndarray],
     corrections: Optional[FeatureCorrections] = None,
     training_questions: Optional[np.ndarray] = None,
+    neighbours: Optional[NeighbourVotes] = None,
 ) -> None:
     """Stage every file, bind router.json to the table, validate the manifest, then rename into place."""
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -282,6 +292,9 @@ def _write_folder(
         if training_questions is not None:
             write_record(staging / TRAINING_QUESTIONS_FILE, training_questions)
             roles.append((TRAINING_QUESTIONS_ROLE, TRAINING_QUESTIONS_FILE))
+        if neighbours is not None:
+            _write_tensors(staging / NEIGHBOURS_FILE, neighbours.tensors())
+            roles.append((NEIGHBOURS_ROLE, NEIGHBOURS_FILE))
         fields["files"] = {role: {"path": name, "sha256": sha256_of(staging / name)} for role, name in roles}
         static = staging / STATIC_ENCODER_FILE if STATIC_ENCODER_FILE in sources else None
         check_external_data(staging / ENCODER_FILE, static)  # a pair that does not match is never written
@@ -387,26 +400,10 @@ def load_artifact(path: PathLike, *, allow_legacy: bool = False) -> Artifact:
         center.setflags(write=False)
     return Artifact(
         path=folder, manifest=manifest, llm_vectors=vectors, reference_directions=reference, reference_center=center,
-        corrections=_read_corrections(manifest, files),
+        corrections=read_corrections(manifest, files),
         training_questions=read_record(files[TRAINING_QUESTIONS_ROLE]) if TRAINING_QUESTIONS_ROLE in files else None,
+        neighbours=read_neighbours(manifest, files),
     )
-
-
-def _read_corrections(manifest: Manifest, files: Mapping[str, Path]) -> Optional[FeatureCorrections]:
-    if manifest.corrections is None and "corrections" not in files:
-        return None
-    if "corrections" not in files or manifest.corrections is None:
-        raise JeirtError(f"{files['llms'].parent / MANIFEST_FILE}: the corrections block and files.corrections go together")
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
-
-    path = files["corrections"]
-    try:
-        tensors = load_file(str(path))
-    except (SafetensorError, OSError, ValueError) as err:
-        raise JeirtError(f"{path}: not a readable safetensors file ({err})") from err
-    feature_dim = manifest.encoder.feature_dim if manifest.encoder.feature_output else None
-    return parse_corrections(thaw(manifest.corrections), tensors, list(manifest.llms), feature_dim, str(path))
 
 
 def read_manifest(path: PathLike) -> Manifest:

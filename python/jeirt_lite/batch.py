@@ -121,8 +121,8 @@ def score_chunk(
 
 
 def embed_for_scoring(router: Router, texts: list[str]) -> tuple[np.ndarray, Optional[np.ndarray]]:
-    """Question vectors, and the encoder's features only when an onboarded LLM's correction reads them."""
-    if router.corrections is None:
+    """Question vectors, and the encoder's features only when scoring reads them (`Router.needs_features`)."""
+    if not router.needs_features:
         return router.embed(texts), None
     return router.embed_with_features(texts)
 
@@ -209,6 +209,12 @@ def _check_options(options: ScoreOptions, router: Router, vectors_path: Optional
             f"this router corrects {', '.join(router.corrections.llms)} with the encoder's features, which a .npy "
             "of question vectors does not carry: score the question texts instead (an input file), or score the "
             "vectors with a router without those LLMs (Router.select_llms)"
+        )
+    if vectors_path is not None and router.neighbours is not None:
+        raise JeirtError(
+            "this router adds its training questions' answers by similarity of the encoder's features (neighbour "
+            "votes), which a .npy of question vectors does not carry: score the question texts instead (an input "
+            "file), or score the vectors without the votes (--no-neighbours; Router.with_neighbours(None))"
         )
 
 

@@ -121,15 +121,17 @@ def build_report(
         raise JeirtError(f"{data_dir}: the report needs at least 3 questions, found {data.n_questions}")
     if max_questions is not None and data.n_questions > max_questions:
         data = data.subset(stratified_sample(data.subjects, max_questions, seed))
-    vectors = router.embed(data.texts)
+    vectors, features = router.embed_with_features(data.texts) if router.needs_features else (
+        router.embed(data.texts), None)
+    probabilities = router.predict_proba_vectors(vectors, features)  # what the router says, votes included
     sections = [
         _summary(router, data, data_dir, question_ids is not None, how),
         _difficulty(plt, router, vectors, data),
         *_taxonomy_and_llms(plt, router, vectors, data, seed),
-        _calibration(plt, router, vectors, data),
+        _calibration(plt, router, probabilities, data),
         _probe(plt, vectors, data, seed),
         _onboarding(plt, router, vectors, data, seed),
-        _quality_and_cost(plt, router, vectors, data),
+        _quality_and_cost(plt, router, probabilities, data),
         _alignment(plt, router, vectors),
     ]
     with atomic_output(output) as temporary:
@@ -235,7 +237,7 @@ def _taxonomy_and_llms(plt: Any, router: Router, vectors: np.ndarray, data: Resp
     return [section, llms]
 
 
-def _calibration(plt: Any, router: Router, vectors: np.ndarray, data: ResponseData) -> Section:
+def _calibration(plt: Any, router: Router, probabilities: np.ndarray, data: ResponseData) -> Section:
     section = Section("Calibration")
     column = {name: i for i, name in enumerate(router.llms)}
     data_to_router = np.asarray([column.get(name, -1) for name in data.llm_names], dtype=np.int64)
@@ -243,7 +245,7 @@ def _calibration(plt: Any, router: Router, vectors: np.ndarray, data: ResponseDa
     if not cells.any():
         section.notes.append("No LLM of the data is in the router: no calibration curve.")
         return section
-    p = router.predict_proba_vectors(vectors)[data.question[cells], data_to_router[data.llm[cells]]].astype(float)
+    p = probabilities[data.question[cells], data_to_router[data.llm[cells]]].astype(float)
     y = data.correct[cells]
     bins = np.minimum((p * CALIBRATION_BINS).astype(int), CALIBRATION_BINS - 1)
     count = np.bincount(bins, minlength=CALIBRATION_BINS)
@@ -298,7 +300,8 @@ def _answers_in_router_order(router: Router, data: ResponseData) -> np.ndarray:
 
 def _onboarding(plt: Any, router: Router, vectors: np.ndarray, data: ResponseData, seed: int) -> Section:
     section = Section("Onboarding")
-    curves = onboarding_curves(router, vectors, _answers_in_router_order(router, data), seed)
+    # The refitted LLM vector against the router's own, both without neighbour votes: the vectors are compared.
+    curves = onboarding_curves(router.with_neighbours(None), vectors, _answers_in_router_order(router, data), seed)
     if not curves:
         section.notes.append(f"No LLM of the router has {2 * ANSWER_COUNTS[0]} answers here: nothing to refit.")
         return section
@@ -320,9 +323,9 @@ def _onboarding(plt: Any, router: Router, vectors: np.ndarray, data: ResponseDat
     return section
 
 
-def _quality_and_cost(plt: Any, router: Router, vectors: np.ndarray, data: ResponseData) -> Section:
+def _quality_and_cost(plt: Any, router: Router, probabilities: np.ndarray, data: ResponseData) -> Section:
     section = Section("Quality and cost")
-    value = routing_value(router.predict_proba_vectors(vectors), _answers_in_router_order(router, data),
+    value = routing_value(probabilities, _answers_in_router_order(router, data),
                           router.llms, router.costs)
     section.rows = [
         ("questions", str(value.n_questions)), ("router (most likely LLM)", _f(value.router)),

@@ -67,6 +67,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
             + ")",
         ),
     ]
+    votes = router.neighbours
+    if votes is not None:
+        lines.append((
+            "neighbours",
+            f"votes of the {votes.keys.shape[0]} training questions' answers (k {votes.k}, weight {votes.weight:.3g}; "
+            "docs/neighbours.md)",
+        ))
     out.writelines(f"{key:<10} {value}\n" for key, value in lines)
     costs = router.costs
     out.write(f"LLMs ({len(router.llms)}" + (f"; cost stored for {len(costs)}" if costs else "") + "):\n")

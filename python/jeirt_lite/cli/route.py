@@ -79,6 +79,13 @@ def add_parser(subparsers: Any) -> None:
         help="route only among these LLMs (e.g. the ones your service has): --llms A,B or --llms A --llms B; "
         "a value that is exactly one LLM's name is taken whole, so --llms 'name, with comma' works",
     )
+    route.add_argument(
+        "--no-neighbours",
+        dest="neighbours",
+        action="store_false",
+        help="route without the router's neighbour votes (its training questions' answers): several times faster, "
+        "a little less accurate (docs/neighbours.md)",
+    )
 
 
 def _stdin_batches(stream: TextIO) -> Iterator[list[str]]:
@@ -143,6 +150,8 @@ def _write_human(out: TextIO, text: str, pairs: list[tuple[str, float]], difficu
 def run(args: argparse.Namespace, console: Console) -> int:
     out = console.out
     router = load_router(args.router, args.threads)
+    if not args.neighbours:
+        router = router.with_neighbours(None)
     if args.k > len(router.llms):
         raise JeirtError(f"--k {args.k} is more than the router's {len(router.llms)} LLMs")
     batches = _question_batches(args)

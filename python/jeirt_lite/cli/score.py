@@ -43,7 +43,7 @@ def add_parser(subparsers: Any) -> None:
             f"  {PROG} score data/mmlu_pro/questions.csv -o scores.parquet --k 3\n"
             f"  {PROG} score bank.jsonl -o scores.csv --text-column question --id-column qid --all\n"
             f"  {PROG} score bank.parquet --forecast                 # expected accuracy per LLM only\n"
-            f"  {PROG} score --vectors bank.npy --ids ids.txt -o scores.parquet\n"
+            f"  {PROG} score --vectors bank.npy --ids ids.txt -o scores.parquet --no-neighbours\n"
             f"  {PROG} score bank.parquet -o scores.parquet --engine ray --address auto"
         ),
     )
@@ -80,7 +80,14 @@ def _add_input_arguments(score: argparse.ArgumentParser) -> None:
         default=None,
         metavar="FILE.npy",
         help="score an (N, d) .npy of question vectors embedded with this router, instead of texts (not for a "
-        "router with feature corrections from add-llm: they read the texts' encoder features)",
+        "router with feature corrections from add-llm or neighbour votes: they read the texts' encoder features)",
+    )
+    score.add_argument(
+        "--no-neighbours",
+        dest="neighbours",
+        action="store_false",
+        help="score without the router's neighbour votes (its training questions' answers, which read the texts' "
+        "encoder features): needed with --vectors on a router that has them, and several times faster",
     )
     score.add_argument(
         "--ids",
@@ -187,6 +194,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.engine == "ray" or args.address is not None or args.ship_router:
         return _run_on_ray(args, console)
     router = load_router(args.router, args.threads)
+    if not args.neighbours:
+        router = router.with_neighbours(None)
     state = ScoreState()
     console.stopped_note = partial(_stopped_note, state, args.output)  # how far an interrupted run got
     summary = score_file(
@@ -208,6 +217,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
 def _check_ray_arguments(args: argparse.Namespace) -> None:
     if args.vectors is not None:
         raise JeirtError("--engine ray scores text banks only; --vectors runs on one machine")
+    if not args.neighbours:
+        raise JeirtError("--no-neighbours runs on one machine; --engine ray scores with the router as it is")
     if args.input is None or format_of(args.input) != "parquet":
         raise JeirtError("--engine ray reads a Parquet bank (INPUT.parquet)")
     if not args.input.is_file():

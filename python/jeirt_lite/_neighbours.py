@@ -1,0 +1,208 @@
+"""The router's neighbour votes: what the LLMs answered on the training questions most like a new one.
+
+The joint geometry gives every question a smooth position in R^d; a question that nearly repeats a training question
+(the same problem with other numbers, a reworded item) is better predicted by the answers the LLMs gave there. The
+router keeps, for the questions it learned from, their encoder features (unit rows) and the LLMs' answers, and adds
+to each LLM's logit a weighted vote of its answers on the k nearest of them:
+
+    p_knn = (Σ_j w_j·y_j + α·prior) / (Σ_j w_j + α)   over the first k neighbours (cosine on the features) that
+                                                       this LLM answered, w_j = 1 or exp((s_j − s_max)/τ)
+    logit = q·m/‖q‖ − ‖q‖ + weight · log(p_knn / (1 − p_knn))     (then the router's calibration)
+
+k, α, τ and the weight are fitted by `python -m training fit` on held-out questions (training.neighbour_blend), which
+keeps the votes only when they lower the held-out log-loss. Stored in the router folder as
+
+    neighbours.safetensors   "keys" (n, p) float16 unit feature rows, "answers" (n, K) int8 (1 right, 0 wrong,
+                             -1 not asked), "prior" (K,) float32
+    router.json "neighbours": {"llms": [K names, column order], "k", "smoothing" (α), "temperature" (τ or null),
+                               "weight", "feature_dim"}
+
+An LLM without a column (one added later with add_llm) gets no vote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any, Optional
+
+import numpy as np
+
+from ._errors import JeirtError
+from ._manifest import block_llms, block_tensors, check_feature_width
+
+NEIGHBOURS_FILE = "neighbours.safetensors"
+NEIGHBOURS_ROLE = "neighbours"
+KEYS_TENSOR, ANSWERS_TENSOR, PRIOR_TENSOR = "keys", "answers", "prior"
+NOT_ASKED = -1
+# Neighbours ranked per query before each LLM takes its first k that it answered: twice k, so an LLM that skipped
+# some of the nearest questions still finds k answers (the public matrices are 79% to 99.5% observed).
+CANDIDATES_PER_K = 2
+QUERY_CHUNK = 256  # queries per similarity block: bounds memory at QUERY_CHUNK x n floats
+_CLIP = 1e-6
+
+
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    out: np.ndarray = x / np.maximum(norms, 1e-12)
+    return out
+
+
+def neighbour_sums(
+    keys: np.ndarray, answers: np.ndarray, queries: np.ndarray, ks: Sequence[int], temperature: Optional[float],
+    threads: int = 1,
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each k in `ks`: per query and LLM, the weighted sum of answers and the sum of weights over the first k
+    neighbours (nearest first, by cosine of unit rows) that the LLM answered. Shapes (len(ks), n_queries, K).
+
+    keys (n, p) unit rows; answers (n, K) int8 (NOT_ASKED where unobserved); queries (m, p) unit rows. `threads`:
+    blocks of queries at once (numpy releases the GIL in each step)."""
+    n_llms = answers.shape[1]
+    sums = np.zeros((len(ks), len(queries), n_llms), dtype=np.float32)
+    counts = np.zeros_like(sums)
+    if len(keys) == 0 or len(queries) == 0:
+        return sums, counts
+    n_candidates = min(len(keys), CANDIDATES_PER_K * max(ks))
+
+    def block(start: int) -> None:
+        sim = queries[start:start + QUERY_CHUNK] @ keys.T
+        top = np.argpartition(-sim, n_candidates - 1, axis=1)[:, :n_candidates]
+        top = np.take_along_axis(top, np.argsort(-np.take_along_axis(sim, top, axis=1), axis=1, kind="stable"), axis=1)
+        top_sim = np.take_along_axis(sim, top, axis=1)
+        weight = (np.ones_like(top_sim) if temperature is None
+                  else np.exp((top_sim - top_sim[:, :1]) / temperature))[:, :, None]
+        votes = answers[top]  # (block, candidates, K)
+        seen = votes != NOT_ASKED
+        rank = np.cumsum(seen, axis=1, dtype=np.int16)  # candidates <= 2 x the largest k: well inside int16
+        hits = votes == 1
+        for i, k in enumerate(ks):
+            take = np.where(seen & (rank <= k), weight, np.float32(0))
+            sums[i, start:start + len(top)] = np.where(hits, take, np.float32(0)).sum(axis=1)
+            counts[i, start:start + len(top)] = take.sum(axis=1)
+
+    starts = range(0, len(queries), QUERY_CHUNK)
+    if threads > 1 and len(starts) > 1:
+        with ThreadPoolExecutor(max_workers=min(threads, len(starts))) as pool:
+            list(pool.map(block, starts))
+    else:
+        for start in starts:
+            block(start)
+    return sums, counts
+
+
+def smoothed(sums: np.ndarray, counts: np.ndarray, prior: np.ndarray, smoothing: float) -> np.ndarray:
+    """(Σ w·y + α·prior) / (Σ w + α), kept inside (0, 1)."""
+    out: np.ndarray = np.clip((sums + smoothing * prior) / (counts + smoothing), _CLIP, 1.0 - _CLIP)
+    return out
+
+
+def vote_logits(p: np.ndarray) -> np.ndarray:
+    out: np.ndarray = np.log(p) - np.log1p(-p)
+    return out
+
+
+@dataclass(frozen=True)
+class NeighbourVotes:
+    """The neighbour table of a router and its fitted vote (see the module docstring)."""
+
+    llms: tuple[str, ...]
+    keys: np.ndarray  # (n, p) float16 unit rows, as stored
+    answers: np.ndarray  # (n, K) int8
+    prior: np.ndarray  # (K,) float32
+    k: int
+    smoothing: float
+    temperature: Optional[float]
+    weight: float
+
+    @property
+    def feature_dim(self) -> int:
+        return int(self.keys.shape[1])
+
+    def manifest_block(self) -> dict[str, Any]:
+        return {"llms": list(self.llms), "k": self.k, "smoothing": self.smoothing, "temperature": self.temperature,
+                "weight": self.weight, "feature_dim": self.feature_dim}
+
+    def tensors(self) -> dict[str, np.ndarray]:
+        return {KEYS_TENSOR: self.keys, ANSWERS_TENSOR: self.answers, PRIOR_TENSOR: self.prior}
+
+    def probabilities(self, features: np.ndarray, threads: int = 1) -> np.ndarray:
+        """(N, K) the smoothed neighbour vote of each LLM of the table, for features (N, p)."""
+        keys = self._unit_keys()
+        sums, counts = neighbour_sums(keys, self.answers, unit_rows(features), (self.k,), self.temperature, threads)
+        return smoothed(sums[0], counts[0], self.prior, self.smoothing)
+
+    def _unit_keys(self) -> np.ndarray:
+        cached = self.__dict__.get("_keys32")
+        if cached is None:
+            cached = unit_rows(self.keys.astype(np.float32))
+            object.__setattr__(self, "_keys32", cached)  # a derived copy; the dataclass fields are unchanged
+        return cached
+
+    def offsets(
+        self, features: Optional[np.ndarray], llm_names: Sequence[str], rows: int, threads: int = 1
+    ) -> np.ndarray:
+        """(N, len(llm_names)) float32 logit offsets; zero for an LLM without a column."""
+        if features is None:
+            raise JeirtError(
+                "this router adds its training questions' answers (neighbour votes) from the encoder's features: "
+                "pass features= (router.embed_with_features) along with precomputed question vectors"
+            )
+        f = np.asarray(features)
+        if f.ndim != 2 or f.shape != (rows, self.feature_dim) or not np.issubdtype(f.dtype, np.number):
+            raise JeirtError(f"features must have shape ({rows}, {self.feature_dim}), got {f.shape}")
+        bad = np.flatnonzero(~np.isfinite(f).all(axis=1))
+        if bad.size:
+            raise JeirtError(f"features row {int(bad[0])} contains NaN or inf")
+        out = np.zeros((rows, len(llm_names)), dtype=np.float32)
+        column = {name: j for j, name in enumerate(self.llms)}
+        wanted = [(i, column[name]) for i, name in enumerate(llm_names) if name in column]
+        if wanted and rows:
+            votes = self.weight * vote_logits(self.probabilities(f, threads))
+            out[:, [i for i, _ in wanted]] = votes[:, [j for _, j in wanted]]
+        return out
+
+    def restricted(self, names: Sequence[str]) -> Optional[NeighbourVotes]:
+        """Only the columns of LLMs in `names`; None when none is left."""
+        keep = [j for j, name in enumerate(self.llms) if name in set(names)]
+        if not keep:
+            return None
+        return replace(self, llms=tuple(self.llms[j] for j in keep), answers=self.answers[:, keep],
+                       prior=self.prior[keep])
+
+    def renamed(self, names: Mapping[str, str]) -> NeighbourVotes:
+        return replace(self, llms=tuple(str(names.get(name, name)) for name in self.llms))
+
+
+def parse_neighbours(
+    block: Any, tensors: Mapping[str, np.ndarray], llm_names: Sequence[str], feature_dim: Optional[int], where: str
+) -> NeighbourVotes:
+    """Validate the manifest block and the tensors against the router's LLMs and its encoder's feature size."""
+    names = block_llms(block, llm_names, "neighbours", where)
+    k, smoothing, temperature, weight = (block.get(f) for f in ("k", "smoothing", "temperature", "weight"))
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise JeirtError(f"{where}: neighbours.k must be a positive integer, got {k!r}")
+    for field, value, low in (("smoothing", smoothing, 0.0), ("weight", weight, 0.0)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= low:
+            raise JeirtError(f"{where}: neighbours.{field} must be a finite number > 0, got {value!r}")
+    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
+                                    or not np.isfinite(temperature) or temperature <= 0):
+        raise JeirtError(f"{where}: neighbours.temperature must be null or a finite number > 0, got {temperature!r}")
+    keys, answers, prior = block_tensors(tensors, (KEYS_TENSOR, ANSWERS_TENSOR, PRIOR_TENSOR), where)
+    if keys.dtype != np.float16 or answers.dtype != np.int8 or prior.dtype != np.float32:
+        raise JeirtError(f"{where}: keys must be float16, answers int8 and prior float32")
+    if keys.ndim != 2 or answers.shape != (keys.shape[0], len(names)) or prior.shape != (len(names),):
+        raise JeirtError(
+            f"{where}: keys {keys.shape}, answers {answers.shape} and prior {prior.shape} must be (n, p), "
+            f"(n, {len(names)}) and ({len(names)},)"
+        )
+    check_feature_width(keys.shape[1], feature_dim, "neighbours", where)
+    if not np.isfinite(keys).all() or not ((answers >= NOT_ASKED) & (answers <= 1)).all():
+        raise JeirtError(f"{where}: keys must be finite and answers -1, 0 or 1")
+    if not (np.isfinite(prior).all() and ((prior > 0) & (prior < 1)).all()):
+        raise JeirtError(f"{where}: prior must hold probabilities strictly between 0 and 1")
+    for array in (keys, answers, prior):
+        array.setflags(write=False)
+    return NeighbourVotes(tuple(names), keys, answers, prior, int(k), float(smoothing),
+                          None if temperature is None else float(temperature), float(weight))
