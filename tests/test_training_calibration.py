@@ -28,6 +28,21 @@ def test_fit_recovers_per_group_temperature_and_bias() -> None:
         fit_calibration(z, y, g, 2, kind="isotonic")
 
 
+def test_logits_far_from_zero_converge_instead_of_diverging() -> None:
+    # A router logit plus neighbour votes can reach ±30: from the identity the sigmoid is flat there, and full
+    # Newton steps ran off to a scale of 4e7. The fit must find the same optimum as from well-scaled logits.
+    rng = np.random.default_rng(3)
+    true = rng.normal(size=40_000) * 1.5
+    y = (rng.random(true.size) < 1 / (1 + np.exp(-(true + 0.3)))).astype(float)
+    groups = rng.integers(0, 2, size=true.size)
+    a, b = fit_temperature_bias(20.0 * true, y, groups, 2)
+    np.testing.assert_allclose(a, 1 / 20.0, rtol=0.1)
+    np.testing.assert_allclose(b, 0.3, atol=0.1)
+    plain_a, plain_b = fit_temperature_bias(true, y, groups, 2)
+    np.testing.assert_allclose(a * 20.0, plain_a, rtol=1e-3)
+    np.testing.assert_allclose(b, plain_b, atol=1e-3)
+
+
 def test_a_one_sided_llm_stays_finite() -> None:
     z = np.linspace(-2, 2, 50)
     a, b = fit_temperature_bias(z, np.ones(50), np.zeros(50, np.int64), 1)

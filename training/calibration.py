@@ -24,6 +24,7 @@ from .metrics import all_metrics, reliability_table
 from .types import Responses
 
 RIDGE = 1e-3  # in units of cells; keeps a one-sided LLM's fit finite
+MAX_HALVINGS = 60  # of a Newton step that would raise the objective (2^-60: no step at all)
 
 
 def cell_logits(question_vectors: np.ndarray, llm_vectors: np.ndarray, cells: Responses) -> np.ndarray:
@@ -40,10 +41,19 @@ def fit_temperature_bias(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per group g: (a_g, b_g) minimising Σ log-loss(sigmoid(a_g z + b_g), y) + ½·RIDGE·((a_g−1)² + b_g²).
 
-    All groups are solved at once (2 × 2 Newton systems built with bincount); no loop over cells or groups.
+    All groups are solved at once (2 × 2 Newton systems built with bincount); no loop over cells or groups. A
+    Newton step that would raise a group's objective is halved until it does not: from the identity, logits far
+    from 0 (a router logit plus neighbour votes) put the start where the sigmoid is flat, and full steps there
+    diverge.
     """
     z, y, g = np.asarray(logits, np.float64), np.asarray(correct, np.float64), np.asarray(groups, np.int64)
     a, b = np.ones(n_groups), np.zeros(n_groups)
+
+    def objective(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        s = a[g] * z + b[g]
+        return np.bincount(g, np.logaddexp(0.0, s) - y * s, n_groups) + 0.5 * RIDGE * ((a - 1.0) ** 2 + b**2)
+
+    current = objective(a, b)
     for _ in range(iterations):
         p = 0.5 * (1.0 + np.tanh(0.5 * (a[g] * z + b[g])))
         r, w = p - y, p * (1.0 - p)
@@ -54,8 +64,15 @@ def fit_temperature_bias(
         hbb = np.bincount(g, w, n_groups) + RIDGE
         det = haa * hbb - hab * hab
         da, db = (hbb * ga - hab * gb) / det, (haa * gb - hab * ga) / det
-        a, b = a - da, b - db
-        if max(np.abs(da).max(), np.abs(db).max()) < 1e-10:
+        step = np.ones(n_groups)
+        for _ in range(MAX_HALVINGS):
+            trial = objective(a - step * da, b - step * db)
+            worse = trial > current
+            if not worse.any():
+                break
+            step = np.where(worse, step / 2, step)
+        a, b, current = a - step * da, b - step * db, trial
+        if max(np.abs(step * da).max(), np.abs(step * db).max()) < 1e-10:
             break
     # A scale <= 0 would invert the ranking: such a fit means the logit carries no signal for that LLM.
     return np.maximum(a, 1e-3), b

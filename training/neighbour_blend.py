@@ -85,14 +85,25 @@ def choose_votes(embeddings: Sequence[np.ndarray], parts: Sequence[tuple[Respons
 
 
 def logistic_fit(design: np.ndarray, y: np.ndarray, iterations: int = 50) -> np.ndarray:
-    """Unpenalised logistic regression by Newton's method (a few columns; a tiny ridge keeps it finite)."""
+    """Logistic regression by Newton's method, a step that would raise the loss halved until it does not (a few
+    columns; a tiny ridge keeps it finite)."""
+    def loss(w: np.ndarray) -> float:
+        s = design @ w
+        return float(np.sum(np.logaddexp(0.0, s) - y * s) + 0.5e-6 * w @ w)
+
     w = np.zeros(design.shape[1])
+    current = loss(w)
     for _ in range(iterations):
         p = 1.0 / (1.0 + np.exp(-(design @ w)))
         gradient = design.T @ (p - y) + 1e-6 * w
         hessian = (design * (p * (1.0 - p))[:, None]).T @ design + 1e-6 * np.eye(design.shape[1])
         step = np.linalg.solve(hessian, gradient)
-        w -= step
+        for _ in range(60):
+            trial = loss(w - step)
+            if trial <= current:
+                break
+            step = step / 2
+        w, current = w - step, trial
         if np.abs(step).max() < 1e-10:
             break
     return w
