@@ -21,14 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from jeirt_lite._neighbours import NeighbourVotes, neighbour_sums, smoothed, unit_rows, vote_logits
+from jeirt_lite._neighbours import NeighbourVotes, unit_rows, vote_logits
 
-from .baselines.knn import ALPHA_GRID, K_GRID, TAU_GRID, answers_table
+from .baselines.knn import PRIOR_STRENGTH, answers_table, tune_votes
 from .baselines.llm_accuracy import smoothed_llm_accuracy
 from .metrics import log_loss
 from .types import Responses
 
-PRIOR_STRENGTH = 1.0  # the LLM prior's smoothing, as the KNN baseline's
 # Above this many questions learned from, fit leaves the votes out: the router would store their features (77 MB at
 # 384 float16 features) and every routed question would be compared with all of them.
 MAX_STORED_QUESTIONS = 100_000
@@ -51,37 +50,6 @@ class VoteChoice:
         return {"kept": self.kept, "k": self.k, "smoothing": self.smoothing, "temperature": self.temperature,
                 "weight": self.weight, "crossfit_log_loss": self.crossfit,
                 "chosen_on": "the held-out parts that chose d and dropout (training.neighbour_blend)"}
-
-
-def _part_votes(embeddings: np.ndarray, part: tuple[Responses, Responses], n_llms: int,
-                temperature: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(sums, counts) for every k of the grid on the part's validation questions, the prior, and each validation
-    cell's row among those questions."""
-    train, val = part
-    train_q = np.unique(train.question)
-    val_q, rows = np.unique(val.question, return_inverse=True)
-    sums, counts = neighbour_sums(unit_rows(embeddings[train_q]), answers_table(train, train_q, n_llms),
-                                  unit_rows(embeddings[val_q]), K_GRID, temperature)
-    return sums, counts, smoothed_llm_accuracy(train, n_llms, PRIOR_STRENGTH).astype(np.float32), rows
-
-
-def choose_votes(embeddings: Sequence[np.ndarray], parts: Sequence[tuple[Responses, Responses]],
-                 n_llms: int) -> tuple[tuple[int, float, float | None], np.ndarray]:
-    """The (k, α, τ) whose votes have the lowest held-out log-loss over all parts, and those votes' P on every
-    held-out cell (the parts' validation cells in order). embeddings[j]: the features part j's run read."""
-    y = np.concatenate([val.correct for _, val in parts])
-    best: tuple[float, tuple[int, float, float | None], np.ndarray] = (np.inf, (K_GRID[0], ALPHA_GRID[0], None),
-                                                                       np.empty(0))
-    for tau in TAU_GRID:
-        stats = [_part_votes(features, part, n_llms, tau) for features, part in zip(embeddings, parts)]
-        for i, k in enumerate(K_GRID):
-            for alpha in ALPHA_GRID:
-                p = np.concatenate([smoothed(s[i], c[i], prior, alpha)[rows, val.llm]
-                                    for (s, c, prior, rows), (_, val) in zip(stats, parts)])
-                loss = log_loss(y, p)
-                if loss < best[0]:
-                    best = (loss, (k, alpha, tau), p)
-    return best[1], best[2]
 
 
 def logistic_fit(design: np.ndarray, y: np.ndarray, iterations: int = 50) -> np.ndarray:
@@ -136,7 +104,7 @@ def choose_neighbour_votes(embeddings: np.ndarray | Sequence[np.ndarray],
     """Steps 1–3 of the module docstring on the chosen setting's held-out logits. `embeddings`: the features
     every part's run read, or one array per part (a static table fine-tuned on each part)."""
     per_part = [embeddings] * len(parts) if isinstance(embeddings, np.ndarray) else list(embeddings)
-    (k, alpha, tau), p = choose_votes(per_part, parts, n_llms)
+    _, (k, alpha, tau), p = tune_votes(per_part, parts, n_llms)
     votes = vote_logits(p)
     crossfit = crossfit_losses(heldout_logits, votes, heldout)
     a, _, b = logistic_fit(_design(heldout_logits, votes), heldout.correct)

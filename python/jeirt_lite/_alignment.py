@@ -22,9 +22,9 @@ DEFAULT_PERCENTILE = 5.0
 DEFAULT_REFERENCE_SIZE = 2048
 
 
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to length 1 (float64); a zero row stays zero rather than becoming NaN."""
-    array = np.asarray(vectors, dtype=np.float64)
+def unit_rows(vectors: np.ndarray, dtype: type = np.float64) -> np.ndarray:
+    """Rows scaled to length 1, computed in `dtype`; a zero row stays zero rather than becoming NaN."""
+    array: np.ndarray = np.asarray(vectors, dtype=dtype)
     if array.ndim != 2:
         raise JeirtError(f"expected a 2-D array of vectors, got shape {array.shape}")
     norms = np.linalg.norm(array, axis=1, keepdims=True)

@@ -24,6 +24,17 @@ WEIGHTS_TENSOR = "weights"
 BIAS_TENSOR = "bias"
 
 
+def checked_features(features: Optional[np.ndarray], rows: int, width: int, reader: str) -> np.ndarray:
+    """`features` as an (rows, width) numeric array; `reader`: what reads them, for the error when none came."""
+    if features is None:
+        raise JeirtError(f"{reader}: pass features= (router.embed_with_features) along with precomputed question "
+                         "vectors")
+    f = np.asarray(features)
+    if f.ndim != 2 or f.shape != (rows, width) or not np.issubdtype(f.dtype, np.number):
+        raise JeirtError(f"features must have shape ({rows}, {width}), got {f.shape}")
+    return f
+
+
 @dataclass(frozen=True)
 class FeatureCorrections:
     """Per-LLM linear logit offsets on the encoder's features."""
@@ -44,14 +55,8 @@ class FeatureCorrections:
 
     def offsets(self, features: Optional[np.ndarray], llm_names: Sequence[str], rows: int) -> np.ndarray:
         """(N, K) float32 logit offsets for the LLMs `llm_names` (zero columns for uncorrected ones)."""
-        if features is None:
-            raise JeirtError(
-                f"this router corrects {', '.join(self.llms)} with the encoder's features: pass features= "
-                "(router.embed_with_features) along with precomputed question vectors"
-            )
-        f = np.asarray(features)
-        if f.ndim != 2 or f.shape != (rows, self.feature_dim) or not np.issubdtype(f.dtype, np.number):
-            raise JeirtError(f"features must have shape ({rows}, {self.feature_dim}), got {f.shape}")
+        f = checked_features(features, rows, self.feature_dim,
+                             f"this router corrects {', '.join(self.llms)} with the encoder's features")
         out = np.zeros((rows, len(llm_names)), dtype=np.float32)
         where = {name: j for j, name in enumerate(llm_names)}
         for row, name in enumerate(self.llms):

@@ -107,6 +107,11 @@ class EncoderSpec:
         """Texts are cut to this many characters before tokenising (see limits.MAX_CHARS_PER_TOKEN)."""
         return self.max_seq_length * MAX_CHARS_PER_TOKEN
 
+    @property
+    def features_width(self) -> Optional[int]:
+        """The width of the graph's features output, None when it has none (what tables on the features need)."""
+        return self.feature_dim if self.feature_output else None
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "name": self.name,

@@ -29,7 +29,9 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ._alignment import unit_rows as _unit_rows
 from ._errors import JeirtError
+from ._feature_offsets import checked_features
 from ._manifest import block_llms, block_tensors, check_feature_width
 
 NEIGHBOURS_FILE = "neighbours.safetensors"
@@ -44,10 +46,8 @@ _CLIP = 1e-6
 
 
 def unit_rows(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    out: np.ndarray = x / np.maximum(norms, 1e-12)
-    return out
+    """Float32 unit rows (the similarity search runs in float32)."""
+    return _unit_rows(x, np.float32)
 
 
 def neighbour_sums(
@@ -144,14 +144,8 @@ class NeighbourVotes:
         self, features: Optional[np.ndarray], llm_names: Sequence[str], rows: int, threads: int = 1
     ) -> np.ndarray:
         """(N, len(llm_names)) float32 logit offsets; zero for an LLM without a column."""
-        if features is None:
-            raise JeirtError(
-                "this router adds its training questions' answers (neighbour votes) from the encoder's features: "
-                "pass features= (router.embed_with_features) along with precomputed question vectors"
-            )
-        f = np.asarray(features)
-        if f.ndim != 2 or f.shape != (rows, self.feature_dim) or not np.issubdtype(f.dtype, np.number):
-            raise JeirtError(f"features must have shape ({rows}, {self.feature_dim}), got {f.shape}")
+        f = checked_features(features, rows, self.feature_dim, "this router adds its training questions' answers "
+                             "(neighbour votes) from the encoder's features")
         bad = np.flatnonzero(~np.isfinite(f).all(axis=1))
         if bad.size:
             raise JeirtError(f"features row {int(bad[0])} contains NaN or inf")

@@ -21,7 +21,8 @@ def read_corrections(manifest: Manifest, files: Mapping[str, Path]) -> Optional[
     if tensors is None:
         return None
     path = str(files["corrections"])
-    return parse_corrections(thaw(manifest.corrections), tensors, list(manifest.llms), _feature_dim(manifest), path)
+    width = manifest.encoder.features_width
+    return parse_corrections(thaw(manifest.corrections), tensors, list(manifest.llms), width, path)
 
 
 def read_neighbours(manifest: Manifest, files: Mapping[str, Path]) -> Optional[NeighbourVotes]:
@@ -29,11 +30,8 @@ def read_neighbours(manifest: Manifest, files: Mapping[str, Path]) -> Optional[N
     if tensors is None:
         return None
     path = str(files[NEIGHBOURS_ROLE])
-    return parse_neighbours(thaw(manifest.neighbours), tensors, list(manifest.llms), _feature_dim(manifest), path)
-
-
-def _feature_dim(manifest: Manifest) -> Optional[int]:
-    return manifest.encoder.feature_dim if manifest.encoder.feature_output else None
+    width = manifest.encoder.features_width
+    return parse_neighbours(thaw(manifest.neighbours), tensors, list(manifest.llms), width, path)
 
 
 def _optional_tensors(block: Any, files: Mapping[str, Path], role: str) -> Optional[dict[str, np.ndarray]]:

@@ -196,8 +196,7 @@ class RouterTables:
         """A router with these neighbour votes (None: without any; `_neighbours`, training.neighbour_blend)."""
         if neighbours is not None:
             neighbours = parse_neighbours(neighbours.manifest_block(), neighbours.tensors(), self.llms,
-                                          self.manifest.encoder.feature_dim if self.manifest.encoder.feature_output
-                                          else None, "neighbour votes")
+                                          self.manifest.encoder.features_width, "neighbour votes")
         return self._with_llms(self.llms, self._llm_vectors, neighbours=neighbours)
 
     def without_calibration(self: RouterT) -> RouterT:

@@ -122,9 +122,7 @@ def score_chunk(
 
 def embed_for_scoring(router: Router, texts: list[str]) -> tuple[np.ndarray, Optional[np.ndarray]]:
     """Question vectors, and the encoder's features only when scoring reads them (`Router.needs_features`)."""
-    if not router.needs_features:
-        return router.embed(texts), None
-    return router.embed_with_features(texts)
+    return router._embed_for_scoring(texts)
 
 
 def _embedded_chunks(

@@ -22,6 +22,7 @@ import numpy as np
 from .._alignment import unit_rows
 from .._errors import JeirtError
 from .._io.outputs import atomic_output, refuse_inputs
+from ..batch import embed_for_scoring
 from ._difficulty import difficulty_vs_error
 from ._onboarding_value import ANSWER_COUNTS, REPEATS, onboarding_curves
 from ._probes import needs_calculation, probe_vectors
@@ -121,8 +122,7 @@ def build_report(
         raise JeirtError(f"{data_dir}: the report needs at least 3 questions, found {data.n_questions}")
     if max_questions is not None and data.n_questions > max_questions:
         data = data.subset(stratified_sample(data.subjects, max_questions, seed))
-    vectors, features = router.embed_with_features(data.texts) if router.needs_features else (
-        router.embed(data.texts), None)
+    vectors, features = embed_for_scoring(router, data.texts)
     probabilities = router.predict_proba_vectors(vectors, features)  # what the router says, votes included
     sections = [
         _summary(router, data, data_dir, question_ids is not None, how),
