@@ -3,6 +3,7 @@ checked against `python -m training fit` itself on a slice of real data; and the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -14,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 from training.choose import DEFAULT_DIMS, TunedJeirt
 from training.compare import TEST_FRACTION, make_predictors
-from training.compare_fit import FitHeldOutRun, FitRun, fit_arguments
+from training.compare_fit import FitHeldOutRun, FitRun, FitWithoutVotesRun, fit_arguments
 from training.data import load_dataset
 from training.encoders import DEFAULT_ENCODER
 from training.metrics import all_metrics
@@ -44,6 +45,11 @@ def test_the_tuned_row_is_fits_held_out_run_unless_settings_are_given() -> None:
     assert isinstance(with_hyper[1], TunedJeirt)
     static = make_predictors(["jeirt_fit_static"], seed=2, data=object())  # type: ignore[arg-type]
     assert isinstance(static[0], FitRun) and static[0].extra == ("--encoder", "static")
+    plain = make_predictors(["jeirt_fit_static_no_votes", "jeirt_fit_no_votes"], seed=2,
+                            data=object())  # type: ignore[arg-type]
+    assert [type(p) for p in plain] == [FitWithoutVotesRun, FitWithoutVotesRun]
+    assert plain[0].run.extra == ("--encoder", "static") and plain[1].run.extra == ()
+    assert plain[0].name.endswith("without neighbour votes") and plain[0].name != plain[1].name
     with pytest.raises(SystemExit, match="unknown method"):
         make_predictors(["jeirt_fitt"])
     with pytest.raises(ValueError, match="pass data"):
@@ -60,6 +66,12 @@ def test_the_fit_row_scores_what_fit_itself_reports(tmp_path: Path, monkeypatch:
     from training.__main__ import main
 
     monkeypatch.setenv("JEIRT_CACHE", os.environ.get("JEIRT_CACHE") or str(tmp_path / "cache"))
+    # The votes kept whatever this small slice's held-out halves say, so the rows with and without them differ.
+    from training import neighbour_blend
+
+    chosen = neighbour_blend.choose_neighbour_votes
+    monkeypatch.setattr(neighbour_blend, "choose_neighbour_votes",
+                        lambda *a: dataclasses.replace(chosen(*a), kept=True, weight=0.5))
     torch.set_num_threads(1)
     folder = write_slice(DATA, tmp_path / "slice", 160, seed=5)
     seed = 1
@@ -82,6 +94,16 @@ def test_the_fit_row_scores_what_fit_itself_reports(tmp_path: Path, monkeypatch:
     assert run.selection["refit_on"]["questions"] == len(split.train) + len(split.val)
     p_val = held_out.predict_proba(np.empty((0, 0)), val.question, val.llm)
     assert all_metrics(val.correct, p_val)["log_loss"] == pytest.approx(reported["heldout"]["log_loss"], rel=1e-6)
+
+    # The row without votes is the router `fit --no-neighbours` writes on the same split, from the same run.
+    assert main(["fit", "--data", str(folder), *SMALL, "--holdout", str(TEST_FRACTION), "--split-seed", str(seed),
+                 "--seed", str(seed), "--threads", "1", "--no-neighbours", "--out", str(tmp_path / "plain")]) == 0
+    plain = json.loads((tmp_path / "plain" / "router.json").read_text())["metrics"]["test"]
+    without = all_metrics(test.correct, FitWithoutVotesRun(run).fit(np.empty((0, 0)), train, val, data.n_llms)
+                          .predict_proba(np.empty((0, 0)), test.question, test.llm))
+    for metric in ("auc", "log_loss", "accuracy"):
+        assert without[metric] == pytest.approx(plain[metric], rel=1e-6)
+    assert run.result.votes is not None and without["log_loss"] != pytest.approx(ours["log_loss"], rel=1e-6)
 
     other = make_split(data, seed=seed + 1, test_fraction=TEST_FRACTION)  # another split: refused, not mixed up
     with pytest.raises(ValueError, match="split differs"):

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .compare_fit import FIT_NAME, FitHeldOutRun, FitRun
+from .compare_fit import FIT_NAME, FitHeldOutRun, FitRun, FitWithoutVotesRun
 from .data import load_dataset
 from .metrics import ECE_BINS, all_metrics, metrics_by_group, reliability_table
 from .routing_eval import cost_proxies
@@ -34,9 +34,11 @@ from .routing_metrics import router_metrics
 from .splits import make_split
 from .types import Dataset, Predictor, Responses, Split
 
-METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "logreg", "jeirt_fit", "jeirt", "jeirt_fit_static")
+METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "logreg", "jeirt_fit", "jeirt", "jeirt_fit_static",
+           "jeirt_fit_no_votes", "jeirt_fit_static_no_votes")
 # jeirt_fit_static (fit --encoder static, the shipped router's recipe) fine-tunes a token table: slow, so asked for.
-DEFAULT_METHODS = METHODS[:-1]
+# The *_no_votes rows are the same fit runs' routers without their neighbour votes (compare_fit.FitWithoutVotesRun).
+DEFAULT_METHODS = tuple(m for m in METHODS if not m.startswith("jeirt_fit_static"))
 TEST_FRACTION = 0.2  # each split's test part (make_split's default), also `fit`'s --holdout in the fit rows
 
 
@@ -261,7 +263,7 @@ def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str
         raise SystemExit(f"unknown method {unknown[0]!r}; known: {', '.join(METHODS)}")
     fit_runs: dict[str, FitRun] = {}
     for method, extra in (("jeirt_fit", ()), ("jeirt_fit_static", ("--encoder", "static"))):
-        if method in methods:
+        if method in methods or f"{method}_no_votes" in methods:
             if data is None:
                 raise ValueError(f"{method} runs fit on the dataset: pass data")
             fit_runs[method] = FitRun(data, seed, test_fraction=TEST_FRACTION, threads=threads, extra=extra, log=log)
@@ -280,6 +282,8 @@ def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str
         elif method == "jeirt":
             made.append(FitHeldOutRun(fit_runs["jeirt_fit"]) if "jeirt_fit" in fit_runs and not jeirt_hyper
                         else TunedJeirt(seed=seed, **(jeirt_hyper or {})))
+        elif method.endswith("_no_votes"):
+            made.append(FitWithoutVotesRun(fit_runs[method.removesuffix("_no_votes")]))
         else:
             made.append(fit_runs[method])
     return made

@@ -10,6 +10,10 @@ gives the baselines.
 
 `FitHeldOutRun` is the same run without the refit: the chosen setting as it was trained on the training part only
 (early-stopped on validation, no calibration): the "tuned" row, at no extra cost.
+
+`FitWithoutVotesRun` is the same router without its neighbour votes: what `fit --no-neighbours` writes on the same
+split (the choice and the refit come before the votes and do not depend on them; the calibration is refitted on the
+held-out logits without them), a paired ablation at no extra cost.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 from .types import Dataset, Responses
 
 FIT_NAME = "JE-IRT fit"
+WITHOUT_VOTES_SUFFIX = "without neighbour votes"
 HELDOUT_NAME = "JE-IRT tuned (fit's choice, training part only)"
 
 
@@ -48,6 +53,7 @@ class FitRun:
         self.selection: dict[str, Any] = {}
         self.calibration: dict[str, Any] | None = None
         self.config: Any = None
+        self.options: dict[str, Any] = {}
         self.fitted_on: tuple[Responses, Responses] | None = None
 
     def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> FitRun:
@@ -66,7 +72,7 @@ class FitRun:
         prep = prepare_split(self.data, split, split_seed=args.split_seed, encoder=args.encoder,
                              max_length=args.max_length, progress=False, source=self.data.name)
         _check_same_questions(prep, train, val, n_llms)
-        self.prep = prep
+        self.prep, self.options = prep, options
         self.result = choose_refit_and_export(prep, None, log=self.log, progress=False, **options)
         self.selection = self.result.extra["selection"]
         self.calibration = self.result.extra["calibration"]
@@ -75,14 +81,9 @@ class FitRun:
         return self
 
     def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
-        from .calibration import apply_calibration
-
         if self.result is None:
             raise RuntimeError("fit first")
-        logits = self.result.logits(question, llm)
-        if self.calibration is None:
-            return np.asarray(1.0 / (1.0 + np.exp(-logits)))
-        return np.asarray(apply_calibration(logits, llm, self.calibration))
+        return _calibrated(self.result.logits(question, llm), llm, self.calibration)
 
 
 class FitHeldOutRun:
@@ -105,6 +106,40 @@ class FitHeldOutRun:
             raise RuntimeError("fit first")
         held_out = self.run.result.selection.predictors[0]
         return np.asarray(held_out.predict_proba(self.run.prep.embeddings, question, llm))
+
+
+class FitWithoutVotesRun:
+    """A FitRun's router without its neighbour votes (see the module's docstring). Fits the FitRun first if it has
+    not run on these cells."""
+
+    def __init__(self, run: FitRun) -> None:
+        self.run = run
+        self.name = f"{run.name}, {WITHOUT_VOTES_SUFFIX}"
+        self.config: Any = None
+        self.calibration: dict[str, Any] | None = None
+
+    def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> FitWithoutVotesRun:
+        from .pipeline import heldout_calibration
+
+        self.run.fit(embeddings, train, val, n_llms)
+        self.config = self.run.config
+        selection = self.run.result.selection
+        self.calibration = heldout_calibration(selection, selection.heldout_logits, n_llms,
+                                               self.run.options["calibration"])
+        return self
+
+    def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
+        if self.run.result is None:
+            raise RuntimeError("fit first")
+        return _calibrated(self.run.result.logits(question, llm, votes=False), llm, self.calibration)
+
+
+def _calibrated(logits: np.ndarray, llm: np.ndarray, calibration: dict[str, Any] | None) -> np.ndarray:
+    from .calibration import apply_calibration
+
+    if calibration is None:
+        return np.asarray(1.0 / (1.0 + np.exp(-logits)))
+    return np.asarray(apply_calibration(logits, llm, calibration))
 
 
 def _check_same_questions(prep: Any, train: Responses, val: Responses, n_llms: int) -> None:

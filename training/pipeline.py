@@ -132,11 +132,12 @@ class FitResult:
     embeddings: np.ndarray | None = None  # what `predictor` reads (a fine-tuned static table changes them)
     votes: NeighbourVotes | None = None  # choose_refit_and_export: the router's neighbour votes, if kept
 
-    def logits(self, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
-        """The written router's logit for each cell before calibration: the geometry plus the neighbour vote."""
+    def logits(self, question: np.ndarray, llm: np.ndarray, votes: bool = True) -> np.ndarray:
+        """The written router's logit for each cell before calibration: the geometry plus the neighbour vote
+        (votes=False: the geometry alone)."""
         assert self.embeddings is not None
         logits = self.predictor.predict_logits(self.embeddings, question, llm)
-        if self.votes is None:
+        if self.votes is None or not votes:
             return logits
         asked, rows = np.unique(question, return_inverse=True)
         offsets = self.votes.offsets(self.embeddings[asked], self.votes.llms, len(asked))
@@ -317,7 +318,7 @@ def choose_refit_and_export(
     result = FitResult(predictor=predictor, val=heldout.get("jeirt", {}), test={}, floor_test={},
                        selection=selection, embeddings=prep.embeddings)
     heldout_logits, vote_record = _neighbour_votes(prep, frozen, parts, all_cells, selection, result, neighbours, log)
-    fitted = _heldout_calibration(selection, heldout_logits, prep.data.n_llms, calibration)
+    fitted = heldout_calibration(selection, heldout_logits, prep.data.n_llms, calibration)
     raw_test: dict[str, float] = {}
     if len(prep.test):
         acc = llm_accuracies(all_cells, prep.data.n_llms)
@@ -375,7 +376,7 @@ def _neighbour_votes(
     return selection.heldout_logits + choice.weight * choice.heldout_vote_logits, choice.record()
 
 
-def _heldout_calibration(
+def heldout_calibration(
     selection: Selection, logits: np.ndarray, n_llms: int, kind: str | None
 ) -> dict[str, Any] | None:
     """The calibration fitted on the chosen setting's held-out `logits` (cells its runs did not train on)."""
