@@ -3,7 +3,6 @@ hostile files, LLM changes), and how `fit` chooses, keeps or drops it (training.
 
 from __future__ import annotations
 
-import itertools
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -21,9 +20,8 @@ from jeirt_lite._neighbours import (
     vote_logits,
 )
 
-from training.baselines.knn import ALPHA_GRID, K_GRID, TAU_GRID, KnnPerLlm, answers_table, tune_votes
-from training.metrics import log_loss
-from training.neighbour_blend import choose_neighbour_votes, crossfit_losses, logistic_fit, neighbour_votes
+from training.baselines.knn import KnnPerLlm, answers_table
+from training.neighbour_blend import choose_neighbour_votes, crossfit_losses, neighbour_votes
 from training.types import Responses
 
 
@@ -270,24 +268,6 @@ def test_fit_keeps_votes_only_when_they_help_out_of_sample(informative: bool) ->
     table = neighbour_votes(emb, cells, list("abcde"), choice)
     assert table.keys.shape == (len(emb), 16) and table.keys.dtype == np.float16
     assert (table.answers != NOT_ASKED).all()
-
-
-def test_the_vote_setting_is_the_one_that_helps_the_blend_most() -> None:
-    """k, α, τ minimise the held-out loss of logit + vote, not the vote's own (on this problem they differ)."""
-    emb, cells, logits, parts = _clustered_problem(2, True)
-    heldout = parts[0][1]
-
-    def blend_loss(setting: tuple[int, float, float | None]) -> float:
-        k, alpha, tau = setting
-        v = vote_logits(tune_votes([emb], parts, 5, (k,), (alpha,), (tau,))[2])
-        design = np.stack([logits, np.ones_like(logits), v], axis=1)
-        return log_loss(heldout.correct, 1 / (1 + np.exp(-(design @ logistic_fit(design, heldout.correct)))))
-
-    choice = choose_neighbour_votes(emb, parts, 5, heldout, logits)
-    chosen = (choice.k, choice.smoothing, choice.temperature)
-    grid = list(itertools.product(K_GRID, ALPHA_GRID, TAU_GRID))
-    assert chosen == min(grid, key=blend_loss)
-    assert chosen != tune_votes([emb], parts, 5)[1]  # the vote alone would have taken another setting
 
 
 def test_the_crossfit_never_scores_a_question_it_was_fitted_on() -> None:

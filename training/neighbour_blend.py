@@ -3,9 +3,8 @@ same held-out parts that choose the router's settings (training.choose), never o
 
 1. Setting. For each (train, validation) part, the vote on each validation question comes from its neighbours
    among that part's training questions only, by the features that part's run read (a static table fine-tuned on
-   the part gives its own). k, α and τ (the KNN baseline's grid) minimise the held-out log-loss of the blend in
-   step 2, not the vote's own: what the router needs is what the vote adds to its logit, which is often the few
-   nearest questions' answers rather than the best standalone KNN.
+   the part gives its own). k, α and τ (the KNN baseline's grid) minimise the vote's own
+   held-out log-loss, summed over the parts.
 2. Weight. A logistic regression of the held-out answers on (the router's held-out logit, the vote's logit, 1)
    gives the vote's weight relative to the logit (w = b/a); the calibration is then fitted on logit + w·vote.
 3. Kept only if it helps out of sample: the held-out questions are dealt into two halves (grouped by question);
@@ -105,12 +104,7 @@ def choose_neighbour_votes(embeddings: np.ndarray | Sequence[np.ndarray],
     """Steps 1–3 of the module docstring on the chosen setting's held-out logits. `embeddings`: the features
     every part's run read, or one array per part (a static table fine-tuned on each part)."""
     per_part = [embeddings] * len(parts) if isinstance(embeddings, np.ndarray) else list(embeddings)
-
-    def blend_loss(p: np.ndarray) -> float:
-        design = _design(heldout_logits, vote_logits(p))
-        return log_loss(heldout.correct, 1.0 / (1.0 + np.exp(-(design @ logistic_fit(design, heldout.correct)))))
-
-    _, (k, alpha, tau), p = tune_votes(per_part, parts, n_llms, loss=blend_loss)
+    _, (k, alpha, tau), p = tune_votes(per_part, parts, n_llms)
     votes = vote_logits(p)
     crossfit = crossfit_losses(heldout_logits, votes, heldout)
     a, _, b = logistic_fit(_design(heldout_logits, votes), heldout.correct)

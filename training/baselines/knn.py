@@ -9,7 +9,7 @@ Only training questions are neighbours (validation is for the choice, test is ne
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from jeirt_lite._neighbours import NOT_ASKED, neighbour_sums, smoothed, unit_rows
@@ -49,16 +49,11 @@ def _part_sums(features: np.ndarray, part: tuple[Responses, Responses], n_llms: 
 
 def tune_votes(embeddings: Sequence[np.ndarray], parts: Sequence[tuple[Responses, Responses]], n_llms: int,
                k_grid: Sequence[int] = K_GRID, alpha_grid: Sequence[float] = ALPHA_GRID,
-               tau_grid: Sequence[float | None] = TAU_GRID,
-               loss: Callable[[np.ndarray], float] | None = None) -> tuple[float, Setting, np.ndarray]:
-    """The (k, alpha, tau) of the grids whose votes have the lowest validation loss over all (train, validation)
+               tau_grid: Sequence[float | None] = TAU_GRID) -> tuple[float, Setting, np.ndarray]:
+    """The (k, alpha, tau) of the grids whose votes have the lowest validation log-loss over all (train, validation)
     parts, that loss, and those votes' P on every validation cell (the parts' cells in order); embeddings[j]: the
-    features part j reads. `loss(P)`: what the votes are chosen for (default: their own log-loss; a router blending
-    them into its logits passes the blend's). Neighbour sums for every k at once, then every alpha."""
+    features part j reads. Neighbour sums for every k at once, then every alpha."""
     y = np.concatenate([val.correct for _, val in parts])
-    if loss is None:
-        def loss(p: np.ndarray) -> float:
-            return log_loss(y, p)
     best: tuple[float, Setting, np.ndarray] = (np.inf, (k_grid[0], alpha_grid[0], tau_grid[0]), np.empty(0))
     for tau in tau_grid:
         stats = [_part_sums(features, part, n_llms, k_grid, tau) for features, part in zip(embeddings, parts)]
@@ -66,9 +61,9 @@ def tune_votes(embeddings: Sequence[np.ndarray], parts: Sequence[tuple[Responses
             for alpha in alpha_grid:
                 p = np.concatenate([smoothed(s[i], c[i], prior, alpha)[rows, val.llm]
                                     for (s, c, prior, rows), (_, val) in zip(stats, parts)])
-                value = loss(p)
-                if value < best[0]:
-                    best = (value, (k, alpha, tau), p)
+                loss = log_loss(y, p)
+                if loss < best[0]:
+                    best = (loss, (k, alpha, tau), p)
     return best
 
 
