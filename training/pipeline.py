@@ -393,8 +393,8 @@ def _metrics_record(prep: Prepared, result: FitResult, calibrated: bool) -> dict
         "not train on those questions, before calibration; the setting was chosen on them, so slightly "
         "optimistic. "
         + ("The calibration was fitted on the same held-out predictions. " if calibrated else "No calibration. ")
-        + ("The neighbour votes (training.selection.neighbours) were chosen on them too and are not in heldout"
-           + ("; test has them. " if len(prep.test) else ". ") if result.votes is not None else "")
+        + (("The neighbour votes (training.selection.neighbours) were chosen on them too and are not in heldout"
+            + ("; test has them. " if len(prep.test) else ". ")) if result.votes is not None else "")
         + (f"test: the written router{' (calibrated)' if calibrated else ''} on {len(prep.split.test)} questions "
            "kept out of everything (--holdout); test_uncalibrated: the same without the calibration."
            if len(prep.test) else "No test part (--holdout 0): every question was learned from.")
