@@ -18,7 +18,7 @@ dist:           ## release artefacts a package index accepts: abi3 manylinux_2_2
 	twine check --strict dist/*
 
 lint:           ## needs the dev extra and the package installed (stubtest imports the compiled extension)
-	ruff check python tests training benches
+	ruff check python tests experiments scripts benches
 	mypy
 	python -m mypy.stubtest jeirt_lite._core
 	cargo fmt --check
@@ -33,7 +33,7 @@ bench:
 	python benches/bench_kernels.py
 
 default-router: ## rebuild the router shipped in the package from data/ (needs the train extra)
-	python -m training.build_default_router
+	python -m scripts.build_default_router
 
 # Mutation testing (a habit, not CI; docs/mutation.md has the scores and what survived). Each mutant edits a file
 # in place and runs the tests named here, so run it on a clean tree. Narrow the scope with the variables.

@@ -117,10 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from jeirt_lite import Router
     from jeirt_lite._encoder import DEFAULT_BATCH_SIZE
+    from jeirt_lite_training.encoders import DEFAULT_ENCODER, get_spec
     from sentence_transformers import SentenceTransformer
 
-    from training.build_variants import with_max_length
-    from training.encoders import DEFAULT_ENCODER, get_spec
+    from scripts.build_variants import with_max_length
 
     torch.set_num_threads(args.threads)
     scratch = Path(tempfile.mkdtemp(prefix="bench-encoders-"))  # routers at other max lengths
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, router in routers.items():
         vectors = router.embed(texts)
         if name == "static":
-            from training.static_encoder import static_embed
+            from jeirt_lite_training.static_encoder import static_embed
 
             inits = graph_initializers(router.path / "encoder.onnx")
             table = inits["table"].astype(np.float32)

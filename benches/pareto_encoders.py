@@ -3,13 +3,13 @@
 For every (variant, max length) a router folder is run in its own subprocess (so its peak RSS is its own: VmHWM) that
 loads it with `Router.load`, embeds every test question once (timed: questions/s over the whole test split, texts
 in file order) and writes P(correct) for all LLMs; the parent scores the observed test cells (AUC, accuracy,
-log-loss; training/metrics.py) and measures the folder's size. The split is the project's:
-`training.splits.make_split(load_dataset("data/mmlu_pro"), seed=0)`.
+log-loss; python/jeirt_lite_training/metrics.py) and measures the folder's size. The split is the project's:
+`jeirt_lite_training.splits.make_split(load_dataset("data/mmlu_pro"), seed=0)`.
 
 A router at another max length is the same folder with `encoder.max_seq_length` changed (same graph, same
 weights; the adapter was trained at the length its manifest first said).
 
-    python benches/pareto_encoders.py --routers DIR                       # DIR from training.build_variants
+    python benches/pareto_encoders.py --routers DIR                       # DIR from scripts.build_variants
     python benches/pareto_encoders.py --routers DIR --lengths 64,128,256 --static-lengths 128,256,512 --threads 1
     python benches/pareto_encoders.py --routers DIR --max-questions 500     # a fixed subset of the test questions
 
@@ -105,10 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.routers is None:
         parser.error("--routers is required")
 
-    from training.build_variants import with_max_length
-    from training.data import load_dataset
-    from training.metrics import all_metrics
-    from training.splits import make_split
+    from jeirt_lite_training.data import load_dataset
+    from jeirt_lite_training.metrics import all_metrics
+    from jeirt_lite_training.splits import make_split
+
+    from scripts.build_variants import with_max_length
 
     dataset = load_dataset(args.data)
     split = make_split(dataset, seed=0)

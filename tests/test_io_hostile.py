@@ -198,7 +198,7 @@ def test_score_and_report_onto_an_input_are_refused(
 
 def test_training_refuses_an_output_folder_holding_its_data(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    from training.__main__ import main as training_main
+    from jeirt_lite_training.__main__ import main as training_main
 
     data = tmp_path / "data"
     data.mkdir()
@@ -333,7 +333,7 @@ def test_the_partial_file_of_a_killed_run_is_removed_by_the_next_run(tiny_router
 
 def test_training_reads_tables_through_the_same_strict_reader(tmp_path: Path) -> None:
     pytest.importorskip("pandas")
-    from training.data import DataError, load_dataset_with_report
+    from jeirt_lite_training.data import DataError, load_dataset_with_report
 
     table = tmp_path / "long.csv"
     table.write_text("question_id,text,llm,correct\nq1,law,a,1\nq2,acid, base,b,0\nq3,price,a,0\n", encoding="utf-8")

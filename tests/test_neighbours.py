@@ -1,5 +1,5 @@
 """Neighbour votes: the vote itself against a direct computation, the router folder that stores it (round trip,
-hostile files, LLM changes), and how `fit` chooses, keeps or drops it (training.neighbour_blend)."""
+hostile files, LLM changes), and how `fit` chooses, keeps or drops it (jeirt_lite_training.neighbour_blend)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from jeirt_lite._neighbours import (
     unit_rows,
     vote_logits,
 )
+from jeirt_lite_training.neighbour_blend import choose_neighbour_votes, crossfit_losses, neighbour_votes
+from jeirt_lite_training.types import Responses
 
-from training.baselines.knn import KnnPerLlm, answers_table
-from training.neighbour_blend import choose_neighbour_votes, crossfit_losses, neighbour_votes
-from training.types import Responses
+from experiments.baselines.knn import KnnPerLlm, answers_table
 
 
 def _direct_votes(keys: np.ndarray, answers: np.ndarray, query: np.ndarray, k: int, tau: float | None,

@@ -181,7 +181,7 @@ def test_an_onboarded_llm_gets_identity_calibration_and_its_cost(router: Router)
 
 
 def test_cost_proxy_parses_parameter_counts() -> None:
-    from training.routing_eval import cost_proxies, cost_proxy, has_size
+    from scripts.cost_proxies import cost_proxies, cost_proxy, has_size
 
     assert cost_proxy("Llama-2-70b-hf") == 70
     assert cost_proxy("Mixtral-8x7B-Instruct-v0.1") == 56

@@ -1,4 +1,4 @@
-"""The moving average of the trained weights (training.averaging, JeirtConfig.ema_epochs): its arithmetic, and that a
+"""The moving average of the trained weights (jeirt_lite_training.averaging, JeirtConfig.ema_epochs): its arithmetic, and that a
 run with it on validates on, stops on and returns the averaged weights (adapter, LLM table, a fine-tuned token
 table), while the raw training underneath is unchanged."""
 
@@ -11,12 +11,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from jeirt_lite_training.averaging import WeightAverage, ema_decay
+from jeirt_lite_training.fit import steps_per_epoch
+from jeirt_lite_training.model import JeirtPredictor
+from jeirt_lite_training.types import Responses
 from test_training_model import _synthetic
-
-from training.averaging import WeightAverage, ema_decay
-from training.fit import steps_per_epoch
-from training.model import JeirtPredictor
-from training.types import Responses
 
 
 def test_the_average_is_the_bias_corrected_weighted_mean_of_the_steps() -> None:
@@ -47,7 +46,7 @@ def test_the_average_is_the_bias_corrected_weighted_mean_of_the_steps() -> None:
 
 def test_steps_per_epoch_counts_the_batches() -> None:
     _, train, _, _ = _synthetic()
-    from training.fit import cell_batches
+    from jeirt_lite_training.fit import cell_batches
 
     for batching, size in (("questions", 64), ("cells", 64), ("questions", 5000)):
         batches = list(cell_batches(train, batching, size, np.random.default_rng(0)))
@@ -83,7 +82,7 @@ def test_early_stopping_validates_and_returns_the_averaged_weights() -> None:
 
 
 def test_a_fine_tuned_token_table_is_averaged_with_the_rest() -> None:
-    from training.static_finetune import token_bags, train_table
+    from jeirt_lite_training.static_finetune import token_bags, train_table
 
     class _Tokenizer:  # [CLS]=1, one id per word (its length + 2), [SEP]=2
         class _Encoding:
@@ -116,8 +115,8 @@ def test_a_fine_tuned_token_table_is_averaged_with_the_rest() -> None:
 
 
 def test_fit_averages_by_default_and_refuses_a_negative_time_constant() -> None:
-    from training.__main__ import fit_options, fit_parser
-    from training.network import PUBLISHED_SCHEDULE, JeirtConfig
+    from jeirt_lite_training.__main__ import fit_options, fit_parser
+    from jeirt_lite_training.network import PUBLISHED_SCHEDULE, JeirtConfig
 
     def options(*extra: str) -> dict:  # type: ignore[type-arg]
         return fit_options(fit_parser("fit").parse_args(["--data", "d", "--out", "r", *extra]))

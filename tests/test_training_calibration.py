@@ -1,4 +1,4 @@
-"""training.calibration: the temperature/bias fit recovers known values and lands in a router's manifest."""
+"""jeirt_lite_training.calibration: the temperature/bias fit recovers known values and lands in a router's manifest."""
 
 from __future__ import annotations
 
@@ -7,9 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jeirt_lite import Router
-
-from training.calibration import cell_logits, fit_calibration, fit_temperature_bias, store_calibration
-from training.types import Responses
+from jeirt_lite_training.calibration import (
+    cell_logits,
+    fit_calibration,
+    fit_temperature_bias,
+    store_calibration,
+)
+from jeirt_lite_training.types import Responses
 
 
 def test_fit_recovers_per_group_temperature_and_bias() -> None:

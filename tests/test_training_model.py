@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from training.model import Adapter, JeirtModel, JeirtPredictor, jeirt_logit_matrix, jeirt_logits
-from training.types import Responses
+from jeirt_lite_training.model import Adapter, JeirtModel, JeirtPredictor, jeirt_logit_matrix, jeirt_logits
+from jeirt_lite_training.types import Responses
 
 
 def test_logit_matches_hand_computation() -> None:

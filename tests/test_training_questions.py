@@ -19,7 +19,7 @@ from jeirt_lite._training_questions import (
 from jeirt_lite.artifact import load_artifact
 from tiny_router import edit_and_reseal
 
-from training.add_training_questions import learned_from_everything
+from scripts.add_training_questions import learned_from_everything
 
 REPO = Path(__file__).resolve().parents[1]
 TEXTS = ["What is the derivative of x?", "Which enzyme unwinds DNA?", "What  is the derivative\nof x? "]

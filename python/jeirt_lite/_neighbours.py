@@ -9,7 +9,7 @@ to each LLM's logit a weighted vote of its answers on the k nearest of them:
                                                        this LLM answered, w_j = 1 or exp((s_j − s_max)/τ)
     logit = q·m/‖q‖ − ‖q‖ + weight · log(p_knn / (1 − p_knn))     (then the router's calibration)
 
-k, α, τ and the weight are fitted by `python -m training fit` on held-out questions (training.neighbour_blend), which
+k, α, τ and the weight are fitted by `python -m jeirt_lite_training fit` on held-out questions (jeirt_lite_training.neighbour_blend), which
 keeps the votes only when they lower the held-out log-loss. Stored in the router folder as
 
     neighbours.safetensors   "keys" (n, p) float16 unit feature rows, "answers" (n, K) int8 (1 right, 0 wrong,

@@ -249,5 +249,5 @@ def _check_one(
         raise JeirtError(
             f"{where}: reads bytes {offset}..{offset + length} of {static_path.name}, but the tensor lies at "
             f"{begin}..{end} there (the file was rewritten without its graph); the two files do not belong "
-            "together: rewrite both with python -m training.add_static_encoder ROUTER_FOLDER"
+            "together: rewrite both with python -m jeirt_lite_training.add_static_encoder ROUTER_FOLDER"
         )

@@ -387,9 +387,9 @@ class Router(RouterTables):
     ) -> Path:
         """Write this router as a folder, atomically (a temporary folder renamed into place).
 
-        `static_encoder`: a static_encoder.safetensors to store with it (training.add_static_encoder); default:
+        `static_encoder`: a static_encoder.safetensors to store with it (jeirt_lite_training.add_static_encoder); default:
         the router's own, if it has one. `encoder_onnx`: a graph computing the same vectors to store instead of
-        the router's own (training.add_static_encoder: one that reads its tensors from `static_encoder`). A graph
+        the router's own (jeirt_lite_training.add_static_encoder: one that reads its tensors from `static_encoder`). A graph
         whose external data does not match the static file exactly is refused (jeirt_lite._onnx_external).
         """
         manifest = self.manifest

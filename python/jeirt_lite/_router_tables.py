@@ -188,12 +188,12 @@ class RouterTables:
         self: RouterT, scale: Sequence[float], bias: Sequence[float], *, kind: str = "per_llm"
     ) -> RouterT:
         """A router whose probabilities are sigmoid(scale[j] * logit + bias[j]) (one entry per LLM, in table
-        order; scale > 0). Fit them on held-out answers, e.g. with training/calibration.py."""
+        order; scale > 0). Fit them on held-out answers, e.g. with python/jeirt_lite_training/calibration.py."""
         calibration = make_calibration(scale, bias, kind, len(self.llms))
         return self._with_llms(self.llms, self._llm_vectors, calibration=calibration)
 
     def with_neighbours(self: RouterT, neighbours: Optional[NeighbourVotes]) -> RouterT:
-        """A router with these neighbour votes (None: without any; `_neighbours`, training.neighbour_blend)."""
+        """A router with these neighbour votes (None: without any; `_neighbours`, jeirt_lite_training.neighbour_blend)."""
         if neighbours is not None:
             neighbours = parse_neighbours(neighbours.manifest_block(), neighbours.tensors(), self.llms,
                                           self.manifest.encoder.features_width, "neighbour votes")

@@ -26,7 +26,7 @@ _DTYPE = np.dtype("<u8")
 
 
 def normalise_question(text: str) -> str:
-    """The identity of a question text: its words joined by single spaces (training.splits groups texts by it)."""
+    """The identity of a question text: its words joined by single spaces (jeirt_lite_training.splits groups texts by it)."""
     return " ".join(str(text).split())
 
 

@@ -7,7 +7,6 @@ data and kept only if its sizes match the recorded ones; otherwise the caller is
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
@@ -22,18 +21,18 @@ def router_test_question_ids(manifest: Mapping[str, Any], data_dir: Path) -> tup
     if int(split["n_test_questions"]) == 0:
         return None, "the router learned from every question of its data (no test part)"
     try:
-        data_module = importlib.import_module("jeirt_lite_training.data")
-        splits = importlib.import_module("jeirt_lite_training.splits")
+        from jeirt_lite_training.data import load_dataset
+        from jeirt_lite_training.splits import make_split
     except ImportError:
         return None, 'reproducing the router\'s split needs the train extra (pip install "jeirt-lite[train]")'
-    dataset = data_module.load_dataset(data_dir)
+    dataset = load_dataset(data_dir)
     total = dataset.n_questions
     if total != sum(int(split[key]) for key in sizes):
         return None, f"{data_dir} has {total} questions, the router's split had {sum(int(split[k]) for k in sizes)}"
     wanted = [int(split[key]) for key in sizes]
     # The fractions are not recorded: the training defaults first, then the ones the sizes imply.
     for val_fraction, test_fraction in ((0.1, 0.2), (wanted[1] / total, wanted[2] / total)):
-        drawn = splits.make_split(dataset, seed=int(split["seed"]), val_fraction=val_fraction,
+        drawn = make_split(dataset, seed=int(split["seed"]), val_fraction=val_fraction,
                                   test_fraction=test_fraction)
         if [len(drawn.train), len(drawn.val), len(drawn.test)] == wanted:
             ids = [dataset.question_ids[i] for i in drawn.test]

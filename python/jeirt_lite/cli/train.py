@@ -1,14 +1,14 @@
 """`jeirt-lite train`: a router trained on your own data (needs the `train` extra).
 
-The training itself is `python -m training fit` from a checkout, shipped in the wheel as the package
-`jeirt_lite_training` (a name of its own, so that installing jeirt-lite never adds a top-level `training`): this
-command hands its arguments to that package's `fit_main`, so both run one implementation with one set of options.
+The training itself is the package `jeirt_lite_training`, shipped in the wheel beside jeirt_lite (`python -m
+jeirt_lite_training fit` runs the same code): this command hands its arguments to that package's `fit_main`, so both
+run one implementation with one set of options. It is imported only here, when asked for, so that the runtime never
+loads torch.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 from typing import Any
 
 from .._errors import JeirtError
@@ -31,8 +31,7 @@ def add_parser(subparsers: Any) -> None:
 
 def _fit_main() -> Any:
     try:
-        # By name: the training package is typed apart from this one (mypy checks python/jeirt_lite only).
-        fit_main = importlib.import_module("jeirt_lite_training.__main__").fit_main
+        from jeirt_lite_training.__main__ import fit_main
     except ImportError as error:  # torch, transformers, ... come with the extra, not with jeirt-lite itself
         missing = f" ({error.name} is not installed)" if error.name else ""
         raise JeirtError(f"`{PROG} train` needs the train extra{missing}: {TRAIN_EXTRA}") from None

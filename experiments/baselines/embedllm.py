@@ -1,0 +1,50 @@
+"""Baseline 3: EmbedLLM-style matrix factorisation (Zhuang et al., 2024).
+
+Each LLM has a learned vector e_m; the question embedding is projected linearly to the same width; a linear
+classifier reads their element-wise product: logit = w . (e_m * (W q + c)) + b0. Trained with BCE, early-stopped
+on validation loss; the width and dropout are chosen on validation loss.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from jeirt_lite_training.types import Responses
+from torch import nn
+
+from .torch_fit import FitSettings, fit_best_on_grid, predict_cells
+
+GRID = ({"dim": 32, "dropout": 0.0}, {"dim": 128, "dropout": 0.0}, {"dim": 128, "dropout": 0.3})
+
+
+class _MF(nn.Module):
+    def __init__(self, in_dim: int, n_llms: int, dim: int, dropout: float) -> None:
+        super().__init__()
+        self.llm = nn.Embedding(n_llms, dim)
+        nn.init.normal_(self.llm.weight, std=0.1)
+        self.project = nn.Linear(in_dim, dim)
+        self.dropout = nn.Dropout(dropout)
+        self.classify = nn.Linear(dim, 1)
+
+    def forward(self, x: torch.Tensor, llm: torch.Tensor) -> torch.Tensor:
+        return self.classify(self.dropout(self.llm(llm) * self.project(x))).squeeze(-1)
+
+
+class EmbedLlmMF:
+    name = "embedllm_mf"
+
+    def __init__(self, grid: tuple[dict[str, float], ...] = GRID, settings: FitSettings | None = None) -> None:
+        self.grid, self.settings = grid, settings or FitSettings()
+
+    def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> EmbedLlmMF:
+        def build(config: dict[str, float]) -> nn.Module:
+            return _MF(embeddings.shape[1], n_llms, int(config["dim"]), float(config["dropout"]))
+
+        self.val_log_loss, self.model, self.config, self.epochs = fit_best_on_grid(
+            self.grid, build, embeddings, train, val, self.settings
+        )
+        return self
+
+    def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
+        assert self.model is not None, "fit first"
+        return predict_cells(self.model, embeddings, question, llm)

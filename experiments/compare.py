@@ -1,0 +1,430 @@
+"""Fit every method on the same split and report held-out test metrics (overall, per subject, per benchmark).
+
+    python -m experiments.compare --data data/mmlu_pro --out bench_results/compare
+    python -m experiments.compare --data data/mmlu_pro --seeds 0,1,2,3,4 ...     # the same on five splits
+
+Every method sees the same train/validation cells (validation only for its own choices) and is scored on the same
+test cells. One split's test part holds a few hundred to a few thousand questions, so differences in the third
+decimal of AUC are within its noise; `--seeds` repeats the whole comparison on independent splits (each seed draws
+the split and seeds the training) and summarises mean, spread and per-split wins. Writes `<out>/<dataset>.json`
+(everything, including the tuned settings and the 2PL diagnostic of the first split) and `<out>/<dataset>.md`
+(tables: the summary over splits, then the first split in detail), and prints the Markdown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from jeirt_lite_training.data import load_dataset
+from jeirt_lite_training.metrics import ECE_BINS, all_metrics, metrics_by_group, reliability_table
+from jeirt_lite_training.splits import make_split
+from jeirt_lite_training.types import Dataset, Predictor, Responses, Split
+
+from .compare_fit import FIT_NAME, FitHeldOutRun, FitRun, FitWithoutVotesRun
+from .routing_eval import cost_proxies
+from .routing_metrics import router_metrics
+
+METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "logreg", "jeirt_fit", "jeirt", "jeirt_fit_static",
+           "jeirt_fit_no_votes", "jeirt_fit_static_no_votes")
+# jeirt_fit_static (fit --encoder static, the shipped router's recipe) fine-tunes a token table: slow, so asked for.
+# The *_no_votes rows are the same fit runs' routers without their neighbour votes (compare_fit.FitWithoutVotesRun).
+DEFAULT_METHODS = tuple(m for m in METHODS if not m.startswith("jeirt_fit_static"))
+TEST_FRACTION = 0.2  # each split's test part (make_split's default), also `fit`'s --holdout in the fit rows
+
+
+def subset_questions(data: Dataset, keep: np.ndarray) -> Dataset:
+    """The dataset restricted to the question indices `keep` (renumbered in that order); for quick runs."""
+    keep = np.asarray(keep, dtype=np.int64)
+    new_index = np.full(data.n_questions, -1, dtype=np.int64)
+    new_index[keep] = np.arange(len(keep))
+    r = data.responses
+    mask = new_index[r.question] >= 0
+    responses = Responses(new_index[r.question[mask]], r.llm[mask], r.correct[mask])
+    return Dataset(data.name, [data.question_ids[i] for i in keep], [data.texts[i] for i in keep],
+                   np.asarray(data.benchmarks)[keep], np.asarray(data.subjects)[keep], data.llm_names, responses)
+
+
+def tuned_settings(predictor: Predictor) -> dict[str, Any]:
+    """Whatever a method chose on validation (best effort; for the record only)."""
+    out: dict[str, Any] = {}
+    for attr in ("strength", "k", "alpha", "tau", "config", "epochs", "val_log_loss", "best_epoch", "best_val_loss",
+                 "candidates", "selection", "calibration"):
+        value = getattr(predictor, attr, None)
+        if value is None:
+            continue
+        if hasattr(value, "to_dict"):
+            value = value.to_dict()
+        if isinstance(value, (np.floating, np.integer)):
+            value = value.item()
+        out[attr] = value
+    return out
+
+
+def evaluate(data: Dataset, cells: Responses, p: np.ndarray) -> dict[str, Any]:
+    y = cells.correct
+    result: dict[str, Any] = {
+        "overall": all_metrics(y, p),
+        "by_subject": metrics_by_group(y, p, np.asarray(data.subjects)[cells.question]),
+        "reliability": reliability_table(y, p).to_rows(),
+    }
+    benchmarks = np.asarray(data.benchmarks)
+    if len(np.unique(benchmarks)) > 1 and not np.array_equal(benchmarks, np.asarray(data.subjects)):
+        result["by_benchmark"] = metrics_by_group(y, p, np.asarray(data.benchmarks)[cells.question])
+    return result
+
+
+def run_comparison(data: Dataset, split: Split, embeddings: np.ndarray, predictors: Sequence[Predictor],
+                   log: Any = print, costs: np.ndarray | None = None,
+                   checkpoint: Path | None = None) -> dict[str, Any]:
+    """Fit each predictor on the split's train/val cells, score it on the test cells. Works for any Predictor."""
+    if embeddings.shape[0] != data.n_questions:
+        raise ValueError(f"embeddings have {embeddings.shape[0]} rows for {data.n_questions} questions")
+    train, val, test = (split.responses(data, part) for part in ("train", "val", "test"))
+    results: dict[str, Any] = {}
+    for predictor in predictors:
+        log(f"fitting {predictor.name} ...")
+        start = time.perf_counter()
+        predictor.fit(embeddings, train, val, data.n_llms)
+        fit_seconds = time.perf_counter() - start
+        p = np.asarray(predictor.predict_proba(embeddings, test.question, test.llm), dtype=np.float64)
+        if p.shape != (len(test),):
+            raise ValueError(f"{predictor.name}: predict_proba returned shape {p.shape}, expected ({len(test)},)")
+        p_val = np.asarray(predictor.predict_proba(embeddings, val.question, val.llm), dtype=np.float64)
+        results[predictor.name] = {
+            "fit_seconds": fit_seconds,
+            "tuned": tuned_settings(predictor),
+            "val": all_metrics(val.correct, p_val),
+            "test": evaluate(data, test, p),
+        }
+        extra = router_metrics(test.question, test.llm, test.correct, p, costs)
+        overall = results[predictor.name]["test"]["overall"]
+        overall.update({k: v for k, v in extra.items() if k != "routing"})
+        if "routing" in extra:
+            overall["aiq"] = extra["routing"]["aiq"]
+            overall["routed_llms_max"] = extra["routing"]["distinct_llms_max"]  # kept per split by --seeds/--merge
+            results[predictor.name]["test"]["routing"] = extra["routing"]
+        o = results[predictor.name]["test"]["overall"]
+        log(f"  {predictor.name}: test AUC {o['auc']:.3f}  log-loss {o['log_loss']:.3f}  ({fit_seconds:.0f} s)")
+        if checkpoint is not None:  # what is done so far survives a run that is cut short
+            checkpoint.write_text(json.dumps(results, indent=1, default=float))
+    return {
+        "dataset": data.name,
+        "n_llms": data.n_llms,
+        "n_questions": data.n_questions,
+        "split": {"train": len(split.train), "val": len(split.val), "test": len(split.test),
+                  "train_cells": len(train), "val_cells": len(val), "test_cells": len(test)},
+        "ece_bins": ECE_BINS,
+        "methods": results,
+    }
+
+
+def _fmt(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x:.3f}"
+
+
+def summarise_seeds(per_seed: dict[int, dict[str, Any]], reference: str = FIT_NAME) -> dict[str, Any]:
+    """Mean and sample sd of each method's test metrics over splits, and how often `reference` beats it.
+
+    "Beats" is per split and per metric: a higher AUC, a lower log-loss. The paired difference (reference minus
+    method, averaged over splits) is reported too, since the splits share nothing but the data.
+    """
+    methods = list(next(iter(per_seed.values()))["methods"])
+    metrics = ("accuracy", "auc", "log_loss", "brier", "ece", "within_question_auc", "per_llm_auc", "aiq",
+               "routed_llms_max")
+    # values[name][metric]: one number per split, in the order of per_seed (NaN where a run did not measure it)
+    values = {name: {metric: np.array([result["methods"][name]["test"]["overall"].get(metric, np.nan)
+                                       for result in per_seed.values()]) for metric in metrics}
+              for name in methods}
+    summary: dict[str, Any] = {"seeds": sorted(per_seed), "methods": {}}
+    for name in methods:
+        rows = values[name]
+        entry: dict[str, Any] = {}
+        for metric, column in rows.items():
+            entry[metric] = {"mean": float(column.mean()),
+                             "sd": float(column.std(ddof=1)) if len(column) > 1 else float("nan")}
+        used = rows["routed_llms_max"][np.isfinite(rows["routed_llms_max"])]
+        entry["routed_llms_range"] = [int(used.min()), int(used.max())] if len(used) else None
+        if reference in methods and name != reference:
+            ref = values[reference]
+            entry["reference_better"] = {"auc": int((ref["auc"] > rows["auc"]).sum()),
+                                         "log_loss": int((ref["log_loss"] < rows["log_loss"]).sum())}
+            diffs = {"auc": ref["auc"] - rows["auc"], "log_loss": ref["log_loss"] - rows["log_loss"]}
+            entry["reference_minus_method"] = {metric: float(d.mean()) for metric, d in diffs.items()}
+            # Standard error of the mean paired difference: the splits are independent draws of the same data.
+            entry["reference_minus_method_se"] = {
+                metric: float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
+                for metric, d in diffs.items()
+            }
+        summary["methods"][name] = entry
+    return summary
+
+
+def seeds_markdown(dataset: str, summary: dict[str, Any], reference: str = FIT_NAME) -> str:
+    seeds = summary["seeds"]
+    lines = [
+        f"## {dataset}: test metrics over {len(seeds)} splits (seeds {', '.join(map(str, seeds))})",
+        "",
+        (f"Mean ± sd over splits. The last columns: on how many splits {reference} has the higher AUC / the lower "
+         f"log-loss than the method, and the mean paired difference ({reference} minus the method) ± its standard "
+         "error over splits."),
+        "",
+        f"| method | accuracy | AUC | log-loss | ECE | {reference} better (AUC / log-loss) | Δ AUC | Δ log-loss |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, entry in summary["methods"].items():
+        def pm(metric: str, entry: dict[str, Any] = entry) -> str:
+            return f"{entry[metric]['mean']:.4f} ± {entry[metric]['sd']:.4f}"
+
+        if "reference_better" in entry:
+            wins, diff, se = entry["reference_better"], entry["reference_minus_method"], entry["reference_minus_method_se"]
+            extra = (f"{wins['auc']}/{len(seeds)} / {wins['log_loss']}/{len(seeds)} | {diff['auc']:+.4f} ± "
+                     f"{se['auc']:.4f} | {diff['log_loss']:+.4f} ± {se['log_loss']:.4f}")
+        else:
+            extra = "| |"
+        lines.append(f"| {name} | {entry['accuracy']['mean']:.3f} | {pm('auc')} | {pm('log_loss')} | "
+                     f"{entry['ece']['mean']:.3f} | {extra} |")
+    lines += ["", ("What a router uses (experiments/routing_metrics.py): the AUC within each question (the order of the "
+                   "LLMs), the mean per-LLM AUC (the order of the questions), and the area under the accuracy–cost "
+                   "curve (AIQ) of routing by P − λ·cost among the LLMs with a cost proxy; mean ± sd over splits."),
+              "", "| method | within-question AUC | per-LLM AUC | AIQ | LLMs used (most over λ; range over splits) |",
+              "|---|---:|---:|---:|---:|"]
+    for name, entry in summary["methods"].items():
+        cells = [f"{entry[m]['mean']:.4f} ± {entry[m]['sd']:.4f}" if not math.isnan(entry[m]["mean"]) else "n/a"
+                 for m in ("within_question_auc", "per_llm_auc", "aiq")]
+        used = entry.get("routed_llms_range")
+        cells.append(f"{used[0]}–{used[1]}" if used else "n/a")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def to_markdown(result: dict[str, Any]) -> str:
+    s = result["split"]
+    lines = [
+        f"## {result['dataset']}: test metrics",
+        "",
+        (f"{result['n_llms']} LLMs, {result['n_questions']} questions; split by question (identical texts together, "
+        f"stratified by subject): train {s['train']} / val {s['val']} / test {s['test']} questions, "
+        f"{s['test_cells']} test cells. ECE with {result['ece_bins']} equal-width bins; accuracy at p >= 0.5."),
+        "",
+        "| method | accuracy | AUC | log-loss | Brier | ECE | fit s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, r in result["methods"].items():
+        o = r["test"]["overall"]
+        lines.append(f"| {name} | {_fmt(o['accuracy'])} | {_fmt(o['auc'])} | {_fmt(o['log_loss'])} | "
+                     f"{_fmt(o['brier'])} | {_fmt(o['ece'])} | {r['fit_seconds']:.0f} |")
+    for group_key, title in (("by_subject", "subject"), ("by_benchmark", "benchmark")):
+        # rows filled in by --reuse carry overall metrics only
+        names = [n for n, r in result["methods"].items() if group_key in r["test"]]
+        if not names:
+            continue
+        first = result["methods"][names[0]]
+        for metric in ("auc", "log_loss"):
+            lines += ["", f"### Test {metric.replace('_', '-')} per {title}", "",
+                      f"| {title} | cells | " + " | ".join(names) + " |",
+                      "|---|---:|" + "---:|" * len(names)]
+            for group, values in first["test"][group_key].items():
+                row = [_fmt(result["methods"][n]["test"][group_key][group][metric]) for n in names]
+                lines.append(f"| {group} | {int(values['n'])} | " + " | ".join(row) + " |")
+    if "diagnostic_2pl" in result:
+        d = result["diagnostic_2pl"]
+        f = d["subject_order_flips"]
+        lines += ["", "### Plain 2PL on the training matrix (diagnostic)", "",
+                  (f"{d['items']} items: {100 * d['share_negative_a']:.1f}% negative discrimination, "
+                  f"{100 * d['share_abs_a_below_0.1']:.1f}% with |a| < 0.1 (theta standardised to sd 1), "
+                  f"median a {d['median_a']:.2f}. LLM pairs whose order flips between subjects by at least "
+                  f"{f['margin']:.2f} accuracy each way: {f['flipping_pairs']} of {f['pairs']}."), ""]
+        lines += [f"- {e}" for e in f["examples"]]
+    return "\n".join(lines) + "\n"
+
+
+def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str, Any] | None = None, *,
+                    data: Dataset | None = None, threads: int = 1, log: Any = lambda _: None) -> list[Predictor]:
+    """The methods' predictors for split `seed`. The fit rows (jeirt_fit, jeirt_fit_static) run `python -m jeirt_lite_training
+    fit` on `data` (experiments.compare_fit); with jeirt_fit asked for and no `jeirt_hyper`, the tuned row (jeirt) is
+    fit's own held-out run of the chosen setting instead of a second choice."""
+    from jeirt_lite_training.choose import TunedJeirt
+
+    from .baselines import EmbedLlmMF, KnnPerLlm, LlmAccuracy, TextMirt
+    from .baselines.logreg import LogisticPerLlm
+    from .baselines.torch_fit import FitSettings
+
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise SystemExit(f"unknown method {unknown[0]!r}; known: {', '.join(METHODS)}")
+    fit_runs: dict[str, FitRun] = {}
+    for method, extra in (("jeirt_fit", ()), ("jeirt_fit_static", ("--encoder", "static"))):
+        if method in methods or f"{method}_no_votes" in methods:
+            if data is None:
+                raise ValueError(f"{method} runs fit on the dataset: pass data")
+            fit_runs[method] = FitRun(data, seed, test_fraction=TEST_FRACTION, threads=threads, extra=extra, log=log)
+    made: list[Predictor] = []
+    for method in methods:
+        if method == "llm_accuracy":
+            made.append(LlmAccuracy())
+        elif method == "knn":
+            made.append(KnnPerLlm())
+        elif method == "embedllm_mf":
+            made.append(EmbedLlmMF(settings=FitSettings(seed=seed)))
+        elif method == "mirt_text":
+            made.append(TextMirt(settings=FitSettings(seed=seed)))
+        elif method == "logreg":
+            made.append(LogisticPerLlm())
+        elif method == "jeirt":
+            made.append(FitHeldOutRun(fit_runs["jeirt_fit"]) if "jeirt_fit" in fit_runs and not jeirt_hyper
+                        else TunedJeirt(seed=seed, **(jeirt_hyper or {})))
+        elif method.endswith("_no_votes"):
+            made.append(FitWithoutVotesRun(fit_runs[method.removesuffix("_no_votes")]))
+        else:
+            made.append(fit_runs[method])
+    return made
+
+
+def get_embeddings(data: Dataset, args: argparse.Namespace, split: Split | None = None) -> np.ndarray:
+    """The frozen embeddings every method gets. The static encoder's token frequencies come from the split's
+    training and validation texts, so it is distilled once per split."""
+    if args.encoder == "static":
+        from jeirt_lite_training.static_router import static_embeddings
+
+        assert split is not None
+        return static_embeddings(data, np.concatenate([split.train, split.val]))[1]
+    if args.random_embeddings:
+        rng = np.random.default_rng(args.seed)
+        return rng.standard_normal((data.n_questions, args.random_embeddings)).astype(np.float32)
+    from jeirt_lite_training.embeddings import embed_dataset
+
+    kwargs: dict[str, Any] = {}
+    if args.encoder:
+        kwargs["encoder"] = args.encoder
+    return np.asarray(embed_dataset(data, **kwargs), dtype=np.float32)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Compare JE-IRT and the baselines on one split.")
+    parser.add_argument("--data", type=Path, help="data folder or table (see jeirt_lite_training.data); required unless --merge")
+    parser.add_argument("--embeddings-cache", type=Path, help="embedding cache folder (sets JEIRT_CACHE)")
+    parser.add_argument("--encoder", default=None, help="frozen encoder name (default: the project's)")
+    parser.add_argument("--methods", default=",".join(DEFAULT_METHODS), help=f"comma list from {','.join(METHODS)}")
+    parser.add_argument("--seed", type=int, default=0, help="split and training seed")
+    parser.add_argument("--seeds", default=None,
+                        help="comma list of seeds: repeat everything on each split and summarise (overrides --seed)")
+    parser.add_argument("--out", type=Path, default=Path("bench_results/compare"))
+    parser.add_argument("--max-questions", type=int, default=0, help="random subset of questions (quick runs)")
+    parser.add_argument("--random-embeddings", type=int, default=0, help="D: random embeddings (plumbing tests)")
+    parser.add_argument("--no-2pl", action="store_true", help="skip the plain 2PL diagnostic")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--jeirt-hyper", help='extra JE-IRT settings as JSON, e.g. \'{"llm_lr_scale": 30}\'')
+    parser.add_argument("--checkpoint", type=Path, help="rewrite the results so far to this JSON after each method")
+    parser.add_argument("--reference", default=FIT_NAME, help="the method the summary compares the others with")
+    parser.add_argument("--merge", type=Path, nargs="+",
+                        help="only summarise these result JSONs (one split each, e.g. run in parallel) into --out")
+    parser.add_argument("--reuse", type=Path, metavar="JSON",
+                        help="with --merge: an earlier summarised result whose --reuse-methods rows fill in the "
+                        "splits that did not run them (the same split seeds; marked as reused)")
+    parser.add_argument("--reuse-methods", default="", help="comma list of method names for --reuse")
+    args = parser.parse_args(argv)
+    if args.merge:
+        runs = [json.loads(path.read_text()) for path in args.merge]
+        per_seed = {int(run["settings"]["seed"]): run for run in runs}
+        if args.reuse:
+            reuse_rows(per_seed, json.loads(args.reuse.read_text()), [m for m in args.reuse_methods.split(",") if m],
+                       str(args.reuse))
+        first = runs[0]
+        first["settings"]["seeds"] = sorted(per_seed)
+        return write_report(first, per_seed, args.out, args.reference)
+    if args.data is None:
+        parser.error("--data is required (unless --merge)")
+    if args.embeddings_cache:
+        os.environ["JEIRT_CACHE"] = str(args.embeddings_cache)
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    data = load_dataset(args.data)
+    if args.max_questions and args.max_questions < data.n_questions:
+        keep = np.sort(np.random.default_rng(args.seed).choice(data.n_questions, args.max_questions, replace=False))
+        data = subset_questions(data, keep)
+    seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else [args.seed]
+    embeddings = None if args.encoder == "static" else get_embeddings(data, args)
+    jeirt_hyper = json.loads(args.jeirt_hyper) if args.jeirt_hyper else None
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    per_seed: dict[int, dict[str, Any]] = {}
+    priced = cost_proxies(data.llm_names)
+    costs = np.array([priced.get(name, np.nan) for name in data.llm_names], dtype=np.float64)
+    def log(line: str) -> None:
+        print(line, file=sys.stderr)
+
+    for seed in seeds:
+        log(f"split seed {seed}:")
+        split = make_split(data, seed=seed, test_fraction=TEST_FRACTION)
+        predictors = make_predictors(methods, seed, jeirt_hyper, data=data, threads=args.threads, log=log)
+        per_seed[seed] = run_comparison(data, split, get_embeddings(data, args, split) if embeddings is None
+                                        else embeddings, predictors, log=log, costs=costs, checkpoint=args.checkpoint)
+    result = per_seed[seeds[0]]  # the first split, in full detail
+    result["settings"] = {"seed": seeds[0], "seeds": seeds, "max_questions": args.max_questions,
+                          "embeddings": f"random {args.random_embeddings}-d" if args.random_embeddings
+                          else (args.encoder or "default encoder"),
+                          "torch_threads": args.threads, "python": platform.python_version(),
+                          "cpu_count": os.cpu_count()}
+    if not args.no_2pl:
+        from .baselines.irt2pl import two_pl_diagnostic
+
+        print("fitting the plain 2PL diagnostic ...", file=sys.stderr)
+        result["diagnostic_2pl"] = two_pl_diagnostic(data, make_split(data, seed=seeds[0]).responses(data, "train"))
+    return write_report(result, per_seed, args.out, args.reference)
+
+
+def reuse_rows(per_seed: dict[int, dict[str, Any]], earlier: dict[str, Any], methods: Sequence[str],
+               source: str) -> None:
+    """Add `methods`' per-split test rows from an earlier summarised result to the splits that lack them (a
+    method whose code did not change need not be trained again on the same split). Refused where the earlier
+    result lacks the split or the method, or where its split differs (another number of test cells)."""
+    if not methods:
+        raise SystemExit("--reuse needs --reuse-methods")
+    for seed, run in per_seed.items():
+        stored = earlier.get("per_seed", {}).get(str(seed), {})
+        for method in methods:
+            if method in run["methods"]:
+                continue
+            if method not in stored:
+                raise SystemExit(f"{source} has no {method!r} on split seed {seed}")
+            row = stored[method]
+            if row["test"].get("n") != run["split"]["test_cells"]:
+                raise SystemExit(f"{source}: split seed {seed} has {row['test'].get('n')} test cells, this run "
+                                 f"{run['split']['test_cells']}: not the same split")
+            run["methods"][method] = {"fit_seconds": float("nan"), "tuned": row["tuned"], "val": row["val"],
+                                      "test": {"overall": row["test"]}, "reused_from": source}
+
+
+def write_report(result: dict[str, Any], per_seed: dict[int, dict[str, Any]], out: Path, reference: str) -> int:
+    """Write <out>/<dataset>.json and .md: `result` (the first split in detail) plus the summary over splits."""
+    seeds = sorted(per_seed)
+    name = result["dataset"]
+    if len(seeds) > 1:
+        result["over_seeds"] = summarise_seeds(per_seed, reference)
+        result["per_seed"] = {str(seed): {m: {"tuned": r["tuned"], "val": r["val"], "test": r["test"]["overall"],
+                                              **({"reused_from": r["reused_from"]} if "reused_from" in r else {})}
+                                          for m, r in per_seed[seed]["methods"].items()} for seed in seeds}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(result, indent=1, default=float))
+    markdown = to_markdown(result)
+    if "over_seeds" in result:
+        markdown = seeds_markdown(name, result["over_seeds"], reference) + "\n" + markdown.replace(
+            f"## {name}: test metrics", f"## {name}: test metrics on the first split (seed {seeds[0]})", 1)
+    (out / f"{name}.md").write_text(markdown)
+    print(markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

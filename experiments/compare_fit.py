@@ -1,0 +1,151 @@
+"""`python -m jeirt_lite_training fit` as rows of experiments.compare: fit's own parser and defaults (jeirt_lite_training.__main__), fit's
+own checks and choose-then-refit code (`fit_options`, jeirt_lite_training.pipeline.choose_refit_and_export), run on the
+comparison's split. Nothing of fit's recipe is restated here, so a change to fit's defaults reaches the comparison.
+
+`FitRun` on split seed S is what `python -m jeirt_lite_training fit --data DIR --holdout 0.2 --split-seed S --seed S` does:
+settings and schedule chosen on the validation part, the model refitted on training + validation, the calibration
+fitted on the held-out predictions, then scored on the test part it never saw. Its test predictions come from the
+router's own encoder (frozen transformer, or a static table, fine-tuned or not), whatever embeddings the comparison
+gives the baselines.
+
+`FitHeldOutRun` is the same run without the refit: the chosen setting as it was trained on the training part only
+(early-stopped on validation, no calibration): the "tuned" row, at no extra cost.
+
+`FitWithoutVotesRun` is the same router without its neighbour votes: what `fit --no-neighbours` writes on the same
+split (the choice and the refit come before the votes and do not depend on them; the calibration is refitted on the
+held-out logits without them), a paired ablation at no extra cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from jeirt_lite_training.types import Dataset, Responses
+
+FIT_NAME = "JE-IRT fit"
+WITHOUT_VOTES_SUFFIX = "without neighbour votes"
+HELDOUT_NAME = "JE-IRT tuned (fit's choice, training part only)"
+
+
+def fit_arguments(split_seed: int, test_fraction: float, threads: int, extra: Sequence[str] = ()) -> Any:
+    """fit's parsed options for one comparison split: its defaults, then `extra` (e.g. --encoder static), then the
+    split (the comparison's test part becomes fit's --holdout) and the seeds."""
+    from jeirt_lite_training.__main__ import fit_parser
+
+    parser = fit_parser("python -m jeirt_lite_training fit", preset={"data": None, "out": None})
+    return parser.parse_args([*extra, "--holdout", str(test_fraction), "--split-seed", str(split_seed),
+                              "--seed", str(split_seed), "--threads", str(threads)])
+
+
+class FitRun:
+    """A Predictor for experiments.compare that runs fit (see the module's docstring)."""
+
+    def __init__(self, data: Dataset, split_seed: int, *, test_fraction: float, threads: int,
+                 extra: Sequence[str] = (), log: Callable[[str], None] = lambda _: None) -> None:
+        self.data, self.split_seed, self.test_fraction = data, split_seed, test_fraction
+        self.threads, self.extra, self.log = threads, tuple(extra), log
+        self.name = " ".join([FIT_NAME, *self.extra])
+        self.result: Any = None
+        self.prep: Any = None
+        self.selection: dict[str, Any] = {}
+        self.calibration: dict[str, Any] | None = None
+        self.config: Any = None
+        self.options: dict[str, Any] = {}
+        self.fitted_on: tuple[Responses, Responses] | None = None
+
+    def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> FitRun:
+        """Run fit on the split, unless it has already run on these very cells (its held-out row asked first)."""
+        from jeirt_lite_training.__main__ import fit_options
+        from jeirt_lite_training.pipeline import choose_refit_and_export, prepare_split
+        from jeirt_lite_training.splits import make_split
+
+        if self.fitted_on is not None and self.fitted_on[0] is train and self.fitted_on[1] is val:
+            return self
+
+        args = fit_arguments(self.split_seed, self.test_fraction, self.threads, self.extra)
+        options = fit_options(args)
+        split = make_split(self.data, seed=args.split_seed, val_fraction=args.val_fraction,
+                           test_fraction=args.holdout)
+        prep = prepare_split(self.data, split, split_seed=args.split_seed, encoder=args.encoder,
+                             max_length=args.max_length, progress=False, source=self.data.name)
+        _check_same_questions(prep, train, val, n_llms)
+        self.prep, self.options = prep, options
+        self.result = choose_refit_and_export(prep, None, log=self.log, progress=False, **options)
+        self.selection = self.result.extra["selection"]
+        self.calibration = self.result.extra["calibration"]
+        self.config = self.result.predictor.config
+        self.fitted_on = (train, val)
+        return self
+
+    def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
+        if self.result is None:
+            raise RuntimeError("fit first")
+        return _calibrated(self.result.logits(question, llm), llm, self.calibration)
+
+
+class FitHeldOutRun:
+    """The chosen setting's held-out run of a FitRun (trained on the training part, early-stopped on validation,
+    the frozen encoder; no refit, no calibration). Fits the FitRun first if it has not run on these cells."""
+
+    name = HELDOUT_NAME
+
+    def __init__(self, run: FitRun) -> None:
+        self.run = run
+        self.config: Any = None
+
+    def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> FitHeldOutRun:
+        self.run.fit(embeddings, train, val, n_llms)
+        self.config = self.run.result.selection.predictors[0].config
+        return self
+
+    def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
+        if self.run.result is None:
+            raise RuntimeError("fit first")
+        held_out = self.run.result.selection.predictors[0]
+        return np.asarray(held_out.predict_proba(self.run.prep.embeddings, question, llm))
+
+
+class FitWithoutVotesRun:
+    """A FitRun's router without its neighbour votes (see the module's docstring). Fits the FitRun first if it has
+    not run on these cells."""
+
+    def __init__(self, run: FitRun) -> None:
+        self.run = run
+        self.name = f"{run.name}, {WITHOUT_VOTES_SUFFIX}"
+        self.config: Any = None
+        self.calibration: dict[str, Any] | None = None
+
+    def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> FitWithoutVotesRun:
+        from jeirt_lite_training.pipeline import heldout_calibration
+
+        self.run.fit(embeddings, train, val, n_llms)
+        self.config = self.run.config
+        selection = self.run.result.selection
+        self.calibration = heldout_calibration(selection, selection.heldout_logits, n_llms,
+                                               self.run.options["calibration"])
+        return self
+
+    def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
+        if self.run.result is None:
+            raise RuntimeError("fit first")
+        return _calibrated(self.run.result.logits(question, llm, votes=False), llm, self.calibration)
+
+
+def _calibrated(logits: np.ndarray, llm: np.ndarray, calibration: dict[str, Any] | None) -> np.ndarray:
+    from jeirt_lite_training.calibration import apply_calibration
+
+    if calibration is None:
+        return np.asarray(1.0 / (1.0 + np.exp(-logits)))
+    return np.asarray(apply_calibration(logits, llm, calibration))
+
+
+def _check_same_questions(prep: Any, train: Responses, val: Responses, n_llms: int) -> None:
+    """fit must learn from exactly the comparison's training + validation questions (and so never from its test
+    part): otherwise its row would not be comparable, or worse, would have seen test questions."""
+    ours = np.unique(np.concatenate([prep.train.question, prep.val.question]))
+    theirs = np.unique(np.concatenate([train.question, val.question]))
+    if prep.data.n_llms != n_llms or not np.array_equal(ours, theirs):
+        raise ValueError("fit's split differs from the comparison's: the fit rows need the same test part "
+                         "(fit's --holdout and --val-fraction against the comparison's split)")

@@ -1,0 +1,188 @@
+"""How add_llm weighs its fits, compared on draws kept apart from the reported ones.
+
+    python -m experiments.onboarding_weighting --setup static_zeroeval --seeds 3,4,5 \
+        --out docs/results/weighting_static_zeroeval.json
+    python -m experiments.onboarding_weighting --setup in_domain --fractions 0.01 --seeds 14-45 \
+        --out docs/results/weighting_in_domain_1pct.json
+
+For every draw of a setup (the protocols of experiments.onboarding_ood and experiments.onboarding_eval, with other seeds),
+the cross-validated held-out logits of every (router scale, ridge strength) of add_llm's grid and each fit's logits
+on the scored questions are computed once; each rule then turns the held-out logits into weights over the grid and
+is scored by the AUC of the weighted logits on the scored questions, against the vector alone (mean ± standard
+error over the draws):
+
+* `simplest`: the simplest fit within one standard error of the best (two for the router's own kind of question);
+* `average`: every fit weighted by exp of its held-out log-likelihood (pseudo-Bayesian model averaging);
+* `average_half_alone`: the same with half the prior mass on the vector alone;
+* `hybrid` (add_llm's rule): `simplest` for the router's own kind of question, `average` otherwise.
+
+Setups: static_zeroeval (the shipped router → zeroeval), static_mmlu (JE-IRT on zeroeval over the shipped encoder →
+MMLU-Pro), minilm_zeroeval (JE-IRT on MMLU-Pro over MiniLM → zeroeval), in_domain (the held-out MMLU-Pro LLMs of
+experiments.onboarding_runs, whose runs must exist).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from jeirt_lite._corrections import (
+    DEFAULT_FOLDS,
+    DEFAULT_ROUTER_SCALES,
+    DEFAULT_STRENGTHS,
+    VECTOR_ALONE,
+    Choice,
+    _cross_validated,
+    _design,
+    _standardised_design,
+    base_logits,
+    evidence_weights,
+    like_the_routers_share,
+    log_likelihoods,
+    ridge_logistic,
+    sigmoid,
+    simplest_within,
+)
+from jeirt_lite._onboarding import DEFAULT_L2, fit_llm_vector
+from jeirt_lite_training.metrics import roc_auc
+
+RULES = ("simplest", "average", "average_half_alone", "hybrid")
+
+
+def grid_draw(q: np.ndarray, f: np.ndarray, y: np.ndarray, prior: np.ndarray, q2: np.ndarray, f2: np.ndarray,
+              seed: int) -> tuple[dict[Choice, np.ndarray], dict[Choice, np.ndarray]]:
+    """(held-out logits, logits on the scored questions) of every fit of the grid, as add_llm computes them."""
+    q, y, q2 = q.astype(np.float64), y.astype(np.float64), q2.astype(np.float64)
+    design, center, scale = _standardised_design(f, len(y))
+    scored = _design(f2.astype(np.float64), center, scale)
+    held_out = _cross_validated(q, design, y, prior.astype(np.float64), DEFAULT_L2, DEFAULT_STRENGTHS,
+                                DEFAULT_ROUTER_SCALES, DEFAULT_FOLDS, seed)
+    m = fit_llm_vector(q, y, prior_mean=prior, l2=DEFAULT_L2).astype(np.float64)
+    base, base2 = base_logits(q, m), base_logits(q2, m)
+    test = {VECTOR_ALONE: base2}
+    for s in DEFAULT_ROUTER_SCALES:
+        for strength in (a for a in DEFAULT_STRENGTHS if np.isfinite(a)):
+            test[(s, strength)] = scored @ ridge_logistic(design, y, s * base, strength) + s * base2
+    return held_out, test
+
+
+def rule_weights(rule: str, y: np.ndarray, held_out: dict[Choice, np.ndarray], like: bool) -> dict[Choice, float]:
+    if rule == "simplest" or (rule == "hybrid" and like):
+        return {simplest_within(y, held_out, 2.0 if like else 1.0): 1.0}
+    if rule in ("average", "hybrid"):
+        return evidence_weights(y, held_out)
+    if rule == "average_half_alone":
+        choices = list(held_out)
+        prior = np.array([0.5 if c == VECTOR_ALONE else 0.5 / (len(choices) - 1) for c in choices])
+        evidence = np.array([log_likelihoods(y, held_out[c]).sum() for c in choices]) + np.log(prior)
+        weights = np.exp(evidence - evidence.max())
+        return dict(zip(choices, (weights / weights.sum()).tolist()))
+    raise ValueError(f"unknown rule {rule!r}")
+
+
+def draws(setup: str, seeds: list[int], fractions: list[float]) -> list[dict[str, Any]]:
+    """Per draw: the rules' AUC on the scored questions and the vector alone's."""
+    out = []
+    for key, q, f, y, flags, q2, f2, y2, prior, seed in _setup_draws(setup, seeds, fractions):
+        held_out, test = grid_draw(q, f, y, prior, q2, f2, seed)
+        like = bool(np.mean(flags) >= like_the_routers_share(len(y)))
+        row: dict[str, Any] = {"draw": key, "answers": len(y), "like_router": like,
+                               "vector": roc_auc(y2, sigmoid(test[VECTOR_ALONE]))}
+        for rule in RULES:
+            weights = rule_weights(rule, y.astype(np.float64), held_out, like)
+            row[rule] = roc_auc(y2, sigmoid(sum(w * test[c] for c, w in weights.items())))  # type: ignore[arg-type]
+        out.append(row)
+    return out
+
+
+def _setup_draws(setup: str, seeds: list[int], fractions: list[float]):  # type: ignore[no-untyped-def]
+    from jeirt_lite import Router
+    from jeirt_lite_training.data import load_dataset
+    from jeirt_lite_training.splits import make_split
+
+    from .onboarding_ood import _cells, question_side
+
+    if setup == "in_domain":
+        from jeirt_lite_training.pipeline import prepare
+
+        from .onboarding_methods import alignment_flags
+        from .onboarding_runs import REPO_ROOT
+
+        prep = prepare(REPO_ROOT / "data" / "mmlu_pro", split_seed=0, progress=False)
+        held = np.load(REPO_ROOT / ".scratch" / "runs" / "heldout.npz")
+        qv, prior = held["question_vectors"], held["llm_vectors"].mean(axis=0)
+        flags = alignment_flags(qv[prep.split.train], qv[prep.split.val], qv)
+        kept = set(held["kept"].tolist())
+        split = make_split(prep.data, seed=0)
+        train, test = split.responses(prep.data, "train"), split.responses(prep.data, "test")
+        for llm in (k for k in range(prep.data.n_llms) if k not in kept):
+            tq, ty = _cells(train, llm)
+            sq, sy = _cells(test, llm)
+            for fraction in fractions:
+                for seed in seeds:
+                    pick = np.random.default_rng(seed).choice(len(ty), max(2, round(fraction * len(ty))), replace=False)
+                    g = tq[pick]
+                    yield ([prep.data.llm_names[llm], fraction, seed], qv[g], prep.embeddings[g], ty[pick], flags[g],
+                           qv[sq], prep.embeddings[sq], sy, prior, seed)
+        return
+    encoder, target = setup.split("_")
+    data = load_dataset(Path("data") / ("zeroeval_crux_gsm_math" if target == "zeroeval" else "mmlu_pro"))
+    train_on = None if setup == "static_zeroeval" else Path(
+        "data/mmlu_pro" if target == "zeroeval" else "data/zeroeval_crux_gsm_math")
+    router = Router.load(threads=1) if encoder == "static" else None
+    q, f, prior, _, _, flags, _ = question_side(router, data, train_on, False, encoder)
+    for llm in range(data.n_llms):
+        questions, y = _cells(data.responses, llm)
+        for seed in seeds:
+            order = np.random.default_rng(seed).permutation(len(y))
+            n = max(2, round(0.1 * len(y)))
+            given, scored = questions[order[:n]], questions[order[n:]]
+            if len(set(y[order[:n]])) < 2 or len(set(y[order[n:]])) < 2:
+                continue
+            yield ([data.llm_names[llm], seed], q[given], f[given], y[order[:n]], flags[given], q[scored], f[scored],
+                   y[order[n:]], prior, seed)
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {"draws": len(rows), "vector": float(np.mean([r["vector"] for r in rows]))}
+    for rule in RULES:
+        diff = np.array([r[rule] - r["vector"] for r in rows])
+        se = float(diff.std(ddof=1) / np.sqrt(len(diff))) if len(diff) > 1 else float("nan")
+        out[rule] = {"auc": float(np.mean([r[rule] for r in rows])), "minus_vector": float(diff.mean()), "se": se}
+    return out
+
+
+def _seeds(text: str) -> list[int]:
+    if "-" in text:
+        low, high = (int(part) for part in text.split("-"))
+        return list(range(low, high + 1))
+    return [int(s) for s in text.split(",")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--setup", choices=("static_zeroeval", "static_mmlu", "minilm_zeroeval", "in_domain"),
+                        required=True)
+    parser.add_argument("--seeds", required=True, help="draw seeds: 3,4,5 or 14-45 (keep them apart from the reported)")
+    parser.add_argument("--fractions", default="0.05,0.1,0.25", help="in_domain only: fractions of the answers")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    fractions = [float(x) for x in args.fractions.split(",")]
+    rows = draws(args.setup, _seeds(args.seeds), fractions)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(f"{row['draw'][1]:g}" if args.setup == "in_domain" else "all", []).append(row)
+    result = {"setup": {"setup": args.setup, "seeds": args.seeds, "rules": list(RULES)},
+              "summary": {name: summary(group) for name, group in groups.items()}, "rows": rows}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result["summary"], indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

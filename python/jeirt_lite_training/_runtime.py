@@ -1,0 +1,28 @@
+"""The one module through which the training library takes what it needs from the runtime package, jeirt_lite: the
+router folder it writes (Router, save_artifact, file names), the table readers and their vocabulary, the neighbour
+search its votes share with routing, the alignment reference and the record of training questions.
+
+Training writes what the runtime reads, so it must use the runtime's own definitions rather than copies; keeping
+every such import here shows in one place which private parts of jeirt_lite the training library depends on.
+"""
+
+from __future__ import annotations
+
+from jeirt_lite import JeirtError, Router
+from jeirt_lite import _alignment as alignment
+from jeirt_lite._io.formats import table_format
+from jeirt_lite._io.outputs import refuse_inputs
+from jeirt_lite._io.tables import read_table
+from jeirt_lite._io.vocabulary import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS
+from jeirt_lite._neighbours import NOT_ASKED, NeighbourVotes, neighbour_sums, smoothed, unit_rows, vote_logits
+from jeirt_lite._onnx_external import safetensors_layout
+from jeirt_lite._training_questions import normalise_question, training_question_set
+from jeirt_lite.analysis._router_split import router_test_question_ids
+from jeirt_lite.artifact import ENCODER_FILE, STATIC_ENCODER_FILE, save_artifact
+
+__all__ = [
+    "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "NOT_ASKED", "STATIC_ENCODER_FILE", "TRUE_LABELS", "JeirtError",
+    "NeighbourVotes", "Router", "alignment", "neighbour_sums", "normalise_question", "read_table", "refuse_inputs", "router_test_question_ids",
+    "safetensors_layout", "save_artifact", "smoothed", "table_format", "training_question_set", "unit_rows",
+    "vote_logits",
+]

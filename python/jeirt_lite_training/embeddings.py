@@ -1,0 +1,146 @@
+"""Frozen-encoder embeddings, computed once and cached on disk.
+
+Cache layout: `<cache>/<encoder>__len<max_length>/shard-*.npz`, <cache> being $JEIRT_CACHE, else
+`~/.cache/jeirt-lite/embeddings` (under $XDG_CACHE_HOME when set). Each shard holds `keys` (sha256 hex of the text,
+utf-8) and `vectors` (float32). Shards are written atomically (temp file + rename) and never modified, so
+several processes can read while one writes, and an interrupted build keeps what it had finished.
+
+Run as a script to fill the cache for whole data folders:
+    python -m jeirt_lite_training.embeddings data/mmlu_pro data/zeroeval_crux_gsm_math
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, encode_batch, get_spec, user_cache_home
+from .types import Dataset
+
+
+def cache_root() -> Path:
+    """$JEIRT_CACHE, else <user cache>/embeddings ($XDG_CACHE_HOME/jeirt-lite or ~/.cache/jeirt-lite)."""
+    return Path(os.environ.get("JEIRT_CACHE") or str(user_cache_home() / "embeddings"))
+
+
+def cache_dir(encoder: str, max_length: int) -> Path:
+    return cache_root() / f"{encoder}__len{max_length}"
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _load_cache(directory: Path) -> dict[str, np.ndarray]:
+    found: dict[str, np.ndarray] = {}
+    if not directory.is_dir():
+        return found
+    for shard in sorted(directory.glob("shard-*.npz")):
+        with np.load(shard, allow_pickle=False) as z:
+            for key, vec in zip(z["keys"].tolist(), z["vectors"]):
+                found[str(key)] = vec
+    return found
+
+
+def _write_shard(directory: Path, keys: list[str], vectors: np.ndarray) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    name = f"shard-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}.npz"
+    tmp = directory / f".{name}.tmp.npz"
+    np.savez(tmp, keys=np.array(keys, dtype="U64"), vectors=vectors.astype(np.float32))
+    os.replace(tmp, directory / name)
+
+
+def embed_texts(
+    texts: Sequence[str],
+    encoder: str = DEFAULT_ENCODER,
+    max_length: int = DEFAULT_MAX_LENGTH,
+    batch_size: int = 16,
+    shard_size: int = 512,
+    progress: bool = False,
+) -> np.ndarray:
+    """(n, D) float32 embeddings of `texts`, reading the cache and computing (and caching) only what is missing.
+
+    Missing texts are encoded sorted by length so each batch pads little; a shard is saved every `shard_size`
+    texts so an interrupted run loses at most that much.
+    """
+    if isinstance(texts, str):
+        raise TypeError("embed_texts takes a list of texts, not one string")
+    spec = get_spec(encoder)
+    directory = cache_dir(encoder, max_length)
+    keys = [text_key(t) for t in texts]
+    cached = _load_cache(directory)
+    todo: dict[str, str] = {}
+    for key, text in zip(keys, texts):
+        if key not in cached and key not in todo:
+            todo[key] = text
+    if todo:
+        order = sorted(todo, key=lambda k: len(todo[k]))
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(order), desc=f"encoding with {encoder}", unit="text")
+        pending_keys: list[str] = []
+        pending_vecs: list[np.ndarray] = []
+        for start in range(0, len(order), batch_size):
+            batch_keys = order[start : start + batch_size]
+            vecs = encode_batch([todo[k] for k in batch_keys], encoder, max_length).numpy()
+            pending_keys += batch_keys
+            pending_vecs.append(vecs)
+            for k, v in zip(batch_keys, vecs):
+                cached[k] = v
+            if bar is not None:
+                bar.update(len(batch_keys))
+            if len(pending_keys) >= shard_size:
+                _write_shard(directory, pending_keys, np.concatenate(pending_vecs))
+                pending_keys, pending_vecs = [], []
+        if pending_keys:
+            _write_shard(directory, pending_keys, np.concatenate(pending_vecs))
+        if bar is not None:
+            bar.close()
+    out = np.stack([cached[k] for k in keys]) if keys else np.zeros((0, spec.embedding_dim), np.float32)
+    return np.ascontiguousarray(out, dtype=np.float32)
+
+
+def embed_dataset(
+    dataset_or_texts: Dataset | Sequence[str],
+    encoder: str = DEFAULT_ENCODER,
+    max_length: int = DEFAULT_MAX_LENGTH,
+    progress: bool = False,
+) -> np.ndarray:
+    """Embeddings of all questions of a Dataset (row i = dataset.texts[i]) or of a list of texts, from the cache."""
+    texts = dataset_or_texts.texts if isinstance(dataset_or_texts, Dataset) else list(dataset_or_texts)
+    return embed_texts(texts, encoder, max_length, progress=progress)
+
+
+def _main(argv: list[str]) -> int:
+    import pandas as pd
+    import torch
+
+    parser = argparse.ArgumentParser(description="Fill the embedding cache for data folders.")
+    parser.add_argument("data_dirs", nargs="+", type=Path)
+    parser.add_argument("--encoder", default=DEFAULT_ENCODER)
+    parser.add_argument("--max-length", type=int, default=DEFAULT_MAX_LENGTH)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    for d in args.data_dirs:
+        texts = pd.read_csv(d / "questions.csv", usecols=["text"])["text"].astype(str).tolist()
+        t0 = time.perf_counter()
+        emb = embed_texts(texts, args.encoder, args.max_length, progress=True)
+        print(
+            f"{d}: {emb.shape} in {time.perf_counter() - t0:.0f}s -> {cache_dir(args.encoder, args.max_length)}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

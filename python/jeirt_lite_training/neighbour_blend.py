@@ -1,0 +1,123 @@
+"""Neighbour votes for a router `fit` writes (jeirt_lite._neighbours): chosen, weighed and kept or dropped on the
+same held-out parts that choose the router's settings (choose.py), never on a test part.
+
+1. Setting. For each (train, validation) part, the vote on each validation question comes from its neighbours
+   among that part's training questions only, by the features that part's run read (a static table fine-tuned on
+   the part gives its own). k, α and τ (the KNN baseline's grid) minimise the vote's own
+   held-out log-loss, summed over the parts.
+2. Weight. A logistic regression of the held-out answers on (the router's held-out logit, the vote's logit, 1)
+   gives the vote's weight relative to the logit (w = b/a); the calibration is then fitted on logit + w·vote.
+3. Kept only if it helps out of sample: the held-out questions are dealt into two halves (grouped by question);
+   the regression with and without the vote is fitted on one half and scored on the other, both ways. The votes
+   are kept when the vote lowers that cross-fitted log-loss and its weight is positive.
+
+The router's table then holds every question it learned from (the refit's), with the features its encoder gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._runtime import NeighbourVotes, unit_rows, vote_logits
+from .metrics import log_loss
+from .types import Responses
+from .votes import PRIOR_STRENGTH, answers_table, smoothed_llm_accuracy, tune_votes
+
+# Above this many questions learned from, fit leaves the votes out: the router would store their features (77 MB at
+# 384 float16 features) and every routed question would be compared with all of them.
+MAX_STORED_QUESTIONS = 100_000
+HALVES_SEED = 0
+
+
+@dataclass
+class VoteChoice:
+    """What the held-out parts decided (record() goes into router.json's training summary)."""
+
+    k: int
+    smoothing: float
+    temperature: float | None
+    weight: float
+    kept: bool
+    heldout_vote_logits: np.ndarray  # the chosen vote's logit on each held-out cell (selection.heldout order)
+    crossfit: dict[str, float]
+
+    def record(self) -> dict[str, Any]:
+        return {"kept": self.kept, "k": self.k, "smoothing": self.smoothing, "temperature": self.temperature,
+                "weight": self.weight, "crossfit_log_loss": self.crossfit,
+                "chosen_on": "the held-out parts that chose d and dropout (jeirt_lite_training.neighbour_blend)"}
+
+
+def logistic_fit(design: np.ndarray, y: np.ndarray, iterations: int = 50) -> np.ndarray:
+    """Logistic regression by Newton's method, a step that would raise the loss halved until it does not (a few
+    columns; a tiny ridge keeps it finite)."""
+    def loss(w: np.ndarray) -> float:
+        s = design @ w
+        return float(np.sum(np.logaddexp(0.0, s) - y * s) + 0.5e-6 * w @ w)
+
+    w = np.zeros(design.shape[1])
+    current = loss(w)
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-(design @ w)))
+        gradient = design.T @ (p - y) + 1e-6 * w
+        hessian = (design * (p * (1.0 - p))[:, None]).T @ design + 1e-6 * np.eye(design.shape[1])
+        step = np.linalg.solve(hessian, gradient)
+        for _ in range(60):
+            trial = loss(w - step)
+            if trial <= current:
+                break
+            step = step / 2
+        w, current = w - step, trial
+        if np.abs(step).max() < 1e-10:
+            break
+    return w
+
+
+def _design(logits: np.ndarray, votes: np.ndarray | None) -> np.ndarray:
+    columns = [logits, np.ones_like(logits)] + ([] if votes is None else [votes])
+    return np.stack(columns, axis=1)
+
+
+def crossfit_losses(logits: np.ndarray, votes: np.ndarray, cells: Responses) -> dict[str, float]:
+    """Held-out log-loss of the (logit, 1) and (logit, 1, vote) regressions, each fitted on one half of the
+    questions and scored on the other (both ways)."""
+    questions = np.unique(cells.question)
+    first = np.isin(cells.question, np.random.default_rng(HALVES_SEED).permutation(questions)[: len(questions) // 2])
+    out = {}
+    for name, v in (("calibration_only", None), ("with_votes", votes)):
+        design = _design(logits, v)
+        p = np.empty(len(logits))
+        for fit_on in (first, ~first):
+            w = logistic_fit(design[fit_on], cells.correct[fit_on])
+            p[~fit_on] = 1.0 / (1.0 + np.exp(-(design[~fit_on] @ w)))
+        out[name] = log_loss(cells.correct, p)
+    return out
+
+
+def choose_neighbour_votes(embeddings: np.ndarray | Sequence[np.ndarray],
+                           parts: Sequence[tuple[Responses, Responses]], n_llms: int, heldout: Responses,
+                           heldout_logits: np.ndarray) -> VoteChoice:
+    """Steps 1–3 of the module docstring on the chosen setting's held-out logits. `embeddings`: the features
+    every part's run read, or one array per part (a static table fine-tuned on each part)."""
+    per_part = [embeddings] * len(parts) if isinstance(embeddings, np.ndarray) else list(embeddings)
+    _, (k, alpha, tau), p = tune_votes(per_part, parts, n_llms)
+    votes = vote_logits(p)
+    crossfit = crossfit_losses(heldout_logits, votes, heldout)
+    a, _, b = logistic_fit(_design(heldout_logits, votes), heldout.correct)
+    weight = float(b / a) if a > 0 else 0.0
+    kept = crossfit["with_votes"] < crossfit["calibration_only"] and weight > 0
+    return VoteChoice(k, alpha, tau, weight, bool(kept), votes, crossfit)
+
+
+def neighbour_votes(embeddings: np.ndarray, cells: Responses, llm_names: Sequence[str],
+                    choice: VoteChoice) -> NeighbourVotes:
+    """The router's table: every question of `cells` (its features from `embeddings`) with its answers."""
+    questions = np.unique(cells.question)
+    n_llms = len(llm_names)
+    prior = smoothed_llm_accuracy(cells, n_llms, PRIOR_STRENGTH).astype(np.float32)
+    keys = unit_rows(embeddings[questions]).astype(np.float16)
+    return NeighbourVotes(tuple(llm_names), keys, answers_table(cells, questions, n_llms), prior, choice.k,
+                          choice.smoothing, choice.temperature, choice.weight)

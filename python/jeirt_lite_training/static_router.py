@@ -1,0 +1,83 @@
+"""The static router: a token table distilled from the transformer encoder, its own JE-IRT adapter trained on
+the static embeddings, and a small ONNX graph (Gather + masked mean + normalise + adapter); see static_encoder.py.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .encoders import DEFAULT_ENCODER, load_tokenizer
+
+# Texts per encoder call, written into the router's manifest (encoder.batch_size), from benches/bench_encoders.py:
+# the static graph costs little per token, so a few texts per call amortise the call.
+STATIC_BATCH_SIZE = 8
+# A lookup costs nothing per token, so the static router reads (almost) whole questions.
+STATIC_MAX_LENGTH = 512
+
+
+def static_embeddings(
+    data: Any, learn_from: np.ndarray, max_length: int = STATIC_MAX_LENGTH, teacher: str = DEFAULT_ENCODER
+) -> tuple[Any, np.ndarray]:
+    """(StaticTable, (n_questions, dim) embeddings): the table distilled from `teacher` over the default
+    transformer's vocabulary (static_encoder.distil), SIF frequencies from the texts of the questions `learn_from`
+    only; embeddings as the float16 graph computes them."""
+    from .static_encoder import distil, embed_texts
+
+    static = distil(teacher, [data.texts[i] for i in learn_from], max_length=max_length)
+    table16 = static.table.astype(np.float16).astype(np.float32)  # what the graph stores
+    return static, embed_texts(table16, load_tokenizer(DEFAULT_ENCODER, max_length), data.texts)
+
+
+def export_static_router(
+    static: Any, predictor: Any, out: Path, llm_names: list[str], *, max_length: int, training: dict[str, Any],
+    metrics: dict[str, Any], label: str | None, overwrite: bool, **alignment_extras: Any,
+) -> Path:
+    """The router folder of a static encoder: its graph (table + adapter), tokenizer, LLM table, manifest."""
+    from ._runtime import save_artifact
+    from .add_static_encoder import add_static_encoder
+    from .export import FEATURE_OUTPUT, INPUT_NAMES, OUTPUT_NAME, write_tokenizer
+    from .static_encoder import adapter_weights, export_static_router_graph
+
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        graph = export_static_router_graph(tmp / "encoder.onnx", static.table, adapter_weights(predictor.adapter))
+        tokenizer = write_tokenizer(DEFAULT_ENCODER, max_length, tmp / "tokenizer.json")
+        training = dict(training)
+        training["static_encoder"] = {
+            "method": "model2vec-style: per-token [CLS] t [SEP] mean-pooled MiniLM outputs, PCA, SIF weights "
+            "from the token frequencies of the texts it learned from",
+            "dim": int(static.table.shape[1]),
+            "sif_a": static.sif_a,
+            "table_dtype": "float16",
+        }
+        path = Path(save_artifact(
+            out,
+            llm_names=list(llm_names),
+            llm_vectors=predictor.llm_vectors,
+            tokenizer_json=tokenizer,
+            encoder_onnx=graph,
+            encoder={
+                "name": f"{DEFAULT_ENCODER}-static",
+                "source": static.source,
+                "max_seq_length": max_length,
+                "pooling": "mean of SIF-weighted distilled token vectors",
+                "normalize": True,
+                "input_names": INPUT_NAMES,
+                "output_name": OUTPUT_NAME,
+                "feature_output": FEATURE_OUTPUT,
+                "feature_dim": int(static.table.shape[1]),
+                "embedding_dim": int(static.table.shape[1]),
+                "batch_size": STATIC_BATCH_SIZE,
+            },
+            training=training,
+            metrics=metrics,
+            label=label or f"JE-IRT, static encoder distilled from {DEFAULT_ENCODER}",
+            overwrite=overwrite,
+            **alignment_extras,
+        ))
+    add_static_encoder(path)  # the Rust fast path's table and adapter, checked against the graph
+    return path
