@@ -39,7 +39,7 @@ default-router: ## rebuild the router shipped in the package from data/ (needs t
 # in place and runs the tests named here, so run it on a clean tree. Narrow the scope with the variables.
 MUTATE ?= python/jeirt_lite/_routing.py
 MUTATION_TESTS ?= tests/test_routing_costs.py tests/test_router_hostile.py
-RUST_MUTATE ?= rust/src/adjust.rs
+RUST_MUTATE ?= rust/src/kernels/adjust.rs
 
 mutants: mutants-python mutants-rust
 

@@ -97,7 +97,7 @@ def timed(fn: Callable[[list[str]], Any], texts: list[str]) -> tuple[float, Any]
     return time.perf_counter() - start, result
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--routers", type=Path, required=True, help="folder holding fp32/, int8/, static/")
     parser.add_argument("--texts", type=int, default=128)
@@ -110,33 +110,29 @@ def main(argv: list[str] | None = None) -> int:
         help="extra max lengths for the transformer variants (their own batch size)",
     )
     parser.add_argument("--out", type=Path, default=REPO / "bench_results" / "encoders.json")
-    args = parser.parse_args(argv)
-    batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b.strip()]
-    max_lengths = [int(b) for b in args.max_lengths.split(",") if b.strip()]
+    return parser, parser.parse_args(argv)
 
-    import torch
+
+def int_list(text: str) -> list[int]:
+    """`"1,4,8"` as `[1, 4, 8]` (empty items skipped)."""
+    return [int(b) for b in text.split(",") if b.strip()]
+
+
+def build_engines(
+    baseline: Callable[[list[str]], np.ndarray],
+    routers: dict[str, Any],
+    args: argparse.Namespace,
+    scratch: Path,
+) -> dict[str, Callable[[list[str]], np.ndarray]]:
+    """The baseline first, then each router at each batch size, and each transformer router at the shorter max
+    lengths (copies written under `scratch`, each with its own default batch size)."""
     from jeirt_lite import Router
     from jeirt_lite._encoder import DEFAULT_BATCH_SIZE
-    from jeirt_lite_training.encoders import DEFAULT_ENCODER, get_spec
-    from sentence_transformers import SentenceTransformer
 
     from scripts.build_variants import with_max_length
 
-    torch.set_num_threads(args.threads)
-    scratch = Path(tempfile.mkdtemp(prefix="bench-encoders-"))  # routers at other max lengths
-    texts = sample_texts(args.texts)
-    model = SentenceTransformer(str(get_spec(DEFAULT_ENCODER).model_dir()), device="cpu")
-    routers = {
-        name: Router.load(args.routers / name, threads=args.threads)
-        for name in VARIANTS
-        if (args.routers / name / "router.json").is_file()
-    }
-    if not routers:
-        parser.error(f"no router folders {VARIANTS} under {args.routers}")
-
-    engines: dict[str, Callable[[list[str]], np.ndarray]] = {
-        "sentence-transformers (PyTorch, encode defaults)": lambda t: model.encode(t, convert_to_numpy=True)
-    }
+    batch_sizes, max_lengths = int_list(args.batch_sizes), int_list(args.max_lengths)
+    engines = {"sentence-transformers (PyTorch, encode defaults)": baseline}
     for name, router in routers.items():
         sizes = batch_sizes if name != "static" else sorted({DEFAULT_BATCH_SIZE, 64, 256})
         length = router.manifest["encoder"]["max_seq_length"]
@@ -151,60 +147,112 @@ def main(argv: list[str] | None = None) -> int:
             shorter = Router.load(folder, threads=args.threads)
             label = f"{name} router, max {max_length}, batch {shorter._encoder.batch_size}"  # its own default
             engines[label] = lambda t, r=shorter: r.embed(t)
+    return engines
+
+
+def time_interleaved(
+    engines: dict[str, Callable[[list[str]], np.ndarray]], texts: list[str], rounds: int
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """Each engine's best seconds over `rounds` rounds (all engines once per round, after a warm-up) and its
+    last output."""
     for fn in engines.values():  # warm-up: first-call allocations, lazy imports
         fn(texts[:8])
-
     best: dict[str, float] = {name: float("inf") for name in engines}
     outputs: dict[str, np.ndarray] = {}
-    for _ in range(args.rounds):
+    for _ in range(rounds):
         for name, fn in engines.items():
             seconds, outputs[name] = timed(fn, texts)
             best[name] = min(best[name], seconds)
             print(f"  {name}: {len(texts) / seconds:.1f} questions/s", flush=True)
+    return best, outputs
 
+
+def throughput_rows(best: dict[str, float], baseline_name: str, n_texts: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "engine": name,
+            "questions_per_s": n_texts / seconds,
+            "ratio_to_sentence_transformers": best[baseline_name] / seconds,
+        }
+        for name, seconds in best.items()
+    ]
+
+
+def static_agreement(router: Any, texts: list[str], baseline: np.ndarray) -> dict[str, float]:
+    """How well the static encoder keeps MiniLM's similarity structure (its pre-adapter space is another one)."""
+    from jeirt_lite_training.static_encoder import static_embed
+    from tokenizers import Tokenizer
+
+    inits = graph_initializers(router.path / "encoder.onnx")
+    table = inits["table"].astype(np.float32)
+    enc = Tokenizer.from_file(str(router.path / "tokenizer.json"))  # truncation as the manifest says
+    enc.enable_truncation(max_length=int(router.manifest["encoder"]["max_seq_length"]))
+    enc.enable_padding(pad_id=0, pad_token="[PAD]")
+    batch = enc.encode_batch(texts)
+    ids = np.array([e.ids for e in batch], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
+    return {
+        "spearman_of_pair_cosines_vs_minilm": spearman_of_pair_similarities(
+            static_embed(table, ids, mask), baseline
+        )
+    }
+
+
+def transformer_agreement(router: Any, texts: list[str], baseline: np.ndarray) -> dict[str, float]:
+    """The router's question vectors against the baseline's embeddings pushed through the router's own adapter."""
+    vectors = router.embed(texts)
+    expected = adapter_from_graph(router.path / "encoder.onnx")(baseline)
+    cos = (vectors * expected).sum(1) / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(expected, axis=1))
+    return {
+        "question_vector_max_abs_diff_vs_st_plus_adapter": float(np.abs(vectors - expected).max()),
+        "question_vector_cosine_mean": float(cos.mean()),
+        "question_vector_cosine_min": float(cos.min()),
+    }
+
+
+def report(result: dict[str, Any], args: argparse.Namespace) -> None:
+    """Writes `result` to `args.out` and prints the throughput table and the agreement."""
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"\n{result['texts']} MMLU-Pro texts, {args.threads} thread(s), best of {args.rounds} rounds")
+    for row in result["throughput"]:
+        print(
+            f"{row['engine']:<52} {row['questions_per_s']:9.1f} q/s  {row['ratio_to_sentence_transformers']:6.2f}x"
+        )
+    print(json.dumps(result["agreement"], indent=2))
+    print(f"written to {args.out}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser, args = parse_args(argv)
+
+    import torch
+    from jeirt_lite import Router
+    from jeirt_lite_training.encoders import DEFAULT_ENCODER, get_spec
+    from sentence_transformers import SentenceTransformer
+
+    torch.set_num_threads(args.threads)
+    scratch = Path(tempfile.mkdtemp(prefix="bench-encoders-"))  # routers at other max lengths
+    texts = sample_texts(args.texts)
+    model = SentenceTransformer(str(get_spec(DEFAULT_ENCODER).model_dir()), device="cpu")
+    routers = {
+        name: Router.load(args.routers / name, threads=args.threads)
+        for name in VARIANTS
+        if (args.routers / name / "router.json").is_file()
+    }
+    if not routers:
+        parser.error(f"no router folders {VARIANTS} under {args.routers}")
+
+    engines = build_engines(lambda t: model.encode(t, convert_to_numpy=True), routers, args, scratch)
+    best, outputs = time_interleaved(engines, texts, args.rounds)
     baseline_name = next(iter(engines))
     baseline = outputs[baseline_name]
-    rows = []
-    for name, seconds in best.items():
-        rows.append(
-            {
-                "engine": name,
-                "questions_per_s": len(texts) / seconds,
-                "ratio_to_sentence_transformers": best[baseline_name] / seconds,
-            }
-        )
-    agreement: dict[str, Any] = {}
-    for name, router in routers.items():
-        vectors = router.embed(texts)
-        if name == "static":
-            from jeirt_lite_training.static_encoder import static_embed
-
-            inits = graph_initializers(router.path / "encoder.onnx")
-            table = inits["table"].astype(np.float32)
-            from tokenizers import Tokenizer
-
-            enc = Tokenizer.from_file(str(router.path / "tokenizer.json"))  # truncation as the manifest says
-            enc.enable_truncation(max_length=int(router.manifest["encoder"]["max_seq_length"]))
-            enc.enable_padding(pad_id=0, pad_token="[PAD]")
-            batch = enc.encode_batch(texts)
-            ids = np.array([e.ids for e in batch], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in batch], dtype=np.int64)
-            agreement[name] = {
-                "spearman_of_pair_cosines_vs_minilm": spearman_of_pair_similarities(
-                    static_embed(table, ids, mask), baseline
-                )
-            }
-        else:
-            expected = adapter_from_graph(router.path / "encoder.onnx")(baseline)
-            cos = (vectors * expected).sum(1) / (
-                np.linalg.norm(vectors, axis=1) * np.linalg.norm(expected, axis=1)
-            )
-            agreement[name] = {
-                "question_vector_max_abs_diff_vs_st_plus_adapter": float(np.abs(vectors - expected).max()),
-                "question_vector_cosine_mean": float(cos.mean()),
-                "question_vector_cosine_min": float(cos.min()),
-            }
-
+    agreement = {
+        name: static_agreement(router, texts, baseline)
+        if name == "static"
+        else transformer_agreement(router, texts, baseline)
+        for name, router in routers.items()
+    }
     result = {
         "machine": {
             "cores": os.cpu_count(),
@@ -214,19 +262,11 @@ def main(argv: list[str] | None = None) -> int:
         },
         "texts": len(texts),
         "rounds": args.rounds,
-        "throughput": rows,
+        "throughput": throughput_rows(best, baseline_name, len(texts)),
         "agreement": agreement,
     }
     shutil.rmtree(scratch, ignore_errors=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"\n{len(texts)} MMLU-Pro texts, {args.threads} thread(s), best of {args.rounds} rounds")
-    for row in rows:
-        print(
-            f"{row['engine']:<52} {row['questions_per_s']:9.1f} q/s  {row['ratio_to_sentence_transformers']:6.2f}x"
-        )
-    print(json.dumps(agreement, indent=2))
-    print(f"written to {args.out}")
+    report(result, args)
     return 0
 
 

@@ -126,7 +126,7 @@ def measure(name: str, rows: int, n_llms: int, args: list[str]) -> dict[str, Any
     return entry
 
 
-def main() -> None:
+def parse_options() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -160,28 +160,13 @@ def main() -> None:
     parser.add_argument(
         "--scratch", type=Path, default=None, help="folder for the generated banks (default: temp)"
     )
-    options = parser.parse_args()
+    return parser.parse_args()
 
-    from jeirt_lite import Router
 
-    router = Router.load(options.router, threads=options.threads)
+def run_all(router: Any, options: argparse.Namespace, common: list[str]) -> list[dict[str, Any]]:
+    """The startup run, the runs on real texts, on vectors and the forecast run, on banks written to a scratch
+    folder (removed afterwards)."""
     n_llms = len(router.llms)
-    common = [
-        "--router",
-        str(router.path),
-        "--k",
-        str(min(options.k, n_llms)),
-        "--chunk-size",
-        str(options.chunk_size),
-    ]
-    if options.threads is not None:
-        common += ["--threads", str(options.threads)]
-    print(
-        f"router {router.path} ({n_llms} LLMs, d={router.dim}, label {router.manifest.get('label')!r}); "
-        f"{usable_cores()} usable cores; threads {router.threads}",
-        flush=True,
-    )
-
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(dir=options.scratch) as scratch_name:
         scratch = Path(scratch_name)
@@ -212,13 +197,45 @@ def main() -> None:
                 ["--vectors", str(forecast_bank), "--forecast", *common],
             )
         )
+    return runs
 
+
+def peak_rss_ratios(runs: list[dict[str, Any]]) -> dict[str, Optional[float]]:
+    """Per kind of run, the peak RSS of its last run over its first (None with fewer than two), printed."""
     ratios: dict[str, Optional[float]] = {}
     for kind in ("texts", "vectors"):
         same = [run for run in runs if run["run"] == kind]
         ratios[kind] = same[-1]["peak_rss_mb"] / same[0]["peak_rss_mb"] if len(same) > 1 else None
         if ratios[kind] is not None:
             print(f"peak RSS {kind} {same[-1]['rows']:,} rows / {same[0]['rows']:,} rows: {ratios[kind]:.3f}")
+    return ratios
+
+
+def main() -> None:
+    options = parse_options()
+
+    from jeirt_lite import Router
+
+    router = Router.load(options.router, threads=options.threads)
+    n_llms = len(router.llms)
+    common = [
+        "--router",
+        str(router.path),
+        "--k",
+        str(min(options.k, n_llms)),
+        "--chunk-size",
+        str(options.chunk_size),
+    ]
+    if options.threads is not None:
+        common += ["--threads", str(options.threads)]
+    print(
+        f"router {router.path} ({n_llms} LLMs, d={router.dim}, label {router.manifest.get('label')!r}); "
+        f"{usable_cores()} usable cores; threads {router.threads}",
+        flush=True,
+    )
+
+    runs = run_all(router, options, common)
+    ratios = peak_rss_ratios(runs)
     report = {
         "machine": {
             "cores": usable_cores(),

@@ -1,4 +1,4 @@
-"""Typed stub for the Rust extension ``jeirt_lite._core`` (see rust/src/py.rs).
+"""Typed stub for the Rust extension ``jeirt_lite._core`` (see rust/src/python/).
 
 All kernels take C-contiguous float32 2-D arrays (questions ``(N, d)``, llms ``(K, d)``), read them without
 copying, release the GIL, and raise :class:`JeirtError` on bad input. ``threads = 0`` means all cores.

@@ -11,58 +11,45 @@
 //! Each has a variant with per-LLM calibration (`scale * logit + bias` before the sigmoid) and, for top-k,
 //! a per-LLM penalty subtracted from P before ranking (cost-aware routing); see [`Calibration`].
 //!
-//! All three share one fused, blocked, multi-threaded pass (see `engine`), with AVX-512F, AVX2+FMA or
-//! portable code chosen at run time. The pure Rust API here never touches Python; the PyO3 bindings live
-//! in `py.rs` behind the `python` feature.
+//! All three share one fused, blocked, multi-threaded pass (see `kernels::engine`), with AVX-512F, AVX2+FMA or
+//! portable code chosen at run time. The modules, by concern; each uses only the modules listed before it and
+//! the crate root's [`Config`] and [`Precision`]:
+//!
+//! - `error`, `matrix`, `alloc`, `pool`: the crate-wide basics ([`KernelError`], [`MatrixView`], zeroed
+//!   outputs, the rayon pools);
+//! - `simd`: the SIMD levels and the trait the kernels are written against once;
+//! - `kernels`: the three kernels above, their shared pass, and the bfloat16 pass (`kernels::bf16`);
+//! - `encoder`: the static encoder ([`StaticEncoder`]: the BERT tokenizer in [`text`], mean pooling and
+//!   the adapter);
+//! - `io`: the CSV/TSV record parser and score-row writer behind the Python package's readers and writers
+//!   ([`csv_records`], [`score_rows`]);
+//! - `python`: the PyO3 bindings (`jeirt_lite._core`), behind the `python` feature; the pure Rust API here
+//!   never touches Python.
 
-mod adapter;
-mod adjust;
 mod alloc;
-#[cfg(target_arch = "x86_64")]
-mod bf16;
-#[cfg(target_arch = "x86_64")]
-mod bf16_centre;
-pub mod csv_records;
-mod engine;
+mod encoder;
 mod error;
-mod forecast;
+mod io;
+mod kernels;
 mod matrix;
-mod norm;
-mod pack;
-mod peak;
 mod pool;
-mod score;
-pub mod score_rows;
-mod sigmoid;
 mod simd;
-mod static_encoder;
-pub mod text;
-mod topk;
-#[cfg(target_arch = "x86_64")]
-mod topk_bf16;
 
 #[cfg(feature = "python")]
-mod py;
-#[cfg(feature = "python")]
-mod py_bf16;
-#[cfg(feature = "python")]
-mod py_csv;
-#[cfg(feature = "python")]
-mod py_pipeline;
-#[cfg(feature = "python")]
-mod py_static;
+mod python;
 
-pub use adjust::Calibration;
+pub use encoder::{text, StaticEncoder};
 pub use error::KernelError;
-pub use forecast::{mean_probability, mean_probability_calibrated};
+pub use io::{csv_records, score_rows};
+pub use kernels::adjust::Calibration;
+pub use kernels::forecast::{mean_probability, mean_probability_calibrated};
+pub use kernels::peak::{bf16_peak_gflops, fma_peak_gflops};
+pub use kernels::score::{probabilities, probabilities_calibrated, probabilities_with_precision};
+pub use kernels::sigmoid::sigmoid;
+pub use kernels::topk::{top_k, top_k_adjusted};
 pub use matrix::MatrixView;
-pub use peak::{bf16_peak_gflops, fma_peak_gflops};
 pub use pool::resolve_threads;
-pub use score::{probabilities, probabilities_calibrated, probabilities_with_precision};
-pub use sigmoid::sigmoid;
 pub use simd::SimdLevel;
-pub use static_encoder::StaticEncoder;
-pub use topk::{top_k, top_k_adjusted};
 
 /// How a kernel call runs.
 #[derive(Debug, Clone, Copy)]
@@ -98,7 +85,7 @@ impl Precision {
         match self {
             Self::Float32 => true,
             #[cfg(target_arch = "x86_64")]
-            Self::Bf16 => bf16::supported(),
+            Self::Bf16 => kernels::bf16::pass::supported(),
             #[cfg(not(target_arch = "x86_64"))]
             Self::Bf16 => false,
         }
@@ -116,7 +103,7 @@ impl Precision {
 
 /// [`top_k_adjusted`] with the scoring pass in `precision`. `Bf16` applies without a penalty and when the
 /// CPU has it and the LLM table fits bfloat16; otherwise this is the float32 kernel. Probabilities are
-/// float32-exact either way (the bf16 pass only shortlists, see `topk_bf16`).
+/// float32-exact either way (the bf16 pass only shortlists, see `kernels::bf16::topk`).
 pub fn top_k_with_precision(
     questions: MatrixView<'_>,
     llms: MatrixView<'_>,
@@ -133,7 +120,9 @@ pub fn top_k_with_precision(
         && llms.cols() == questions.cols()
         && (1..=llms.rows()).contains(&k)
     {
-        if let Some(result) = topk_bf16::top_k_bf16(questions, llms, k, calibration, config)? {
+        if let Some(result) =
+            kernels::bf16::topk::top_k_bf16(questions, llms, k, calibration, config)?
+        {
             return Ok(result);
         }
     }
@@ -154,8 +143,3 @@ pub fn build_profile() -> &'static str {
 pub fn simd_level() -> &'static str {
     SimdLevel::detect().name()
 }
-
-#[cfg(test)]
-mod tests;
-#[cfg(test)]
-mod tests_top1;

@@ -8,8 +8,8 @@
 use std::ops::Range;
 
 use crate::error::KernelError;
+use crate::kernels::pack::PackedLlms;
 use crate::matrix::MatrixView;
-use crate::pack::PackedLlms;
 use crate::simd::{Portable, Simd, SimdLevel};
 
 /// Largest tile height any level uses.

@@ -8,14 +8,18 @@
 //! `P(correct) - penalty[j]` instead (cost-aware routing); the reported values are the probabilities
 //! themselves, kept beside the keys (never rebuilt as key + penalty, which loses P when the penalty is large).
 
-use crate::adjust::{calibrate, check_offsets, padded_penalty, Calibration, PaddedCalibration};
 use crate::alloc::zeroed;
-use crate::engine::{check_shapes, panel_width, row_chunks, run_rows, TileLogits, TileSink};
 use crate::error::KernelError;
+use crate::kernels::adjust::{
+    calibrate, check_offsets, padded_penalty, Calibration, PaddedCalibration,
+};
+use crate::kernels::engine::{
+    check_shapes, panel_width, row_chunks, run_rows, TileLogits, TileSink,
+};
+use crate::kernels::pack::pack_llms;
+use crate::kernels::sigmoid::{sigmoid_slice, sigmoid_v};
 use crate::matrix::MatrixView;
-use crate::pack::pack_llms;
 use crate::pool::run_chunks;
-use crate::sigmoid::{sigmoid_slice, sigmoid_v};
 use crate::simd::Simd;
 use crate::Config;
 

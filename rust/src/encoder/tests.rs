@@ -2,7 +2,7 @@
 //! and `embed_with_features` against `embed`; tests/test_static_path.py checks both against the ONNX graph.
 
 use super::{StaticEncoder, TEXTS_PER_CHUNK};
-use crate::text::{NormalizerOptions, TokenizerSpec};
+use crate::encoder::text::{NormalizerOptions, TokenizerSpec};
 use crate::SimdLevel;
 
 const WORDS: [&str; 10] = [

@@ -11,8 +11,8 @@
 //! The per-LLM arrays are validated once per call and padded to the packed table's width, so the sinks load them
 //! as SIMD vectors at the same column as the logits; the offsets are added to each tile by the engine.
 
-use crate::engine::MAX_WIDTH;
 use crate::error::KernelError;
+use crate::kernels::engine::MAX_WIDTH;
 use crate::matrix::MatrixView;
 use crate::simd::Simd;
 

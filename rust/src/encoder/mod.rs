@@ -1,4 +1,4 @@
-//! The static encoder in Rust: texts -> token ids ([`crate::text`]) -> mean of the token rows of a table ->
+//! The static encoder in Rust: texts -> token ids ([`text`]) -> mean of the token rows of a table ->
 //! L2 normalisation -> two-layer MLP adapter (`relu(x W1^T + b1) W2^T + b2`) -> question vectors.
 //!
 //! This is the computation of the static routers' ONNX graph (training/static_encoder.py), without padding,
@@ -6,13 +6,16 @@
 //! rayon pool; each chunk's pooled rows go through the adapter together, so its weights are read from cache
 //! once per tile of rows, not once per text.
 
+pub(crate) mod adapter;
+pub mod text;
+
 use rayon::prelude::*;
 
-use crate::adapter::{Adapter, AdapterScratch};
 use crate::error::KernelError;
 use crate::pool::{pool, resolve_threads};
 use crate::simd::{Portable, Simd, SimdLevel};
-use crate::text::{BertTokenizer, TokenizerScratch, TokenizerSpec};
+use adapter::{Adapter, AdapterScratch};
+use text::{BertTokenizer, TokenizerScratch, TokenizerSpec};
 
 /// Texts per unit of parallel work.
 pub const TEXTS_PER_CHUNK: usize = 64;
@@ -301,5 +304,4 @@ unsafe fn pool_generic<S: Simd>(table: &[f32], padded_dim: usize, ids: &[u32], o
 }
 
 #[cfg(test)]
-#[path = "static_encoder_tests.rs"]
 mod tests;

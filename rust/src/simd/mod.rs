@@ -5,6 +5,8 @@
 //! the matching `#[target_feature]`, called after runtime detection (see [`SimdLevel::detect`]). Inlining
 //! them into such a function is what lets the intrinsics compile to single instructions.
 
+pub(crate) mod norm;
+
 /// Which code path runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SimdLevel {
@@ -124,7 +126,7 @@ pub(crate) trait Simd {
     /// chains where LLVM's own vectorisation leaves one chain or none).
     #[inline(always)]
     unsafe fn sum_squares_f64(row: &[f32]) -> f64 {
-        crate::norm::sum_squares_f64(row)
+        crate::simd::norm::sum_squares_f64(row)
     }
 }
 
@@ -321,7 +323,8 @@ mod x86 {
             let sum = _mm256_add_pd(_mm256_add_pd(acc[0], acc[1]), _mm256_add_pd(acc[2], acc[3]));
             let mut lanes = [0.0f64; 4];
             _mm256_storeu_pd(lanes.as_mut_ptr(), sum);
-            lanes.iter().sum::<f64>() + crate::norm::sum_squares_f64(row.get(i..).unwrap_or(&[]))
+            lanes.iter().sum::<f64>()
+                + crate::simd::norm::sum_squares_f64(row.get(i..).unwrap_or(&[]))
         }
     }
 
@@ -421,7 +424,8 @@ mod x86 {
                 i += 32;
             }
             let sum = _mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3]));
-            _mm512_reduce_add_pd(sum) + crate::norm::sum_squares_f64(row.get(i..).unwrap_or(&[]))
+            _mm512_reduce_add_pd(sum)
+                + crate::simd::norm::sum_squares_f64(row.get(i..).unwrap_or(&[]))
         }
     }
 }

@@ -12,28 +12,14 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use std::sync::Arc;
 
-use crate::py::JeirtError;
-use crate::text::{NormalizerOptions, TokenizerSpec};
+use crate::encoder::text::{NormalizerOptions, TokenizerSpec};
+use crate::python::convert::{contiguous, JeirtError};
 use crate::SimdLevel;
-
-/// A C-contiguous array's values, naming `name` and the element type in the error.
-pub(crate) fn contiguous<'a, T: numpy::Element, D: numpy::ndarray::Dimension>(
-    array: &'a numpy::PyReadonlyArray<'_, T, D>,
-    name: &str,
-) -> PyResult<&'a [T]> {
-    Some(array)
-        .filter(|a| a.is_c_contiguous())
-        .and_then(|a| a.as_slice().ok())
-        .ok_or_else(|| {
-            let element = std::any::type_name::<T>();
-            JeirtError::new_err(format!("{name} must be a C-contiguous {element} array"))
-        })
-}
 
 /// A static router's text -> question vector pipeline, in Rust.
 #[pyclass(frozen, module = "jeirt_lite._core")]
 pub struct StaticEncoder {
-    // Shared with background jobs (`py_pipeline`), which outlive the call that starts them.
+    // Shared with background jobs (`pipeline`), which outlive the call that starts them.
     pub(crate) inner: Arc<crate::StaticEncoder>,
 }
 

@@ -1,19 +1,20 @@
-//! `top_k` with the bf16 pass (`bf16`): the bf16 logits rank the LLMs of each question and pick its best k,
+//! `top_k` with the bf16 pass (`pass`): the bf16 logits rank the LLMs of each question and pick its best k,
 //! which are then scored again exactly (float64 dot products) and ordered by the exact logits. The returned
 //! probabilities are therefore float32-exact; the set of k differs from float32's only where the k-th and
 //! (k+1)-th best LLMs are closer than the bf16 rounding error (about 1e-3 in logit on the shipped router).
 //! Keeping a longer shortlist to rescore made the pass slower than float32 (the running top-k insertion
 //! dominates), so none is kept; tests/test_kernels_bf16.py measures the agreement on real questions.
 
-use crate::adjust::{Calibration, PaddedCalibration};
 use crate::alloc::zeroed;
-use crate::bf16::{pack_bf16, run_rows_bf16, BF16_WIDTH};
 use crate::error::KernelError;
+use crate::kernels::adjust::{Calibration, PaddedCalibration};
+use crate::kernels::bf16::pack::{pack_bf16, BF16_WIDTH};
+use crate::kernels::bf16::pass::run_rows_bf16;
+use crate::kernels::sigmoid::sigmoid_slice;
+use crate::kernels::topk::{row_chunk_pairs, TopKSink};
 use crate::matrix::MatrixView;
 use crate::pool::run_chunks;
-use crate::sigmoid::sigmoid_slice;
 use crate::simd::{Avx512, Simd};
-use crate::topk::{row_chunk_pairs, TopKSink};
 use crate::Config;
 
 /// Rows passed through the bf16 pass and then rescored together (a multiple of its blocks of rows).

@@ -1,17 +1,16 @@
-//! PyO3 binding of the strict CSV/TSV parser (`crate::csv_records`): `jeirt_lite._core.CsvParser`, driven by
+//! PyO3 binding of the strict CSV/TSV parser (`crate::io::csv_records`): `jeirt_lite._core.CsvParser`, driven by
 //! python/jeirt_lite/_io/records.py `CsvRecords`. Blocks are parsed with the GIL released; `take` turns up to
 //! a chunk of records into the columns, line numbers and problems of one `RowBatch`. `format_score_rows` is
-//! the other direction: `score`'s output rows (`crate::score_rows`), for python/jeirt_lite/_io/writers.py.
+//! the other direction: `score`'s output rows (`crate::io::score_rows`), for python/jeirt_lite/_io/writers.py.
 
 use numpy::{PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBytes, PyString};
 
-use crate::csv_records::{CsvParser as Parser, Item};
-use crate::py::JeirtError;
-use crate::py_static::contiguous;
-use crate::score_rows::{format_score_rows as format_rows, ScoreRows};
+use crate::io::csv_records::{CsvParser as Parser, Item};
+use crate::io::score_rows::{format_score_rows as format_rows, ScoreRows};
+use crate::python::convert::{contiguous, JeirtError};
 
 /// Columns (one list per wanted column, `None` for a bad row), each row's last line, the bad rows' problems,
 /// and the malformed record that ends the file (its index, `csv.Error`'s text, the line it starts on).
@@ -159,7 +158,7 @@ fn record_texts<'a>(fields: &[&'a [u8]], width: usize) -> Result<Vec<&'a str>, S
         .map_err(|_| "holds bytes that are not valid UTF-8".to_string())
 }
 
-/// `score`'s CSV/TSV rows of one chunk, as the bytes `csv.writer` would write (see `crate::score_rows`),
+/// `score`'s CSV/TSV rows of one chunk, as the bytes `csv.writer` would write (see `crate::io::score_rows`),
 /// formatted with the GIL released.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]

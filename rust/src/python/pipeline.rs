@@ -23,9 +23,9 @@ use numpy::{IntoPyArray, PyArray2};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 
-use crate::py::JeirtError;
-use crate::py_static::StaticEncoder;
-use crate::static_encoder::TEXTS_PER_CHUNK;
+use crate::encoder::TEXTS_PER_CHUNK;
+use crate::python::convert::JeirtError;
+use crate::python::static_encoder::StaticEncoder;
 use crate::SimdLevel;
 
 /// One piece's first text and its vectors (or why it failed).

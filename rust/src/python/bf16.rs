@@ -1,10 +1,10 @@
-//! PyO3 bindings of the reduced-precision scoring pass (`top_k_bf16`, `bf16_supported`; `probabilities` in py.rs
+//! PyO3 bindings of the reduced-precision scoring pass (`top_k_bf16`, `bf16_supported`; `probabilities` in kernels.rs
 //! takes `bfloat16=True`) and of the multiply-add peak the benchmarks compare the kernels with.
 
 use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2};
 use pyo3::prelude::*;
 
-use crate::py::{calibration, config, k_arg, matrix, to_py, view};
+use crate::python::convert::{calibration, config, k_arg, matrix, to_py, view};
 use crate::Precision;
 
 /// `top_k` (no penalty) with the bf16 shortlist and exact rescoring; the float32 kernel where the CPU lacks

@@ -1,13 +1,15 @@
 //! `probabilities`: the full N x K matrix of P(correct), sigmoid applied in SIMD lanes as tiles finish.
 
-use crate::adjust::{calibrate, check_offsets, Calibration, PaddedCalibration};
 use crate::alloc::zeroed;
-use crate::engine::{check_shapes, panel_width, row_chunks, run_rows, TileLogits, TileSink};
 use crate::error::KernelError;
+use crate::kernels::adjust::{calibrate, check_offsets, Calibration, PaddedCalibration};
+use crate::kernels::engine::{
+    check_shapes, panel_width, row_chunks, run_rows, TileLogits, TileSink,
+};
+use crate::kernels::pack::pack_llms;
+use crate::kernels::sigmoid::sigmoid_v;
 use crate::matrix::MatrixView;
-use crate::pack::pack_llms;
 use crate::pool::run_chunks;
-use crate::sigmoid::sigmoid_v;
 use crate::simd::Simd;
 use crate::Config;
 
@@ -104,10 +106,10 @@ pub fn probabilities_calibrated(
     Ok(out)
 }
 
-/// [`probabilities_calibrated`] with the logits from the bf16 pass (`bf16`) where `precision` is `Bf16`, the
-/// CPU has it and the table fits bfloat16; otherwise (and with offsets) the float32 kernel. Unlike `top_k`
+/// [`probabilities_calibrated`] with the logits from the bf16 pass (`bf16::pass`) where `precision` is `Bf16`,
+/// the CPU has it and the table fits bfloat16; otherwise (and with offsets) the float32 kernel. Unlike `top_k`
 /// nothing is rescored: the common directions of both tables are taken out before the rounding and added back
-/// exactly (`bf16_centre`), and what is left carries the bfloat16 rounding of the residuals, within 1e-3 of
+/// exactly (`bf16::centre`), and what is left carries the bfloat16 rounding of the residuals, within 1e-3 of
 /// float32's on the shipped router over real questions (tests/test_kernels_bf16.py).
 pub fn probabilities_with_precision(
     questions: MatrixView<'_>,
@@ -123,7 +125,7 @@ pub fn probabilities_with_precision(
     {
         check_shapes(questions, llms)?;
         // `None` for a table with NaN/inf or too large for bfloat16: the float32 path reports or handles it.
-        if let Some(centred) = crate::bf16_centre::centre_llms(llms) {
+        if let Some(centred) = crate::kernels::bf16::centre::centre_llms(llms) {
             return probabilities_bf16(questions, llms, &centred, calibration, config);
         }
     }
@@ -135,14 +137,15 @@ pub fn probabilities_with_precision(
 fn probabilities_bf16(
     questions: MatrixView<'_>,
     llms: MatrixView<'_>,
-    centred: &crate::bf16_centre::CentredLlms,
+    centred: &crate::kernels::bf16::centre::CentredLlms,
     calibration: &Calibration<'_>,
     config: &Config,
 ) -> Result<Vec<f32>, KernelError> {
-    use crate::bf16::{run_rows_bf16, BF16_WIDTH};
+    use crate::kernels::bf16::pack::BF16_WIDTH;
+    use crate::kernels::bf16::pass::run_rows_bf16;
     let (n, k, d) = (questions.rows(), llms.rows(), llms.cols());
     let packed = &centred.packed;
-    let centring = crate::bf16_centre::Centring::new(questions, centred, llms);
+    let centring = crate::kernels::bf16::centre::Centring::new(questions, centred, llms);
     let cal = PaddedCalibration::new(calibration, k, packed.panels * BF16_WIDTH)?;
     let mut out: Vec<f32> = zeroed(n, k)?;
     let items = row_chunks(&mut out, k);

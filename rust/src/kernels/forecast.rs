@@ -3,13 +3,15 @@
 //! Sums are kept per chunk in float64 and added in chunk order, so the result does not depend on the
 //! number of threads.
 
-use crate::adjust::{calibrate, check_offsets, Calibration, PaddedCalibration};
-use crate::engine::{check_shapes, panel_width, run_rows, TileLogits, TileSink, CHUNK_ROWS};
 use crate::error::KernelError;
+use crate::kernels::adjust::{calibrate, check_offsets, Calibration, PaddedCalibration};
+use crate::kernels::engine::{
+    check_shapes, panel_width, run_rows, TileLogits, TileSink, CHUNK_ROWS,
+};
+use crate::kernels::pack::pack_llms;
+use crate::kernels::sigmoid::sigmoid_v;
 use crate::matrix::MatrixView;
-use crate::pack::pack_llms;
 use crate::pool::run_chunks;
-use crate::sigmoid::sigmoid_v;
 use crate::simd::Simd;
 use crate::Config;
 

@@ -10,7 +10,7 @@
 
 use crate::error::KernelError;
 use crate::matrix::MatrixView;
-use crate::norm::sum_squares_f64;
+use crate::simd::norm::sum_squares_f64;
 
 /// Packed, zero-padded LLM table.
 pub(crate) struct PackedLlms {

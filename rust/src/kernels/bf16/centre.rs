@@ -18,9 +18,9 @@
 
 use std::arch::x86_64::*;
 
-use crate::bf16::{pack_bf16, PackedBf16, BF16_WIDTH};
+use crate::kernels::bf16::pack::{pack_bf16, to_bf16, PackedBf16, BF16_WIDTH};
 use crate::matrix::MatrixView;
-use crate::norm::sum_squares_f64;
+use crate::simd::norm::sum_squares_f64;
 
 /// Question rows sampled (evenly spaced) for their mean direction.
 const SAMPLE_ROWS: usize = 512;
@@ -200,7 +200,7 @@ impl<'a> Centring<'a> {
         }
         let residual = |t: usize| src.get(t).map(|&x| (-alpha).mul_add(u[t], x));
         for (i, slot) in dst.iter_mut().enumerate().skip(whole / 2) {
-            let bits = |r: Option<f32>| u32::from(r.map_or(0, crate::bf16::to_bf16));
+            let bits = |r: Option<f32>| u32::from(r.map_or(0, to_bf16));
             *slot = bits(residual(2 * i)) | (bits(residual(2 * i + 1)) << 16);
         }
         (squares, alpha, r_dot_nu)
@@ -257,7 +257,7 @@ mod tests {
     }
 
     fn bf16_value(x: f32) -> f32 {
-        f32::from_bits(u32::from(crate::bf16::to_bf16(x)) << 16)
+        f32::from_bits(u32::from(crate::kernels::bf16::pack::to_bf16(x)) << 16)
     }
 
     fn worst(a: &[f32], b: &[f64]) -> f64 {

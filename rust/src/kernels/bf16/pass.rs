@@ -1,117 +1,28 @@
-//! The reduced-precision pass: question and LLM components rounded to bfloat16, products accumulated in
-//! float32 by AVX-512 BF16's `vdpbf16ps` (two multiply-adds per 32-bit lane, twice float32 FMA's), for CPUs
-//! that have it (Zen 4, Sapphire Rapids and later).
-//!
-//! Same tiling as the float32 engine (`engine`): panels of 32 LLMs, tiles of 12 rows, logits
-//! `dot * a - b` handed to a [`TileSink`] as tiles finish. Panel `p` holds, for each pair of components
-//! `(2t, 2t + 1)`, two vectors of 16 lanes, lane `l` of vector `v` holding LLM `p*32 + v*16 + l`'s two
-//! components as one bf16 pair: exactly what `vdpbf16ps` multiplies against a broadcast question pair.
-//!
-//! Rounding each component to 8 bits of mantissa moves a logit by about 1e-4 to 1e-3 on the shipped router;
-//! `topk_bf16` therefore only uses this pass to shortlist candidates and scores those again in float64, and
-//! `probabilities` in bfloat16 runs it centred (`bf16_centre`): only the rows' parts off their common
-//! directions are rounded, and the epilogue adds the common parts back exactly.
+//! The bf16 pass itself, same tiling as the float32 engine (`engine`): panels of 32 LLMs (packed by `pack`),
+//! tiles of 12 rows, logits `dot * a - b` handed to a [`TileSink`] as tiles finish; centred with `centre`'s
+//! per-call state where `probabilities` asks for it.
 
 use std::arch::x86_64::*;
 use std::ops::Range;
 
-use crate::bf16_centre::Centring;
-use crate::engine::{
+use crate::error::KernelError;
+use crate::kernels::bf16::centre::Centring;
+use crate::kernels::bf16::pack::{to_bf16, PackedBf16, BF16_WIDTH};
+use crate::kernels::engine::{
     prepare_row, unscaled_row, Prefetch, RowScale, TileLogits, TileSink, MAX_ROWS, MAX_WIDTH,
     TILES_PER_BLOCK,
 };
-use crate::error::KernelError;
 use crate::matrix::MatrixView;
-use crate::norm::sum_squares_f64;
 use crate::simd::Avx512;
 
-/// LLMs per panel.
-pub(crate) const BF16_WIDTH: usize = 32;
 /// Rows per register tile (24 accumulators, two panel vectors, one broadcast).
 const ROWS: usize = 12;
-/// Components above this would round to infinity in bfloat16.
-const LARGEST_COMPONENT: f32 = 1e38;
 
 /// Whether this CPU runs the bf16 pass (not when `JEIRT_SIMD` caps the level below AVX-512).
 pub(crate) fn supported() -> bool {
     crate::SimdLevel::detect() == crate::SimdLevel::Avx512
         && is_x86_feature_detected!("avx512f")
         && is_x86_feature_detected!("avx512bf16")
-}
-
-/// Round to nearest even (finite inputs).
-#[inline(always)]
-pub(crate) fn to_bf16(x: f32) -> u16 {
-    let bits = x.to_bits();
-    ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) as u16
-}
-
-/// The LLM table packed as bf16 pairs, panels of [`BF16_WIDTH`] LLMs (zero-padded). As in the float32
-/// packing (`pack`), a last panel that would be at most half full holds one vector of 16 LLMs instead of two.
-pub(crate) struct PackedBf16 {
-    data: Vec<u16>,
-    pairs: usize,
-    pub(crate) panels: usize,
-    half_last: bool,
-    pub(crate) max_norm: f64,
-}
-
-impl PackedBf16 {
-    /// Vectors of 16 LLMs in panel `p` (2, or 1 for a half last panel).
-    fn vectors(&self, p: usize) -> usize {
-        if self.half_last && p + 1 == self.panels {
-            1
-        } else {
-            2
-        }
-    }
-
-    fn panel(&self, p: usize) -> &[u16] {
-        let start = p * self.pairs * 2 * BF16_WIDTH;
-        let size = self.pairs * 32 * self.vectors(p);
-        self.data.get(start..start + size).unwrap_or(&[])
-    }
-}
-
-/// Packs a validated LLM table; `None` when a component is too large for bfloat16 (use float32).
-pub(crate) fn pack_bf16(llms: MatrixView<'_>) -> Option<PackedBf16> {
-    let (count, d) = (llms.rows(), llms.cols());
-    if llms
-        .data()
-        .iter()
-        .any(|v| !v.is_finite() || v.abs() > LARGEST_COMPONENT)
-    {
-        return None;
-    }
-    let pairs = d.div_ceil(2);
-    let panels = count.div_ceil(BF16_WIDTH);
-    let rest = count % BF16_WIDTH;
-    let half_last = rest != 0 && rest <= BF16_WIDTH / 2;
-    let mut data = vec![0u16; panels * pairs * 2 * BF16_WIDTH];
-    let mut max_norm = 0.0f64;
-    for j in 0..count {
-        let row = llms.row(j);
-        max_norm = max_norm.max(sum_squares_f64(row).sqrt());
-        let (p, lane) = (j / BF16_WIDTH, j % BF16_WIDTH);
-        let (v, l) = (lane / 16, lane % 16);
-        let vectors = if half_last && p + 1 == panels { 1 } else { 2 };
-        for (t, &x) in row.iter().enumerate() {
-            let index = p * pairs * 2 * BF16_WIDTH + ((t / 2) * vectors + v) * 32 + l * 2 + t % 2;
-            if let Some(slot) = data.get_mut(index) {
-                *slot = to_bf16(x);
-            }
-        }
-    }
-    if max_norm > f64::from(f32::MAX) {
-        return None;
-    }
-    Some(PackedBf16 {
-        data,
-        pairs,
-        panels,
-        half_last,
-        max_norm,
-    })
 }
 
 /// `ROWS` question rows (bf16 pairs, `pairs` per row) against one panel of `V` vectors of 16 LLMs.
@@ -170,7 +81,7 @@ unsafe fn micro_kernel<const V: usize>(
 /// A tile's [`RowCentring`] and its panel's `(u.m, beta)` (see `Centring::panel`).
 type TileCentring<'a> = (&'a RowCentring, (&'a [f32], &'a [f32]));
 
-/// What the centred pass keeps per row of a tile: `alpha` and `r.nu` (see `bf16_centre`; 0 for rows it does
+/// What the centred pass keeps per row of a tile: `alpha` and `r.nu` (see `centre`; 0 for rows it does
 /// not centre).
 #[derive(Clone, Copy, Default)]
 pub(crate) struct RowCentring {
@@ -260,7 +171,7 @@ unsafe fn fill_row(
 }
 
 /// The bf16 pass over question rows `rows` (global indices), tiles handed to `sink`; with `centring`, the
-/// centred pass of `bf16_centre` (then `llms` is its table of residuals).
+/// centred pass of `centre` (then `llms` is its table of residuals).
 #[target_feature(enable = "avx512f,avx512bf16,avx512bw,avx2,fma")]
 unsafe fn run(
     questions: MatrixView<'_>,
@@ -327,7 +238,7 @@ unsafe fn run(
     Ok(())
 }
 
-/// Runs the bf16 pass over `rows` (centred with `centring`, see `bf16_centre`); an error if this CPU lacks
+/// Runs the bf16 pass over `rows` (centred with `centring`, see `centre`); an error if this CPU lacks
 /// AVX-512 BF16.
 pub(crate) fn run_rows_bf16(
     questions: MatrixView<'_>,
