@@ -17,12 +17,11 @@ from jeirt_lite._io.vocabulary import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS
 from jeirt_lite._neighbours import NOT_ASKED, NeighbourVotes, neighbour_sums, smoothed, unit_rows, vote_logits
 from jeirt_lite._onnx_external import safetensors_layout
 from jeirt_lite._training_questions import normalise_question, training_question_set
-from jeirt_lite.analysis._router_split import router_test_question_ids
 from jeirt_lite.artifact import ENCODER_FILE, STATIC_ENCODER_FILE, save_artifact
 
 __all__ = [
     "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "NOT_ASKED", "STATIC_ENCODER_FILE", "TRUE_LABELS", "JeirtError",
-    "NeighbourVotes", "Router", "alignment", "neighbour_sums", "normalise_question", "read_table", "refuse_inputs", "router_test_question_ids",
+    "NeighbourVotes", "Router", "alignment", "neighbour_sums", "normalise_question", "read_table", "refuse_inputs",
     "safetensors_layout", "save_artifact", "smoothed", "table_format", "training_question_set", "unit_rows",
     "vote_logits",
 ]

@@ -120,8 +120,8 @@ def store_calibration(
 
 def _test_cells(router: Any, data_dir: Path) -> tuple[list[str], Responses]:
     """The texts and cells of the router's test split, drawn again from what its manifest records."""
-    from ._runtime import router_test_question_ids
     from .data import load_dataset
+    from .router_split import router_test_question_ids
 
     ids, how = router_test_question_ids(router.manifest, data_dir)
     if not ids:
