@@ -137,16 +137,16 @@ def build_engines(
         sizes = batch_sizes if name != "static" else sorted({DEFAULT_BATCH_SIZE, 64, 256})
         length = router.manifest["encoder"]["max_seq_length"]
         for size in sizes:
-            engines[f"{name} router, max {length}, batch {size}"] = lambda t, r=router, s=size: r.embed(
+            engines[f"{name} router, max {length}, batch {size}"] = lambda t, r=router, s=size: r.encode(
                 t, batch_size=s
-            )
+            , features=False).vectors
         if name == "static":
             continue
         for max_length in max_lengths:
             folder = with_max_length(router.path, scratch / f"{name}-{max_length}", max_length)
             shorter = Router.load(folder, threads=args.threads)
             label = f"{name} router, max {max_length}, batch {shorter._encoder.batch_size}"  # its own default
-            engines[label] = lambda t, r=shorter: r.embed(t)
+            engines[label] = lambda t, r=shorter: r.encode(t, features=False).vectors
     return engines
 
 
@@ -200,7 +200,7 @@ def static_agreement(router: Any, texts: list[str], baseline: np.ndarray) -> dic
 
 def transformer_agreement(router: Any, texts: list[str], baseline: np.ndarray) -> dict[str, float]:
     """The router's question vectors against the baseline's embeddings pushed through the router's own adapter."""
-    vectors = router.embed(texts)
+    vectors = router.encode(texts, features=False).vectors
     expected = adapter_from_graph(router.path / "encoder.onnx")(baseline)
     cos = (vectors * expected).sum(1) / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(expected, axis=1))
     return {

@@ -181,7 +181,7 @@ def run_all(router: Any, options: argparse.Namespace, common: list[str]) -> list
             write_text_bank(bank, rows)
             runs.append(measure("texts", rows, n_llms, [str(bank), "-o", str(out), *common]))
             bank.unlink()
-        seed = router.embed([text for _, text in real_texts(256)])
+        seed = router.encode([text for _, text in real_texts(256)], features=False).vectors
         for rows in options.vector_rows:
             bank = scratch / f"vectors-{rows}.npy"
             write_vector_bank(bank, rows, seed)

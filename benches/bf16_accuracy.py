@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     m, cal = router.llm_vectors, router.calibration
     rows = []
     for folder in DATASETS:
-        q = router.embed(question_texts(folder, args.limit))
+        q = router.encode(question_texts(folder, args.limit), features=False).vectors
         for calibrated in (True, False):
             extra: dict[str, Any] = {"scale": cal.scale, "bias": cal.bias} if calibrated and cal else {}
             exact = kernels.probabilities(q, m, threads=args.threads, **extra)

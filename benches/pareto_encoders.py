@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from jeirt_lite import EncodedQuestions
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -40,11 +41,11 @@ def worker(router_dir: Path, texts_file: Path, out_file: Path, threads: int) -> 
 
     texts = json.loads(texts_file.read_text(encoding="utf-8"))
     router = Router.load(router_dir, threads=threads)
-    router.embed(texts[:8])  # warm-up: first-run allocations are not part of the steady rate
+    router.encode(texts[:8], features=False)  # warm-up: first-run allocations are not part of the steady rate
     start = time.perf_counter()
-    vectors = router.embed(texts)
+    vectors = router.encode(texts, features=False).vectors
     seconds = time.perf_counter() - start
-    np.save(out_file, router.predict_proba_vectors(vectors))
+    np.save(out_file, router.predict_proba(EncodedQuestions(vectors)))
     info = {"seconds": seconds, "llms": list(router.llms), "peak_rss_mb": peak_rss_mb()}
     out_file.with_suffix(".json").write_text(json.dumps(info))
 

@@ -50,7 +50,7 @@ def embed_with_router(router: Router, texts: list[str]) -> tuple[np.ndarray, np.
     if path.is_file():
         with np.load(path) as cached:
             return cached["q"], cached["f"]
-    q, f = router.embed_with_features(texts)
+    q, f = router.encode(texts, features=True)
     if f is None:
         raise SystemExit(f"{router.path}: its encoder exposes no features; run python -m scripts.add_feature_output")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from jeirt_lite import Router
+from jeirt_lite import EncodedQuestions, Router
 from jeirt_lite_training.data import load_dataset
 from jeirt_lite_training.metrics import log_loss, roc_auc
 from jeirt_lite_training.splits import make_split
@@ -185,7 +185,7 @@ def question_side(
             raise SystemExit("--encoder minilm has no router question side: give --train-on or --held-out")
         if not router.has_alignment:
             raise SystemExit(f"{router.path}: the router carries no alignment reference, which add_llm reads")
-        flags = router.alignment_vectors(q).in_distribution
+        flags = router.alignment(EncodedQuestions(q)).in_distribution
         learned = router.learned_from(data.texts)
         setup["in_distribution_share"] = float(np.mean(flags))
         setup["learned_share"] = None if learned is None else float(np.mean(learned))

@@ -70,8 +70,8 @@ def upgrade(router: Path, tensor: str = DEFAULT_TENSOR, out: Path | None = None)
         manifest["files"]["encoder"]["sha256"] = sha256_of(onnx_file)
         (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
         after = Router.load(staging, threads=1, fast_path=False)
-        vectors, features = after.embed_with_features(CHECK_TEXTS)
-        if not np.array_equal(vectors, before.embed(CHECK_TEXTS)) or features is None:
+        vectors, features = after.encode(CHECK_TEXTS, features=True)
+        if not np.array_equal(vectors, before.encode(CHECK_TEXTS, features=False).vectors) or features is None:
             raise SystemExit("the upgraded graph changed the question vectors; nothing written")
         if target.exists():
             retired = Path(tmp) / "old"

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from jeirt_lite import JeirtError, Router
+from jeirt_lite import EncodedQuestions, JeirtError, Router
 from jeirt_lite._io.outputs import partial_path
 from jeirt_lite._progress import Progress
 from jeirt_lite.batch import ScoreOptions, ScoreState, score_file
@@ -304,16 +304,16 @@ def test_an_interrupt_between_chunks_deletes_the_partial_file(
     path = write_bank(tmp_path / "bank.csv", [{"text": t} for t in texts])
     output = tmp_path / "scores.parquet"
     calls = {"n": 0}
-    original = router.route_vectors
+    original = router.route
 
-    def interrupted_on_third_chunk(vectors: np.ndarray, k: int = 1, **more: Any) -> Any:
+    def interrupted_on_third_chunk(questions: Any, k: int = 1, **more: Any) -> Any:
         calls["n"] += 1
         if calls["n"] == 3:
             assert partial_path(output).exists()  # the first two chunks were being written here
             raise KeyboardInterrupt
-        return original(vectors, k=k, **more)
+        return original(questions, k=k, **more)
 
-    monkeypatch.setattr(router, "route_vectors", interrupted_on_third_chunk)
+    monkeypatch.setattr(router, "route", interrupted_on_third_chunk)
     state = ScoreState()
     with pytest.raises(KeyboardInterrupt):
         score_file(router, input_path=path, output=output, options=ScoreOptions(chunk_size=10), state=state)
@@ -388,7 +388,7 @@ def test_parquet_without_pyarrow_names_the_extra(
 # -- precomputed vectors -------------------------------------------------------------------------------------
 
 
-def test_vectors_mode_matches_route_vectors(router: Router, tmp_path: Path) -> None:
+def test_vectors_mode_matches_routing_the_vectors(router: Router, tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     vectors = rng.normal(size=(103, router.dim)).astype(np.float64)  # any float dtype is accepted
     np.save(tmp_path / "q.npy", vectors)
@@ -400,12 +400,12 @@ def test_vectors_mode_matches_route_vectors(router: Router, tmp_path: Path) -> N
         options=ScoreOptions(k=2, all_probabilities=True, forecast=True, chunk_size=10),
     )
     rows = read_scores(output)
-    expected = router.route_vectors(vectors, k=2)
+    expected = router.route(EncodedQuestions(vectors), k=2)
     assert [row["id"] for row in rows] == list(range(103))
     assert [row["llm_1"] for row in rows] == [names[0] for names in expected.names]
     np.testing.assert_allclose(column(rows, "p_2"), expected.probabilities[:, 1], rtol=1e-5)
     np.testing.assert_allclose(column(rows, "difficulty"), np.linalg.norm(vectors, axis=1), rtol=1e-5)
-    assert summary.forecast == pytest.approx(router.forecast_vectors(vectors), rel=1e-5)
+    assert summary.forecast == pytest.approx(router.forecast(EncodedQuestions(vectors)), rel=1e-5)
 
 
 def test_vectors_mode_ids_and_bad_rows(router: Router, tmp_path: Path) -> None:

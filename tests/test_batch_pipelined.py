@@ -61,7 +61,7 @@ def test_a_background_job_gives_the_vectors_of_a_direct_call_once(texts: list[st
     router = Router.load(threads=2)
     encoder = router._encoder
     pending = [encoder.encode_start(texts[start : start + 100]) for start in (0, 100, 200)]  # type: ignore[union-attr]
-    direct = router.embed(texts)
+    direct = router.encode(texts, features=False).vectors
     np.testing.assert_array_equal(np.concatenate([job.result() for job in pending]), direct)
     with pytest.raises(JeirtError, match="already collected"):
         pending[0].result()
@@ -72,7 +72,7 @@ def test_a_background_job_of_any_size_gives_every_row_in_place(texts: list[str],
     # A job is queued as pieces of 64 texts that finish in any order: each must land in its rows.
     router = Router.load(threads=2)
     job = router._encoder.encode_start(texts[:rows])  # type: ignore[union-attr]
-    np.testing.assert_array_equal(job.result(), router.embed(texts[:rows]) if rows else np.empty((0, router.dim)))
+    np.testing.assert_array_equal(job.result(), router.encode(texts[:rows], features=False).vectors if rows else np.empty((0, router.dim)))
 
 
 def test_a_background_job_refuses_a_lone_surrogate_by_its_index(texts: list[str]) -> None:

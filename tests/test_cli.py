@@ -284,7 +284,7 @@ def test_score_quiet_prints_nothing_on_stderr(
 def test_score_vectors_mode(
     router: Router, tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    vectors = router.embed(QUESTIONS)
+    vectors = router.encode(QUESTIONS, features=False).vectors
     np.save(tmp_path / "q.npy", vectors)
     (tmp_path / "ids.txt").write_text("a\nb\nc\n")
     code = main(

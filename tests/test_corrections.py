@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from jeirt_lite import JeirtError, Router, kernels
+from jeirt_lite import EncodedQuestions, JeirtError, Router, kernels
 from jeirt_lite._corrections import (
     MIN_WEIGHT,
     _standardised_design,
@@ -95,12 +95,12 @@ def grown() -> tuple[Router, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(4)
     texts = [f"question {i} about {w} and {v}" for i, (w, v) in enumerate(rng.choice(
         ["enzyme", "integral", "court", "market", "circuit", "poem", "python", "war"], size=(300, 2)))]
-    vectors, features = router.embed_with_features(texts)
+    vectors, features = router.encode(texts, features=True)
     assert features is not None and features.shape == (300, router.manifest["encoder"]["feature_dim"])
     direction = rng.normal(size=features.shape[1])
     signal = (features - features.mean(axis=0)) @ direction
     y = (signal > np.median(signal)).astype(int)
-    return router.add_llm_vectors("feature-llm", vectors, y, features=features, cost=3.0), vectors, features
+    return router.add_llm("feature-llm", EncodedQuestions(vectors, features), y, cost=3.0), vectors, features
 
 
 def test_the_router_applies_the_correction_everywhere(grown: tuple[Router, np.ndarray, np.ndarray]) -> None:
@@ -109,7 +109,7 @@ def test_the_router_applies_the_correction_everywhere(grown: tuple[Router, np.nd
     record = router.manifest["onboarded"][-1]
     assert record["correction"] == "on" and record["cv_auc"] > record["cv_auc_vector_only"]
     assert 0.0 <= record["alignment"]["in_distribution_share"] <= 1.0
-    p = router.predict_proba_vectors(vectors, features)
+    p = router.predict_proba(EncodedQuestions(vectors, features))
     corrections = router.corrections
     new_logit = base_logits(vectors.astype(np.float64), router.llm_vectors[-1].astype(np.float64)) + (
         features @ corrections.weights[0] + corrections.bias[0])
@@ -119,14 +119,14 @@ def test_the_router_applies_the_correction_everywhere(grown: tuple[Router, np.nd
     np.testing.assert_allclose(p[:, -1], 1 / (1 + np.exp(-scale * new_logit)), atol=1e-4)
     without = router.select_llms(router.llms[:-1])
     assert without.corrections is None
-    np.testing.assert_allclose(p[:, :-1], without.predict_proba_vectors(vectors), atol=1e-6)
+    np.testing.assert_allclose(p[:, :-1], without.predict_proba(EncodedQuestions(vectors)), atol=1e-6)
     np.testing.assert_allclose(
-        list(router.forecast_vectors(vectors, features).values()), p.mean(axis=0), atol=1e-5
+        list(router.forecast(EncodedQuestions(vectors, features)).values()), p.mean(axis=0), atol=1e-5
     )
-    best = router.route_vectors(vectors, k=1, features=features).indices[:, 0]
+    best = router.route(EncodedQuestions(vectors, features), k=1).indices[:, 0]
     np.testing.assert_array_equal(best, np.argmax(p, axis=1))
-    with pytest.raises(JeirtError, match="pass features="):
-        router.predict_proba_vectors(vectors)
+    with pytest.raises(JeirtError, match="need the encoder.s features"):
+        router.predict_proba(EncodedQuestions(vectors))
 
 
 def test_corrections_survive_save_and_load_and_are_hash_checked(
@@ -137,11 +137,11 @@ def test_corrections_survive_save_and_load_and_are_hash_checked(
     loaded = Router.load(path, threads=1)
     assert loaded.corrections is not None and loaded.corrections.llms == ("feature-llm",)
     np.testing.assert_array_equal(
-        loaded.predict_proba_vectors(vectors, features), router.predict_proba_vectors(vectors, features)
+        loaded.predict_proba(EncodedQuestions(vectors, features)), router.predict_proba(EncodedQuestions(vectors, features))
     )
     texts = ["What is the derivative of x**3?", "Which court hears appeals?"]
     np.testing.assert_allclose(
-        loaded.predict_proba(texts), loaded.predict_proba_vectors(*loaded.embed_with_features(texts)), atol=1e-6
+        loaded.predict_proba(texts), loaded.predict_proba(EncodedQuestions(*loaded.encode(texts, features=True))), atol=1e-6
     )
     assert loaded.remove_llm("feature-llm").corrections is None
     (path / "corrections.safetensors").write_bytes(b"not a tensor file")
@@ -176,7 +176,7 @@ def test_score_file_streams_an_onboarded_router_with_its_correction(
     want = router.predict_proba(texts).mean(axis=0)
     np.testing.assert_allclose(list(summary.forecast.values()), want, atol=1e-5)
     vectors = tmp_path / "vectors.npy"
-    np.save(vectors, router.embed(texts))
+    np.save(vectors, router.encode(texts, features=False).vectors)
     with pytest.raises(JeirtError, match="score the question texts instead"):
         score_file(router, vectors_path=vectors, output=tmp_path / "v.csv", options=ScoreOptions())
     assert not (tmp_path / "v.csv").exists()
@@ -238,7 +238,7 @@ def test_the_router_keeps_the_scale_as_the_new_llms_calibration(calibrated: bool
     q, small_f, y = _noisy_router_problem(8, 700)
     vectors = np.hstack([q, 0.1 * rng.normal(size=(700, router.llm_vectors.shape[1] - 8))]).astype(np.float32)
     features = np.hstack([small_f, np.zeros((700, router.manifest["encoder"]["feature_dim"] - 16))])
-    grown = router.add_llm_vectors("noisy-router-llm", vectors, y, features=features.astype(np.float32))
+    grown = router.add_llm("noisy-router-llm", EncodedQuestions(vectors, features.astype(np.float32)), y)
     scale = grown.manifest["onboarded"][-1]["router_scale"]
     assert grown.calibration is not None and 0 < scale < 1
     assert grown.calibration.scale[-1] == pytest.approx(scale) and grown.calibration.bias[-1] == 0
@@ -251,11 +251,11 @@ def test_the_router_keeps_the_scale_as_the_new_llms_calibration(calibrated: bool
     assert corrections is not None
     base = base_logits(vectors.astype(np.float64), grown.llm_vectors[-1].astype(np.float64))
     want = 1 / (1 + np.exp(-scale * (base + features @ corrections.weights[0] + corrections.bias[0])))
-    p = grown.predict_proba_vectors(vectors, features)
+    p = grown.predict_proba(EncodedQuestions(vectors, features))
     np.testing.assert_allclose(p[:, -1], want, atol=1e-4)
-    np.testing.assert_allclose(p[:, :n], router.predict_proba_vectors(vectors), atol=1e-6)
+    np.testing.assert_allclose(p[:, :n], router.predict_proba(EncodedQuestions(vectors)), atol=1e-6)
     loaded = Router.load(grown.save(tmp_path / "grown"), threads=1)
-    np.testing.assert_array_equal(loaded.predict_proba_vectors(vectors, features), p)
+    np.testing.assert_array_equal(loaded.predict_proba(EncodedQuestions(vectors, features)), p)
 
 
 def test_fits_are_weighted_by_their_held_out_likelihood() -> None:

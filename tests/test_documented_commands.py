@@ -169,7 +169,7 @@ def _write_inputs(folder: Path) -> None:
         csv.writer(handle).writerows([("id", "text"), *zip(ids, texts)])
     (folder / "questions.txt").write_text("\n".join(t.replace("\n", " ") for t in texts) + "\n", encoding="utf-8")
     (folder / "ids.txt").write_text("\n".join(ids) + "\n", encoding="utf-8")
-    np.save(folder / "bank.npy", Router.load(threads=1).embed(texts))
+    np.save(folder / "bank.npy", Router.load(threads=1).encode(texts).vectors)
     with open(folder / "answers.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["text", "correct"])

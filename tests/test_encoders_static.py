@@ -90,14 +90,14 @@ TEXTS = [
 
 
 def test_graph_matches_numpy_lookup_and_average(random_static_router: Router) -> None:
-    got = random_static_router.embed(TEXTS)
+    got = random_static_router.encode(TEXTS, features=False).vectors
     want = _reference(random_static_router, TEXTS)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_padding_does_not_change_a_vector(random_static_router: Router) -> None:
-    alone = random_static_router.embed([TEXTS[1]])
-    in_batch = random_static_router.embed(TEXTS, batch_size=len(TEXTS))[1:2]
+    alone = random_static_router.encode([TEXTS[1]], features=False).vectors
+    in_batch = random_static_router.encode(TEXTS, batch_size=len(TEXTS), features=False).vectors[1:2]
     np.testing.assert_allclose(alone, in_batch, rtol=1e-6, atol=1e-6)
 
 
@@ -113,7 +113,7 @@ def test_shipped_static_router_matches_numpy(real_texts: list[str]) -> None:
     texts = sorted(real_texts, key=len)
     middle = len(texts) // 2
     sample = texts[:3] + texts[middle : middle + 3] + texts[-3:]  # the longest ones get truncated
-    np.testing.assert_allclose(router.embed(sample), _reference(router, sample), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(router.encode(sample, features=False).vectors, _reference(router, sample), rtol=1e-4, atol=1e-4)
 
 
 def test_pca_keeps_the_leading_variance() -> None:
@@ -147,10 +147,10 @@ def test_manifest_batch_size_is_the_default(random_static_router: Router) -> Non
 
     encoder.session = Counting()
     try:
-        random_static_router.embed(TEXTS)
+        random_static_router.encode(TEXTS, features=False)
         assert calls == [3, 1]  # encoder.batch_size = 3 from router.json
         calls.clear()
-        random_static_router.embed(TEXTS, batch_size=2)
+        random_static_router.encode(TEXTS, batch_size=2, features=False)
         assert calls == [2, 2]
     finally:
         encoder.session = session

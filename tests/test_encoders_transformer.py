@@ -62,7 +62,7 @@ def test_sorted_batches_match_the_plain_path_in_input_order(
 ) -> None:
     router = routers["fused"]
     np.testing.assert_allclose(
-        router.embed(texts, batch_size=batch_size), _one_at_a_time(router, texts), atol=1e-5
+        router.encode(texts, batch_size=batch_size, features=False).vectors, _one_at_a_time(router, texts), atol=1e-5
     )
 
 
@@ -73,7 +73,7 @@ def test_longest_text_is_truncated_at_the_manifest_length(
 
 
 def test_fused_graph_gives_the_plain_exports_vectors(routers: dict[str, Router], texts: list[str]) -> None:
-    np.testing.assert_allclose(routers["fused"].embed(texts), routers["plain"].embed(texts), atol=1e-5)
+    np.testing.assert_allclose(routers["fused"].encode(texts, features=False).vectors, routers["plain"].encode(texts, features=False).vectors, atol=1e-5)
 
 
 def test_fp32_router_matches_sentence_transformers(routers: dict[str, Router], texts: list[str]) -> None:
@@ -84,11 +84,11 @@ def test_fp32_router_matches_sentence_transformers(routers: dict[str, Router], t
     model = SentenceTransformer(str(get_spec(DEFAULT_ENCODER).model_dir()), device="cpu")
     assert model.max_seq_length == MAX_LENGTH
     expected = model.encode(texts, convert_to_numpy=True)
-    np.testing.assert_allclose(routers["fused"].embed(texts), expected, atol=1e-4)
+    np.testing.assert_allclose(routers["fused"].encode(texts, features=False).vectors, expected, atol=1e-4)
 
 
 def test_int8_within_documented_cosine_of_fp32(routers: dict[str, Router], texts: list[str]) -> None:
-    cos = cosine_rows(routers["int8"].embed(texts), routers["fused"].embed(texts))
+    cos = cosine_rows(routers["int8"].encode(texts, features=False).vectors, routers["fused"].encode(texts, features=False).vectors)
     assert cos.mean() >= INT8_MEAN_COSINE, cos
     assert cos.min() >= INT8_MIN_COSINE, cos
     assert cos.min() < 1.0 - 1e-7  # really quantised, not a copy of the fp32 graph

@@ -17,7 +17,7 @@ import jeirt_lite
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from jeirt_lite import JeirtError, Router
+from jeirt_lite import EncodedQuestions, JeirtError, Router
 from jeirt_lite._io.formats import read_question_table
 from jeirt_lite._io.outputs import partial_path, refuse_inputs, remove_stale_partials
 from jeirt_lite._io.tables import read_table
@@ -224,7 +224,7 @@ def test_every_npy_format_version_is_read(router: Router, tmp_path: Path, versio
     summary = score_file(router, vectors_path=path, output=output, options=ScoreOptions(chunk_size=4))
     assert summary.rows == 9
     best = [line.split(",")[1] for line in output.read_text().splitlines()[1:]]
-    assert best == router.route_vectors(vectors).best
+    assert best == router.route(EncodedQuestions(vectors)).best
 
 
 def test_vectors_in_an_unregistered_format_are_refused(router: Router, tmp_path: Path) -> None:

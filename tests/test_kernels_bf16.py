@@ -22,7 +22,7 @@ def _questions(folder: str) -> list[str]:
 
 def test_real_questions_keep_their_top_llm_and_probabilities() -> None:
     router = Router.load(threads=2)
-    q, m, cal = router.embed(_questions("mmlu_pro")), router.llm_vectors, router.calibration
+    q, m, cal = router.encode(_questions("mmlu_pro"), features=False).vectors, router.llm_vectors, router.calibration
     assert cal is not None
     args = {"scale": cal.scale, "bias": cal.bias, "threads": 2}
     i32, p32 = kernels.top_k(q, m, 3, **args)
@@ -42,7 +42,7 @@ def test_real_probabilities_within_1e3_of_float32(folder: str, calibrated: bool)
     # taken out before the rounding and added back exactly, and every entry carries the rounding of what is left.
     # The bound: within 1e-3 of float32 everywhere, the same top-1 LLM on >= 99.9% of the questions.
     router = Router.load(threads=2)
-    q, m, cal = router.embed(_questions(folder)), router.llm_vectors, router.calibration
+    q, m, cal = router.encode(_questions(folder), features=False).vectors, router.llm_vectors, router.calibration
     assert cal is not None
     args = {"scale": cal.scale, "bias": cal.bias} if calibrated else {}
     full = kernels.probabilities(q, m, threads=2, **args)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from jeirt_lite import JeirtError, Router
+from jeirt_lite import EncodedQuestions, JeirtError, Router
 from jeirt_lite._neighbours import (
     CANDIDATES_PER_K,
     NOT_ASKED,
@@ -94,7 +94,7 @@ def router() -> Router:
 
 
 def _votes_for(router: Router, texts: list[str], seed: int = 0) -> NeighbourVotes:
-    _, features = router.embed_with_features(texts)
+    _, features = router.encode(texts, features=True)
     assert features is not None
     rng = np.random.default_rng(seed)
     answers = rng.integers(0, 2, size=(len(texts), len(router.llms))).astype(np.int8)
@@ -112,8 +112,8 @@ def test_a_router_with_votes_adds_them_to_every_llms_logit_and_keeps_them_when_s
     votes = _votes_for(router, TEXTS)
     voting = router.with_neighbours(votes)
     assert voting.needs_features and not router.needs_features
-    vectors, features = router.embed_with_features(TEXTS)
-    plain = router.predict_proba_vectors(vectors)
+    vectors, features = router.encode(TEXTS, features=True)
+    plain = router.predict_proba(EncodedQuestions(vectors))
     cal = router.manifest.calibration
     assert cal is not None
     logit = np.log(plain) - np.log1p(-plain)
@@ -126,9 +126,9 @@ def test_a_router_with_votes_adds_them_to_every_llms_logit_and_keeps_them_when_s
     assert loaded.neighbours is not None and loaded.manifest["neighbours"]["k"] == 3
     np.testing.assert_array_equal(loaded.predict_proba(TEXTS), voting.predict_proba(TEXTS))
     assert loaded.route(TEXTS, k=2).indices.shape == (len(TEXTS), 2)
-    with pytest.raises(JeirtError, match="neighbour votes.*pass features="):
-        loaded.predict_proba_vectors(vectors)
-    np.testing.assert_array_equal(loaded.predict_proba_vectors(vectors, features), loaded.predict_proba(TEXTS))
+    with pytest.raises(JeirtError, match="neighbour votes.*need the encoder.s features"):
+        loaded.predict_proba(EncodedQuestions(vectors))
+    np.testing.assert_array_equal(loaded.predict_proba(EncodedQuestions(vectors, features)), loaded.predict_proba(TEXTS))
     assert Router.load(loaded.with_neighbours(None).save(tmp_path / "plain"), threads=1).neighbours is None
 
 
@@ -168,7 +168,7 @@ def test_scoring_a_vectors_file_with_votes_is_refused_by_name(router: Router, tm
 
     voting = router.with_neighbours(_votes_for(router, TEXTS))
     path = tmp_path / "q.npy"
-    np.save(path, voting.embed(TEXTS))
+    np.save(path, voting.encode(TEXTS, features=False).vectors)
     with pytest.raises(JeirtError, match="neighbour votes"):
         score_file(voting, vectors_path=path, output=tmp_path / "out.csv", options=ScoreOptions(k=1))
     assert not (tmp_path / "out.csv").exists()
@@ -181,14 +181,14 @@ def test_score_no_neighbours_scores_vectors_as_the_router_without_votes(router: 
     from jeirt_lite.cli import main
 
     folder = router.with_neighbours(_votes_for(router, TEXTS)).save(tmp_path / "voting")
-    np.save(tmp_path / "q.npy", router.embed(TEXTS))
+    np.save(tmp_path / "q.npy", router.encode(TEXTS, features=False).vectors)
     base = ["score", "--router", str(folder), "--vectors", str(tmp_path / "q.npy"), "--k", "1"]
     assert main([*base, "-o", str(tmp_path / "refused.csv")]) == 1
     assert "--no-neighbours" in capsys.readouterr().err and not (tmp_path / "refused.csv").exists()
     assert main([*base, "-o", str(tmp_path / "plain.csv"), "--no-neighbours", "--quiet"]) == 0
     with open(tmp_path / "plain.csv", newline="") as handle:
         best = [row for row in csv.DictReader(handle)]
-    want = router.route_vectors(router.embed(TEXTS), k=1)
+    want = router.route(EncodedQuestions(router.encode(TEXTS, features=False).vectors), k=1)
     assert [row["llm_1"] for row in best] == [router.llms[i] for i in want.indices[:, 0]]
     assert main(["score", "--router", str(folder), "x.parquet", "-o", "y.parquet", "--engine", "ray",
                  "--no-neighbours"]) == 1

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from jeirt_lite import JeirtError, Router
+from jeirt_lite import EncodedQuestions, JeirtError, Router
 from jeirt_lite._onboarding import fit_llm_vector
 
 
@@ -72,7 +72,7 @@ def test_add_llm_returns_a_router_with_it_and_keeps_the_others(router: Router, t
     rng = np.random.default_rng(3)
     true_m = rng.normal(size=router.dim) * 2
     questions, correct = _simulate(rng, 3000, router.dim, true_m)
-    bigger = router.add_llm_vectors("new-llm", questions, correct)
+    bigger = router.add_llm("new-llm", EncodedQuestions(questions), correct)
     assert bigger.llms == router.llms + ("new-llm",)
     np.testing.assert_array_equal(bigger.llm_vectors[:-1], router.llm_vectors)
     assert np.corrcoef(bigger.llm_vectors[-1], true_m)[0, 1] > 0.95
@@ -92,19 +92,19 @@ def test_add_llm_from_texts(router: Router) -> None:
 
 def test_add_llm_errors(router: Router) -> None:
     with pytest.raises(JeirtError, match="already in this router"):
-        router.add_llm_vectors(router.llms[0], np.ones((3, router.dim)), [1, 0, 1])
+        router.add_llm(router.llms[0], EncodedQuestions(np.ones((3, router.dim))), [1, 0, 1])
     with pytest.raises(JeirtError, match="non-empty name"):
-        router.add_llm_vectors(" ", np.ones((3, router.dim)), [1, 0, 1])
+        router.add_llm(" ", EncodedQuestions(np.ones((3, router.dim))), [1, 0, 1])
     with pytest.raises(JeirtError, match="got 3 questions but 2 labels"):
-        router.add_llm_vectors("x", np.ones((3, router.dim)), [1, 0])
+        router.add_llm("x", EncodedQuestions(np.ones((3, router.dim))), [1, 0])
 
 
 def test_select_and_remove(router: Router) -> None:
     subset = router.select_llms(["llm-3", "llm-1"])
     assert subset.llms == ("llm-3", "llm-1")
     q = np.random.default_rng(4).normal(size=(5, router.dim)).astype(np.float32)
-    full = router.predict_proba_vectors(q)
-    np.testing.assert_array_equal(subset.predict_proba_vectors(q), full[:, [3, 1]])
+    full = router.predict_proba(EncodedQuestions(q))
+    np.testing.assert_array_equal(subset.predict_proba(EncodedQuestions(q)), full[:, [3, 1]])
     assert router.remove_llm("llm-0").llms == router.llms[1:]
     with pytest.raises(JeirtError, match="unknown LLM 'gpt-9'"):
         router.select_llms(["gpt-9"])

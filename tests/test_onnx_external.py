@@ -63,7 +63,7 @@ def test_a_graph_reading_the_static_file_answers_bit_for_bit_as_one_embedding_it
     texts = _texts(120)
     linked, embedded = (Router.load(p, threads=1, fast_path=fast_path) for p in (SHIPPED, embedded_router))
     assert type(linked._encoder) is type(embedded._encoder)
-    for a, b in zip(linked.embed_with_features(texts), embedded.embed_with_features(texts)):
+    for a, b in zip(linked.encode(texts, features=True), embedded.encode(texts, features=True)):
         assert a is not None and b is not None and np.array_equal(a, b)
     first, second = linked.route(texts, k=3), embedded.route(texts, k=3)
     assert np.array_equal(first.indices, second.indices)
@@ -146,7 +146,7 @@ def test_saving_with_a_static_file_the_graph_does_not_read_writes_nothing(tmp_pa
     assert not (tmp_path / "saved").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["other"]  # no staging folder left behind
     router.save(tmp_path / "saved")  # the router's own pair still saves, and loads
-    assert Router.load(tmp_path / "saved").embed(["x"]).shape == (1, router.dim)
+    assert Router.load(tmp_path / "saved").encode(["x"]).vectors.shape == (1, router.dim)
 
 
 def _relocate(folder: Path, location: str, extra: tuple[tuple[str, str], ...] = ()) -> None:

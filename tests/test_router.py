@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from jeirt_lite import JeirtError, Router, RouteResult
+from jeirt_lite import EncodedQuestions, JeirtError, Router, RouteResult
 from tiny_router import build_tiny_router, edit_and_reseal, reference_vectors
 
 TEXTS = [
@@ -42,7 +42,7 @@ def test_holds_names_and_dim(router: Router) -> None:
 
 @pytest.mark.parametrize("batch_size", [1, 2, 3, 64])
 def test_embed_matches_reference_in_input_order(router: Router, tiny_router_path: Path, batch_size: int) -> None:
-    got = router.embed(TEXTS, batch_size=batch_size)
+    got = router.encode(TEXTS, batch_size=batch_size, features=False).vectors
     np.testing.assert_allclose(got, reference_vectors(tiny_router_path, TEXTS), rtol=1e-5, atol=1e-6)
 
 
@@ -55,14 +55,14 @@ def test_manifest_max_length_overrides_the_tokenizer_files_own_truncation(tmp_pa
     tokenizer.save(str(folder / "tokenizer.json"))
     edit_and_reseal(folder)
     long_text = " ".join(["price demand supply market economy"] * 4)  # 20 tokens
-    got = Router.load(folder).embed([long_text])
+    got = Router.load(folder).encode([long_text], features=False).vectors
     np.testing.assert_allclose(got, reference_vectors(folder, [long_text]), rtol=1e-5, atol=1e-6)
     short = reference_vectors(folder, ["price demand supply"])
     assert not np.allclose(got, short)
 
 
 def test_predict_route_difficulty_forecast_agree_with_the_formula(router: Router) -> None:
-    vectors = router.embed(TEXTS)
+    vectors = router.encode(TEXTS, features=False).vectors
     expected = _formula(vectors, router.llm_vectors)
     np.testing.assert_allclose(router.predict_proba(TEXTS), expected, rtol=1e-5, atol=1e-6)
 
@@ -83,19 +83,19 @@ def test_predict_route_difficulty_forecast_agree_with_the_formula(router: Router
 
 def test_vector_methods_check_their_input(router: Router) -> None:
     with pytest.raises(JeirtError, match=r"shape \(N, 4\), got \(2, 3\)"):
-        router.route_vectors(np.ones((2, 3)))
+        router.route(EncodedQuestions(np.ones((2, 3))))
     with pytest.raises(JeirtError, match=r"shape \(N, 4\)"):
-        router.predict_proba_vectors(np.ones(4))
+        router.predict_proba(EncodedQuestions(np.ones(4)))
     bad = np.ones((3, 4))
     bad[2, 1] = np.nan
     with pytest.raises(JeirtError, match="question row 2"):
-        router.route_vectors(bad)
+        router.route(EncodedQuestions(bad))
     with pytest.raises(JeirtError, match="question row 2"):
-        router.difficulty_vectors(bad)
+        router.difficulty(EncodedQuestions(bad))
     with pytest.raises(JeirtError, match="numeric"):
-        router.route_vectors(np.array([["a"] * 4]))
+        router.route(EncodedQuestions(np.array([["a"] * 4])))
     with pytest.raises(JeirtError, match="k must be"):
-        router.route_vectors(np.ones((1, 4)), k=6)
+        router.route(EncodedQuestions(np.ones((1, 4))), k=6)
 
 
 @pytest.mark.parametrize(
@@ -115,7 +115,7 @@ def test_bad_texts_are_named(router: Router, texts: object, message: str) -> Non
 
 
 def test_empty_batch(router: Router) -> None:
-    assert router.embed([]).shape == (0, 4)
+    assert router.encode([], features=False).vectors.shape == (0, 4)
     assert router.predict_proba([]).shape == (0, 5)
     assert len(router.route([], k=2)) == 0
     with pytest.raises(JeirtError, match="empty question bank"):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from jeirt_lite import JeirtError, Router
+from jeirt_lite import EncodedQuestions, JeirtError, Router
 from jeirt_lite.analysis import alignment_scores
 from jeirt_lite.artifact import REFERENCE_FILE, load_artifact, save_artifact
 
@@ -30,7 +30,7 @@ def _with_reference(source: Path, target: Path, reference: np.ndarray, threshold
 def aligned_router(tiny_router_path: Path, tmp_path: Path) -> Path:
     router = Router.load(tiny_router_path, threads=1)
     center = np.full(router.dim, 0.25, dtype=np.float32)
-    reference = router.embed(TEXTS[:2]) - center
+    reference = router.encode(TEXTS[:2], features=False).vectors - center
     return _with_reference(tiny_router_path, tmp_path / "aligned",
                            reference / np.linalg.norm(reference, axis=1, keepdims=True), center=center)
 
@@ -39,7 +39,7 @@ def test_alignment_scores_and_flags(aligned_router: Path) -> None:
     router = Router.load(aligned_router, threads=1)
     assert router.has_alignment
     assert router.manifest["alignment"]["n_reference"] == 2
-    vectors = router.embed(TEXTS)
+    vectors = router.encode(TEXTS, features=False).vectors
     result = router.alignment(TEXTS)
     center = router._artifact.reference_center
     assert center is not None and np.all(center == 0.25)
@@ -47,7 +47,7 @@ def test_alignment_scores_and_flags(aligned_router: Path) -> None:
     np.testing.assert_allclose(result.scores, want, rtol=1e-6)
     np.testing.assert_array_equal(result.in_distribution, result.scores >= 0.5)
     assert result.threshold == 0.5
-    np.testing.assert_allclose(router.alignment_vectors(vectors).scores, result.scores)
+    np.testing.assert_allclose(router.alignment(EncodedQuestions(vectors)).scores, result.scores)
 
 
 def test_old_router_says_alignment_is_unavailable(tiny_router_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from jeirt_lite import JeirtError, Router
+from jeirt_lite import EncodedQuestions, JeirtError, Router
 from jeirt_lite._limits import MAX_CHARS_PER_TOKEN, MAX_THREADS
 from jeirt_lite._suggest import suggest_indices
 from jeirt_lite.kernels import probabilities
@@ -46,7 +46,7 @@ def test_a_giant_text_is_cut_before_tokenising_and_scores_like_its_prefix(router
     assert limit == MAX_CHARS_PER_TOKEN * router.manifest.encoder.max_seq_length
     giant = "what is the price of the market " * (10_000_000 // 32)  # 10 MB
     prefix = giant[:limit]
-    np.testing.assert_array_equal(router.embed([giant]), router.embed([prefix]))
+    np.testing.assert_array_equal(router.encode([giant], features=False).vectors, router.encode([prefix], features=False).vectors)
     assert router.route([giant], k=2).names == router.route([prefix], k=2).names
     # For natural text the cut changes nothing: the encoder reads only the first max_seq_length tokens.
     tokenizer = router._encoder.tokenizer
@@ -59,7 +59,7 @@ def test_the_shipped_router_cuts_a_10_mb_text_to_what_its_encoder_reads(fast_pat
     router = Router.load(threads=1, fast_path=fast_path)  # the Rust static path and the ONNX reference
     text = "Which enzyme unwinds DNA during replication? " * (10_000_000 // 45)
     limit = router.manifest.encoder.max_chars
-    np.testing.assert_array_equal(router.embed([text]), router.embed([text[:limit]]))
+    np.testing.assert_array_equal(router.encode([text], features=False).vectors, router.encode([text[:limit]], features=False).vectors)
     if not fast_path:
         tokenizer = router._encoder.tokenizer
         assert tokenizer.encode(text[: limit * 2]).ids == tokenizer.encode(text[:limit]).ids
@@ -67,9 +67,9 @@ def test_the_shipped_router_cuts_a_10_mb_text_to_what_its_encoder_reads(fast_pat
 
 def test_a_huge_cost_weight_reports_the_true_probabilities(router: Router) -> None:
     q = _questions(router.dim)
-    p = router.predict_proba_vectors(q)
+    p = router.predict_proba(EncodedQuestions(q))
     for weight in (1e8, 1e12, 1e300):
-        got = router.route_vectors(q, k=5, cost_weight=weight)
+        got = router.route(EncodedQuestions(q), k=5, cost_weight=weight)
         chosen = got.indices.astype(np.int64)
         # P itself, bit for bit, whatever the weight.
         np.testing.assert_array_equal(got.probabilities, np.take_along_axis(p, chosen, axis=1))
@@ -84,12 +84,12 @@ def test_a_huge_cost_weight_reports_the_true_probabilities(router: Router) -> No
 
 def test_a_probability_equal_to_the_threshold_clears_it(router: Router) -> None:
     q = _questions(router.dim, 50, seed=3)
-    p = router.predict_proba_vectors(q)
+    p = router.predict_proba(EncodedQuestions(q))
     cheapest = 3  # llm-3 and llm-4 cost 1.5; ties go to the lower cost, then the higher P
     for i in range(len(q)):
         j = cheapest if p[i, 3] >= p[i, 4] else 4
         threshold = float(p[i, j])  # exactly representable: P == threshold
-        got = router.route_vectors(q[i : i + 1], min_probability=threshold)
+        got = router.route(EncodedQuestions(q[i : i + 1]), min_probability=threshold)
         assert got.fallback is not None and not got.fallback[0]
         assert got.indices[0, 0] == j, (i, threshold, p[i])
         assert got.probabilities[0, 0] == p[i, j]
@@ -102,14 +102,14 @@ def test_subset_routing_on_a_calibrated_router_uses_each_llms_own_calibration(ro
     q = _questions(router.dim)
     want = probabilities(q, router.llm_vectors, scale=scale, bias=bias)
     subset = [4, 1, 3]
-    got = calibrated.route_vectors(q, k=3, llms=[f"llm-{j}" for j in subset])
+    got = calibrated.route(EncodedQuestions(q), k=3, llms=[f"llm-{j}" for j in subset])
     chosen = got.indices.astype(np.int64)
     assert set(np.unique(chosen)) <= set(subset)
     np.testing.assert_array_equal(got.probabilities, np.take_along_axis(want, chosen, axis=1))
     order = np.argsort(-want[:, subset], axis=1, kind="stable")
     np.testing.assert_array_equal(chosen, np.asarray(subset)[order])
     # The same with the cost rules, which take another path.
-    got = calibrated.route_vectors(q, k=2, llms=["llm-4", "llm-1"], cost_weight=0.001)
+    got = calibrated.route(EncodedQuestions(q), k=2, llms=["llm-4", "llm-1"], cost_weight=0.001)
     np.testing.assert_array_equal(
         got.probabilities, np.take_along_axis(want, got.indices.astype(np.int64), axis=1)
     )

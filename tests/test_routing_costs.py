@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from jeirt_lite import JeirtError, Router
+from jeirt_lite import EncodedQuestions, JeirtError, Router
 from jeirt_lite.kernels import probabilities
 
 COSTS = {"llm-0": 70.0, "llm-1": 7.0, "llm-2": 8.0, "llm-3": 1.5, "llm-4": 34.0}
@@ -28,29 +28,29 @@ def test_calibration_is_applied_everywhere_and_survives_save(router: Router, tmp
     calibrated = router.with_calibration(scale, bias)
     q = _questions(router)
     want = probabilities(q, router.llm_vectors, scale=scale, bias=bias)
-    np.testing.assert_allclose(calibrated.predict_proba_vectors(q), want, rtol=1e-6)
-    np.testing.assert_allclose(list(calibrated.forecast_vectors(q).values()), want.mean(axis=0), rtol=1e-5)
-    best = calibrated.route_vectors(q, k=1)
+    np.testing.assert_allclose(calibrated.predict_proba(EncodedQuestions(q)), want, rtol=1e-6)
+    np.testing.assert_allclose(list(calibrated.forecast(EncodedQuestions(q)).values()), want.mean(axis=0), rtol=1e-5)
+    best = calibrated.route(EncodedQuestions(q), k=1)
     np.testing.assert_array_equal(best.indices[:, 0], np.argmax(want, axis=1))
     calibrated.save(tmp_path / "r")
     loaded = Router.load(tmp_path / "r", threads=1)
-    np.testing.assert_allclose(loaded.predict_proba_vectors(q), want, rtol=1e-6)
+    np.testing.assert_allclose(loaded.predict_proba(EncodedQuestions(q)), want, rtol=1e-6)
     assert loaded.costs == COSTS
     # Selecting LLMs keeps each one's calibration and cost; removing calibration restores the raw model.
     sub = loaded.select_llms(["llm-2", "llm-0"])
-    np.testing.assert_allclose(sub.predict_proba_vectors(q), want[:, [2, 0]], rtol=1e-6)
+    np.testing.assert_allclose(sub.predict_proba(EncodedQuestions(q)), want[:, [2, 0]], rtol=1e-6)
     assert sub.costs == {"llm-2": 8.0, "llm-0": 70.0}
     np.testing.assert_allclose(
-        loaded.without_calibration().predict_proba_vectors(q), probabilities(q, router.llm_vectors), rtol=1e-6
+        loaded.without_calibration().predict_proba(EncodedQuestions(q)), probabilities(q, router.llm_vectors), rtol=1e-6
     )
 
 
 def test_cost_weight_maximises_probability_minus_weighted_cost(router: Router) -> None:
     q = _questions(router)
-    p = router.predict_proba_vectors(q).astype(np.float64)
+    p = router.predict_proba(EncodedQuestions(q)).astype(np.float64)
     cost = np.array([COSTS[n] for n in router.llms])
     for weight in (0.0, 0.002, 0.01, 1.0):
-        got = router.route_vectors(q, k=2, cost_weight=weight)
+        got = router.route(EncodedQuestions(q), k=2, cost_weight=weight)
         keys = p - weight * cost
         want = np.argsort(-keys, axis=1, kind="stable")[:, :2]
         chosen = got.indices.astype(np.int64)
@@ -59,15 +59,15 @@ def test_cost_weight_maximises_probability_minus_weighted_cost(router: Router) -
         )
         np.testing.assert_allclose(got.probabilities, np.take_along_axis(p, chosen, axis=1), atol=2e-6)
     # A huge weight routes everything to the cheapest LLM.
-    assert set(router.route_vectors(q, cost_weight=100.0).best) == {"llm-3"}
+    assert set(router.route(EncodedQuestions(q), cost_weight=100.0).best) == {"llm-3"}
 
 
 def test_threshold_picks_the_cheapest_llm_above_it_or_falls_back(router: Router) -> None:
     q = _questions(router)
-    p = router.predict_proba_vectors(q)
+    p = router.predict_proba(EncodedQuestions(q))
     cost = np.array([COSTS[n] for n in router.llms])
     for t in (0.0, 0.3, 0.6, 0.9, 1.0):
-        got = router.route_vectors(q, min_probability=t)
+        got = router.route(EncodedQuestions(q), min_probability=t)
         assert got.fallback is not None
         for i in range(len(q)):
             clear = np.flatnonzero(p[i] >= t)
@@ -83,13 +83,13 @@ def test_threshold_picks_the_cheapest_llm_above_it_or_falls_back(router: Router)
 
 def test_routing_among_a_subset_and_with_costs_passed_in(router: Router) -> None:
     q = _questions(router)
-    p = router.predict_proba_vectors(q)
-    got = router.route_vectors(q, k=2, llms=["llm-4", "llm-1"])
+    p = router.predict_proba(EncodedQuestions(q))
+    got = router.route(EncodedQuestions(q), k=2, llms=["llm-4", "llm-1"])
     assert set(got.indices.ravel().tolist()) <= {1, 4}
     np.testing.assert_array_equal(got.indices[:, 0], np.where(p[:, 1] > p[:, 4], 1, 4))
     # Costs passed in replace the stored ones for that call.
     flipped = {name: 100.0 - cost for name, cost in COSTS.items()}
-    assert set(router.route_vectors(q, cost_weight=100.0, costs=flipped).best) == {"llm-0"}
+    assert set(router.route(EncodedQuestions(q), cost_weight=100.0, costs=flipped).best) == {"llm-0"}
 
 
 @pytest.mark.parametrize(
@@ -112,17 +112,17 @@ def test_routing_among_a_subset_and_with_costs_passed_in(router: Router) -> None
 )
 def test_bad_routing_arguments_are_named(router: Router, kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(JeirtError, match=message):
-        router.route_vectors(_questions(router, 3), **kwargs)  # type: ignore[arg-type]
+        router.route(EncodedQuestions(_questions(router, 3)), **kwargs)  # type: ignore[arg-type]
 
 
 def test_costs_are_needed_for_every_llm_named(tiny_router_path: Path) -> None:
     partial = Router.load(tiny_router_path, threads=1).with_costs({"llm-0": 1.0})
     with pytest.raises(JeirtError, match="missing: llm-1"):
-        partial.route_vectors(_questions(partial, 3), cost_weight=0.1, llms=["llm-0", "llm-1"])
+        partial.route(EncodedQuestions(_questions(partial, 3)), cost_weight=0.1, llms=["llm-0", "llm-1"])
     with pytest.raises(JeirtError, match="stores none"):
-        Router.load(tiny_router_path).route_vectors(_questions(partial, 3), min_probability=0.5)
+        Router.load(tiny_router_path).route(EncodedQuestions(_questions(partial, 3)), min_probability=0.5)
     # Without `llms`, only the LLMs that have a cost are candidates.
-    assert partial.route_vectors(_questions(partial, 3), cost_weight=0.1).best == ["llm-0"] * 3
+    assert partial.route(EncodedQuestions(_questions(partial, 3)), cost_weight=0.1).best == ["llm-0"] * 3
 
 
 def _edit_manifest(router_path: Path, tmp_path: Path, **fields: object) -> Path:
@@ -172,12 +172,12 @@ def test_nan_in_a_stored_calibration_is_rejected(tiny_router_path: Path, tmp_pat
 def test_an_onboarded_llm_gets_identity_calibration_and_its_cost(router: Router) -> None:
     calibrated = router.with_calibration([2.0] * 5, [0.5] * 5)
     q = _questions(router, 50)
-    grown = calibrated.add_llm_vectors("new", q, (np.arange(50) % 2), cost=3.0)
+    grown = calibrated.add_llm("new", EncodedQuestions(q), (np.arange(50) % 2), cost=3.0)
     assert grown.calibration is not None
     assert grown.calibration.scale.tolist() == [2.0] * 5 + [1.0]
     assert grown.costs["new"] == 3.0
     with pytest.raises(JeirtError, match="cost of 'x' must be finite"):
-        router.add_llm_vectors("x", q, (np.arange(50) % 2), cost=float("inf"))
+        router.add_llm("x", EncodedQuestions(q), (np.arange(50) % 2), cost=float("inf"))
 
 
 def test_cost_proxy_parses_parameter_counts() -> None:
@@ -201,16 +201,16 @@ def test_cost_aware_routing_leaves_out_llms_without_a_cost(tiny_router_path: Pat
     assert priced.priced_llms == (router.llms[0], router.llms[2])
     q = _questions(router, 20)
     for result in (
-        priced.route_vectors(q, 2, cost_weight=0.01),
-        priced.route_vectors(q, 1, min_probability=0.5),
+        priced.route(EncodedQuestions(q), 2, cost_weight=0.01),
+        priced.route(EncodedQuestions(q), 1, min_probability=0.5),
     ):
         assert set(np.unique(result.indices).tolist()) <= {0, 2}
-    plain = priced.route_vectors(q, 1)  # without a cost rule every LLM is a candidate
+    plain = priced.route(EncodedQuestions(q), 1)  # without a cost rule every LLM is a candidate
     assert plain.indices.shape == (20, 1)
     with pytest.raises(JeirtError, match="needs a cost for every LLM; missing"):
-        priced.route_vectors(q, 1, cost_weight=0.01, llms=[router.llms[0], router.llms[1]])
+        priced.route(EncodedQuestions(q), 1, cost_weight=0.01, llms=[router.llms[0], router.llms[1]])
     with pytest.raises(JeirtError, match="this router stores none"):
-        router.route_vectors(q, 1, cost_weight=0.01)
+        router.route(EncodedQuestions(q), 1, cost_weight=0.01)
 
 
 def test_renamed_llms_keep_their_vectors_and_costs(tiny_router_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from jeirt_lite import JeirtError, Router
+from jeirt_lite import EncodedQuestions, JeirtError, Router
 from jeirt_lite._static_path import StaticEncoder, Unsupported, tokenizer_settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -116,7 +116,7 @@ def test_token_ids_equal_tokenizers_on_edge_cases_and_random_unicode(fast: Route
 
 def test_question_vectors_match_the_onnx_graph(fast: Router, reference: Router) -> None:
     texts = _questions("mmlu_pro")[::20] + _questions("zeroeval_crux_gsm_math")[::20] + EDGE_TEXTS
-    got, want = fast.embed(texts), reference.embed(texts)
+    got, want = fast.encode(texts, features=False).vectors, reference.encode(texts, features=False).vectors
     assert got.dtype == np.float32 and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-5)
     top_fast, top_ref = fast.route(texts[:300], k=3), reference.route(texts[:300], k=3)
@@ -126,19 +126,19 @@ def test_question_vectors_match_the_onnx_graph(fast: Router, reference: Router) 
 def test_threads_give_identical_vectors(fast: Router) -> None:
     texts = _questions("mmlu_pro")[:700]
     two = Router.load(SHIPPED, threads=2)
-    assert np.array_equal(fast.embed(texts), two.embed(texts))
+    assert np.array_equal(fast.encode(texts, features=False).vectors, two.encode(texts, features=False).vectors)
 
 
 def test_a_lone_surrogate_is_named(fast: Router) -> None:
     with pytest.raises(JeirtError, match="text 1 is not valid Unicode"):
-        fast.embed(["fine", "bad \ud800 text"])
+        fast.encode(["fine", "bad \ud800 text"], features=False).vectors
 
 
 def test_save_keeps_the_fast_path_and_a_tampered_file_is_refused(fast: Router, tmp_path: Path) -> None:
     saved = Router.load(fast.save(tmp_path / "copy"), threads=1)
     assert isinstance(saved._encoder, StaticEncoder)
     texts = EDGE_TEXTS[:3]
-    assert np.array_equal(saved.embed(texts), fast.embed(texts))
+    assert np.array_equal(saved.encode(texts, features=False).vectors, fast.encode(texts, features=False).vectors)
     broken = tmp_path / "broken"
     shutil.copytree(tmp_path / "copy", broken)
     with open(broken / "static_encoder.safetensors", "r+b") as handle:
@@ -176,20 +176,20 @@ def test_features_match_the_onnx_graph_and_a_corrected_llm_keeps_the_fast_path(
 
     like = _questions("mmlu_pro")[::40]  # the shipped router's training questions
     texts = like + _questions("zeroeval_crux_gsm_math")[::40] + EDGE_TEXTS
-    vectors, features = fast.embed_with_features(texts)
-    want_vectors, want_features = reference.embed_with_features(texts)
+    vectors, features = fast.encode(texts, features=True)
+    want_vectors, want_features = reference.encode(texts, features=True)
     assert features is not None and want_features is not None and features.dtype == np.float32
     np.testing.assert_allclose(features, want_features, rtol=0, atol=2e-5)
-    np.testing.assert_array_equal(vectors, fast.embed(texts))
+    np.testing.assert_array_equal(vectors, fast.encode(texts, features=False).vectors)
     np.testing.assert_allclose(vectors, want_vectors, rtol=0, atol=2e-5)
     # An LLM whose answers follow the encoder's features: add_llm turns its correction on, on questions unlike the
     # router's (zeroeval's and the edge cases); its own MMLU-Pro questions count as the router's kind.
     signal = (features - features.mean(axis=0)) @ np.random.default_rng(0).normal(size=features.shape[1])
     labels = (signal > np.median(signal)).astype(int)
-    own = fast.add_llm_vectors("own-llm", vectors[: len(like)], labels[: len(like)], features=features[: len(like)])
+    own = fast.add_llm("own-llm", EncodedQuestions(vectors[: len(like)], features[: len(like)]), labels[: len(like)])
     assert own.manifest["onboarded"][-1]["like_router"] is True
     unlike = slice(len(like), None)
-    grown = fast.add_llm_vectors("feature-llm", vectors[unlike], labels[unlike], features=features[unlike])
+    grown = fast.add_llm("feature-llm", EncodedQuestions(vectors[unlike], features[unlike]), labels[unlike])
     assert grown.manifest["onboarded"][-1]["like_router"] is False
     assert grown.corrections is not None and grown.fast_path
     grown.save(tmp_path / "grown")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from jeirt_lite import Router
+from jeirt_lite import EncodedQuestions, Router
 from jeirt_lite_training.calibration import (
     cell_logits,
     fit_calibration,
@@ -73,4 +73,4 @@ def test_store_calibration_writes_a_calibration_the_router_applies(
     np.testing.assert_allclose(loaded.calibration.scale, stored["scale"], rtol=1e-6)  # stored as float32
     assert 0.2 < float(np.mean(loaded.calibration.scale)) < 0.9  # the data were generated with scale 0.5
     p = 1 / (1 + np.exp(-(np.asarray(stored["scale"]) * z.reshape(300, 5) + np.asarray(stored["bias"]))))
-    np.testing.assert_allclose(loaded.predict_proba_vectors(qv), p, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(loaded.predict_proba(EncodedQuestions(qv)), p, rtol=1e-4, atol=1e-6)

@@ -1,7 +1,7 @@
 """jeirt-lite: tells which LLM will answer a question correctly, before you ask any of them.
 
 The public API, in one place: the names in `__all__` (`Router` loads a router folder and routes texts,
-`RouteResult`, `JeirtError`, `kernels` the raw Rust scoring kernels), and these modules:
+`EncodedQuestions` what `Router.encode` returns and every scoring method takes, `RouteResult`, `JeirtError`, `kernels` the raw Rust scoring kernels), and these modules:
 
 - `jeirt_lite.analysis`: a router's geometry (difficulty, taxonomy, probes, alignment, the HTML report);
 - `jeirt_lite.batch`: `score_file`, streaming scoring of question bank files (what `jeirt-lite score` runs);
@@ -15,7 +15,8 @@ __version__ = "0.1.0"
 
 from . import kernels
 from ._errors import JeirtError
+from ._questions import EncodedQuestions
 from ._results import RouteResult
 from ._router import Router
 
-__all__ = ["JeirtError", "RouteResult", "Router", "__version__", "kernels"]
+__all__ = ["EncodedQuestions", "JeirtError", "RouteResult", "Router", "__version__", "kernels"]

@@ -22,6 +22,9 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     """Validate a batch of question texts; return it as a list."""
     if isinstance(texts, (str, bytes)):
         raise JeirtError("texts must be a list of strings, not a single string (wrap it: [text])")
+    if isinstance(texts, np.ndarray) and np.issubdtype(texts.dtype, np.number):
+        raise JeirtError("texts must be a list of strings, got a numeric array (question vectors embedded elsewhere: "
+                         "pass EncodedQuestions(vectors))")
     try:
         items = list(texts)
     except TypeError as err:
@@ -35,7 +38,7 @@ def check_texts(texts: Sequence[str]) -> list[str]:
 
 
 class OnnxEncoder:
-    """Encodes texts with the router's tokenizer and ONNX graph (encoder + pooling + adapter); `Router.embed`
+    """Encodes texts with the router's tokenizer and ONNX graph (encoder + pooling + adapter); `Router.encode`
     cuts texts to `spec.max_chars` before they get here."""
 
     def __init__(self, tokenizer_path: Path, onnx_path: Path, spec: EncoderSpec, dim: int, threads: int):

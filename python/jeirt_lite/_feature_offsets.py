@@ -27,8 +27,8 @@ BIAS_TENSOR = "bias"
 def checked_features(features: Optional[np.ndarray], rows: int, width: int, reader: str) -> np.ndarray:
     """`features` as an (rows, width) numeric array; `reader`: what reads them, for the error when none came."""
     if features is None:
-        raise JeirtError(f"{reader}: pass features= (router.embed_with_features) along with precomputed question "
-                         "vectors")
+        raise JeirtError(f"{reader}: questions encoded elsewhere need the encoder's features too: "
+                         "EncodedQuestions(vectors, features), as router.encode(texts) gives them")
     f = np.asarray(features)
     if f.ndim != 2 or f.shape != (rows, width) or not np.issubdtype(f.dtype, np.number):
         raise JeirtError(f"features must have shape ({rows}, {width}), got {f.shape}")

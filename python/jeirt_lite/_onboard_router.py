@@ -1,25 +1,26 @@
-"""`Router.add_llm_vectors`: the new LLM's vector, its feature correction and its fit report, in a new router."""
+"""`Router.add_llm`: the new LLM's vector, its feature correction and its fit report, in a new router."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import Any, Optional, TypeVar, Union
 
 import numpy as np
 
+from ._alignment import AlignmentResult
 from ._corrections import check_features, fit_onboarding, onboarding_record
 from ._errors import JeirtError
 from ._feature_offsets import new_corrections
 from ._llm_params import Calibration, check_costs
 from ._manifest import freeze
 from ._onboarding import check_labels
+from ._router_tables import RouterTables
 
-if TYPE_CHECKING:
-    from ._router import Router
+RouterT = TypeVar("RouterT", bound=RouterTables)
 
 
 def with_new_llm(
-    router: Router,
+    router: RouterT,
     name: str,
     vectors: np.ndarray,
     correct: Sequence[Union[int, bool]],
@@ -28,9 +29,11 @@ def with_new_llm(
     l2: float,
     cost: Optional[float],
     learned: Optional[np.ndarray] = None,
-) -> Router:
+    alignment: Optional[AlignmentResult] = None,
+) -> RouterT:
     """A copy of `router` holding the LLM `name` fitted from its answers (see `Router.add_llm`); `learned`: which
-    answered questions the router learned from (None: unknown)."""
+    answered questions the router learned from (None: unknown); `alignment`: the questions' alignment with the
+    router's training questions, when it carries a reference (their flags gate the correction)."""
     if not isinstance(name, str) or not name.strip():
         raise JeirtError(f"the new LLM needs a non-empty name, got {name!r}")
     if name in router.llms:
@@ -41,7 +44,6 @@ def with_new_llm(
         spec = router.manifest["encoder"]
         feature_dim = int(spec.get("feature_dim") or 0) if spec.get("feature_output") else 0
         features = check_features(features, questions.shape[0], feature_dim)
-    alignment = router.alignment_vectors(questions) if router.has_alignment else None
     gate: dict[str, Any] = {}
     if alignment is not None:
         gate["in_distribution"] = alignment.in_distribution

@@ -37,7 +37,7 @@ def scoring_copy(router: Router) -> Router:
 
 
 def start_encoding(router: Router, texts: list[str]) -> PendingVectors:
-    """Start encoding texts already checked as `Router.embed` checks them (strings, not blank, valid UTF-8)."""
+    """Start encoding texts already checked as `Router.encode` checks them (strings, not blank, valid UTF-8)."""
     encoder = router._encoder
     assert isinstance(encoder, StaticEncoder)
     limit = router.manifest.encoder.max_chars

@@ -15,11 +15,14 @@ from ._encoder import OnnxEncoder, check_texts
 from ._errors import JeirtError
 from ._llm_params import check_costs, cost_vector
 from ._manifest import thaw
+from ._onboard_router import with_new_llm
 from ._onboarding import DEFAULT_L2
+from ._questions import EncodedQuestions, Questions
 from ._results import RouteResult
 from ._router_tables import RouterTables
 from ._routing import route_rows
 from ._static_path import StaticEncoder
+from ._suggest import suggest_indices
 from .artifact import load_artifact, save_artifact
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -66,28 +69,26 @@ class Router(RouterTables):
         note = f", label={label!r}" if label else ""
         return f"Router(path={str(self.path)!r}, llms={len(self.llms)}, dim={self.dim}{note})"
 
-    # -- texts -------------------------------------------------------------------------------------------------
+    # -- questions: texts encoded once, then scored by any method ---------------------------------------------
 
-    def embed(self, texts: Sequence[str], *, batch_size: Optional[int] = None) -> np.ndarray:
-        """Question vectors (N, d) float32 for a list of texts, in input order.
+    def encode(
+        self, texts: Sequence[str], *, batch_size: Optional[int] = None, features: Optional[bool] = None
+    ) -> EncodedQuestions:
+        """The questions as this router reads them: vectors (N, d) float32 in input order and, where asked, the
+        encoder's features (N, p). Every scoring method takes the result in place of texts.
 
         `batch_size`: texts per encoder call; None uses the router's measured choice (manifest encoder.batch_size,
-        else DEFAULT_BATCH_SIZE). Texts longer than `manifest.encoder.max_chars` characters
-        (MAX_CHARS_PER_TOKEN x max_seq_length) count only up to there.
+        else DEFAULT_BATCH_SIZE). `features`: None computes them when this router's scoring reads them
+        (`needs_features`: onboarded LLMs' corrections, neighbour votes); True whenever the encoder gives them
+        (`add_llm` fits a correction on them); False never. Texts longer than `manifest.encoder.max_chars`
+        characters (MAX_CHARS_PER_TOKEN x max_seq_length) count only up to there.
         """
         # Cut before tokenising: the encoder reads at most max_seq_length tokens, and tokenising a 10 MB text in
         # full costs seconds and gigabytes for nothing (the cut, `manifest.encoder.max_chars`, is in _limits).
         limit = self.manifest.encoder.max_chars
-        return self._encoder.encode([text[:limit] for text in check_texts(texts)], batch_size=batch_size)
-
-    def embed_with_features(
-        self, texts: Sequence[str], *, batch_size: Optional[int] = None
-    ) -> tuple[np.ndarray, Optional[np.ndarray]]:
-        """(question vectors (N, d), the encoder's features (N, p) or None when its graph exposes none).
-
-        The features are what onboarded LLMs' corrections read (`add_llm`); pass them to the `*_vectors`
-        methods as `features=` when scoring reads them (`router.needs_features`: onboarded LLMs' corrections,
-        neighbour votes)."""
+        checked = [text[:limit] for text in check_texts(texts)]
+        if not (self.needs_features if features is None else features):
+            return EncodedQuestions(self._encoder.encode(checked, batch_size=batch_size))
         encoder: Union[OnnxEncoder, StaticEncoder] = self._encoder
         # The Rust fast path gives the graph's features too (its pooled rows) unless their widths disagree.
         if isinstance(encoder, StaticEncoder) and self.manifest.encoder.feature_output and not encoder.gives_features:
@@ -95,14 +96,13 @@ class Router(RouterTables):
                 art = self._artifact
                 self._graph = OnnxEncoder(art.tokenizer_path, art.encoder_path, art.encoder, art.dim, self._threads)
             encoder = self._graph
-        limit = self.manifest.encoder.max_chars
-        return encoder.encode_with_features([text[:limit] for text in check_texts(texts)], batch_size=batch_size)
+        return EncodedQuestions(*encoder.encode_with_features(checked, batch_size=batch_size))
 
-    def _embed_for_scoring(self, texts: Sequence[str]) -> tuple[np.ndarray, Optional[np.ndarray]]:
-        """Question vectors, and features only when scoring reads them (computing them is almost free)."""
-        if not self.needs_features:
-            return self.embed(texts), None
-        return self.embed_with_features(texts)
+    def _encoded(self, questions: Questions) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        """(checked question vectors, features) of texts (encoded here) or of questions encoded before."""
+        if not isinstance(questions, EncodedQuestions):
+            questions = self.encode(questions)
+        return self._check_vectors(questions.vectors), questions.features
 
     def _offsets(
         self, vectors: np.ndarray, features: Optional[np.ndarray], names: Optional[Sequence[str]] = None
@@ -116,13 +116,22 @@ class Router(RouterTables):
             return None
         return parts[0] if len(parts) == 1 else parts[0] + parts[1]
 
-    def predict_proba(self, texts: Sequence[str]) -> np.ndarray:
-        """P(correct) (N, K) float32 for every text and every LLM."""
-        return self.predict_proba_vectors(*self._embed_for_scoring(texts))
+    def predict_proba(self, questions: Questions) -> np.ndarray:
+        """P(correct) (N, K) float32 for every question (texts, or `encode`'s result) and every LLM."""
+        vectors, features = self._encoded(questions)
+        cal = self._calibration
+        return kernels.probabilities(
+            vectors,
+            self._llm_vectors,
+            threads=self._threads,
+            scale=None if cal is None else cal.scale,
+            bias=None if cal is None else cal.bias,
+            offsets=self._offsets(vectors, features),
+        )
 
     def route(
         self,
-        texts: Sequence[str],
+        questions: Questions,
         k: int = 1,
         *,
         costs: Optional[Mapping[str, float]] = None,
@@ -130,7 +139,7 @@ class Router(RouterTables):
         min_probability: Optional[float] = None,
         llms: Optional[Sequence[str]] = None,
     ) -> RouteResult:
-        """The k LLMs to send each text to, best first.
+        """The k LLMs to send each question to, best first.
 
         By default the most likely to answer correctly (ties: lower table index). With costs:
 
@@ -139,8 +148,8 @@ class Router(RouterTables):
           LLM, with ``result.fallback[i]`` True.
 
         Args:
-            texts: question texts.
-            k: how many LLMs per text.
+            questions: question texts, or `encode`'s result (`EncodedQuestions`).
+            k: how many LLMs per question.
             costs: {name: cost} overriding the router's stored costs (``router.costs``) for this call. Cost-aware
                 routing (``cost_weight`` or ``min_probability``) without ``llms`` routes among the LLMs that have
                 a cost (``router.priced_llms``): an LLM whose cost is unknown is left out, not given one.
@@ -148,54 +157,7 @@ class Router(RouterTables):
             min_probability: the threshold t of the cheapest-above-threshold rule.
             llms: route only among these LLMs (e.g. those a service has); indices still refer to the full table.
         """
-        vectors, features = self._embed_for_scoring(texts)
-        return self.route_vectors(
-            vectors,
-            k,
-            features=features,
-            costs=costs,
-            cost_weight=cost_weight,
-            min_probability=min_probability,
-            llms=llms,
-        )
-
-    def difficulty(self, texts: Sequence[str]) -> np.ndarray:
-        """Difficulty of each text: the norm of its question vector (N,) float32; larger is harder."""
-        return self.difficulty_vectors(self.embed(texts))
-
-    def forecast(self, texts: Sequence[str]) -> dict[str, float]:
-        """Expected accuracy of each LLM on a question bank: the mean P(correct) over the texts."""
-        return self.forecast_vectors(*self._embed_for_scoring(texts))
-
-    # -- precomputed question vectors ----------------------------------------------------------------------------
-
-    def predict_proba_vectors(self, vectors: np.ndarray, features: Optional[np.ndarray] = None) -> np.ndarray:
-        """`predict_proba` for question vectors (N, d) embedded elsewhere (and their features when the router
-        holds corrections; see `embed_with_features`)."""
-        cal = self._calibration
-        questions = self._check_vectors(vectors)
-        return kernels.probabilities(
-            questions,
-            self._llm_vectors,
-            threads=self._threads,
-            scale=None if cal is None else cal.scale,
-            bias=None if cal is None else cal.bias,
-            offsets=self._offsets(questions, features),
-        )
-
-    def route_vectors(
-        self,
-        vectors: np.ndarray,
-        k: int = 1,
-        *,
-        costs: Optional[Mapping[str, float]] = None,
-        cost_weight: float = 0.0,
-        min_probability: Optional[float] = None,
-        llms: Optional[Sequence[str]] = None,
-        features: Optional[np.ndarray] = None,
-    ) -> RouteResult:
-        """`route` for question vectors (N, d) embedded elsewhere (`features`: see `predict_proba_vectors`)."""
-        questions = self._check_vectors(vectors)
+        vectors, features = self._encoded(questions)
         needs_costs = cost_weight != 0 or min_probability is not None
         cost_table = check_costs(costs, self.llms, "costs") if costs is not None else self.costs
         if llms is None and needs_costs:
@@ -209,7 +171,7 @@ class Router(RouterTables):
         cost_array = cost_vector(cost_table, names, "cost-aware routing") if needs_costs else None
         calibration = None if self._calibration is None else self._calibration.select(rows)
         indices, probabilities, fallback = route_rows(
-            questions,
+            vectors,
             np.ascontiguousarray(self._llm_vectors[rows]),
             k,
             calibration=calibration,
@@ -217,7 +179,7 @@ class Router(RouterTables):
             cost_weight=cost_weight,
             min_probability=min_probability,
             threads=self._threads,
-            offsets=self._offsets(questions, features, names),
+            offsets=self._offsets(vectors, features, names),
         )
         if llms is not None:
             indices = np.asarray(rows, dtype=np.uint32)[indices]
@@ -235,26 +197,27 @@ class Router(RouterTables):
             raise JeirtError("llms names an LLM twice")
         return rows
 
-    def difficulty_vectors(self, vectors: np.ndarray) -> np.ndarray:
-        """`difficulty` for question vectors (N, d) embedded elsewhere."""
-        questions = self._check_vectors(vectors)
-        norms: np.ndarray = np.linalg.norm(questions, axis=1).astype(np.float32)
+    def difficulty(self, questions: Questions) -> np.ndarray:
+        """Difficulty of each question: the norm of its question vector (N,) float32; larger is harder."""
+        if not isinstance(questions, EncodedQuestions):
+            questions = self.encode(questions, features=False)
+        norms: np.ndarray = np.linalg.norm(self._check_vectors(questions.vectors), axis=1).astype(np.float32)
         bad = np.flatnonzero(~np.isfinite(norms))
         if bad.size:
             raise JeirtError(f"question row {int(bad[0])} contains NaN or inf")
         return norms
 
-    def forecast_vectors(self, vectors: np.ndarray, features: Optional[np.ndarray] = None) -> dict[str, float]:
-        """`forecast` for question vectors (N, d) embedded elsewhere (`features`: see `predict_proba_vectors`)."""
+    def forecast(self, questions: Questions) -> dict[str, float]:
+        """Expected accuracy of each LLM on a question bank: the mean P(correct) over the questions."""
+        vectors, features = self._encoded(questions)
         cal = self._calibration
-        questions = self._check_vectors(vectors)
         means = kernels.mean_probability(
-            questions,
+            vectors,
             self._llm_vectors,
             threads=self._threads,
             scale=None if cal is None else cal.scale,
             bias=None if cal is None else cal.bias,
-            offsets=self._offsets(questions, features),
+            offsets=self._offsets(vectors, features),
         )
         return {name: float(p) for name, p in zip(self.llms, means.tolist())}
 
@@ -265,20 +228,17 @@ class Router(RouterTables):
         """Whether this router carries reference directions (routers trained before the feature do not)."""
         return self._artifact.reference_directions is not None
 
-    def alignment(self, texts: Sequence[str]) -> AlignmentResult:
-        """How much each text looks like the training questions, and whether it counts as in distribution.
+    def alignment(self, questions: Questions) -> AlignmentResult:
+        """How much each question looks like the training questions, and whether it counts as in distribution.
 
         Returns `AlignmentResult(scores, in_distribution, threshold)`: the mean cosine of each question's
-        direction (around the mean training question) to its nearest training-question directions, and `scores >= threshold` where the threshold is a
-        low percentile of validation questions' scores (see `router.manifest["alignment"]`).
+        direction (around the mean training question) to its nearest training-question directions, and
+        `scores >= threshold` where the threshold is a low percentile of validation questions' scores (see
+        `router.manifest["alignment"]`).
 
         Raises:
             JeirtError: the router has no reference directions.
         """
-        return self.alignment_vectors(self.embed(texts))
-
-    def alignment_vectors(self, vectors: np.ndarray) -> AlignmentResult:
-        """`alignment` for question vectors (N, d) embedded elsewhere."""
         reference = self._artifact.reference_directions
         spec = self.manifest.alignment
         if reference is None or spec is None:
@@ -286,20 +246,22 @@ class Router(RouterTables):
                 f"{self.path}: this router has no reference directions (reference.safetensors), so alignment and "
                 "the in-distribution flag are unavailable; routers exported by current training carry them"
             )
-        return align(
-            self._check_vectors(vectors), reference, spec.threshold, spec.top_k, center=self._artifact.reference_center
-        )
+        if not isinstance(questions, EncodedQuestions):
+            questions = self.encode(questions, features=False)
+        vectors = self._check_vectors(questions.vectors)
+        return align(vectors, reference, spec.threshold, spec.top_k, center=self._artifact.reference_center)
 
     # -- changing the set of LLMs (the question side stays frozen) --------------------------------------------------
 
     def add_llm(
         self,
         name: str,
-        texts: Sequence[str],
+        questions: Questions,
         correct: Sequence[Union[int, bool]],
         *,
         l2: float = DEFAULT_L2,
         cost: Optional[float] = None,
+        learned: Optional[Union[Sequence[bool], np.ndarray]] = None,
     ) -> Router:
         """A router that also holds a new LLM, fitted from its answers to some questions.
 
@@ -316,32 +278,24 @@ class Router(RouterTables):
 
         Args:
             name: the new LLM's name (must not be in the router yet).
-            texts: questions the LLM answered.
-            correct: 1/True where it answered correctly, 0/False where not; one per text.
+            questions: questions the LLM answered: texts, or `encode(texts, features=True)`'s result (without
+                features, no correction is fitted).
+            correct: 1/True where it answered correctly, 0/False where not; one per question.
             l2: prior strength (see `jeirt_lite._onboarding.fit_llm_vector`).
             cost: the new LLM's cost, stored with the others (see `route`); None leaves it unknown.
+            learned: which of the questions the router learned from; from texts it is read off the router's
+                record (`learned_from`); for encoded questions None means unknown.
         """
-        vectors, features = self.embed_with_features(texts)
-        learned = self.learned_from(texts)
-        return self.add_llm_vectors(name, vectors, correct, features=features, l2=l2, cost=cost, learned=learned)
-
-    def add_llm_vectors(
-        self,
-        name: str,
-        vectors: np.ndarray,
-        correct: Sequence[Union[int, bool]],
-        *,
-        features: Optional[np.ndarray] = None,
-        l2: float = DEFAULT_L2,
-        cost: Optional[float] = None,
-        learned: Optional[Union[Sequence[bool], np.ndarray]] = None,
-    ) -> Router:
-        """`add_llm` for question vectors (and, for a correction, their encoder features) embedded elsewhere;
-        `learned`: which of the questions the router learned from (`learned_from` of their texts; None: unknown)."""
-        from ._onboard_router import with_new_llm
-
+        if not isinstance(questions, EncodedQuestions):
+            learned = self.learned_from(questions) if learned is None else learned
+            questions = self.encode(questions, features=True)
+        vectors = self._check_vectors(questions.vectors)
+        alignment = self.alignment(EncodedQuestions(vectors)) if self.has_alignment else None
         mask = None if learned is None else np.asarray(learned)
-        return with_new_llm(self, name, vectors, correct, features=features, l2=l2, cost=cost, learned=mask)
+        return with_new_llm(
+            self, name, vectors, correct, features=questions.features, l2=l2, cost=cost, learned=mask,
+            alignment=alignment,
+        )
 
     def learned_from(self, texts: Sequence[str]) -> Optional[np.ndarray]:
         """(N,) bool: which of `texts` this router was trained on (texts equal up to whitespace count as the same
@@ -356,24 +310,34 @@ class Router(RouterTables):
 
     def suggest_questions(
         self,
-        texts: Sequence[str],
+        questions: Questions,
         budget: int,
         *,
         known: Optional[Mapping[int, int]] = None,
         l2: float = DEFAULT_L2,
     ) -> list[int]:
-        """Which of `texts` to ask a new LLM first, so `add_llm` learns its vector from few answers.
+        """Which of the questions to ask a new LLM first, so `add_llm` learns its vector from few answers.
 
         Greedy D-optimal design on the question directions, weighted by p(1 − p) under the current estimate of
         the new LLM (the mean LLM before any answer; see `jeirt_lite._suggest`). To work in rounds, ask the
         suggested questions, then call again with `known={index: 0 or 1}`: the estimate is refitted and asked
         questions are never suggested again. The picks serve the vector; on real data an LLM added with its
-        feature correction did as well or better from a random sample of the same size (docs/onboarding.md).
+        feature correction did as well or better from a random sample of the same size
+        (docs/research/onboarding.md).
 
         Returns:
-            `budget` indices into `texts`, most informative first.
+            `budget` indices into the questions, most informative first.
         """
-        return self.suggest_questions_vectors(self.embed(texts), budget, known=known, l2=l2)
+        if not isinstance(questions, EncodedQuestions):
+            questions = self.encode(questions, features=False)
+        picks = suggest_indices(
+            self._check_vectors(questions.vectors),
+            budget,
+            prior_mean=self._llm_vectors.mean(axis=0),
+            known=known,
+            l2=l2,
+        )
+        return [int(i) for i in picks]
 
     # -- persistence -------------------------------------------------------------------------------------------
 

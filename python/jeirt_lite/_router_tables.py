@@ -18,9 +18,7 @@ from ._limits import MAX_THREADS, check_threads
 from ._llm_params import Calibration, check_costs, make_calibration
 from ._manifest import Manifest, freeze
 from ._neighbours import NeighbourVotes, parse_neighbours
-from ._onboarding import DEFAULT_L2
 from ._static_path import StaticEncoder, static_encoder_for
-from ._suggest import suggest_indices
 from .artifact import Artifact, validate_llm_table
 
 RouterT = TypeVar("RouterT", bound="RouterTables")
@@ -130,7 +128,7 @@ class RouterTables:
     @property
     def needs_features(self) -> bool:
         """Whether scoring reads the encoder's features besides the question vectors (onboarded LLMs'
-        corrections, neighbour votes): the `*_vectors` methods then need `features=`."""
+        corrections, neighbour votes): questions encoded elsewhere then need their `features` (`EncodedQuestions`)."""
         return self.corrections is not None or self.neighbours is not None
 
     @property
@@ -147,24 +145,6 @@ class RouterTables:
         return np.ascontiguousarray(array, dtype=np.float32)
 
     # -- changing the set of LLMs (the question side stays frozen) ----------------------------------------------
-
-    def suggest_questions_vectors(
-        self,
-        vectors: np.ndarray,
-        budget: int,
-        *,
-        known: Optional[Mapping[int, int]] = None,
-        l2: float = DEFAULT_L2,
-    ) -> list[int]:
-        """`suggest_questions` for question vectors embedded elsewhere."""
-        picks = suggest_indices(
-            self._check_vectors(vectors),
-            budget,
-            prior_mean=self._llm_vectors.mean(axis=0),
-            known=known,
-            l2=l2,
-        )
-        return [int(i) for i in picks]
 
     def select_llms(self: RouterT, names: Sequence[str]) -> RouterT:
         """A router restricted to `names` (in that order), e.g. the LLMs a service actually has."""

@@ -41,6 +41,7 @@ from ._io.writers import ScoredChunk
 from ._limits import check_chunk_rows
 from ._pipeline import IN_FLIGHT, pipelines, scoring_copy, start_encoding
 from ._progress import Progress
+from ._questions import EncodedQuestions
 from ._router import Router
 from ._static_path import PendingVectors
 
@@ -93,7 +94,7 @@ class ForecastSums:
             return
         # The kernel's per-chunk mean times the chunk size is that chunk's sum; float64 keeps 1M rows exact
         # enough.
-        means = self.router.forecast_vectors(vectors, features)
+        means = self.router.forecast(EncodedQuestions(vectors, features))
         self.sums += np.fromiter(means.values(), dtype=np.float64, count=len(means)) * len(vectors)
         self.count += len(vectors)
 
@@ -110,19 +111,20 @@ def score_chunk(
 ) -> ScoredChunk:
     """Top-k LLMs, difficulty and (optionally) every probability for one chunk of question vectors (and their
     encoder features, which onboarded LLMs' corrections read)."""
-    result = router.route_vectors(vectors, k=options.k, features=features)
+    result = router.route(EncodedQuestions(vectors, features), k=options.k)
     return ScoredChunk(
         ids=ids,
         indices=result.indices,
         probabilities=result.probabilities,
-        difficulty=router.difficulty_vectors(vectors),
-        all_probabilities=router.predict_proba_vectors(vectors, features) if options.all_probabilities else None,
+        difficulty=router.difficulty(EncodedQuestions(vectors)),
+        all_probabilities=router.predict_proba(EncodedQuestions(vectors, features)) if options.all_probabilities else None,
     )
 
 
 def embed_for_scoring(router: Router, texts: list[str]) -> tuple[np.ndarray, Optional[np.ndarray]]:
     """Question vectors, and the encoder's features only when scoring reads them (`Router.needs_features`)."""
-    return router._embed_for_scoring(texts)
+    encoded = router.encode(texts)
+    return encoded.vectors, encoded.features
 
 
 def _embedded_chunks(
@@ -168,7 +170,7 @@ def _pipelined_chunks(
             while in_flight:  # what was read before a bad row is still scored, as without overlap
                 yield finish()
             raise
-        # The reader has checked every text (a string, not blank, valid UTF-8), as `Router.embed` would.
+        # The reader has checked every text (a string, not blank, valid UTF-8), as `Router.encode` would.
         in_flight.append((chunk.ids, start_encoding(router, chunk.texts), reader.rows_read, reader.skipped))
         if len(in_flight) >= IN_FLIGHT:
             yield finish()

@@ -36,7 +36,7 @@ def difficulty_vs_error(
     """Spearman correlation of question norms with observed error rates, overall and per subject.
 
     Args:
-        norms: ‖q‖ per question (`router.difficulty` or `difficulty_vectors`).
+        norms: ‖q‖ per question (`router.difficulty`).
         error_rates: share of LLMs that answered each question wrongly (NaN where none was observed: skipped).
         subjects: optional subject per question for the within-subject correlations.
 

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._questions import EncodedQuestions
+
 if TYPE_CHECKING:
     from .._router import Router
 
@@ -39,7 +41,7 @@ def onboarding_curves(
     usable = [j for j in np.argsort(-np.nan_to_num(accuracy, nan=-1.0)) if counts[j] >= 2 * ANSWER_COUNTS[0]]
     picks = sorted({usable[0], usable[len(usable) // 2], usable[-1]}) if usable else []
     rng = np.random.default_rng(seed)
-    own = router.predict_proba_vectors(vectors)
+    own = router.predict_proba(EncodedQuestions(vectors))
     curves: dict[str, list[tuple[int, float, float]]] = {}
     for j in picks:
         name = router.llms[j]
@@ -52,9 +54,9 @@ def onboarding_curves(
                 order = rng.permutation(answered)
                 fit_rows, rest = order[:n], order[n:]
                 labels = answers[fit_rows, j].astype(np.int64)
-                grown = without.add_llm_vectors(name, vectors[fit_rows], labels)
+                grown = without.add_llm(name, EncodedQuestions(vectors[fit_rows]), labels)
                 truth = answers[rest, j]
-                refit.append(log_loss(truth, grown.predict_proba_vectors(vectors[rest])[:, -1]))
+                refit.append(log_loss(truth, grown.predict_proba(EncodedQuestions(vectors[rest]))[:, -1]))
                 mine.append(log_loss(truth, own[rest, j]))
             points.append((n, float(np.nanmean(refit)), float(np.nanmean(mine))))
         curves[name] = points

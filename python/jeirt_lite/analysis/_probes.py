@@ -66,8 +66,8 @@ def probe_vectors(with_vectors: np.ndarray, without_vectors: np.ndarray, *, norm
 
 
 def probe(router: Router, texts_with: Sequence[str], texts_without: Sequence[str]) -> Probe:
-    """`probe_vectors` on texts embedded with the router; score new texts with `probe.score(router.embed(t))`."""
-    return probe_vectors(router.embed(texts_with), router.embed(texts_without))
+    """`probe_vectors` on texts embedded with the router; score new texts with `probe.score(router.encode(t, features=False).vectors)`."""
+    return probe_vectors(router.encode(texts_with, features=False).vectors, router.encode(texts_without, features=False).vectors)
 
 
 # -- a stated labelling rule for "needs calculation" ------------------------------------------------------------

@@ -22,6 +22,7 @@ import numpy as np
 from .._alignment import unit_rows
 from .._errors import JeirtError
 from .._io.outputs import atomic_output, refuse_inputs
+from .._questions import EncodedQuestions
 from ..batch import embed_for_scoring
 from ._difficulty import difficulty_vs_error
 from ._onboarding_value import ANSWER_COUNTS, REPEATS, onboarding_curves
@@ -123,7 +124,7 @@ def build_report(
     if max_questions is not None and data.n_questions > max_questions:
         data = data.subset(stratified_sample(data.subjects, max_questions, seed))
     vectors, features = embed_for_scoring(router, data.texts)
-    probabilities = router.predict_proba_vectors(vectors, features)  # what the router says, votes included
+    probabilities = router.predict_proba(EncodedQuestions(vectors, features))  # what the router says, votes included
     sections = [
         _summary(router, data, data_dir, question_ids is not None, how),
         _difficulty(plt, router, vectors, data),
@@ -159,7 +160,7 @@ def _summary(router: Router, data: ResponseData, data_dir: Path, held_out: bool,
 
 
 def _difficulty(plt: Any, router: Router, vectors: np.ndarray, data: ResponseData) -> Section:
-    norms = router.difficulty_vectors(vectors)
+    norms = router.difficulty(EncodedQuestions(vectors))
     errors = data.error_rates()
     result = difficulty_vs_error(norms, errors, list(data.subjects))
     fig, ax = plt.subplots(figsize=(5.5, 4))
@@ -367,7 +368,7 @@ def _alignment(plt: Any, router: Router, vectors: np.ndarray) -> Section:
     if not router.has_alignment:
         section.notes.append("This router carries no reference directions: alignment is unavailable.")
         return section
-    result = router.alignment_vectors(vectors)
+    result = router.alignment(EncodedQuestions(vectors))
     fig, ax = plt.subplots(figsize=(5.5, 3.5))
     ax.hist(result.scores, bins=40)
     ax.axvline(result.threshold, color="C3", ls="--", label="in-distribution threshold")

@@ -14,6 +14,7 @@ import numpy as np
 from .._errors import JeirtError
 from .._io.vocabulary import text_problem
 from .._pipeline import encoded_batches, pipelines, scoring_copy
+from .._questions import EncodedQuestions
 from .._results import RouteResult
 from ..batch import embed_for_scoring
 from ._shared import (
@@ -174,15 +175,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     else:
         encoded = ((texts, *embed_for_scoring(router, texts)) for texts in batches)
     for texts, vectors, features in encoded:
-        result: RouteResult = scorer.route_vectors(
-            vectors,
-            k=args.k,
-            cost_weight=args.cost_weight,
-            min_probability=args.min_probability,
-            llms=llms,
-            features=features,
-        )
-        difficulty = scorer.difficulty_vectors(vectors).tolist()
+        result: RouteResult = scorer.route(EncodedQuestions(vectors, features), k=args.k, cost_weight=args.cost_weight, min_probability=args.min_probability, llms=llms)
+        difficulty = scorer.difficulty(EncodedQuestions(vectors)).tolist()
         for i, text in enumerate(texts):
             fallback = result.fallback[i] if result.fallback is not None else None
             if args.json:

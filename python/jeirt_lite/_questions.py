@@ -1,0 +1,30 @@
+"""Questions as a router reads them: what `Router.encode` returns and what every scoring method takes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple, Optional, Union
+
+import numpy as np
+
+
+class EncodedQuestions(NamedTuple):
+    """Question vectors (N, d) and, where the router's scoring reads them (feature corrections of onboarded LLMs,
+    neighbour votes), the encoder's features (N, p); unpacks as `vectors, features = router.encode(texts)`.
+
+    `Router.encode(texts)` makes one; for vectors embedded elsewhere, `EncodedQuestions(vectors)` (with
+    `features=` when the router needs them, `router.needs_features`). Every scoring method of the router takes it
+    in place of texts, so a bank is encoded once and then routed, forecast and measured without encoding again.
+    """
+
+    vectors: np.ndarray
+    features: Optional[np.ndarray] = None
+
+    def rows(self, index: Union[slice, np.ndarray, Sequence[int]]) -> EncodedQuestions:
+        """The questions at `index` (a slice, a mask or positions), vectors and features alike."""
+        features = None if self.features is None else np.asarray(self.features)[index]
+        return EncodedQuestions(np.asarray(self.vectors)[index], features)
+
+
+# What a scoring method takes: question texts, or questions encoded once by `Router.encode` (or elsewhere).
+Questions = Union[Sequence[str], EncodedQuestions]
