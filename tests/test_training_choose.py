@@ -189,14 +189,6 @@ def _slice(out: Path, n_questions: int, seed: int = 0) -> Path:
     return out
 
 
-@pytest.fixture(scope="module")
-def encoder_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """One embedding cache for this module's static fits (the distilled token vectors take a while to compute)."""
-    import os
-
-    return os.environ.get("JEIRT_CACHE") or str(tmp_path_factory.mktemp("cache"))
-
-
 @pytest.mark.skipif(not DATA.is_dir(), reason="needs data/zeroeval_crux_gsm_math")
 def test_static_fit_end_to_end_on_real_data(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoder_cache: str

@@ -1,13 +1,12 @@
 """A real, short JE-IRT run on a slice of data/mmlu_pro with the real MiniLM: train, beat the per-LLM-accuracy
 floor on the slice's own test split, export the router, and check ONNX Runtime against PyTorch on real texts.
 
-Embeddings go to a temporary cache unless JEIRT_CACHE is set (a developer's warm cache); CI computes them.
+Embeddings go to the session's cache (conftest.encoder_cache: JEIRT_CACHE when set, a developer's warm cache).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,11 +38,12 @@ def write_slice(out: Path, n_questions: int, seed: int = 0) -> Path:
 
 
 @pytest.fixture(scope="module")
-def slice_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Prepared, object, Path]]:
+def slice_run(
+    tmp_path_factory: pytest.TempPathFactory, encoder_cache: str
+) -> Iterator[tuple[Prepared, object, Path]]:
     root = tmp_path_factory.mktemp("e2e")
     with pytest.MonkeyPatch.context() as mp:
-        if not os.environ.get("JEIRT_CACHE"):
-            mp.setenv("JEIRT_CACHE", str(root / "cache"))
+        mp.setenv("JEIRT_CACHE", encoder_cache)
         torch.set_num_threads(2)
         prep = prepare(write_slice(root / "slice", N_QUESTIONS), split_seed=0, progress=False)
         result = fit_and_export(prep, root / "router", progress=False, dim=32, seed=0)

@@ -3,7 +3,6 @@ threshold flags about the chosen share of validation questions."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -30,9 +29,10 @@ def test_alignment_reference_threshold_is_the_validation_percentile() -> None:
     assert 0.0 < np.mean(scores < block["threshold"]) < 0.3
 
 
-def test_exported_router_carries_alignment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if not os.environ.get("JEIRT_CACHE"):
-        monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / "cache"))
+def test_exported_router_carries_alignment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoder_cache: str
+) -> None:
+    monkeypatch.setenv("JEIRT_CACHE", encoder_cache)
     torch.set_num_threads(2)
     prep = prepare(write_slice(tmp_path / "slice", 150), split_seed=0, progress=False)
     result = fit_and_export(prep, tmp_path / "router", progress=False, dim=16, max_epochs=3, seed=0)

