@@ -1,9 +1,11 @@
 """Every shell command of the README's and docs/'s code blocks, and every `--help` example, runs as written.
 
-Each README block runs as one bash script (`set -e`: a later line may use a file an earlier line wrote) in a fresh
-folder that holds a link to the repository's `data/` (the README says which commands need a checkout). `jeirt-lite`
-is this interpreter's `python -m jeirt_lite`, so the test checks the package under test, installed or not.
-The few commands that install, train on a whole dataset or need a Ray cluster are skipped, each with its reason.
+The README is the front door; the user guide (docs/guide/) and the research notes (docs/research/) hold the rest of
+the commands, and every Markdown file under docs/ is read. Each block runs as one bash script (`set -e`: a later
+line may use a file an earlier line wrote) in a fresh folder that holds a link to the repository's `data/` (the
+pages say which commands need a checkout). `jeirt-lite` is this interpreter's `python -m jeirt_lite`, so the test
+checks the package under test, installed or not. The few commands that install, train on a whole dataset or need a
+Ray cluster are skipped, each with its reason.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from jeirt_lite.cli import build_parser
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
+DOCS = sorted((REPO / "docs").rglob("*.md"))  # the guide and the research notes
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 # Commands not run here, and why. Matched against each command line (after joining continued lines).
@@ -56,6 +59,7 @@ def readme_blocks(document: Path = README) -> list[tuple[str, str]]:
 
 def _shell_blocks(document: Path = README) -> list[pytest.param]:
     params = []
+    name = document.relative_to(REPO).with_suffix("").as_posix()  # docs/guide/README and README stay apart
     for number, (language, text) in enumerate(readme_blocks(document), 1):
         if language != "bash":
             continue
@@ -67,9 +71,9 @@ def _shell_blocks(document: Path = README) -> list[pytest.param]:
         reasons = [r for r in map(_reason_to_skip, segments) if r is not None and r != SKIPPED["pip install"]]
         if not runnable or reasons:
             reason = reasons[0] if reasons else SKIPPED["pip install"]
-            params.append(pytest.param([], id=f"{document.stem}-{number}", marks=[pytest.mark.skip(reason=reason)]))
+            params.append(pytest.param([], id=f"{name}-{number}", marks=[pytest.mark.skip(reason=reason)]))
         else:
-            params.append(pytest.param(runnable, id=f"{document.stem}-{number}"))
+            params.append(pytest.param(runnable, id=f"{name}-{number}"))
     return params
 
 
@@ -102,7 +106,7 @@ def test_readme_shell_block_runs_as_written(commands: list[str], workdir: tuple[
     _run("\n".join(commands), cwd, env)
 
 
-@pytest.mark.parametrize("commands", [p for doc in sorted((REPO / "docs").glob("*.md")) for p in _shell_blocks(doc)])
+@pytest.mark.parametrize("commands", [p for doc in DOCS for p in _shell_blocks(doc)])
 def test_docs_shell_block_runs_as_written(commands: list[str], workdir: tuple[Path, dict[str, str]]) -> None:
     """docs/ blocks run in a folder holding the small inputs they name (bank.jsonl, answers.csv, ...)."""
     pytest.importorskip("pyarrow")
