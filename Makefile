@@ -35,8 +35,8 @@ bench:
 default-router: ## rebuild the router shipped in the package from data/ (needs the train extra)
 	python -m scripts.build_default_router
 
-# Mutation testing (a habit, not CI; docs/mutation.md has the scores and what survived). Each mutant edits a file
-# in place and runs the tests named here, so run it on a clean tree. Narrow the scope with the variables.
+# Mutation testing (a habit, not CI; docs/research/mutation.md has the scores and what survived). Each mutant
+# edits a file in place and runs the tests named here, so run it on a clean tree. Narrow the scope with the variables.
 MUTATE ?= python/jeirt_lite/_routing.py
 MUTATION_TESTS ?= tests/test_routing_costs.py tests/test_router_hostile.py
 RUST_MUTATE ?= rust/src/kernels/adjust.rs

@@ -2,7 +2,7 @@
 
     python benches/bench_ray.py [--rows N] [--router PATH] [--tiny]   # default: the shipped router
     python benches/bench_ray.py --address auto --workers 1,4,16 --scratch /shared/tmp --router /shared/router
-                                                                       # on a running cluster (see the README)
+                                                                       # on a running cluster (docs/guide/ray.md)
 
 Each path scores a small and a large bank (default 1,000 and 10,000 rows). Reports the end-to-end rate, the steady
 rate (from the difference of the two runs) with its ratio to the single-machine path, and the start-up time that

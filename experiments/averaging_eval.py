@@ -1,4 +1,4 @@
-"""Weight averaging on against off on one split, at one fixed d and dropout: what docs/hyperparameters.md reports.
+"""Weight averaging on against off on one split, at one fixed d and dropout (docs/research/hyperparameters.md).
 
     python -m experiments.averaging_eval --data data/zeroeval_crux_gsm_math --split-seed 0 --ema-epochs 0,0.5,1,2
 

@@ -7,8 +7,8 @@
   the math subject, learned vs raw;
 * scalar IRT: a plain 2PL on the training matrix (experiments.baselines.irt2pl).
 
-    python -m experiments.geometry_eval --data data/mmlu_pro --json docs/analysis_geometry.json
-    python -m experiments.geometry_eval --only-2pl --json docs/analysis_2pl.json
+    python -m experiments.geometry_eval --data data/mmlu_pro --json docs/research/analysis_geometry.json
+    python -m experiments.geometry_eval --only-2pl --json docs/research/analysis_2pl.json
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def run(data_dir: Path, max_epochs: int, skip_2pl: bool) -> dict[str, Any]:
     prep = prepare(data_dir, progress=False)
     data, split = prep.data, prep.split
     t0 = time.perf_counter()
-    # The schedule of the published docs/analysis_geometry.json.
+    # The schedule of the published docs/research/analysis_geometry.json.
     predictor = JeirtPredictor(max_epochs=max_epochs, **PUBLISHED_SCHEDULE)
     predictor.fit(prep.embeddings, prep.train, prep.val, data.n_llms)
     out: dict[str, Any] = {"data": str(data_dir), "train_seconds": round(time.perf_counter() - t0, 1),

@@ -12,7 +12,7 @@ JE-IRT trained on `--train-on` (split seed 0, the published fixed setting PUBLIS
 features), onboards every LLM of `--data` from a random `--fraction` of its answers to `--data`'s questions and is
 scored on its other answers (AUC per LLM, then the mean; `--seeds` draws). In domain (`--held-out`): JE-IRT trained
 on `--data` without its held-out LLMs (experiments.onboarding_runs.held_out_llms, split seed 0) onboards them from a
-fraction of their TRAINING answers and is scored on their TEST answers, at every fraction of docs/onboarding.md.
+fraction of their TRAINING answers and is scored on their TEST answers, at every fraction of docs/research/onboarding.md.
 Every method of experiments.onboarding_methods gets the same answers. `--encoder` picks the features the correction
 and the baselines read (and JE-IRT is trained over): the router's encoder (static, the default) or the MiniLM
 transformer's embeddings (minilm, which needs `--train-on` or `--held-out`). Needs the train extra (torch) for the

@@ -1,4 +1,4 @@
-"""The markdown tables of docs/onboarding.md from the results JSONs of experiments.onboarding_ood and
+"""The markdown tables of docs/research/onboarding.md from the results JSONs of experiments.onboarding_ood and
 experiments.onboarding_suggest_eval.
 
     python -m experiments.onboarding_tables docs/results/onboarding_*.json docs/results/suggest_*.json

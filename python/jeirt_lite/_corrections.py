@@ -15,8 +15,8 @@ features carry the fit (s = 1 is the plain correction). Out of the router's doma
 the grid of (s, α), the vector alone (α = ∞, s = 1) included, each fit weighted by exp of its cross-validated
 log-likelihood of the answers (pseudo-Bayesian model averaging): with a few hundred answers the held-out log-loss
 of neighbouring pairs differs by less than its noise, and picking one pair by it left AUC on the table
-(docs/onboarding.md). The average of the fits' logits has the form above again (s̄ = the weights' mean s), so it
-is stored like a single fit. When the router's alignment counts the answered questions as its own kind
+(docs/research/onboarding.md). The average of the fits' logits has the form above again (s̄ = the weights' mean
+s), so it is stored like a single fit. When the router's alignment counts the answered questions as its own kind
 (`like_the_routers_share`), the fit is instead the single simplest pair whose held-out log-loss is within two
 standard errors of the best (the vector alone first, then s = 1 from the strongest penalty down): there the router's
 space already explains most of what the answers say, and with few answers averaging was measured to lose.

@@ -14,7 +14,8 @@ from ._manifest import EncoderSpec
 
 # Small batches of length-sorted texts: on a CPU, big padded batches cost more than they save.
 # A router may name its own in the manifest (encoder.batch_size), chosen per encoder from measurements in
-# docs/encoders.md (a transformer one text at a time, a static lookup-and-average graph a few texts per call).
+# docs/research/encoders.md (a transformer one text at a time, a static lookup-and-average graph a few texts
+# per call).
 DEFAULT_BATCH_SIZE = 8
 
 

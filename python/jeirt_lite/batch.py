@@ -7,7 +7,7 @@ it all, in turn. A static router's Rust fast path encodes so fast that reading, 
 the GIL) become about a third of the run: with more than one thread, each chunk is handed to the Rust pool to
 encode in the background (`_pipeline`: no Python thread involved, so the pool never waits for the GIL) while
 this thread reads the next chunks and scores and writes the finished ones, in order; at most `IN_FLIGHT` chunks
-are being encoded at a time (docs/throughput.md has the measured scaling).
+are being encoded at a time (docs/research/throughput.md has the measured scaling).
 
 Example:
     >>> from jeirt_lite import Router

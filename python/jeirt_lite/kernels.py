@@ -105,7 +105,8 @@ def probabilities(
             :func:`bf16_supported`; float32 otherwise and with offsets). The common direction of the question
             rows (from a sample of them) and that of the LLM rows are taken out before the rounding and added back
             exactly; within 1e-3 of float32's on the shipped router over real questions, but a row's values can
-            move slightly with the other rows of the call. docs/throughput.md has the speed and the errors.
+            move slightly with the other rows of the call. docs/research/throughput.md has the speed and the
+            errors.
 
     Returns:
         float32 array ``(N, K)`` of ``sigmoid(q.m/|q| - |q|)`` (calibrated when asked).
@@ -158,8 +159,8 @@ def top_k(
         precision: ``"float32"``, or ``"bfloat16"``: the LLMs are ranked with bfloat16 products (AVX-512 BF16,
             where :func:`bf16_supported`; float32 otherwise and with a penalty or offsets) and the chosen k scored again
             exactly, so the probabilities are float32's and the set differs only where two LLMs are within
-            about 1e-3 in logit. Whether it saves CPU time depends on the CPU and K: docs/throughput.md has the
-            measurements.
+            about 1e-3 in logit. Whether it saves CPU time depends on the CPU and K: docs/research/throughput.md has
+            the measurements.
         offsets: optional ``(N, K)`` added to each logit before the calibration.
 
     Returns:

@@ -40,7 +40,7 @@ def _common(p: argparse.ArgumentParser, data_required: bool = True) -> None:
     p.add_argument(
         "--data", type=Path, required=data_required, metavar="DIR_OR_TABLE",
         help="data folder (questions.csv, models.csv, responses.csv), or one long or wide table "
-        "(.csv, .parquet, .jsonl; see README, 'Training on your own data')",
+        "(.csv, .parquet, .jsonl; see docs/guide/training.md)",
     )
     p.add_argument(
         "--encoder", default=DEFAULT_ENCODER, choices=sorted([*ENCODERS, STATIC]),

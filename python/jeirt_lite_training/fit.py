@@ -5,7 +5,7 @@ weights restored. Deterministic for a given seed and thread count.
 Why the learning-rate drops: at lr 1e-3 the best validation loss comes after a few epochs and is a noisy optimum
 (runs that differ only in their seed differ by as much as JE-IRT and KNN do on MMLU-Pro). Refining the best
 weights at lr 1e-4 and 1e-5 improved the MMLU-Pro comparison and left zeroeval about unchanged (the numbers are in
-the README, "How well it predicts").
+docs/research/comparison.md).
 
 The LLM table has its own learning rate (JeirtConfig.llm_lr_scale, 10x the adapter's): see the config's comment.
 

@@ -83,9 +83,9 @@ class JeirtModel(nn.Module):
         return logits if self.residual is None else logits + self.residual(embeddings)
 
 
-# The training of the published experiments (the shipped router, docs/analysis*, docs/onboarding, the OOD runs),
-# which predate the learning-rate drops, the LLM table's own rate and the weight averaging: passed by those
-# commands so that they still reproduce their published numbers.
+# The training of the published experiments (the shipped router, docs/research/analysis*,
+# docs/research/onboarding, the OOD runs), which predate the learning-rate drops, the LLM table's own rate and the
+# weight averaging: passed by those commands so that they still reproduce their published numbers.
 PUBLISHED_SCHEDULE: dict[str, Any] = {"lr_drops": 0, "llm_lr_scale": 1.0, "ema_epochs": 0.0}
 
 
@@ -105,12 +105,12 @@ class JeirtConfig:
     # The LLM table learns at `llm_lr_scale` times the adapter's rate. Each LLM's row is trained only by its own
     # cells (1/K of them) and starts collinear with the others (llm_init "accuracy"), so at the adapter's rate the
     # rows hardly separate before early stopping, and JE-IRT ordered the LLMs within a question worse than KNN and
-    # matrix factorisation. 10 lowered the validation loss of the comparison (the README, "How well it predicts",
+    # matrix factorisation. 10 lowered the validation loss of the comparison (docs/research/comparison.md
     # has the numbers).
     llm_lr_scale: float = 10.0
     # Time constant, in epochs, of an exponential moving average of all trained weights (jeirt_lite_training.averaging): the
     # run validates, early-stops on and returns the averaged weights; 0: the raw weights. Half an epoch lowered the
-    # validation loss on every zeroeval split and was level or lower on mmlu_pro (docs/hyperparameters.md): the
+    # validation loss on every zeroeval split and was level or lower on mmlu_pro (docs/research/hyperparameters.md): the
     # raw weights' early stop at lr 1e-3 is noisy on small data, and the average smooths it.
     ema_epochs: float = 0.5
     seed: int = 0
@@ -122,7 +122,7 @@ class JeirtConfig:
     batching: str = "questions"
     # Ridge strength α of a per-LLM linear residual on the standardised embedding (FeatureResidual), trained with
     # the rest under ½α‖W‖² on the summed log-likelihood; None: none (the default, and what a router stores). An
-    # experiment on the within-question order of the LLMs (docs/routing.md, "A per-LLM residual"): routers cannot
+    # experiment on the within-question order of the LLMs (docs/research/routing.md, "A per-LLM residual"): routers cannot
     # store it, so jeirt_lite_training.pipeline.export_trained refuses a model that has one.
     feature_residual: float | None = None
 

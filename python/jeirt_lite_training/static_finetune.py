@@ -30,12 +30,12 @@ from .types import Responses
 
 # The table learns at this multiple of the adapter's learning rate (each row is touched by few batches): 50x had a
 # lower validation loss than 10x on every split tried of both public datasets, and 100x no lower than 50x
-# (docs/encoders.md). Adam's steps do not scale with the table, so the rate is tied to the scale of the table
+# (docs/research/encoders.md). Adam's steps do not scale with the table, so the rate is tied to the scale of the table
 # distilled from all-MiniLM-L6-v2; a teacher whose rows are c times smaller moves c times as far at the same rate.
 TABLE_LR_SCALE = 50.0
 # Candidate pulls of `fit --encoder static`; the frozen table is always a candidate too, so fine-tuning is kept only
 # where it lowers the validation loss. 0.1 had the lowest validation loss of the pulls tried on both public datasets
-# (docs/encoders.md); one candidate keeps the extra cost to one held-out run and an end-to-end refit.
+# (docs/research/encoders.md); one candidate keeps the extra cost to one held-out run and an end-to-end refit.
 DEFAULT_TABLE_PULLS: tuple[float, ...] = (0.1,)
 
 

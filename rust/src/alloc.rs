@@ -19,7 +19,7 @@ unsafe impl ZeroIsValid for u32 {}
 unsafe impl ZeroIsValid for f32 {}
 
 /// Outputs from this size up to [`HUGE_OUTPUT_MAX`] are advised onto huge pages, as NumPy does for its own
-/// large arrays (docs/throughput.md has the measurements).
+/// large arrays (docs/research/throughput.md has the measurements).
 const HUGE_OUTPUT: usize = 4 << 20;
 /// Above this the kernel's compaction for huge pages made the time erratic (sometimes slower than small
 /// pages) on the project's VM, as measured earlier for 1-4 GB outputs.

@@ -4,7 +4,7 @@ For a few LLMs (the best, a middle and the worst by accuracy on the questions gi
 router and added back with `add_llm_vectors` from n of its answers (seeded draws); its predictions on the rest of
 its answered questions are scored against its real answers, beside those of the router's own vector for it. The
 router's adapter was trained with that LLM's answers too, so this measures the onboarding fit itself; an LLM the
-router never saw is measured by retraining without it (docs/onboarding.md).
+router never saw is measured by retraining without it (docs/research/onboarding.md).
 """
 
 from __future__ import annotations

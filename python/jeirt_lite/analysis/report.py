@@ -320,7 +320,7 @@ def _onboarding(plt: Any, router: Router, vectors: np.ndarray, data: ResponseDat
     section.figures.append(_png(fig))
     section.notes.append("Each LLM is removed and added back from n of its answers (add_llm, mean of "
                          f"{REPEATS} draws). The router's adapter saw these LLMs in training: "
-                         "docs/onboarding.md measures LLMs it never saw.")
+                         "docs/research/onboarding.md measures LLMs it never saw.")
     return section
 
 

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         lines.append((
             "neighbours",
             f"votes of the {votes.keys.shape[0]} training questions' answers (k {votes.k}, weight {votes.weight:.3g}; "
-            "docs/neighbours.md)",
+            "docs/research/neighbours.md)",
         ))
     out.writelines(f"{key:<10} {value}\n" for key, value in lines)
     costs = router.costs

@@ -85,7 +85,7 @@ def add_parser(subparsers: Any) -> None:
         dest="neighbours",
         action="store_false",
         help="route without the router's neighbour votes (its training questions' answers): several times faster, "
-        "a little less accurate (docs/neighbours.md)",
+        "a little less accurate (docs/research/neighbours.md)",
     )
 
 

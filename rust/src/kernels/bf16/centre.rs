@@ -12,8 +12,8 @@
 //!   are rounded to bfloat16 for the product the bf16 pass computes.
 //!
 //! The identity holds for any `u` and `nu`, so the result is right whatever the data; how much the error
-//! shrinks depends on how much of the rows the common directions carry (docs/throughput.md has the measured
-//! errors). `u` comes from the rows of the call: a row's result can move by a fraction of that error with
+//! shrinks depends on how much of the rows the common directions carry (docs/research/throughput.md has the
+//! measured errors). `u` comes from the rows of the call: a row's result can move by a fraction of that error with
 //! the other rows it is scored with.
 
 use std::arch::x86_64::*;

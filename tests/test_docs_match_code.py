@@ -1,0 +1,55 @@
+"""What the docs list is what the code accepts: the training table's column names and label words
+(docs/guide/training.md against the training library's loader), and one README row per command of the CLI."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from jeirt_lite._io.vocabulary import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS
+from jeirt_lite.cli import COMMANDS
+
+REPO = Path(__file__).resolve().parent.parent
+TRAINING_PAGE = REPO / "docs" / "guide" / "training.md"
+
+
+def _table_rows(page: Path, heading: str) -> dict[str, list[str]]:
+    """The first table under `heading`: first cell -> the `code` names of the second cell, in order."""
+    text = page.read_text(encoding="utf-8")
+    section = text.split(heading, 1)[1]
+    rows: dict[str, list[str]] = {}
+    for line in section.splitlines():
+        if not line.startswith("|"):
+            if rows:
+                break
+            continue
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if cells[0] in ("role", "file") or set(cells[0]) <= {"-", ":"}:
+            continue
+        rows[cells[0]] = re.findall(r"`([^`]+)`", cells[1])
+    return rows
+
+
+def test_training_page_lists_every_accepted_column_name_in_order() -> None:
+    data = pytest.importorskip("jeirt_lite_training.data")  # the train extra (pandas)
+    rows = _table_rows(TRAINING_PAGE, "### Accepted column names")
+    assert rows["question id"] == list(data.DEFAULT_QUESTION_COLUMNS)
+    assert rows["question text"] == list(data.DEFAULT_TEXT_COLUMNS)
+    assert rows["LLM name (long)"] == list(data.DEFAULT_LLM_COLUMNS)
+    assert rows["label (long)"] == list(data.DEFAULT_CORRECT_COLUMNS)
+    assert rows["subject"] == list(data.DEFAULT_SUBJECT_COLUMNS)
+    assert rows["benchmark"] == list(data.DEFAULT_BENCHMARK_COLUMNS)
+
+
+def test_training_page_lists_the_label_words() -> None:
+    text = TRAINING_PAGE.read_text(encoding="utf-8")
+    labels = text.split("- **Labels**:", 1)[1].split("\n- ", 1)[0]
+    words = {"" if word == '""' else word for word in re.findall(r"`([^`]*)`", labels)}
+    assert words == TRUE_LABELS | FALSE_LABELS | EMPTY_LABELS
+
+
+def test_readme_has_a_row_for_every_command() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `jeirt-lite ([a-z-]+)", readme, re.MULTILINE))
+    assert rows == set(COMMANDS), f"README command table {sorted(rows)} against the CLI's {sorted(COMMANDS)}"
