@@ -200,9 +200,8 @@ def test_static_fit_end_to_end_on_real_data(
     monkeypatch.setenv("JEIRT_CACHE", encoder_cache)
     torch.set_num_threads(2)
     data = _slice(tmp_path / "slice", 300)
-    argv = ["fit", "--data", str(data), "--encoder", "static", "--dims", "16,32", "--dropouts", "0.7",
-            "--max-epochs", "25", "--threads", "2"]
-    assert main([*argv, "--holdout", "0.2", "--out", str(tmp_path / "router")]) == 0
+    argv = ["fit", "--data", str(data), "--encoder", "static", "--dropouts", "0.7", "--threads", "2"]
+    assert main([*argv, "--dims", "16,32", "--max-epochs", "12", "--holdout", "0.2", "--out", str(tmp_path / "router")]) == 0
     manifest = json.loads((tmp_path / "router" / "router.json").read_text())
     selection = manifest["training"]["selection"]
     assert selection["protocol"] == "choose-then-refit" and len(selection["candidates"]) == 2
@@ -217,9 +216,12 @@ def test_static_fit_end_to_end_on_real_data(
     p = router.predict_proba(["What is 2 + 2?"])
     assert p.shape == (1, len(router.llms)) and np.all((p > 0) & (p < 1))
     # --holdout 0: every question is learned from, nothing is left to test (this used to crash in the export).
-    assert main([*argv, "--holdout", "0", "--out", str(tmp_path / "all")]) == 0
+    # (one candidate, few epochs and the distilled table: what this run checks is the export without a test part)
+    quick = ["--dims", "16", "--max-epochs", "4", "--table-pulls", ""]
+    assert main([*argv, *quick, "--holdout", "0", "--out", str(tmp_path / "all")]) == 0
     everything = json.loads((tmp_path / "all" / "router.json").read_text())
     assert everything["training"]["selection"]["refit_on"]["questions"] == 300
+    assert len(everything["training"]["selection"]["candidates"]) == 1
     assert everything["metrics"]["test"] is None
 
 
