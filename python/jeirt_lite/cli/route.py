@@ -125,15 +125,21 @@ def _question_batches(args: argparse.Namespace) -> Iterator[list[str]]:
     return _stdin_batches(sys.stdin)
 
 
-def _write_json(out: TextIO, text: str, pairs: list[tuple[str, float]], difficulty: float,
-                fallback: Any) -> None:
+def route_record(pairs: list[tuple[str, float]], difficulty: float, fallback: Any) -> dict[str, Any]:
+    """One question's answer as `--json` writes it (and `serve` answers it): the route, best first, the
+    difficulty, and with --min-probability whether no LLM cleared it; numbers to 6 decimals."""
     record: dict[str, Any] = {
-        "text": text,
         "route": [{"llm": name, "p": round(p, 6)} for name, p in pairs],
         "difficulty": round(difficulty, 6),
     }
     if fallback is not None:
         record["fallback"] = bool(fallback)
+    return record
+
+
+def _write_json(out: TextIO, text: str, pairs: list[tuple[str, float]], difficulty: float,
+                fallback: Any) -> None:
+    record = {"text": text, **route_record(pairs, difficulty, fallback)}
     out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 

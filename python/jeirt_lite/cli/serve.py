@@ -1,0 +1,95 @@
+"""`jeirt-lite serve`: the router as an HTTP service (JSON over HTTP, on aiohttp; needs the `serve` extra)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from typing import Any
+
+from .._errors import JeirtError
+from ._shared import FORMATTER, PROG, Console, int_in, load_router, number_in, router_option, threads_option
+
+SERVE_EXTRA = 'pip install "jeirt-lite[serve]" (from a checkout: pip install ".[serve]")'
+# Defaults: a request of 256 questions (the route command's stdin batch) and 1 MiB fit; a micro-batch of up to
+# 256 questions keeps one router call well under the p99 the service aims at (docs/guide/serve.md).
+DEFAULT_MAX_BODY = 1 << 20
+DEFAULT_MAX_TEXTS = 256
+DEFAULT_MAX_BATCH = 256
+DEFAULT_WAIT_MS = 0.0
+
+
+def add_parser(subparsers: Any) -> None:
+    serve = subparsers.add_parser(
+        "serve",
+        parents=[threads_option(), router_option()],
+        formatter_class=FORMATTER,
+        help="the router as an HTTP service: POST /v1/route, /v1/forecast (needs the serve extra)",
+        description=(
+            "Answer routing requests over HTTP (JSON) until SIGTERM or Ctrl-C: POST /v1/route, POST /v1/forecast, "
+            "GET /v1/info, GET /healthz. Requests that arrive together are scored in one router call. "
+            "Guide: docs/guide/serve.md"
+        ),
+        epilog=(
+            "examples:\n"
+            f"  {PROG} serve --port 8000\n"
+            f"  {PROG} serve --host 127.0.0.1 --port 8000 --threads 2 --max-texts 64\n"
+            "  curl -s localhost:8000/v1/route -d '{\"texts\": [\"What is 2 + 2?\"], \"k\": 3}'"
+        ),
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int_in(0, 65535), default=8000, help="port (default 8000; 0: any free port)")
+    serve.add_argument(
+        "--max-body-bytes",
+        type=int_in(1, 1 << 30),
+        default=DEFAULT_MAX_BODY,
+        metavar="BYTES",
+        help=f"largest request body accepted, larger ones get 413 (default {DEFAULT_MAX_BODY:,})",
+    )
+    serve.add_argument(
+        "--max-texts",
+        type=int_in(1, 1 << 20),
+        default=DEFAULT_MAX_TEXTS,
+        metavar="N",
+        help=f"most questions in one request, more get 413 (default {DEFAULT_MAX_TEXTS})",
+    )
+    serve.add_argument(
+        "--max-batch",
+        type=int_in(1, 1 << 20),
+        default=DEFAULT_MAX_BATCH,
+        metavar="N",
+        help=f"most questions scored in one router call; a larger request goes alone (default {DEFAULT_MAX_BATCH})",
+    )
+    serve.add_argument(
+        "--batch-wait-ms",
+        type=number_in(0.0, 1000.0),
+        default=DEFAULT_WAIT_MS,
+        metavar="MS",
+        help="how long a request may wait for others to join its batch when the router is idle (default "
+        f"{DEFAULT_WAIT_MS:g}: none; requests that arrive while the router is busy are batched anyway)",
+    )
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    if importlib.util.find_spec("aiohttp") is None:
+        raise JeirtError(f"`{PROG} serve` needs the serve extra (aiohttp is not installed): {SERVE_EXTRA}")
+    from .._service.app import Limits, listening_socket, serve
+
+    router = load_router(args.router, args.threads)
+    limits = Limits(
+        max_body_bytes=args.max_body_bytes,
+        max_texts=args.max_texts,
+        max_wait_ms=args.batch_wait_ms,
+        max_batch=args.max_batch,
+    )
+    sock = listening_socket(args.host, args.port)
+
+    def announce(address: str) -> None:
+        console.err.write(
+            f"{PROG} serve: listening on {address} ({len(router.llms)} LLMs, router {router.path}); "
+            "SIGTERM or Ctrl-C stops it\n"
+        )
+        console.err.flush()
+
+    serve(router, limits, sock, announce)
+    console.err.write(f"{PROG} serve: stopped\n")
+    return 0
