@@ -125,3 +125,22 @@ def test_a_port_in_use_is_a_clear_error() -> None:
         )
     assert done.returncode == 1
     assert f"jeirt-lite: error: cannot listen on 127.0.0.1:{port}: Address already in use" in done.stderr
+
+
+def test_no_neighbours_serves_the_router_without_its_votes(real_texts: list[str]) -> None:
+    texts = real_texts[:3]
+    plain = Router.load(threads=1).with_neighbours(None)
+    with running_service("--threads", "1", "--no-neighbours") as service:
+        ((status, answer),) = asyncio.run(_post_all(service.url + "/v1/route", [{"texts": texts, "k": 2}], 1))
+        ((_, info),) = asyncio.run(_get(service.url + "/v1/info"))
+    assert status == 200
+    assert [[s["llm"] for s in r["route"]] for r in answer["results"]] == plain.route(texts, 2).names
+    assert np.allclose([[s["p"] for s in r["route"]] for r in answer["results"]], plain.route(texts, 2).probabilities,
+                       rtol=0, atol=1e-6)
+    assert info.get("neighbours") is None
+
+
+async def _get(url: str) -> list[tuple[int, Any]]:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
+        async with session.get(url) as response:
+            return [(response.status, await response.json())]

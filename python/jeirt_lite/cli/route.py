@@ -21,6 +21,7 @@ from ._shared import (
     FORMATTER,
     PROG,
     Console,
+    add_no_neighbours,
     llm_subset,
     load_router,
     number_in,
@@ -80,13 +81,7 @@ def add_parser(subparsers: Any) -> None:
         help="route only among these LLMs (e.g. the ones your service has): --llms A,B or --llms A --llms B; "
         "a value that is exactly one LLM's name is taken whole, so --llms 'name, with comma' works",
     )
-    route.add_argument(
-        "--no-neighbours",
-        dest="neighbours",
-        action="store_false",
-        help="route without the router's neighbour votes (its training questions' answers): several times faster, "
-        "a little less accurate (docs/research/neighbours.md)",
-    )
+    add_no_neighbours(route)
 
 
 def _stdin_batches(stream: TextIO) -> Iterator[list[str]]:

@@ -7,7 +7,17 @@ import importlib.util
 from typing import Any
 
 from .._errors import JeirtError
-from ._shared import FORMATTER, PROG, Console, int_in, load_router, number_in, router_option, threads_option
+from ._shared import (
+    FORMATTER,
+    PROG,
+    Console,
+    add_no_neighbours,
+    int_in,
+    load_router,
+    number_in,
+    router_option,
+    threads_option,
+)
 
 SERVE_EXTRA = 'pip install "jeirt-lite[serve]" (from a checkout: pip install ".[serve]")'
 # Defaults: a request of 256 questions (the route command's stdin batch) and 1 MiB fit; a micro-batch of up to
@@ -25,9 +35,9 @@ def add_parser(subparsers: Any) -> None:
         formatter_class=FORMATTER,
         help="the router as an HTTP service: POST /v1/route, /v1/forecast (needs the serve extra)",
         description=(
-            "Answer routing requests over HTTP (JSON) until SIGTERM or Ctrl-C: POST /v1/route, POST /v1/forecast, "
-            "GET /v1/info, GET /healthz. Requests that arrive together are scored in one router call. "
-            "Guide: docs/guide/serve.md"
+            "Answer routing requests over HTTP (JSON) until SIGTERM or Ctrl-C:\n"
+            "POST /v1/route, POST /v1/forecast, GET /v1/info, GET /healthz.\n"
+            "Requests that arrive together are scored in one router call. Guide: docs/guide/serve.md"
         ),
         epilog=(
             "examples:\n"
@@ -38,6 +48,7 @@ def add_parser(subparsers: Any) -> None:
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=int_in(0, 65535), default=8000, help="port (default 8000; 0: any free port)")
+    add_no_neighbours(serve)
     serve.add_argument(
         "--max-body-bytes",
         type=int_in(1, 1 << 30),
@@ -75,6 +86,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from .._service.app import Limits, listening_socket, serve
 
     router = load_router(args.router, args.threads)
+    if not args.neighbours:
+        router = router.with_neighbours(None)
     limits = Limits(
         max_body_bytes=args.max_body_bytes,
         max_texts=args.max_texts,
