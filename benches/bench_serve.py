@@ -65,6 +65,7 @@ def in_process(router: Any, pool: list[str], seconds: float, start: int) -> dict
     """Router.route on one question at a time, on this thread, for `seconds`."""
     latencies: list[float] = []
     i = start
+    cpu = time.process_time()
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         text = pool[i % len(pool)]
@@ -72,8 +73,10 @@ def in_process(router: Any, pool: list[str], seconds: float, start: int) -> dict
         router.route([text], k=K)
         latencies.append(time.perf_counter() - began)
         i += 1
+    cpu_ms = (time.process_time() - cpu) * 1000.0 / max(1, len(latencies))
     p50, p99 = percentiles(latencies)
-    return {"requests": len(latencies), "rate": len(latencies) / sum(latencies), "p50_ms": p50, "p99_ms": p99}
+    return {"requests": len(latencies), "rate": len(latencies) / sum(latencies), "p50_ms": p50, "p99_ms": p99,
+            "cpu_ms": cpu_ms}
 
 
 # -- the load generator (a process of its own) -----------------------------------------------------------------
@@ -150,6 +153,16 @@ def start_service(options: argparse.Namespace) -> tuple[subprocess.Popen[str], s
             return process, line.split("listening on ")[1].split()[0]
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process, all its threads (Linux /proc; NaN elsewhere)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return float("nan")
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def health(url: str) -> dict[str, Any]:
     import urllib.request
 
@@ -166,6 +179,11 @@ def service_run(url: str, pool_file: str, connections: int, options: argparse.Na
                    "--warmup", str(options.warmup)]
         subprocess.run(command, check=True, stdin=subprocess.DEVNULL, timeout=options.seconds + 120)
         return dict(json.loads(out.read_text(encoding="utf-8")))
+
+
+def client_cpu() -> float:
+    used = os.times()
+    return used.children_user + used.children_system
 
 
 def check_answers(records: list[Any], expected: list[Any], difficulty: list[float]) -> int:
@@ -204,7 +222,9 @@ def main() -> int:
         before = in_process(router, pool, options.baseline_seconds, 0)
         for connections in options.connections:
             counts = health(url)
+            cpu = (cpu_seconds(process.pid), client_cpu())
             served = service_run(url, pool_file, connections, options)
+            served["cpu"] = (cpu_seconds(process.pid) - cpu[0], client_cpu() - cpu[1])
             after_counts = health(url)
             after = in_process(router, pool, options.baseline_seconds, connections)
             rows.append(summarise(connections, served, before, after, counts, after_counts, expected, difficulty))
@@ -222,6 +242,9 @@ def summarise(connections: int, served: dict[str, Any], before: dict[str, Any], 
               difficulty: list[float]) -> dict[str, Any]:
     records = served["records"]
     ok = [r for r in records if r[1] == 200]
+    # CPU per request over warm-up and measured time alike (the counters cannot split them): all requests sent.
+    sent = max(1, (after_counts["batched_requests"] - counts["batched_requests"]))
+    service_cpu, client_cpu_s = served["cpu"]
     p50, p99 = percentiles([r[2] for r in records])
     rate = len(ok) / served["seconds"]
     baseline = (before["rate"] + after["rate"]) / 2
@@ -232,6 +255,8 @@ def summarise(connections: int, served: dict[str, Any], before: dict[str, Any], 
         "wrong_answers": check_answers(records, expected, difficulty), "rate": rate, "p50_ms": p50, "p99_ms": p99,
         "in_process_rate": baseline, "in_process_p50_ms": (before["p50_ms"] + after["p50_ms"]) / 2,
         "ratio": rate / baseline, "mean_batch": jobs / batches if batches else float("nan"),
+        "service_cpu_ms": service_cpu * 1000.0 / sent, "client_cpu_ms": client_cpu_s * 1000.0 / sent,
+        "in_process_cpu_ms": (before["cpu_ms"] + after["cpu_ms"]) / 2,
     }
 
 
@@ -240,11 +265,13 @@ def report(rows: list[dict[str, Any]], options: argparse.Namespace, code: int) -
           f"service --threads {options.server_threads or 'default (all cores)'}, "
           f"--batch-wait-ms {options.batch_wait_ms:g}")
     print(f"{'conns':>5} {'requests':>9} {'errors':>6} {'wrong':>5} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
-          f"{'batch':>6} {'in-proc q/s':>11} {'ratio':>6}")
+          f"{'batch':>6} {'in-proc q/s':>11} {'ratio':>6} {'CPU ms/request: service':>24} {'client':>6} "
+          f"{'in-proc':>7}")
     for r in rows:
         print(f"{r['connections']:>5} {r['requests']:>9,} {r['errors']:>6} {r['wrong_answers']:>5} {r['rate']:>8,.0f} "
               f"{r['p50_ms']:>7.1f} {r['p99_ms']:>7.1f} {r['mean_batch']:>6.1f} {r['in_process_rate']:>11,.0f} "
-              f"{r['ratio']:>6.2f}")
+              f"{r['ratio']:>6.2f} {r['service_cpu_ms']:>24.2f} {r['client_cpu_ms']:>6.2f} "
+              f"{r['in_process_cpu_ms']:>7.2f}")
     print(f"the service exited with {code} after SIGTERM")
     options.output.parent.mkdir(parents=True, exist_ok=True)
     options.output.write_text(json.dumps({"rows": rows, "sigterm_exit": code, "cores": usable_cores(),
