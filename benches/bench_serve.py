@@ -285,7 +285,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds before each")
     parser.add_argument("--baseline-seconds", type=float, default=5.0, help="each in-process run")
     parser.add_argument("--server-threads", type=int, default=None, help="serve --threads (default: all cores)")
-    parser.add_argument("--batch-wait-ms", type=float, default=0.0)
+    parser.add_argument("--batch-wait-ms", type=float, default=2.0, help="serve --batch-wait-ms (its default: 2)")
     parser.add_argument("--router", type=Path, default=None)
     parser.add_argument("--output", type=Path, default=REPO / "bench_results" / "serve.json")
     # The load generator's own options (this file run again as a separate process).

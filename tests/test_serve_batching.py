@@ -166,3 +166,25 @@ def test_a_failure_inside_a_shared_call_is_retried_request_by_request(
         if request.texts[0] != poison:
             names = [[s["llm"] for s in r["route"]] for r in json.loads(body)["results"]]
             assert names == router.route(request.texts, 2).names
+
+
+def test_a_lone_request_is_not_kept_waiting_for_company() -> None:
+    """The wait applies only while requests come in together: one client alone is answered at once."""
+    seen: list[list[int]] = []
+
+    def run(jobs: Sequence[int]) -> list[int]:
+        seen.append(list(jobs))
+        return list(jobs)
+
+    async def scenario() -> float:
+        batcher: MicroBatcher[int, int] = MicroBatcher(run, max_wait=30.0, max_batch=8)
+        batcher.start()
+        began = asyncio.get_running_loop().time()
+        for job in range(3):
+            await batcher.submit(job, 1)
+        took = asyncio.get_running_loop().time() - began
+        await batcher.stop()
+        return took
+
+    assert asyncio.run(asyncio.wait_for(scenario(), 20)) < 10
+    assert seen == [[0], [1], [2]]

@@ -96,10 +96,10 @@ class Service:
             "(serve --max-body-bytes)"
         )
 
-    async def _start(self, app: web.Application) -> None:
+    async def on_startup(self, app: web.Application) -> None:
         self.batcher.start()
 
-    async def _stop(self, app: web.Application) -> None:
+    async def on_cleanup(self, app: web.Application) -> None:
         await self.batcher.stop()
 
 
@@ -131,8 +131,8 @@ def build_app(router: Router, limits: Limits) -> web.Application:
     app.router.add_get("/v1/info", service.info, allow_head=False)
     app.router.add_post("/v1/route", service.route)
     app.router.add_post("/v1/forecast", service.forecast)
-    app.on_startup.append(service._start)
-    app.on_cleanup.append(service._stop)  # after the server has answered what it took (aiohttp's order)
+    app.on_startup.append(service.on_startup)
+    app.on_cleanup.append(service.on_cleanup)  # after the server has answered what it took (aiohttp's order)
     return app
 
 
@@ -158,7 +158,7 @@ def serve(router: Router, limits: Limits, sock: socket.socket, announce: Callabl
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
 
-    def started(*_: Union[str, object]) -> None:
+    def started(*_: object) -> None:
         announce(f"http://{shown}:{port}")
 
     web.run_app(

@@ -2,9 +2,9 @@
 
 Encoding and the neighbour votes cost much less per question in a batch than one question at a time
 (docs/guide/serve.md has the measured numbers), so the service gathers the requests that arrive while the router is
-busy, or within a short wait after the first one, and hands them to the worker as one batch. One worker thread:
-the router's own `threads` setting already spreads one call over the cores, and two calls at once would only fight
-over them. The event loop never runs the router, so it keeps accepting and answering while a batch runs.
+busy (and, while requests come in together, those of a short wait more) and hands them to the worker as one batch.
+One worker thread: the router's own `threads` setting already spreads one call over the cores, and two calls at
+once would only fight over them. The event loop never runs the router, so it keeps accepting and answering while a batch runs.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ class MicroBatcher(Generic[Job, Answer]):
     """Runs `run(jobs) -> answers` (one answer per job, in order) in one worker thread, on batches of jobs.
 
     A batch starts as soon as the worker is free and a job waits; it takes the jobs waiting then, up to
-    `max_batch` questions (a larger job goes alone), after waiting at most `max_wait` seconds for more to arrive.
+    `max_batch` questions (a larger job goes alone). When the previous batch held several jobs, it first waits
+    `max_wait` seconds for more to arrive.
     `run` must answer every job itself, failures included: an exception out of it fails the whole batch.
     """
 
@@ -50,6 +51,7 @@ class MicroBatcher(Generic[Job, Answer]):
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jeirt-lite-router")
         self._busy = 0  # jobs in the batch the worker is running
         self._stopping = False
+        self._last_jobs = 0
         self.batches = 0  # batches run so far, and the jobs in them (for the bench and the tests)
         self.jobs = 0
 
@@ -96,7 +98,9 @@ class MicroBatcher(Generic[Job, Answer]):
             self._wake.clear()
             if not self._waiting or self._stopping:
                 continue
-            if self._max_wait > 0 and self._questions_waiting() < self._max_batch:
+            # Wait for company only while requests come in together (the last batch had several): a lone client
+            # is then never delayed, and under load the wait makes fewer, larger batches.
+            if self._max_wait > 0 and self._last_jobs > 1 and self._questions_waiting() < self._max_batch:
                 await asyncio.sleep(self._max_wait)
             batch = self._take()
             self._busy = len(batch)
@@ -116,6 +120,7 @@ class MicroBatcher(Generic[Job, Answer]):
                 self._busy = 0
             self.batches += 1
             self.jobs += len(batch)
+            self._last_jobs = len(batch)
             if self._waiting:
                 self._wake.set()
 
