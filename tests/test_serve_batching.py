@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("aiohttp")
 
 from jeirt_lite import Router
+from jeirt_lite._questions import EncodedQuestions
 from jeirt_lite._service.batcher import MicroBatcher
 from jeirt_lite._service.requests import ForecastRequest, RouteParams, RouteRequest
 from jeirt_lite._service.scoring import answer_batch
@@ -140,22 +141,22 @@ def test_a_failure_inside_a_shared_call_is_retried_request_by_request(
 
     poison = real_texts[5]
     if where == "embedding":
-        real_embed = scoring.embed_for_scoring
+        real_encode = Router.encode
 
-        def embed(router: Router, texts: list[str]):  # type: ignore[no-untyped-def]
+        def encode(self: Router, texts: list[str], **options: object):  # type: ignore[no-untyped-def]
             if poison in texts:
                 raise MemoryError("poisoned")
-            return real_embed(router, texts)
+            return real_encode(self, texts, **options)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(scoring, "embed_for_scoring", embed)
+        monkeypatch.setattr(Router, "encode", encode)
     else:
         real_route = scoring._route
-        poisoned = router.embed([poison])[0]
+        poisoned = router.encode([poison]).vectors[0]
 
-        def route(router: Router, params: RouteParams, vectors: np.ndarray, features: object):  # type: ignore[no-untyped-def]
-            if (np.abs(vectors - poisoned).max(axis=1) == 0).any():
+        def route(router: Router, params: RouteParams, questions: EncodedQuestions):  # type: ignore[no-untyped-def]
+            if (np.abs(questions.vectors - poisoned).max(axis=1) == 0).any():
                 raise MemoryError("poisoned")
-            return real_route(router, params, vectors, features)  # type: ignore[arg-type]
+            return real_route(router, params, questions)
 
         monkeypatch.setattr(scoring, "_route", route)
     requests = [RouteRequest([text], RouteParams(k=2)) for text in real_texts[3:8]]

@@ -104,7 +104,7 @@ def forecast_request(value: dict[str, Any], max_texts: int) -> ForecastRequest:
 
 
 def _check_choice(params: RouteParams, names: Sequence[str], costs: dict[str, float]) -> None:
-    """The LLMs the rule chooses among (`Router.route_vectors`): k of them must exist and, for a cost-aware rule,
+    """The LLMs the rule chooses among (`Router.route`): k of them must exist and, for a cost-aware rule,
     each needs a cost (without `llms` the unpriced ones are left out, never given an invented cost)."""
     cost_aware = params.cost_weight != 0 or params.min_probability is not None
     among = params.llms

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import numpy as np
 
 from .._errors import JeirtError
-from ..batch import embed_for_scoring
+from .._questions import EncodedQuestions
 from ..cli.route import route_record
 from .requests import ForecastRequest, RouteParams, RouteRequest
 
@@ -37,8 +37,7 @@ def error_body(message: str) -> bytes:
 def answer_batch(router: Router, requests: Sequence[Request]) -> list[Answer]:
     """One answer per request, in order; a request the router cannot answer gets its own error."""
     try:
-        texts = [text for request in requests for text in request.texts]
-        vectors, features = embed_for_scoring(router, texts)
+        encoded = router.encode([text for request in requests for text in request.texts])
     except Exception as error:
         return _one_by_one(router, requests, error)
     ends = np.cumsum([len(request.texts) for request in requests])
@@ -49,11 +48,11 @@ def answer_batch(router: Router, requests: Sequence[Request]) -> list[Answer]:
         if isinstance(request, RouteRequest):
             alike.setdefault(request.params, []).append(i)
         else:
-            answers[i] = _guarded(lambda i=i: _forecast(router, vectors[spans[i]], _rows(features, spans[i])))
+            answers[i] = _guarded(lambda i=i: _forecast(router, encoded.rows(spans[i])))
     for params, members in alike.items():
         rows = np.concatenate([np.arange(spans[i].start, spans[i].stop) for i in members])
         try:
-            results = _route(router, params, vectors[rows], None if features is None else features[rows])
+            results = _route(router, params, encoded.rows(rows))
         except Exception as error:
             for i, answer in zip(members, _one_by_one(router, [requests[i] for i in members], error)):
                 answers[i] = answer
@@ -72,16 +71,15 @@ def _one_by_one(router: Router, requests: Sequence[Request], error: Exception) -
     return [answer_batch(router, [request])[0] for request in requests]
 
 
-def _route(router: Router, params: RouteParams, vectors: np.ndarray, features: Optional[np.ndarray]) -> list[Any]:
-    result = router.route_vectors(
-        vectors,
+def _route(router: Router, params: RouteParams, questions: EncodedQuestions) -> list[Any]:
+    result = router.route(
+        questions,
         params.k,
         cost_weight=params.cost_weight,
         min_probability=params.min_probability,
         llms=params.llms,
-        features=features,
     )
-    difficulty = router.difficulty_vectors(vectors).tolist()
+    difficulty = router.difficulty(questions).tolist()
     names = router.llms
     indices, probabilities = result.indices.tolist(), result.probabilities.tolist()
     fallback = [None] * len(indices) if result.fallback is None else result.fallback.tolist()
@@ -91,14 +89,10 @@ def _route(router: Router, params: RouteParams, vectors: np.ndarray, features: O
     ]
 
 
-def _forecast(router: Router, vectors: np.ndarray, features: Optional[np.ndarray]) -> Answer:
-    forecast = router.forecast_vectors(vectors, features)
-    body = {"forecast": {name: round(p, 6) for name, p in forecast.items()}, "questions": int(vectors.shape[0])}
+def _forecast(router: Router, questions: EncodedQuestions) -> Answer:
+    forecast = router.forecast(questions)
+    body = {"forecast": {name: round(p, 6) for name, p in forecast.items()}, "questions": len(questions.vectors)}
     return 200, _json(body)
-
-
-def _rows(features: Optional[np.ndarray], span: slice) -> Optional[np.ndarray]:
-    return None if features is None else features[span]
 
 
 def _guarded(answer: Any) -> Answer:
