@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 from typing import Any
 
 from .._errors import JeirtError
@@ -81,8 +80,11 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    if importlib.util.find_spec("aiohttp") is None:
-        raise JeirtError(f"`{PROG} serve` needs the serve extra (aiohttp is not installed): {SERVE_EXTRA}")
+    try:
+        import aiohttp  # noqa: F401 - only whether it imports (with its own dependencies)
+    except ImportError as error:
+        missing = f" ({error.name} is not installed)" if error.name else ""
+        raise JeirtError(f"`{PROG} serve` needs the serve extra{missing}: {SERVE_EXTRA}") from None
     from .._service.app import Limits, listening_socket, serve
 
     router = load_router(args.router, args.threads)
