@@ -42,6 +42,8 @@ SKIPPED = {
     "python -m jeirt_lite_training": "trains, or assembles an encoder from PyPI packages; the training tests cover it",
     "--engine ray": "needs a Ray cluster (--address auto); tests/test_ray.py runs the Ray engine locally",
     "ray start": "starts a Ray cluster",
+    "jeirt-lite serve": "a service that runs until stopped; tests/test_serve*.py start it and stop it",
+    "curl ": "asks a running service (jeirt-lite serve)",
     "benches/": "a benchmark",
     ".scratch/": "uses a router and files an experiment of that document made (.scratch/ is not kept)",
 }

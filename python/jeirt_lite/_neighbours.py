@@ -67,7 +67,11 @@ def neighbour_sums(
     n_candidates = min(len(keys), CANDIDATES_PER_K * max(ks))
 
     def block(start: int) -> None:
-        sim = queries[start:start + QUERY_CHUNK] @ keys.T
+        chunk = queries[start:start + QUERY_CHUNK]
+        # A lone query would take BLAS's matrix-vector product, whose sums round differently from the matrix
+        # product of a larger block: near-tied neighbours then swap, and a question's vote would depend on what
+        # else was scored with it (`jeirt-lite serve` batches requests). Two rows keep every block on one product.
+        sim = (np.concatenate([chunk, chunk]) @ keys.T)[:1] if len(chunk) == 1 else chunk @ keys.T
         top = np.argpartition(-sim, n_candidates - 1, axis=1)[:, :n_candidates]
         top = np.take_along_axis(top, np.argsort(-np.take_along_axis(sim, top, axis=1), axis=1, kind="stable"), axis=1)
         top_sim = np.take_along_axis(sim, top, axis=1)

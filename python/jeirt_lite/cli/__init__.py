@@ -20,7 +20,7 @@ from types import FrameType
 from typing import Any, Optional, Protocol
 
 from .._errors import JeirtError, error_text
-from . import add_llm, info, report, route, score, suggest, train
+from . import add_llm, info, report, route, score, serve, suggest, train
 from ._shared import FORMATTER, PROG, Console, Terminated, flag_for
 
 
@@ -39,6 +39,7 @@ COMMANDS: dict[str, Command] = {
     "add-llm": add_llm,
     "suggest": suggest,
     "report": report,
+    "serve": serve,
     "train": train,
 }
 

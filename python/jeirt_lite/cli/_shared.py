@@ -110,6 +110,17 @@ def router_option() -> argparse.ArgumentParser:
     return parent
 
 
+def add_no_neighbours(parser: argparse.ArgumentParser) -> None:
+    """--no-neighbours (args.neighbours False), for the commands that route (route, serve)."""
+    parser.add_argument(
+        "--no-neighbours",
+        dest="neighbours",
+        action="store_false",
+        help="route without the router's neighbour votes (its training questions' answers): several times faster, "
+        "a little less accurate (docs/research/neighbours.md)",
+    )
+
+
 def add_router_arguments(parser: argparse.ArgumentParser) -> None:
     """The older positional ROUTER of info, suggest, add-llm and report, still accepted and hidden from --help:
     `--router PATH` (router_option) is the one documented form, the same in every command."""

@@ -21,6 +21,7 @@ from ._shared import (
     FORMATTER,
     PROG,
     Console,
+    add_no_neighbours,
     llm_subset,
     load_router,
     number_in,
@@ -80,13 +81,7 @@ def add_parser(subparsers: Any) -> None:
         help="route only among these LLMs (e.g. the ones your service has): --llms A,B or --llms A --llms B; "
         "a value that is exactly one LLM's name is taken whole, so --llms 'name, with comma' works",
     )
-    route.add_argument(
-        "--no-neighbours",
-        dest="neighbours",
-        action="store_false",
-        help="route without the router's neighbour votes (its training questions' answers): several times faster, "
-        "a little less accurate (docs/research/neighbours.md)",
-    )
+    add_no_neighbours(route)
 
 
 def _stdin_batches(stream: TextIO) -> Iterator[list[str]]:
@@ -125,15 +120,21 @@ def _question_batches(args: argparse.Namespace) -> Iterator[list[str]]:
     return _stdin_batches(sys.stdin)
 
 
-def _write_json(out: TextIO, text: str, pairs: list[tuple[str, float]], difficulty: float,
-                fallback: Any) -> None:
+def route_record(pairs: list[tuple[str, float]], difficulty: float, fallback: Any) -> dict[str, Any]:
+    """One question's answer as `--json` writes it (and `serve` answers it): the route, best first, the
+    difficulty, and with --min-probability whether no LLM cleared it; numbers to 6 decimals."""
     record: dict[str, Any] = {
-        "text": text,
         "route": [{"llm": name, "p": round(p, 6)} for name, p in pairs],
         "difficulty": round(difficulty, 6),
     }
     if fallback is not None:
         record["fallback"] = bool(fallback)
+    return record
+
+
+def _write_json(out: TextIO, text: str, pairs: list[tuple[str, float]], difficulty: float,
+                fallback: Any) -> None:
+    record = {"text": text, **route_record(pairs, difficulty, fallback)}
     out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 

@@ -1,0 +1,198 @@
+"""The service's request bodies: JSON bytes in, checked requests out, or a JeirtError in the command line's words.
+
+Everything a request can get wrong is found here, per request, before it joins a micro-batch: a batch then holds
+only requests the router can answer, so one client's mistake never fails another client's answer. The checks
+reuse the command line's (its argument types, `text_problem`, the router's own LLM-name and cost checks), so a
+service user and a command-line user read the same sentence for the same mistake; only the option's spelling
+differs (the JSON field `k` where the command line says `--k`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from .._errors import JeirtError
+from .._io.vocabulary import text_problem
+from .._llm_params import cost_vector
+from ..cli._shared import number_in, positive_int
+
+if TYPE_CHECKING:
+    from .._router import Router
+
+ROUTE_FIELDS = ("texts", "k", "llms", "cost_weight", "min_probability")
+FORECAST_FIELDS = ("texts",)
+
+
+class TooLarge(JeirtError):
+    """A request over one of the service's limits (answered 413, not 400)."""
+
+
+@dataclass(frozen=True)
+class RouteParams:
+    """How to route: what `Router.route` takes besides the texts (hashable: requests alike are routed together)."""
+
+    k: int = 1
+    llms: Optional[tuple[str, ...]] = None
+    cost_weight: float = 0.0
+    min_probability: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class RouteRequest:
+    texts: list[str]
+    params: RouteParams
+
+
+@dataclass(frozen=True)
+class ForecastRequest:
+    texts: list[str]
+
+
+def parse_body(body: bytes) -> dict[str, Any]:
+    """The request body as a JSON object; JSON that is not strict JSON (NaN, Infinity, a key given twice) is
+    refused too, as is anything nested so deeply that parsing it would exhaust the stack."""
+    try:
+        text = body.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise JeirtError(f"the request body is not valid UTF-8 (byte {error.start})") from None
+    if not text.strip():
+        raise JeirtError('the request body is empty; send a JSON object such as {"texts": ["What is 2 + 2?"]}')
+    try:
+        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise JeirtError("the request body is JSON nested too deeply") from None
+    except json.JSONDecodeError as error:
+        raise JeirtError(
+            f"the request body is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+        ) from None
+    except ValueError as error:  # e.g. an integer of more digits than Python converts
+        raise JeirtError(f"the request body is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise JeirtError(f"the request body must be a JSON object, not {_kind(value)}")
+    return value
+
+
+def route_request(value: dict[str, Any], router: Router, max_texts: int) -> RouteRequest:
+    """A checked /v1/route request; an optional field given as null counts as not given."""
+    _known_fields(value, ROUTE_FIELDS, "a route request")
+    texts = _texts(value, max_texts)
+    given = {key: item for key, item in value.items() if item is not None}
+    k = _argument(given.get("k", 1), "k", positive_int, int)
+    llms = _llm_names(given.get("llms"))
+    if llms is not None:
+        router._subset_rows(llms)  # unknown, repeated or no names: the router's own check and words
+    cost_weight = _argument(given.get("cost_weight", 0.0), "cost_weight", number_in(0.0, math.inf), float)
+    min_probability = None
+    if "min_probability" in given:
+        if "cost_weight" in given:
+            raise JeirtError("use either cost_weight (trade-off) or min_probability (cheapest above it), not both")
+        min_probability = _argument(given["min_probability"], "min_probability", number_in(0.0, 1.0), float)
+    params = RouteParams(k=k, llms=llms, cost_weight=cost_weight, min_probability=min_probability)
+    _check_choice(params, router.llms, router.costs)
+    return RouteRequest(texts, params)
+
+
+def forecast_request(value: dict[str, Any], max_texts: int) -> ForecastRequest:
+    """A checked /v1/forecast request."""
+    _known_fields(value, FORECAST_FIELDS, "a forecast request")
+    return ForecastRequest(_texts(value, max_texts))
+
+
+def _check_choice(params: RouteParams, names: Sequence[str], costs: dict[str, float]) -> None:
+    """The LLMs the rule chooses among (`Router.route`): k of them must exist and, for a cost-aware rule,
+    each needs a cost (without `llms` the unpriced ones are left out, never given an invented cost)."""
+    cost_aware = params.cost_weight != 0 or params.min_probability is not None
+    among = params.llms
+    if cost_aware:
+        if among is None:
+            among = tuple(name for name in names if name in costs)
+            if not among:
+                raise JeirtError("cost-aware routing needs per-LLM costs; this router stores none")
+        else:
+            cost_vector(costs, among, "cost-aware routing")
+        if params.cost_weight != 0 and not all(math.isfinite(params.cost_weight * costs[n]) for n in among):
+            raise JeirtError(
+                f"cost_weight {params.cost_weight!r} times the costs overflows; use a smaller weight or unit"
+            )
+    if among is None:
+        if params.k > len(names):
+            raise JeirtError(f"k {params.k} is more than the router's {len(names)} LLMs")
+    elif params.k > len(among):
+        which = "LLMs named in llms" if params.llms is not None else "LLMs with a cost (cost-aware routing)"
+        raise JeirtError(f"k {params.k} is more than the {len(among)} {which}")
+
+
+def _texts(value: dict[str, Any], max_texts: int) -> list[str]:
+    if "texts" not in value:
+        raise JeirtError('the request has no "texts": give a list of question texts')
+    texts = value["texts"]
+    if isinstance(texts, str):
+        raise JeirtError("texts must be a list of strings, not a single string (wrap it: [text])")
+    if not isinstance(texts, list):
+        raise JeirtError(f"texts must be a list of strings, not {_kind(texts)}")
+    if not texts:
+        raise JeirtError("texts is empty: give at least one question text")
+    if len(texts) > max_texts:
+        raise TooLarge(
+            f"texts holds {len(texts):,} questions, more than this service's limit of {max_texts:,} per request "
+            "(serve --max-texts)"
+        )
+    for i, text in enumerate(texts):
+        problem = text_problem(text)
+        if problem is not None:
+            raise JeirtError(f"texts[{i}]: {problem}")
+    return texts
+
+
+def _llm_names(value: Any) -> Optional[tuple[str, ...]]:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise JeirtError("llms must be a list of LLM names, not one string")
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise JeirtError(f"llms must be a list of LLM names, not {_kind(value)}")
+    return tuple(value)
+
+
+def _argument(value: Any, field: str, parse: Callable[[str], Any], kind: type) -> Any:
+    """`value` through the command line's argument type for the same option, so the range and its message are
+    the command line's; JSON's own types are checked first (true is not 1, 2.0 is not the integer 2)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
+        wanted = "a number" if kind is float else "a whole number"
+        raise JeirtError(f"{field} must be {wanted}, not {_kind(value)}")
+    try:
+        return parse(repr(value))
+    except argparse.ArgumentTypeError as error:
+        raise JeirtError(f"{field}: {error}") from None
+
+
+def _known_fields(value: dict[str, Any], fields: Sequence[str], what: str) -> None:
+    unknown = [key for key in value if key not in fields]
+    if unknown:
+        raise JeirtError(f"unknown field {unknown[0]!r}; {what} takes {', '.join(fields)}")
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+             float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _no_constant(name: str) -> Any:
+    raise JeirtError(f"the request body is not valid JSON: {name} is not a JSON number")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise JeirtError(f"the request body names {key!r} twice")
+            seen.add(key)
+    return value

@@ -1,0 +1,191 @@
+"""`jeirt-lite serve`: every endpoint, and every kind of bad request, against the real service in a subprocess.
+
+One service (the shipped router, small limits so they are easy to exceed) serves the whole module; after every bad
+request the same service must still answer a good one.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Iterator
+from typing import Any, Optional
+
+import numpy as np
+import pytest
+
+pytest.importorskip("aiohttp")
+
+from jeirt_lite import Router
+from service_process import Service, running_service
+
+MAX_BODY = 4096
+MAX_TEXTS = 4
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def service() -> Iterator[Service]:
+    with running_service("--threads", "1", "--max-body-bytes", str(MAX_BODY), "--max-texts", str(MAX_TEXTS)) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def router() -> Router:
+    return Router.load(threads=1)
+
+
+def call(
+    service: Service, method: str, path: str, body: Optional[bytes] = None, headers: Optional[dict[str, str]] = None
+) -> tuple[int, Any]:
+    connection = http.client.HTTPConnection("127.0.0.1", service.port, timeout=60)
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        assert response.getheader("Content-Type", "").startswith("application/json"), response.getheaders()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def post(service: Service, path: str, value: Any) -> tuple[int, Any]:
+    return call(service, "POST", path, json.dumps(value).encode("utf-8"), {"Content-Type": "application/json"})
+
+
+def assert_same_route(answer: dict[str, Any], expected: Any, difficulty: np.ndarray) -> None:
+    """One /v1/route answer against Router.route: the same LLMs in the same order, P and difficulty to 1e-6."""
+    assert len(answer["results"]) == len(expected)
+    for i, result in enumerate(answer["results"]):
+        assert [step["llm"] for step in result["route"]] == [name for name, _ in expected[i]]
+        assert np.allclose([step["p"] for step in result["route"]], [p for _, p in expected[i]], rtol=0, atol=1e-6)
+        assert abs(result["difficulty"] - float(difficulty[i])) <= 1e-6
+
+
+def test_healthz_and_info(service: Service, router: Router) -> None:
+    status, body = call(service, "GET", "/healthz")
+    assert (status, body["status"]) == (200, "ok")
+    status, info = call(service, "GET", "/v1/info")
+    assert status == 200
+    assert info["llms"] == list(router.llms)
+    assert info["costs"] == router.costs
+    assert info["dim"] == router.dim
+    assert info["encoder"]["name"] == router.manifest.encoder.name
+    assert info["service"]["limits"]["max_texts"] == MAX_TEXTS
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"k": 3}, {"k": 2, "llms": ["Yi-6B", "gemma-7b", "Qwen1.5-110B"]}, {"k": 2, "cost_weight": 0.002},
+     {"k": 1, "min_probability": 0.6}, {}],
+    ids=["k3", "llms", "cost_weight", "min_probability", "defaults"],
+)
+def test_route_equals_router_route(service: Service, router: Router, real_texts: list[str],
+                                   options: dict[str, Any]) -> None:
+    texts = real_texts[:MAX_TEXTS]
+    status, answer = post(service, "/v1/route", {"texts": texts, **options})
+    assert status == 200, answer
+    expected = router.route(texts, **options)
+    assert_same_route(answer, expected, router.difficulty(texts))
+    if "min_probability" in options:
+        assert [r["fallback"] for r in answer["results"]] == expected.fallback.tolist()
+    else:
+        assert all("fallback" not in r for r in answer["results"])
+
+
+def test_forecast_equals_router_forecast(service: Service, router: Router, real_texts: list[str]) -> None:
+    texts = real_texts[10 : 10 + MAX_TEXTS]
+    status, answer = post(service, "/v1/forecast", {"texts": texts})
+    assert status == 200, answer
+    expected = router.forecast(texts)
+    assert list(answer["forecast"]) == list(expected)
+    assert np.allclose(list(answer["forecast"].values()), list(expected.values()), rtol=0, atol=1e-6)
+    assert answer["questions"] == len(texts)
+
+
+NESTED = b'{"texts": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+
+# (name, method, path, body, status, words the error must hold)
+BAD_REQUESTS = [
+    ("malformed JSON", "POST", "/v1/route", b'{"texts": ["a"', 400, "not valid JSON"),
+    ("not UTF-8", "POST", "/v1/route", '{"texts": ["café"]}'.encode("latin-1"), 400, "not valid UTF-8"),
+    ("UTF-16", "POST", "/v1/route", '{"texts": ["a"]}'.encode("utf-16"), 400, "not valid UTF-8"),
+    ("empty body", "POST", "/v1/route", b"", 400, "body is empty"),
+    ("NaN", "POST", "/v1/route", b'{"texts": ["a"], "cost_weight": NaN}', 400, "NaN is not a JSON number"),
+    ("key twice", "POST", "/v1/route", b'{"texts": ["a"], "k": 1, "k": 2}', 400, "names 'k' twice"),
+    ("array body", "POST", "/v1/route", b'["a"]', 400, "must be a JSON object, not a list"),
+    ("no texts", "POST", "/v1/route", b'{"k": 1}', 400, 'has no "texts"'),
+    ("texts a string", "POST", "/v1/route", b'{"texts": "a"}', 400, "not a single string"),
+    ("texts an object", "POST", "/v1/route", b'{"texts": {"a": 1}}', 400, "texts must be a list of strings"),
+    ("text a number", "POST", "/v1/route", b'{"texts": ["a", 7]}', 400, "texts[1]: text is a int"),
+    ("text null", "POST", "/v1/route", b'{"texts": [null]}', 400, "texts[0]: has no text"),
+    ("empty texts", "POST", "/v1/route", b'{"texts": []}', 400, "texts is empty"),
+    ("blank text", "POST", "/v1/route", b'{"texts": ["a", "  "]}', 400, "texts[1]: text is empty"),
+    ("NUL in text", "POST", "/v1/route", b'{"texts": ["a\\u0000b"]}', 400, "NUL character"),
+    ("lone surrogate", "POST", "/v1/route", b'{"texts": ["\\ud800"]}', 400, "not valid UTF-8"),
+    ("k a string", "POST", "/v1/route", b'{"texts": ["a"], "k": "3"}', 400, "k must be a whole number"),
+    ("k a boolean", "POST", "/v1/route", b'{"texts": ["a"], "k": true}', 400, "k must be a whole number"),
+    ("k a fraction", "POST", "/v1/route", b'{"texts": ["a"], "k": 2.5}', 400, "k must be a whole number"),
+    ("k zero", "POST", "/v1/route", b'{"texts": ["a"], "k": 0}', 400, "k: must be at least 1, got 0"),
+    ("k too large", "POST", "/v1/route", b'{"texts": ["a"], "k": 33}', 400, "k 33 is more than the router's 32"),
+    ("k over llms", "POST", "/v1/route", b'{"texts": ["a"], "k": 2, "llms": ["Yi-6B"]}', 400,
+     "k 2 is more than the 1 LLMs named in llms"),
+    ("unknown LLM", "POST", "/v1/route", b'{"texts": ["a"], "llms": ["gpt-9"]}', 400, "unknown LLM 'gpt-9'"),
+    ("LLM twice", "POST", "/v1/route", b'{"texts": ["a"], "llms": ["Yi-6B", "Yi-6B"]}', 400, "names an LLM twice"),
+    ("llms a string", "POST", "/v1/route", b'{"texts": ["a"], "llms": "Yi-6B"}', 400, "not one string"),
+    ("llms empty", "POST", "/v1/route", b'{"texts": ["a"], "llms": []}', 400, "at least one LLM"),
+    ("unpriced LLM", "POST", "/v1/route", b'{"texts": ["a"], "cost_weight": 1, "llms": ["gemini-3.1-pro"]}', 400,
+     "needs a cost for every LLM; missing: gemini-3.1-pro"),
+    ("negative weight", "POST", "/v1/route", b'{"texts": ["a"], "cost_weight": -1}', 400,
+     "cost_weight: must be a finite number in [0, inf]"),
+    ("huge weight", "POST", "/v1/route", b'{"texts": ["a"], "cost_weight": 1e400}', 400, "cost_weight: must be"),
+    ("weight a string", "POST", "/v1/route", b'{"texts": ["a"], "cost_weight": "1"}', 400, "must be a number"),
+    ("probability above 1", "POST", "/v1/route", b'{"texts": ["a"], "min_probability": 1.5}', 400,
+     "min_probability: must be a finite number in [0, 1]"),
+    ("both rules", "POST", "/v1/route", b'{"texts": ["a"], "min_probability": 0.5, "cost_weight": 1}', 400,
+     "not both"),
+    ("unknown field", "POST", "/v1/route", b'{"texts": ["a"], "top_k": 2}', 400, "unknown field 'top_k'"),
+    ("forecast field", "POST", "/v1/forecast", b'{"texts": ["a"], "k": 2}', 400, "unknown field 'k'"),
+    ("too many texts", "POST", "/v1/route", json.dumps({"texts": ["a"] * (MAX_TEXTS + 1)}).encode(), 413,
+     f"limit of {MAX_TEXTS} per request"),
+    ("oversized body", "POST", "/v1/route", json.dumps({"texts": ["a" * MAX_BODY]}).encode(), 413,
+     f"limit of {MAX_BODY:,} bytes"),
+    ("deeply nested", "POST", "/v1/forecast", NESTED[:MAX_BODY - 2] + b"]}", 400, "nested too deeply"),
+    ("wrong method", "GET", "/v1/route", None, 405, "GET is not allowed on /v1/route; use POST"),
+    ("post to info", "POST", "/v1/info", b"{}", 405, "use GET"),
+    ("unknown path", "GET", "/v2/route", None, 404, "no endpoint /v2/route"),
+]
+
+
+@pytest.mark.parametrize("name, method, path, body, status, words", BAD_REQUESTS, ids=[b[0] for b in BAD_REQUESTS])
+def test_bad_request_gets_a_json_error_and_the_service_keeps_serving(
+    service: Service, name: str, method: str, path: str, body: Optional[bytes], status: int, words: str
+) -> None:
+    got, answer = call(service, method, path, body, {"Content-Type": "application/json"} if body else None)
+    assert got == status, answer
+    assert set(answer) == {"error"} and words in answer["error"], answer["error"]
+    again, good = post(service, "/v1/route", {"texts": ["What is 2 + 2?"], "k": 2})
+    assert again == 200 and len(good["results"][0]["route"]) == 2
+
+
+def test_nesting_deeper_than_the_stack_is_refused(service: Service) -> None:
+    """A body within the size limit can still nest deeper than Python's parser recurses."""
+    assert MAX_BODY < 10_000 < len(NESTED)
+    with running_service("--threads", "1", "--max-body-bytes", str(len(NESTED) + 10)) as big:
+        got, answer = call(big, "POST", "/v1/route", NESTED, {"Content-Type": "application/json"})
+        assert (got, answer) == (400, {"error": "the request body is JSON nested too deeply"})
+        assert post(big, "/v1/route", {"texts": ["What is 2 + 2?"]})[0] == 200
+
+
+def test_chunked_body_over_the_limit_is_refused(service: Service) -> None:
+    """No Content-Length to check first: aiohttp stops reading at the limit and the service says so."""
+    connection = http.client.HTTPConnection("127.0.0.1", service.port, timeout=60)
+    try:
+        chunks = iter([b'{"texts": ["', b"a" * MAX_BODY, b'"]}'])
+        connection.request("POST", "/v1/route", body=chunks, encode_chunked=True,
+                           headers={"Transfer-Encoding": "chunked", "Content-Type": "application/json"})
+        response = connection.getresponse()
+        assert response.status == 413
+        assert "limit of 4,096 bytes" in json.loads(response.read())["error"]
+    finally:
+        connection.close()
+    assert post(service, "/v1/route", {"texts": ["What is 2 + 2?"]})[0] == 200

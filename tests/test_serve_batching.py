@@ -1,0 +1,191 @@
+"""The service's micro-batching in process: what one batch answers (`_service.scoring`) and how requests are gathered
+into batches (`_service.batcher`), without HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+pytest.importorskip("aiohttp")
+
+from jeirt_lite import Router
+from jeirt_lite._questions import EncodedQuestions
+from jeirt_lite._service.batcher import MicroBatcher
+from jeirt_lite._service.requests import ForecastRequest, RouteParams, RouteRequest
+from jeirt_lite._service.scoring import answer_batch
+
+
+@pytest.fixture(scope="module")
+def router() -> Router:
+    return Router.load(threads=1)
+
+
+def test_one_batch_answers_each_request_as_router_route_would(router: Router, real_texts: list[str]) -> None:
+    requests = [
+        RouteRequest(real_texts[0:3], RouteParams(k=3)),
+        ForecastRequest(real_texts[3:7]),
+        RouteRequest(real_texts[7:8], RouteParams(k=2, llms=("Yi-6B", "gemma-7b", "Qwen1.5-110B"))),
+        RouteRequest(real_texts[8:10], RouteParams(k=3)),  # routed in one call with the first
+        RouteRequest(real_texts[10:12], RouteParams(k=1, min_probability=0.7)),
+    ]
+    answers = answer_batch(router, requests)
+    assert [status for status, _ in answers] == [200] * len(requests)
+    for request, (_, body) in zip(requests, answers):
+        answer = json.loads(body)
+        if isinstance(request, ForecastRequest):
+            expected = router.forecast(request.texts)
+            assert np.allclose(list(answer["forecast"].values()), list(expected.values()), rtol=0, atol=1e-6)
+            continue
+        p = request.params
+        result = router.route(request.texts, p.k, llms=p.llms, min_probability=p.min_probability)
+        assert [[s["llm"] for s in r["route"]] for r in answer["results"]] == result.names
+        got = [[s["p"] for s in r["route"]] for r in answer["results"]]
+        assert np.allclose(got, result.probabilities, rtol=0, atol=1e-6)
+
+
+def test_a_request_the_router_refuses_fails_alone(router: Router, real_texts: list[str]) -> None:
+    """Requests are checked before they join a batch; should one still fail in the router, the others of its
+    batch are answered all the same (here: k beyond the LLMs, built without the checks)."""
+    good = RouteRequest(real_texts[:2], RouteParams(k=2))
+    bad = RouteRequest(real_texts[2:3], RouteParams(k=40))
+    also_good = ForecastRequest(real_texts[3:5])
+    answers = answer_batch(router, [good, bad, also_good])
+    assert [status for status, _ in answers] == [200, 400, 200]
+    assert "k" in json.loads(answers[1][1])["error"]
+    assert [[s["llm"] for s in r["route"]] for r in json.loads(answers[0][1])["results"]] == (
+        router.route(real_texts[:2], 2).names
+    )
+
+
+def test_requests_that_arrive_together_share_a_batch_up_to_max_batch() -> None:
+    seen: list[list[int]] = []
+    release = threading.Event()
+
+    def run(jobs: Sequence[int]) -> list[int]:
+        release.wait(10)  # the first batch holds the worker while the rest arrive
+        seen.append(list(jobs))
+        return [job * 10 for job in jobs]
+
+    async def scenario() -> list[int]:
+        batcher: MicroBatcher[int, int] = MicroBatcher(run, max_wait=0.0, max_batch=4)
+        batcher.start()
+        first = asyncio.ensure_future(batcher.submit(0, 1))
+        await asyncio.sleep(0.05)
+        rest = [asyncio.ensure_future(batcher.submit(job, 1)) for job in range(1, 10)]
+        await asyncio.sleep(0.05)
+        release.set()
+        answers = await asyncio.gather(first, *rest)
+        await batcher.stop()
+        return answers
+
+    assert asyncio.run(scenario()) == [job * 10 for job in range(10)]
+    assert seen == [[0], [1, 2, 3, 4], [5, 6, 7, 8], [9]]
+
+
+def test_a_job_larger_than_max_batch_goes_alone_and_the_wait_gathers_late_arrivals() -> None:
+    seen: list[list[str]] = []
+
+    def run(jobs: Sequence[str]) -> list[str]:
+        seen.append(list(jobs))
+        return [job.upper() for job in jobs]
+
+    async def scenario() -> list[str]:
+        batcher: MicroBatcher[str, str] = MicroBatcher(run, max_wait=0.2, max_batch=5)
+        batcher.start()
+        big = asyncio.ensure_future(batcher.submit("big", 9))
+        late = [asyncio.ensure_future(batcher.submit(name, 1)) for name in ("a", "b")]
+        answers = await asyncio.gather(big, *late)
+        await asyncio.sleep(0)
+        later = asyncio.ensure_future(batcher.submit("c", 1))
+        await asyncio.sleep(0.05)  # within the wait: joins the same batch
+        answers += await asyncio.gather(later, batcher.submit("d", 1))
+        await batcher.stop()
+        return answers
+
+    assert asyncio.run(scenario()) == ["BIG", "A", "B", "C", "D"]
+    assert seen == [["big"], ["a", "b"], ["c", "d"]]
+
+
+def test_an_exception_out_of_the_worker_reaches_only_its_batch() -> None:
+    def run(jobs: Sequence[int]) -> list[int]:
+        if 13 in jobs:
+            raise RuntimeError("unlucky batch")
+        return list(jobs)
+
+    async def scenario() -> tuple[BaseException, int]:
+        batcher: MicroBatcher[int, int] = MicroBatcher(run, max_wait=0.0, max_batch=1)
+        batcher.start()
+        failed = asyncio.ensure_future(batcher.submit(13, 1))
+        fine = asyncio.ensure_future(batcher.submit(7, 1))
+        error = await asyncio.gather(failed, return_exceptions=True)
+        value = await fine
+        await batcher.stop()
+        return error[0], value
+
+    error, value = asyncio.run(scenario())
+    assert isinstance(error, RuntimeError) and value == 7
+
+
+@pytest.mark.parametrize("where", ["embedding", "routing"])
+def test_a_failure_inside_a_shared_call_is_retried_request_by_request(
+    router: Router, real_texts: list[str], monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Requests alike are encoded and routed in one call; if that call fails, each request is answered on its own,
+    so only the one that fails by itself gets the error (500 for a fault that is not a JeirtError)."""
+    from jeirt_lite._service import scoring
+
+    poison = real_texts[5]
+    if where == "embedding":
+        real_encode = Router.encode
+
+        def encode(self: Router, texts: list[str], **options: object):  # type: ignore[no-untyped-def]
+            if poison in texts:
+                raise MemoryError("poisoned")
+            return real_encode(self, texts, **options)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(Router, "encode", encode)
+    else:
+        real_route = scoring._route
+        poisoned = router.encode([poison]).vectors[0]
+
+        def route(router: Router, params: RouteParams, questions: EncodedQuestions):  # type: ignore[no-untyped-def]
+            if (np.abs(questions.vectors - poisoned).max(axis=1) == 0).any():
+                raise MemoryError("poisoned")
+            return real_route(router, params, questions)
+
+        monkeypatch.setattr(scoring, "_route", route)
+    requests = [RouteRequest([text], RouteParams(k=2)) for text in real_texts[3:8]]
+    answers = answer_batch(router, requests)
+    assert [status for status, _ in answers] == [200, 200, 500, 200, 200]
+    assert json.loads(answers[2][1]) == {"error": "internal error: MemoryError: poisoned"}
+    for request, (_, body) in zip(requests, answers):
+        if request.texts[0] != poison:
+            names = [[s["llm"] for s in r["route"]] for r in json.loads(body)["results"]]
+            assert names == router.route(request.texts, 2).names
+
+
+def test_a_lone_request_is_not_kept_waiting_for_company() -> None:
+    """The wait applies only while requests come in together: one client alone is answered at once."""
+    seen: list[list[int]] = []
+
+    def run(jobs: Sequence[int]) -> list[int]:
+        seen.append(list(jobs))
+        return list(jobs)
+
+    async def scenario() -> float:
+        batcher: MicroBatcher[int, int] = MicroBatcher(run, max_wait=30.0, max_batch=8)
+        batcher.start()
+        began = asyncio.get_running_loop().time()
+        for job in range(3):
+            await batcher.submit(job, 1)
+        took = asyncio.get_running_loop().time() - began
+        await batcher.stop()
+        return took
+
+    assert asyncio.run(asyncio.wait_for(scenario(), 20)) < 10
+    assert seen == [[0], [1], [2]]
