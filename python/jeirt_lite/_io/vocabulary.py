@@ -69,3 +69,22 @@ def text_problem(value: Any) -> Optional[str]:
     if "\x00" in value:
         return "text holds a NUL character (a binary file, or UTF-16 read as UTF-8?)"
     return None
+
+
+def id_problem(value: Any) -> Optional[str]:
+    """Why `value` cannot be a question id, or None when it can: an id is a string or an integer (a null, a
+    bool, a number with a fraction, a list or an object is not), and a string id holds valid UTF-8 and no NUL, as
+    a text must (it is copied into the output, where a NUL would cut it short for many readers)."""
+    if value is None:
+        return "has no id (missing or null)"
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return f"id {str(value)[:40]!r} is a {type(value).__name__}, not a string or an integer"
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "id holds a NUL character"
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return "id holds bytes that are not valid UTF-8"
+    return None
