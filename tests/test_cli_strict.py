@@ -116,6 +116,8 @@ def _routes_json(tmp: Path, stdout: str) -> None:
 
 
 SCORE = ["score", "{tmp}/bank", "-o", "{tmp}/out.csv", "--router", "{tiny}"]
+TRAIN = ["train", "--data", "{tmp}/t.csv", "--out", "{tmp}/r"]
+LONG = b"question_id,text,llm,correct\nq1,what is the price,a,1\nq1,what is the price,b,0\n"
 
 CASES = [
     # options, bounded where they are parsed
@@ -130,6 +132,23 @@ CASES = [
          code=2),
     Case("k-more-than-llms", ["route", "what is the price", "--k", "9", "--router", "{tiny}"],
          "--k 9 is more than the router's 5 LLMs"),
+    Case("train-threads-huge", [*TRAIN, "--threads", "100000"], "--threads: must be at most 256", code=2),
+    Case("train-threads-negative", [*TRAIN, "--threads", "-3"], "--threads: must be at least 1, got -3", code=2),
+    Case("train-dim-negative", [*TRAIN, "--dim", "-5"], "'-5': must be at least 1", code=2),
+    Case("train-batch-zero", [*TRAIN, "--batch-size", "0"], "--batch-size: must be at least 1", code=2),
+    Case("train-fraction", [*TRAIN, "--val-fraction", "1.5"], "--val-fraction: must be a finite number in (0, 1)",
+         code=2),
+    # training tables: columns named from the command line, rows numbered as every command numbers them
+    Case("train-unknown-column", [*TRAIN, "--text-column", "body"], "no column 'body' for the text",
+         files={"t.csv": LONG}),
+    Case("train-named-columns-bad-row", [*TRAIN, "--question-column", "q", "--text-column", "body",
+                                         "--llm-column", "who", "--correct-column", "ok"],
+         "t.csv: data row 2 (1-based, header not counted): label not 0/1/true/false",
+         files={"t.csv": b"q,body,who,ok\nq1,what is the price,a,1\nq1,what is the price,b,maybe\n"}),
+    Case("train-columns-on-a-folder", ["train", "--data", "{tmp}", "--out", "{tmp}/r", "--text-column", "body"],
+         "a data folder's files have fixed column names"),
+    Case("train-missing-parent", ["train", "--data", "{tmp}/t.csv", "--out", "{tmp}/a/b/r"],
+         "no such folder for the output", files={"t.csv": LONG}),
     # router.json: every value checked, named by field
     Case("manifest-nan", ["info", "--router", "{router}"], "field metrics.heldout.auc is nan",
          router=_raw_edit(_with_metrics("NaN"))),

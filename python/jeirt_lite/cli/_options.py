@@ -14,7 +14,7 @@ import math
 import sys
 from typing import Callable, NoReturn, TypeVar
 
-from .._limits import MAX_CHUNK_ROWS, MAX_DIM, MAX_THREADS
+from .._limits import MAX_CHUNK_ROWS, MAX_DIM, MAX_SEQ_LENGTH, MAX_THREADS
 
 PROG = "jeirt-lite"
 # Epochs of training: far above any schedule that stops early (the default is 200), low enough that a typo does
@@ -67,16 +67,17 @@ def int_in(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
-def number_in(low: float, high: float, *, high_open: bool = False) -> Callable[[str], float]:
-    """An argparse type: a finite number in [low, high] (in [low, high) with `high_open`)."""
-    interval = f"[{low:g}, {high:g}{')' if high_open else ']'}"
+def number_in(low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number in [low, high] (an open end with `low_open` / `high_open`)."""
+    interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
 
     def parse(text: str) -> float:
         try:
             value = _real(text)
         except argparse.ArgumentTypeError:
             raise argparse.ArgumentTypeError(f"must be a finite number in {interval}, got {text[:40]}") from None
-        if not low <= value <= high or (high_open and value == high):
+        inside = low <= value <= high and not (low_open and value == low) and not (high_open and value == high)
+        if not inside:
             raise argparse.ArgumentTypeError(f"must be a finite number in {interval}, got {text[:40]}")
         return value
 
@@ -105,16 +106,14 @@ def int_list_in(low: int, high: int) -> Callable[[str], list[int]]:
     return list_of(int_in(low, high))
 
 
-def any_int(text: str) -> int:
-    """An argparse type: any whole number that fits in 64 bits (a seed)."""
-    return int_in(-(1 << 63), (1 << 63) - 1)(text)
-
-
 threads = int_in(1, MAX_THREADS)
+seed = int_in(-(1 << 63), (1 << 63) - 1)
+tokens = int_in(1, MAX_SEQ_LENGTH)  # an encoder's truncation
 positive_int = int_in(1, MAX_CHUNK_ROWS)  # chunk sizes, batch sizes, k, budgets
 dimension = int_in(1, MAX_DIM)
 epochs = int_in(1, MAX_EPOCHS)
 count = int_in(0, MAX_EPOCHS)  # patience, learning-rate drops: 0 allowed
-fraction = number_in(0.0, 1.0, high_open=True)  # a share of the data set aside: [0, 1)
+fraction = number_in(0.0, 1.0, high_open=True)  # a share of the data set aside, a dropout: [0, 1)
+open_fraction = number_in(0.0, 1.0, low_open=True, high_open=True)  # a part that must hold some data: (0, 1)
 non_negative = number_in(0.0, math.inf)
-positive = number_in(math.ulp(0.0), math.inf)  # learning rates, scales: > 0
+positive = number_in(0.0, math.inf, low_open=True)  # learning rates, scales: > 0
