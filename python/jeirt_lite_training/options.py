@@ -91,7 +91,7 @@ def common_arguments(p: argparse.ArgumentParser, data_required: bool = True) -> 
         "--lr-drops", type=count, default=DEFAULTS.lr_drops,
         help="times the learning rate is divided by 10 at a validation plateau before stopping",
     )
-    p.add_argument("--lr-drop-patience", type=count, default=DEFAULTS.lr_drop_patience)
+    p.add_argument("--lr-drop-patience", type=epochs, default=DEFAULTS.lr_drop_patience)
     p.add_argument(
         "--llm-lr-scale", type=positive, default=DEFAULTS.llm_lr_scale,
         help="learning rate of the LLM vectors, as a multiple of the adapter's",
