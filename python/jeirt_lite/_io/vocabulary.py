@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -71,13 +73,18 @@ def text_problem(value: Any) -> Optional[str]:
     return None
 
 
+# Id values besides strings and integers: a typed Parquet column's dates, times and decimals (kept as they are).
+TYPED_IDS = (datetime.date, datetime.time, decimal.Decimal)
+
+
 def id_problem(value: Any) -> Optional[str]:
-    """Why `value` cannot be a question id, or None when it can: an id is a string or an integer (a null, a
-    bool, a number with a fraction, a list or an object is not), and a string id holds valid UTF-8 and no NUL, as
-    a text must (it is copied into the output, where a NUL would cut it short for many readers)."""
+    """Why `value` cannot be a question id, or None when it can: an id is a string or an integer, or a date, time
+    or decimal of a typed (Parquet) column; a null, a bool, a float, a list or an object is not, and a string id
+    holds valid UTF-8 and no NUL, as a text must (it is copied into the output, where a NUL cuts it short for many
+    readers)."""
     if value is None:
         return "has no id (missing or null)"
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
+    if isinstance(value, bool) or not isinstance(value, (str, int, *TYPED_IDS)):
         return f"id {str(value)[:40]!r} is a {type(value).__name__}, not a string or an integer"
     if isinstance(value, str):
         if "\x00" in value:
