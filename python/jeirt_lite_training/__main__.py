@@ -17,18 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jeirt_lite.cli._options import (
-    OptionParser,
-    dimension,
-    fraction,
-    list_of,
-    non_negative,
-    positive,
-    threads,
-    tokens,
-)
-
 from ._runtime import check_output_folder, refuse_inputs
+from ._runtime import cli_options as opt  # the command line's converters and parser class
 from .config import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, DEFAULT_TABLE_PULLS, ENCODER_NAMES, STATIC
 from .options import COLUMN_OPTIONS, DEFAULTS, common_arguments, fit_arguments
 from .options import FIT_DESCRIPTION as FIT_DESCRIPTION
@@ -49,7 +39,7 @@ def run_fit(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = OptionParser(prog="python -m jeirt_lite_training", description=__doc__.split("\n")[0])
+    parser = opt.OptionParser(prog="python -m jeirt_lite_training", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     fit = sub.add_parser(
@@ -59,18 +49,18 @@ def _parser() -> argparse.ArgumentParser:
 
     sweep = sub.add_parser("sweep", help="validation curve over d (and optional regularisation grids)")
     common_arguments(sweep)
-    sweep.add_argument("--test-fraction", type=fraction, default=0.2)
-    sweep.add_argument("--dims", type=list_of(dimension), default=[32, 64, 128, 256, 512])
-    sweep.add_argument("--dropouts", type=list_of(fraction), default=[DEFAULTS.dropout])
-    sweep.add_argument("--weight-decays", type=list_of(non_negative), default=[DEFAULTS.weight_decay])
-    sweep.add_argument("--lrs", type=list_of(positive), default=None, help="overrides --lr with a grid")
+    sweep.add_argument("--test-fraction", type=opt.fraction, default=0.2)
+    sweep.add_argument("--dims", type=opt.list_of(opt.dimension), default=[32, 64, 128, 256, 512])
+    sweep.add_argument("--dropouts", type=opt.list_of(opt.fraction), default=[DEFAULTS.dropout])
+    sweep.add_argument("--weight-decays", type=opt.list_of(opt.non_negative), default=[DEFAULTS.weight_decay])
+    sweep.add_argument("--lrs", type=opt.list_of(opt.positive), default=None, help="overrides --lr with a grid")
     sweep.add_argument("--json", type=Path, help="write every run's validation metrics here")
 
     embed = sub.add_parser("embed", help="fill the embedding cache ($JEIRT_CACHE) for data folders")
     embed.add_argument("data_dirs", nargs="+", type=Path)
     embed.add_argument("--encoder", default=DEFAULT_ENCODER, choices=sorted(ENCODER_NAMES))
-    embed.add_argument("--max-length", type=tokens, default=DEFAULT_MAX_LENGTH)
-    embed.add_argument("--threads", type=threads, default=2)
+    embed.add_argument("--max-length", type=opt.tokens, default=DEFAULT_MAX_LENGTH)
+    embed.add_argument("--threads", type=opt.threads, default=2)
     return parser
 
 

@@ -11,23 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from jeirt_lite.cli._options import (
-    OptionParser,
-    count,
-    dimension,
-    epochs,
-    fraction,
-    int_in,
-    list_of,
-    non_negative,
-    open_fraction,
-    positive,
-    positive_int,
-    seed,
-    threads,
-    tokens,
-)
-
+from ._runtime import cli_options as opt  # the command line's converters and parser class
 from .config import (
     DEFAULT_CORRECT_COLUMNS,
     DEFAULT_DIMS,
@@ -53,7 +37,7 @@ COLUMN_OPTIONS = (
     ("--llm-column", "llm", DEFAULT_LLM_COLUMNS),
     ("--correct-column", "correct", DEFAULT_CORRECT_COLUMNS),
 )
-dropout = fraction  # a dropout rate, in [0, 1)
+dropout = opt.fraction  # a dropout rate, in [0, 1)
 
 
 def _names(names: tuple[str, ...]) -> str:
@@ -77,31 +61,31 @@ def common_arguments(p: argparse.ArgumentParser, data_required: bool = True) -> 
         "--encoder", default=DEFAULT_ENCODER, choices=sorted([*ENCODER_NAMES, STATIC]),
         help=f"frozen transformer, or {STATIC!r}: a token table distilled from {DEFAULT_ENCODER} (far faster)",
     )
-    p.add_argument("--max-length", type=tokens, default=DEFAULT_MAX_LENGTH, help="encoder truncation, in tokens")
-    p.add_argument("--split-seed", type=seed, default=0)
-    p.add_argument("--val-fraction", type=open_fraction, default=0.1,
+    p.add_argument("--max-length", type=opt.tokens, default=DEFAULT_MAX_LENGTH, help="encoder truncation, in tokens")
+    p.add_argument("--split-seed", type=opt.seed, default=0)
+    p.add_argument("--val-fraction", type=opt.open_fraction, default=0.1,
                    help="held-out part for the choices (of all questions), in (0, 1)")
-    p.add_argument("--threads", type=threads, default=2, help="torch threads, 1..256")
-    p.add_argument("--lr", type=positive, default=DEFAULTS.lr)
-    p.add_argument("--batch-size", type=positive_int, default=DEFAULTS.batch_size)
-    p.add_argument("--max-epochs", type=epochs, default=DEFAULTS.max_epochs)
-    p.add_argument("--patience", type=count, default=DEFAULTS.patience,
+    p.add_argument("--threads", type=opt.threads, default=2, help="torch threads, 1..256")
+    p.add_argument("--lr", type=opt.positive, default=DEFAULTS.lr)
+    p.add_argument("--batch-size", type=opt.positive_int, default=DEFAULTS.batch_size)
+    p.add_argument("--max-epochs", type=opt.epochs, default=DEFAULTS.max_epochs)
+    p.add_argument("--patience", type=opt.count, default=DEFAULTS.patience,
                    help="epochs without a lower validation loss before stopping")
     p.add_argument(
-        "--lr-drops", type=count, default=DEFAULTS.lr_drops,
+        "--lr-drops", type=opt.count, default=DEFAULTS.lr_drops,
         help="times the learning rate is divided by 10 at a validation plateau before stopping",
     )
-    p.add_argument("--lr-drop-patience", type=epochs, default=DEFAULTS.lr_drop_patience)
+    p.add_argument("--lr-drop-patience", type=opt.epochs, default=DEFAULTS.lr_drop_patience)
     p.add_argument(
-        "--llm-lr-scale", type=positive, default=DEFAULTS.llm_lr_scale,
+        "--llm-lr-scale", type=opt.positive, default=DEFAULTS.llm_lr_scale,
         help="learning rate of the LLM vectors, as a multiple of the adapter's",
     )
     p.add_argument(
-        "--ema-epochs", type=non_negative, default=DEFAULTS.ema_epochs,
+        "--ema-epochs", type=opt.non_negative, default=DEFAULTS.ema_epochs,
         help="time constant, in epochs, of a moving average of the trained weights that is validated and "
         "exported instead of the raw weights (0: off)",
     )
-    p.add_argument("--seed", type=seed, default=DEFAULTS.seed)
+    p.add_argument("--seed", type=opt.seed, default=DEFAULTS.seed)
     p.add_argument("--llm-init", default=DEFAULTS.llm_init, choices=["accuracy", "random"])
 
 
@@ -113,24 +97,24 @@ def fit_arguments(p: argparse.ArgumentParser, out_required: bool, data_required:
         + ("" if out_required else "; omit to train and evaluate only"),
     )
     p.add_argument(
-        "--holdout", "--test-fraction", dest="holdout", type=fraction, default=0.0,
+        "--holdout", "--test-fraction", dest="holdout", type=opt.fraction, default=0.0,
         help="fraction of questions kept out of everything, for a report on untouched questions, in [0, 1) "
         "(default 0)",
     )
-    p.add_argument("--folds", type=int_in(1, MAX_FOLDS), default=1,
+    p.add_argument("--folds", type=opt.int_in(1, MAX_FOLDS), default=1,
                    help="k > 1: choose by k-fold cross-validation instead")
-    p.add_argument("--dims", "--dim", type=list_of(dimension), default=list(DEFAULT_DIMS),
+    p.add_argument("--dims", "--dim", type=opt.list_of(opt.dimension), default=list(DEFAULT_DIMS),
                    help="candidate d (comma list)")
-    p.add_argument("--dropouts", "--dropout", type=list_of(dropout), default=list(DEFAULT_DROPOUTS),
+    p.add_argument("--dropouts", "--dropout", type=opt.list_of(dropout), default=list(DEFAULT_DROPOUTS),
                    help="candidate dropouts, each in [0, 1) (comma list)")
-    p.add_argument("--weight-decay", type=non_negative, default=DEFAULTS.weight_decay)
+    p.add_argument("--weight-decay", type=opt.non_negative, default=DEFAULTS.weight_decay)
     p.add_argument(
         "--calibration", choices=CALIBRATIONS, default="global",
         help="temperature and bias on the logit, fitted on the held-out predictions of the chosen setting: one "
         "pair for all LLMs (global), one per LLM, or none",
     )
     p.add_argument(
-        "--table-pulls", type=list_of(fraction, allow_empty=True), default=None, metavar="PULLS",
+        "--table-pulls", type=opt.list_of(opt.fraction, allow_empty=True), default=None, metavar="PULLS",
         help=f"--encoder {STATIC} only: candidate pulls towards the distilled table for fine-tuning it end to end, "
         "each the fraction of the table's change undone at every step, in [0, 1) (comma list, chosen on the "
         "held-out part against the frozen table; '' keeps the distilled table; "
@@ -167,7 +151,7 @@ def fit_parser(
 ) -> argparse.ArgumentParser:
     """`fit` as a command of its own (`jeirt-lite train`, build_default_router): the same options, --data and --out
     required unless `preset` gives them (a preset's values are defaults: options given on the command line win)."""
-    parser = OptionParser(
+    parser = opt.OptionParser(
         prog=prog,
         description=description,
         epilog=(epilog or f"example:\n  {prog} --data data/mmlu_pro --out my_router") + "\n\n" + DATA_NOTE,
