@@ -421,11 +421,9 @@ def load_dataset_with_report(path: PathLike, *, layout: Layout = "auto", columns
     p = Path(path)
     cols = columns or Columns()
     if p.is_dir() or layout == "folder":
-        if columns is not None and any(getattr(cols, field) is not None for field in ("question", "text", "llm",
-                                                                                        "correct")):
-            raise DataError(f"{p}: a data folder's files have fixed column names (questions.csv: question_id, "
-                            "text; responses.csv: question_id, model_id, correct); the column options name the "
-                            "columns of one table")
+        if any(getattr(cols, role) is not None for role in ("question", "text", "llm", "correct")):
+            raise DataError(f"{p}: a data folder's files have fixed column names (docs/guide/training-data.md); "
+                            "the column options name the columns of one table")
         report = LoadReport(source=str(p), layout="folder")
         return _load_folder(p, name or p.name, skip_bad, report), report
     unreadable: dict[str, int] = {}
