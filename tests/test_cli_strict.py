@@ -6,6 +6,7 @@ folders (docs/guide/guarantees.md lists what holds)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
 import pytest
 from tiny_router import edit_and_reseal
 
@@ -103,6 +105,12 @@ def _jsonl(*ids: Any) -> bytes:
     return "".join(json.dumps(row) + "\n" for row in rows).encode()
 
 
+def _npy(rows: int, dim: int) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, np.ones((rows, dim), dtype=np.float32))
+    return buffer.getvalue()
+
+
 def _scores_have_ids(*ids: str) -> Callable[[Path, str], None]:
     def check(tmp: Path, stdout: str) -> None:
         lines = (tmp / "out.csv").read_text().splitlines()
@@ -186,6 +194,13 @@ CASES = [
          stdin=b"what is the price\nacid\x00base\n"),
     Case("route-stdin-ok", ["route", "--router", "{tiny}", "--json"], stdin=b"what is the price\n\nacid base\n",
          check=_routes_json),
+    Case("ids-file-nul", ["score", "--vectors", "{tmp}/v.npy", "--ids", "{tmp}/ids.txt", "-o", "{tmp}/out.csv",
+                          "--router", "{tiny}", "--no-neighbours"], "ids.txt: id 2 (1-based): id holds a NUL",
+         files={"v.npy": _npy(3, 4), "ids.txt": b"a\nb\x00c\nd\n"}),
+    Case("manifest-dim-overflow", ["route", "what is the price", "--router", "{router}"], "field dim is inf",
+         router=_raw_edit(lambda text: text.replace('"dim": 4', '"dim": 1e400', 1))),
+    Case("report-missing-parent", ["report", "--router", "{tiny}", "--data", "{tmp}", "-o", "{tmp}/a/b/r.html"],
+         "does not exist"),
     # a static router's graph must compute what its fast path computes
     Case("static-graph-altered", ["route", "what is the price", "--router", "{router}"],
          "encoder.onnx: computes other question vectors", router=_without_relu),
