@@ -21,7 +21,7 @@ from jeirt_lite import JeirtError
 from jeirt_lite._io.formats import FORMATS, Format, read_question_table
 from jeirt_lite._io.tables import read_table
 from jeirt_lite._io.vectors import VectorReader
-from jeirt_lite._io.vocabulary import text_problem
+from jeirt_lite._io.vocabulary import id_problem, text_problem
 from jeirt_lite._io.writers import ScoredChunk, id_text
 
 REPO = Path(__file__).resolve().parents[1]
@@ -55,7 +55,8 @@ def test_generated_tables_read_back_exactly_or_name_the_first_bad_row(fmt: Forma
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"bank{fmt.suffixes[0]}"
         _write_table(fmt, path, ["id", "text"], [list(row) for row in rows])
-        bad = [i for i, (_, text) in enumerate(rows) if text_problem(text) is not None]
+        # A row is bad for its text or its id (a NUL in either).
+        bad = [i for i, (ident, text) in enumerate(rows) if text_problem(text) or id_problem(ident)]
         if bad:
             with pytest.raises(JeirtError, match=rf"data row {bad[0] + 1} "):
                 read_question_table(path)

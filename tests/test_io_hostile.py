@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -352,15 +353,58 @@ def test_a_column_named_twice_is_refused(router: Router, tmp_path: Path) -> None
 
 def test_ids_print_the_same_in_every_output(router: Router, tmp_path: Path) -> None:
     bank = tmp_path / "bank.jsonl"
-    bank.write_text('{"id": true, "text": "law"}\n{"id": 1.5, "text": "acid base"}\n{"id": null, "text": "price"}\n')
+    bank.write_text('{"id": 7, "text": "law"}\n{"id": "b", "text": "acid base"}\n{"id": -3, "text": "price"}\n')
     score_file(router, input_path=bank, output=tmp_path / "s.csv")
     score_file(router, input_path=bank, output=tmp_path / "s.parquet")
     in_csv = [line.split(",")[0] for line in (tmp_path / "s.csv").read_text().splitlines()[1:]]
-    assert in_csv == ["true", "1.5", ""]
-    assert pq.read_table(tmp_path / "s.parquet").column("id").to_pylist() == ["true", "1.5", None]
+    assert in_csv == ["7", "b", "-3"]
+    assert pq.read_table(tmp_path / "s.parquet").column("id").to_pylist() == ["7", "b", "-3"]
+
+
+@pytest.mark.parametrize(
+    ("ident", "problem"),
+    [("true", "id 'True' is a bool"), ("1.5", "id '1.5' is a float"), ("null", "has no id (missing or null)"),
+     ("[1]", "id '[1]' is a list"), ('{"a": 1}', "id \"{'a': 1}\" is a dict"), ('"a\\u0000b"', "id holds a NUL character")],
+)
+def test_an_id_that_is_not_a_string_or_an_integer_is_a_bad_row(
+    router: Router, tmp_path: Path, ident: str, problem: str
+) -> None:
+    bank = tmp_path / "bank.jsonl"
+    bank.write_text(f'{{"id": "a", "text": "law"}}\n\n{{"id": {ident}, "text": "acid base"}}\n', encoding="utf-8")
+    with pytest.raises(JeirtError, match=r"data row 2 \(1-based, blank lines not counted, line 3\): " + re.escape(problem)):
+        score_file(router, input_path=bank, output=tmp_path / "s.csv")
+    assert not (tmp_path / "s.csv").exists()
+    summary = score_file(router, input_path=bank, output=tmp_path / "s.csv", options=ScoreOptions(skip_bad=True))
+    assert summary.skipped == 1 and summary.rows == 1
 
 
 def test_a_named_id_column_missing_from_jsonl_is_refused_as_in_csv(router: Router, tmp_path: Path) -> None:
     bank = _jsonl_bank(tmp_path / "bank.jsonl", 3)
     with pytest.raises(JeirtError, match=r"no id column 'qid' \(columns: id, text\)"):
         score_file(router, input_path=bank, output=tmp_path / "s.csv", id_column="qid")
+
+
+def test_jsonl_rows_are_numbered_across_chunks(router: Router, tmp_path: Path) -> None:
+    """Row numbers (the default ids, and the row a bad row's error names) run on from chunk to chunk, blank lines
+    not counted: a reader that restarted or slipped a row at a chunk boundary would give other ids."""
+    lines = [json.dumps({"text": f"what is the price of market {i}"}) for i in range(1, 12)]
+    lines.insert(4, "")  # a blank line in the first chunk, another in the third
+    lines.insert(9, "   ")
+    bank = tmp_path / "bank.jsonl"
+    bank.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    output = tmp_path / "s.csv"
+    score_file(router, input_path=bank, output=output, options=ScoreOptions(chunk_size=3))
+    ids = [line.split(",")[0] for line in output.read_text().splitlines()[1:]]
+    assert ids == [str(row) for row in range(1, 12)]
+    lines[11] = '{"text": ""}'  # data row 10 (line 12), in the fourth chunk of three rows
+    bank.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(JeirtError, match=r"data row 10 \(1-based, blank lines not counted, line 12\): text is empty"):
+        score_file(router, input_path=bank, output=tmp_path / "t.csv", options=ScoreOptions(chunk_size=3))
+
+
+def test_an_empty_jsonl_is_refused_like_an_empty_csv(router: Router, tmp_path: Path) -> None:
+    for name, data in (("bank.csv", ""), ("bank.jsonl", ""), ("blank.jsonl", "\n \n")):
+        (tmp_path / name).write_text(data)
+        with pytest.raises(JeirtError, match=f"{name}: empty file"):
+            score_file(router, input_path=tmp_path / name, output=tmp_path / "s.csv")
+        assert not (tmp_path / "s.csv").exists()

@@ -163,3 +163,10 @@ def test_extreme_question_norms_stay_finite_and_accurate_from_python() -> None:
     assert np.isfinite(got).all()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     assert got[3:].max() < 1e-30 and got[:3].min() > 1e-6  # huge norms: certain failure; tiny: the direction
+
+
+def test_a_nul_inside_a_text_is_refused_by_the_api_as_by_the_table_readers(tiny_router_path: Path) -> None:
+    router = Router.load(tiny_router_path, threads=1)
+    for call in (router.encode, router.predict_proba, lambda texts: router.route(texts, k=1)):
+        with pytest.raises(JeirtError, match="text 1 holds a NUL character"):
+            call(["what is the price", "acid\x00base"])

@@ -36,6 +36,9 @@ EDGE_TEXTS = [
     "digits ١٢٣ ½ ² ⅷ ① ∑∫√∞ ≠ ≤",
 ]
 
+# The router refuses a text holding a NUL, as the table readers do; its encoders are compared on it directly.
+ROUTABLE_EDGE_TEXTS = [text.replace("\x00", "") for text in EDGE_TEXTS]
+
 
 def _questions(dataset: str) -> list[str]:
     csv.field_size_limit(1 << 30)
@@ -115,8 +118,9 @@ def test_token_ids_equal_tokenizers_on_edge_cases_and_random_unicode(fast: Route
 
 
 def test_question_vectors_match_the_onnx_graph(fast: Router, reference: Router) -> None:
-    texts = _questions("mmlu_pro")[::20] + _questions("zeroeval_crux_gsm_math")[::20] + EDGE_TEXTS
+    texts = _questions("mmlu_pro")[::20] + _questions("zeroeval_crux_gsm_math")[::20] + ROUTABLE_EDGE_TEXTS
     got, want = fast.encode(texts, features=False).vectors, reference.encode(texts, features=False).vectors
+    np.testing.assert_allclose(_encoder(fast).encode(EDGE_TEXTS), reference._encoder.encode(EDGE_TEXTS), atol=2e-5)
     assert got.dtype == np.float32 and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-5)
     top_fast, top_ref = fast.route(texts[:300], k=3), reference.route(texts[:300], k=3)
@@ -175,7 +179,7 @@ def test_features_match_the_onnx_graph_and_a_corrected_llm_keeps_the_fast_path(
     from jeirt_lite.batch import ScoreOptions, score_file
 
     like = _questions("mmlu_pro")[::40]  # the shipped router's training questions
-    texts = like + _questions("zeroeval_crux_gsm_math")[::40] + EDGE_TEXTS
+    texts = like + _questions("zeroeval_crux_gsm_math")[::40] + ROUTABLE_EDGE_TEXTS
     vectors, features = fast.encode(texts, features=True)
     want_vectors, want_features = reference.encode(texts, features=True)
     assert features is not None and want_features is not None and features.dtype == np.float32
@@ -205,7 +209,7 @@ def test_features_match_the_onnx_graph_and_a_corrected_llm_keeps_the_fast_path(
     )
     assert loaded._graph is None  # no ONNX session was needed for the features
     # score: the pipelined fast path (threads > 1) streams the features to the correction too.
-    questions = texts[: -len(EDGE_TEXTS)]  # a bank refuses the NUL of the edge cases
+    questions = texts[: -len(EDGE_TEXTS)]
     bank = tmp_path / "bank.jsonl"
     bank.write_text("".join(json.dumps({"text": t}) + "\n" for t in questions), encoding="utf-8")
     two = Router.load(tmp_path / "grown", threads=2)
@@ -213,3 +217,34 @@ def test_features_match_the_onnx_graph_and_a_corrected_llm_keeps_the_fast_path(
     assert summary.forecast is not None and two._graph is None
     want = graph.predict_proba(questions).mean(axis=0)
     np.testing.assert_allclose(list(summary.forecast.values()), want, atol=1e-5)
+
+
+def _without_relu(folder: Path) -> None:
+    """Remove the adapter's ReLU from the graph and re-seal the folder: every hash and the binding consistent."""
+    onnx = pytest.importorskip("onnx")
+    from tiny_router import edit_and_reseal
+
+    model = onnx.load(str(folder / "encoder.onnx"), load_external_data=False)
+    relu = next(node for node in model.graph.node if node.op_type == "Relu")
+    for node in model.graph.node:
+        node.input[:] = [relu.input[0] if name == relu.output[0] else name for name in node.input]
+    model.graph.node.remove(relu)
+    (folder / "encoder.onnx").write_bytes(model.SerializeToString())
+    edit_and_reseal(folder)
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_a_graph_that_disagrees_with_the_fast_path_is_refused_at_load(tmp_path: Path, fast_path: bool) -> None:
+    folder = Path(shutil.copytree(SHIPPED, tmp_path / "r"))
+    _without_relu(folder)
+    with pytest.raises(JeirtError, match=r"encoder\.onnx: computes other question vectors .* on fixed probe texts"):
+        Router.load(folder, threads=1, fast_path=fast_path)
+
+
+def test_the_probe_texts_reach_truncation_and_both_encoders_agree_on_them(fast: Router, reference: Router) -> None:
+    from jeirt_lite._static_path import PROBE_TEXTS, PROBE_TOLERANCE
+
+    assert max(len(ids) for ids in _encoder(fast).token_ids(list(PROBE_TEXTS))) == fast.manifest.encoder.max_seq_length
+    got = fast.encode(list(PROBE_TEXTS), features=False).vectors
+    want = reference.encode(list(PROBE_TEXTS), features=False).vectors
+    assert np.abs(got - want).max() <= PROBE_TOLERANCE * max(1.0, np.abs(want).max()) / 10  # a margin of 10x

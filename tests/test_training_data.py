@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -52,13 +53,13 @@ def test_folder_ids_stay_strings(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("responses", "questions", "message"),
     [
-        ([{"question_id": "q1", "model_id": 0, "correct": "maybe"}], QUESTIONS, "responses.csv: row 2: label"),
+        ([{"question_id": "q1", "model_id": 0, "correct": "maybe"}], QUESTIONS, "responses.csv: data row 1 (1-based, header not counted): label"),
         ([{"question_id": "q1", "model_id": 0, "correct": 2}], QUESTIONS, "label not 0/1"),
         ([{"question_id": "q1", "model_id": 0, "correct": 1}, {"question_id": "zz", "model_id": 0, "correct": 1}],
-         QUESTIONS, "responses.csv: row 3: unknown question id"),
+         QUESTIONS, "responses.csv: data row 2 (1-based, header not counted): unknown question id"),
         ([{"question_id": "q1", "model_id": 7, "correct": 1}], QUESTIONS, "unknown model id"),
         ([], QUESTIONS + [{"question_id": "q3", "benchmark": "b", "subject": "s", "text": "  "}],
-         "questions.csv: row 4: empty question text"),
+         "questions.csv: data row 3 (1-based, header not counted): empty question text"),
         ([], QUESTIONS + [{"question_id": "q1", "benchmark": "b", "subject": "s", "text": "other"}],
          "conflicting texts"),
     ],
@@ -66,7 +67,7 @@ def test_folder_ids_stay_strings(tmp_path: Path) -> None:
 def test_folder_bad_rows_raise_naming_file_and_row(tmp_path: Path, responses, questions, message) -> None:  # type: ignore[no-untyped-def]
     folder = write_folder(tmp_path / "d", questions, MODELS, responses or [{"question_id": "q2", "model_id": 0,
                                                                             "correct": 1}])
-    with pytest.raises(DataError, match=message.replace("(", r"\(").replace("+", r"\+")):
+    with pytest.raises(DataError, match=re.escape(message)):
         load_dataset(folder)
 
 
@@ -146,17 +147,17 @@ def test_long_jsonl_with_booleans_and_custom_columns(tmp_path: Path) -> None:
 def test_long_bad_cases(tmp_path: Path) -> None:
     bad_label = LONG.copy()
     bad_label.loc[3, "correct"] = "0.5"
-    with pytest.raises(DataError, match=r"bad\.csv: row 5: label"):
+    with pytest.raises(DataError, match=r"bad\.csv: data row 4 \(1-based, header not counted\): label"):
         load_dataset(write_table(bad_label, tmp_path / "bad.csv"))
-    with pytest.raises(DataError, match=r"bad\.jsonl: line 4: label"):
+    with pytest.raises(DataError, match=r"bad\.jsonl: data row 4 \(1-based, blank lines not counted\): label"):
         load_dataset(write_table(bad_label, tmp_path / "bad.jsonl"))
     conflict = LONG.copy()
     conflict.loc[1, "text"] = "something else"
-    with pytest.raises(DataError, match=r"conflicting texts.*'a'.*row 2, row 3"):
+    with pytest.raises(DataError, match=r"conflicting texts.*'a'.*data row 1 \(1-based, header not counted\), data row 2 \("):
         load_dataset(write_table(conflict, tmp_path / "conflict.csv"))
     empty = LONG.copy()
     empty.loc[4, "text"] = ""
-    with pytest.raises(DataError, match="row 6: empty question text"):
+    with pytest.raises(DataError, match=r"data row 5 \(1-based, header not counted\): empty question text"):
         load_dataset(write_table(empty, tmp_path / "empty.csv"))
     data, report = load_dataset_with_report(tmp_path / "conflict.csv", skip_bad=True)
     assert "a" not in data.question_ids and report.skipped == {"conflicting texts for one question id": 2}
@@ -198,7 +199,7 @@ def test_wide_numeric_and_nan_cells(tmp_path: Path) -> None:
 
 def test_wide_bad_label_names_column_and_row(tmp_path: Path) -> None:
     bad = WIDE.assign(answer=["A", "B", "C"])
-    with pytest.raises(DataError, match=r"row 2: label.*column 'answer'"):
+    with pytest.raises(DataError, match=r"data row 1 \(1-based, header not counted\): label.*column 'answer'"):
         load_dataset(write_table(bad, tmp_path / "w.csv"))
     data = load_dataset(tmp_path / "w.csv", columns=Columns(llm_columns=["m1", "m2"]))
     assert data.llm_names == ["m1", "m2"]

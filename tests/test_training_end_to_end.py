@@ -144,3 +144,41 @@ def test_an_export_whose_graph_differs_from_torch_is_refused(slice_run, tmp_path
             max_length=prep.max_length, parity_texts=texts,
         )
     assert not (tmp_path / "router").exists()
+
+
+def test_an_export_whose_parity_is_nan_is_refused(slice_run, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A NaN difference is not within the tolerance (a comparison written `diff > tol` would let it through)."""
+    import jeirt_lite_training.export as export
+
+    prep, result, _ = slice_run
+    monkeypatch.setattr(export, "parity", lambda *args: float("nan"))
+    with pytest.raises(RuntimeError, match="ONNX export parity failed: max abs diff nan"):
+        export.export_router(
+            result.predictor, tmp_path / "router", prep.data.llm_names, encoder=prep.encoder,
+            max_length=prep.max_length, parity_texts=[prep.data.texts[0]],
+        )
+    assert not (tmp_path / "router").exists()
+
+
+def test_a_graph_giving_nan_has_nan_parity_and_is_refused(slice_run, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import copy
+
+    import jeirt_lite_training.export as export
+
+    prep, result, _ = slice_run
+    exported = export.export_onnx
+
+    def poisoned(graph, path):  # type: ignore[no-untyped-def]
+        graph = copy.deepcopy(graph)
+        with torch.no_grad():
+            next(graph.adapter.parameters()).fill_(float("nan"))
+        return exported(graph, path)
+
+    monkeypatch.setattr(export, "export_onnx", poisoned)
+    texts = [prep.data.texts[i] for i in prep.split.test[:4]]
+    with pytest.raises(RuntimeError, match="ONNX export parity failed: max abs diff nan"):
+        export.export_router(
+            result.predictor, tmp_path / "router", prep.data.llm_names, encoder=prep.encoder,
+            max_length=prep.max_length, parity_texts=texts,
+        )
+    assert not (tmp_path / "router").exists()

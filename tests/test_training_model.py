@@ -121,6 +121,20 @@ def test_learning_rate_drops_at_plateaus_then_stops() -> None:
         JeirtPredictor(lr_drop_patience=0, **kw).fit(emb, train, val, k)
 
 
+@pytest.mark.parametrize("patience", [1, 3])
+def test_training_stops_exactly_patience_epochs_after_the_best(patience: int) -> None:
+    """Without learning-rate drops, the last epoch run is the best epoch + patience: one epoch later (a > for >=) or
+    earlier would change every router's schedule."""
+    emb, train, val, k = _synthetic()
+    kw = {"dim": 8, "max_epochs": 200, "batch_size": 64, "lr": 3e-2, "lr_drops": 0, "ema_epochs": 0.0}
+    p = JeirtPredictor(patience=patience, **kw).fit(emb, train, val, k)
+    last = p.history[-1]["epoch"]
+    assert last < 200  # it stopped early, not at max_epochs
+    assert last == p.best_epoch + patience
+    # No epoch between the best and the stop improved on the best by the 1e-5 that counts.
+    assert all(h["val_loss"] >= p.best_val_loss - 1e-5 for h in p.history[p.best_epoch + 1 :])
+
+
 def test_llm_table_learns_at_its_own_rate() -> None:
     emb, train, _, k = _synthetic()
     kw = {"dim": 8, "max_epochs": 1, "batch_size": 64, "lr": 1e-3, "lr_drops": 0, "seed": 2}

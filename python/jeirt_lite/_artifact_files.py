@@ -20,13 +20,30 @@ DIGEST_KEY = "manifest_sha256"
 
 
 def read_manifest_json(path: Path) -> Any:
+    """router.json's JSON; a key given twice in one object is refused (which of the two counts cannot be told).
+    Its values are checked by `_manifest.parse_manifest`, NaN and infinities included."""
     if not path.is_file():
         raise JeirtError(f"{path}: missing; a router folder needs its manifest")
     try:
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
+            return json.load(handle, object_pairs_hook=_unique_keys)
+    except _RepeatedKey as err:
+        raise JeirtError(f"{path}: the key {err.args[0]!r} appears twice in one object") from None
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
         raise JeirtError(f"{path}: not readable JSON ({err})") from err
+
+
+class _RepeatedKey(Exception):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
 
 
 def check_binding(manifest_path: Path, raw: Any, metadata: Mapping[str, str], llms_path: Path) -> None:

@@ -35,6 +35,8 @@ def check_texts(texts: Sequence[str]) -> list[str]:
             raise JeirtError(f"text {i} is a {type(text).__name__}, not a string")
         if not text.strip():
             raise JeirtError(f"text {i} is empty")
+        if "\x00" in text:  # refused as the table readers refuse it: a binary file, or UTF-16 read as UTF-8
+            raise JeirtError(f"text {i} holds a NUL character (a binary file, or UTF-16 read as UTF-8?)")
     return items
 
 

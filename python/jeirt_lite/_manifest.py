@@ -30,6 +30,7 @@ from ._limits import (
     finite_float,
 )
 from ._llm_params import Calibration, parse_calibration, parse_costs
+from ._manifest_values import check_values
 
 FORMAT_NAME = "jeirt-lite-router"
 # 2: router.json is bound to its tables (LLM names and a digest of router.json in llms.safetensors' metadata).
@@ -360,6 +361,7 @@ def check_format(raw: Any, where: str, *, allow_legacy: bool = False) -> int:
 def parse_manifest(raw: Any, where: str, *, allow_legacy: bool = False) -> Manifest:
     """Validate router.json's content; every problem names `where` and the field."""
     version = check_format(raw, where, allow_legacy=allow_legacy)
+    check_values(raw, where)  # NaN, infinities, huge integers, mistyped metrics anywhere, named by field
     for field, kind in (("dim", int), ("llms", list), ("encoder", dict), ("files", dict)):
         if not isinstance(raw.get(field), kind) or isinstance(raw.get(field), bool):
             raise JeirtError(f"{where}: field {field!r} must be a {kind.__name__}")

@@ -18,7 +18,7 @@ from ._limits import MAX_THREADS, check_threads
 from ._llm_params import Calibration, check_costs, make_calibration
 from ._manifest import Manifest, freeze
 from ._neighbours import NeighbourVotes, parse_neighbours
-from ._static_path import StaticEncoder, static_encoder_for
+from ._static_path import StaticEncoder, check_agreement, static_encoder_for
 from .artifact import Artifact, validate_llm_table
 
 RouterT = TypeVar("RouterT", bound="RouterTables")
@@ -59,14 +59,24 @@ class RouterTables:
         # One setting sizes both ONNX Runtime's pool and the Rust kernels' pool so they never fight for cores.
         # Static routers encode in Rust (jeirt_lite._static_path) unless asked not to; the ONNX graph computes the
         # same vectors and is the path of every other router.
-        if encoder is None and fast_path:
-            encoder = static_encoder_for(
-                artifact.path, artifact.manifest, artifact.tokenizer_path, artifact.dim, self._threads
-            )
-        self._encoder: Union[OnnxEncoder, StaticEncoder] = encoder or OnnxEncoder(
-            artifact.tokenizer_path, artifact.encoder_path, artifact.encoder, artifact.dim, self._threads
-        )
         self._graph: Optional[OnnxEncoder] = None  # the ONNX graph next to the fast path, made when features are asked
+        if encoder is None:
+            encoder = self._checked_encoders(artifact, fast_path)
+        self._encoder: Union[OnnxEncoder, StaticEncoder] = encoder
+
+    def _checked_encoders(self, artifact: Artifact, fast_path: bool) -> Union[OnnxEncoder, StaticEncoder]:
+        """The encoder to use; for a static router both of its encoders, checked to agree on probe texts whichever
+        is used (a folder whose graph and fast path disagree is refused, not half trusted)."""
+        graph = OnnxEncoder(artifact.tokenizer_path, artifact.encoder_path, artifact.encoder, artifact.dim, self._threads)
+        fast = static_encoder_for(artifact.path, artifact.manifest, artifact.tokenizer_path, artifact.dim, self._threads)
+        if fast is None:
+            return graph
+        check_agreement(fast, graph, artifact.encoder_path)
+        if not fast_path:
+            return graph
+        if artifact.encoder.feature_output and not fast.gives_features:
+            self._graph = graph  # features come from the graph: keep the session already made
+        return fast
 
     # -- what the router holds ---------------------------------------------------------------------------------
 

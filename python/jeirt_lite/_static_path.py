@@ -241,3 +241,34 @@ def static_encoder_for(
         )
     except Unsupported:
         return None
+
+
+# Texts both encoders of a static router must agree on at load: words, subwords, accents, CJK, an unknown
+# character, added tokens in the raw text, and one past max_seq_length (truncation).
+PROBE_TEXTS = (
+    "What is the derivative of x**3 with respect to x?",
+    "Which enzyme unwinds DNA during replication? Options: helicase, ligase, primase, polymerase",
+    "Café naïve résumé 東京 北京大学 \u2603 [MASK] [CLS] unbelievably-hyphenated words, 42% of $100",
+    "question " * 600,
+)
+# Max abs difference allowed between the Rust path and the ONNX graph on a probe's question vector, relative to
+# the largest entry (float32 sums in another order differ far below this; a graph computing something else, far
+# above it).
+PROBE_TOLERANCE = 1e-4
+
+
+def check_agreement(fast: StaticEncoder, graph: Any, encoder_path: Path) -> None:
+    """Refuse a static router whose ONNX graph and Rust fast path give different question vectors on the probe
+    texts: the two must compute the same thing (the graph is the reference, the fast path the default), and hashes
+    recomputed after editing one of them would otherwise go unnoticed."""
+    texts = list(PROBE_TEXTS)
+    fast_vectors = fast.encode(texts)
+    graph_vectors = graph.encode(texts)
+    scale = max(1.0, float(np.abs(graph_vectors).max()))
+    worst = float(np.abs(fast_vectors - graph_vectors).max()) / scale
+    if not worst <= PROBE_TOLERANCE:  # NaN fails too
+        raise JeirtError(
+            f"{encoder_path}: computes other question vectors than the router's static encoder file (max "
+            f"difference {worst:.3g} relative, allowed {PROBE_TOLERANCE:g} on fixed probe texts); the graph or "
+            f"{STATIC_ENCODER_FILE} was altered"
+        )

@@ -415,6 +415,20 @@ def read_manifest(path: PathLike) -> Manifest:
     return manifest
 
 
+def _plain_file(folder: Path, name: str, role: str) -> Path:
+    """The one rule for every file of a router folder, router.json included: a regular file directly inside the
+    folder, never a symbolic link (a link's target can change after the hashes were checked, or lie outside)."""
+    path = folder / name
+    if path.is_symlink():
+        raise JeirtError(
+            f"{path}: a link; every file of a router folder, router.json included, must be a plain file inside it"
+        )
+    if not path.is_file():
+        what = "a router folder needs its manifest" if role == "manifest" else f"router.json lists it as the {role} file"
+        raise JeirtError(f"{path}: missing or not a regular file ({what})")
+    return path
+
+
 def _open_folder(
     path: PathLike, *, allow_legacy: bool = False
 ) -> tuple[Path, Any, Manifest, dict[str, Path]]:
@@ -422,16 +436,8 @@ def _open_folder(
     folder = Path(path)
     if not folder.is_dir():
         raise JeirtError(f"{folder}: no router folder here")
-    manifest_path = folder / MANIFEST_FILE
+    manifest_path = _plain_file(folder, MANIFEST_FILE, "manifest")
     raw = read_manifest_json(manifest_path)
     manifest = parse_manifest(raw, str(manifest_path), allow_legacy=allow_legacy)
-    root = folder.resolve()
-    files: dict[str, Path] = {}
-    for role, entry in manifest.files.items():
-        file_path = folder / entry.path
-        if file_path.is_symlink() or (file_path.exists() and file_path.resolve().parent != root):
-            raise JeirtError(f"{file_path}: a link; the {role} file must be a plain file inside the router folder")
-        if not file_path.is_file():
-            raise JeirtError(f"{file_path}: missing (router.json lists it as the {role} file)")
-        files[role] = file_path
+    files = {role: _plain_file(folder, entry.path, role) for role, entry in manifest.files.items()}
     return folder, raw, manifest, files

@@ -17,149 +17,50 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ._runtime import refuse_inputs
-from .choose import DEFAULT_DIMS, DEFAULT_DROPOUTS
-from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, ENCODERS
-from .model import JeirtConfig
-from .pipeline import STATIC
-from .static_finetune import DEFAULT_TABLE_PULLS
+from ._runtime import check_output_folder, refuse_inputs
+from ._runtime import cli_options as opt  # the command line's converters and parser class
+from .config import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, DEFAULT_TABLE_PULLS, ENCODER_NAMES, STATIC
+from .options import COLUMN_OPTIONS, DEFAULTS, common_arguments, fit_arguments
+from .options import FIT_DESCRIPTION as FIT_DESCRIPTION
+from .options import fit_parser as fit_parser  # where scripts and `jeirt-lite train` find it
 
-DEFAULTS = JeirtConfig()
-CALIBRATIONS = ("global", "per_llm", "none")
-
-
-def _floats(text: str) -> list[float]:
-    return [float(x) for x in text.split(",") if x.strip()]
-
-
-def _ints(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x.strip()]
-
-
-def _common(p: argparse.ArgumentParser, data_required: bool = True) -> None:
-    p.add_argument(
-        "--data", type=Path, required=data_required, metavar="DIR_OR_TABLE",
-        help="data folder (questions.csv, models.csv, responses.csv), or one long or wide table "
-        "(.csv, .parquet, .jsonl; see docs/guide/training.md)",
-    )
-    p.add_argument(
-        "--encoder", default=DEFAULT_ENCODER, choices=sorted([*ENCODERS, STATIC]),
-        help=f"frozen transformer, or {STATIC!r}: a token table distilled from {DEFAULT_ENCODER} (far faster)",
-    )
-    p.add_argument("--max-length", type=int, default=DEFAULT_MAX_LENGTH, help="encoder truncation, in tokens")
-    p.add_argument("--split-seed", type=int, default=0)
-    p.add_argument("--val-fraction", type=float, default=0.1, help="held-out part for the choices (of all questions)")
-    p.add_argument("--threads", type=int, default=2, help="torch threads")
-    p.add_argument("--lr", type=float, default=DEFAULTS.lr)
-    p.add_argument("--batch-size", type=int, default=DEFAULTS.batch_size)
-    p.add_argument("--max-epochs", type=int, default=DEFAULTS.max_epochs)
-    p.add_argument("--patience", type=int, default=DEFAULTS.patience)
-    p.add_argument(
-        "--lr-drops", type=int, default=DEFAULTS.lr_drops,
-        help="times the learning rate is divided by 10 at a validation plateau before stopping",
-    )
-    p.add_argument("--lr-drop-patience", type=int, default=DEFAULTS.lr_drop_patience)
-    p.add_argument(
-        "--llm-lr-scale", type=float, default=DEFAULTS.llm_lr_scale,
-        help="learning rate of the LLM vectors, as a multiple of the adapter's",
-    )
-    p.add_argument(
-        "--ema-epochs", type=float, default=DEFAULTS.ema_epochs,
-        help="time constant, in epochs, of a moving average of the trained weights that is validated and "
-        "exported instead of the raw weights (0: off)",
-    )
-    p.add_argument("--seed", type=int, default=DEFAULTS.seed)
-    p.add_argument("--llm-init", default=DEFAULTS.llm_init, choices=["accuracy", "random"])
-
-
-def _fit_arguments(p: argparse.ArgumentParser, out_required: bool, data_required: bool = True) -> None:
-    _common(p, data_required)
-    p.add_argument(
-        "--out", type=Path, required=out_required, metavar="ROUTER",
-        help="router folder to write (must not exist)" + ("" if out_required else "; omit to train and evaluate only"),
-    )
-    p.add_argument(
-        "--holdout", "--test-fraction", dest="holdout", type=float, default=0.0,
-        help="fraction of questions kept out of everything, for a report on untouched questions (default 0)",
-    )
-    p.add_argument("--folds", type=int, default=1, help="k > 1: choose by k-fold cross-validation instead")
-    p.add_argument("--dims", "--dim", type=_ints, default=list(DEFAULT_DIMS), help="candidate d (comma list)")
-    p.add_argument("--dropouts", "--dropout", type=_floats, default=list(DEFAULT_DROPOUTS), help="candidate dropouts")
-    p.add_argument("--weight-decay", type=float, default=DEFAULTS.weight_decay)
-    p.add_argument(
-        "--calibration", choices=CALIBRATIONS, default="global",
-        help="temperature and bias on the logit, fitted on the held-out predictions of the chosen setting: one "
-        "pair for all LLMs (global), one per LLM, or none",
-    )
-    p.add_argument(
-        "--table-pulls", type=_floats, default=None, metavar="PULLS",
-        help=f"--encoder {STATIC} only: candidate pulls towards the distilled table for fine-tuning it end to end, "
-        "each the fraction of the table's change undone at every step, in [0, 1) (comma list, chosen on the "
-        "held-out part against the frozen table; '' keeps the distilled table; "
-        f"default {','.join(f'{x:g}' for x in DEFAULT_TABLE_PULLS) or chr(39) * 2})",
-    )
-    p.add_argument(
-        "--no-neighbours", dest="neighbours", action="store_false",
-        help="leave out the neighbour votes (the training questions' answers, weighed by similarity, which fit "
-        "otherwise adds when the held-out parts say they help): the joint geometry alone",
-    )
-    p.add_argument("--label", default=None, help="a note stored in the router's manifest")
-
-
-FIT_DESCRIPTION = (
-    "Train a JE-IRT router on your LLMs' answers: choose d, dropout and the training schedule on held-out "
-    "questions, train the router on all of them, calibrate it on the held-out predictions, report the held-out "
-    "metrics (and, with --holdout, metrics on untouched questions), write the router folder."
-)
-
-
-def fit_parser(
-    prog: str, description: str = FIT_DESCRIPTION, epilog: str | None = None, preset: dict[str, Any] | None = None
-) -> argparse.ArgumentParser:
-    """`fit` as a command of its own (`jeirt-lite train`, build_default_router): the same options, --data and --out
-    required unless `preset` gives them (a preset's values are defaults: options given on the command line win)."""
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description=description,
-        epilog=epilog or f"example:\n  {prog} --data data/mmlu_pro --out my_router",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    preset = preset or {}
-    _fit_arguments(parser, out_required="out" not in preset, data_required="data" not in preset)
-    parser.set_defaults(**preset)
-    return parser
+__all__ = ["FIT_DESCRIPTION", "cmd_fit", "fit_main", "fit_options", "fit_parser", "main", "run_fit"]
 
 
 def fit_main(argv: list[str] | None = None, prog: str = "jeirt-lite train") -> int:
-    """Run `fit` from `argv` without the subcommand (what `jeirt-lite train` calls)."""
-    args = fit_parser(prog).parse_args(argv)
+    """Run `fit` from `argv` without the subcommand."""
+    return run_fit(fit_parser(prog).parse_args(argv))
+
+
+def run_fit(args: argparse.Namespace) -> int:
+    """`fit` from options parsed by `options.fit_parser` (`jeirt-lite train` parses them before torch loads)."""
     _set_threads(args)
     return cmd_fit(args)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m jeirt_lite_training", description=__doc__.split("\n")[0])
+    parser = opt.OptionParser(prog="python -m jeirt_lite_training", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     fit = sub.add_parser(
         "fit", help="choose d, dropout and the schedule on held-out data, train the router on all of it, export it"
     )
-    _fit_arguments(fit, out_required=False)
+    fit_arguments(fit, out_required=False)
 
     sweep = sub.add_parser("sweep", help="validation curve over d (and optional regularisation grids)")
-    _common(sweep)
-    sweep.add_argument("--test-fraction", type=float, default=0.2)
-    sweep.add_argument("--dims", type=_ints, default=[32, 64, 128, 256, 512])
-    sweep.add_argument("--dropouts", type=_floats, default=[DEFAULTS.dropout])
-    sweep.add_argument("--weight-decays", type=_floats, default=[DEFAULTS.weight_decay])
-    sweep.add_argument("--lrs", type=_floats, default=None, help="overrides --lr with a grid")
+    common_arguments(sweep)
+    sweep.add_argument("--test-fraction", type=opt.fraction, default=0.2)
+    sweep.add_argument("--dims", type=opt.list_of(opt.dimension), default=[32, 64, 128, 256, 512])
+    sweep.add_argument("--dropouts", type=opt.list_of(opt.fraction), default=[DEFAULTS.dropout])
+    sweep.add_argument("--weight-decays", type=opt.list_of(opt.non_negative), default=[DEFAULTS.weight_decay])
+    sweep.add_argument("--lrs", type=opt.list_of(opt.positive), default=None, help="overrides --lr with a grid")
     sweep.add_argument("--json", type=Path, help="write every run's validation metrics here")
 
     embed = sub.add_parser("embed", help="fill the embedding cache ($JEIRT_CACHE) for data folders")
     embed.add_argument("data_dirs", nargs="+", type=Path)
-    embed.add_argument("--encoder", default=DEFAULT_ENCODER, choices=sorted(ENCODERS))
-    embed.add_argument("--max-length", type=int, default=DEFAULT_MAX_LENGTH)
-    embed.add_argument("--threads", type=int, default=2)
+    embed.add_argument("--encoder", default=DEFAULT_ENCODER, choices=sorted(ENCODER_NAMES))
+    embed.add_argument("--max-length", type=opt.tokens, default=DEFAULT_MAX_LENGTH)
+    embed.add_argument("--threads", type=opt.threads, default=2)
     return parser
 
 
@@ -196,12 +97,21 @@ def _prepare(args: argparse.Namespace) -> Any:
         test_fraction=args.holdout if hasattr(args, "holdout") else args.test_fraction,
         encoder=args.encoder,
         max_length=args.max_length,
+        columns=table_columns(args),
     )
     print(
         f"{prep.data.name}: {prep.data.n_questions} questions x {prep.data.n_llms} LLMs; "
         f"cells train {len(prep.train)}, val {len(prep.val)}, test {len(prep.test)}"
     )
     return prep
+
+
+def table_columns(args: argparse.Namespace) -> Any:
+    """The --*-column options as a data.Columns, or None when none is given."""
+    from .data import Columns
+
+    given = {field: getattr(args, f"{field}_column", None) for _, field, _ in COLUMN_OPTIONS}
+    return Columns(**given) if any(value is not None for value in given.values()) else None
 
 
 def fit_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -238,6 +148,7 @@ def cmd_fit(
     from .pipeline import choose_refit_and_export, folder_size_mb
 
     if args.out is not None:  # say so before the training, not after it
+        check_output_folder(args.out)  # the rule of every command: a missing parent folder is refused, not made
         refuse_inputs(args.out, [args.data], replaces_folder=True)
         if args.out.exists() and not overwrite:
             raise DataError(f"{args.out} already exists: pick another --out or remove it")

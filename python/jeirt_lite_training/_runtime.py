@@ -11,17 +11,18 @@ from __future__ import annotations
 from jeirt_lite import JeirtError, Router
 from jeirt_lite import _alignment as alignment
 from jeirt_lite._io.formats import table_format
-from jeirt_lite._io.outputs import refuse_inputs
+from jeirt_lite._io.outputs import check_output_folder, refuse_inputs
 from jeirt_lite._io.tables import read_table
 from jeirt_lite._io.vocabulary import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS
 from jeirt_lite._neighbours import NOT_ASKED, NeighbourVotes, neighbour_sums, smoothed, unit_rows, vote_logits
 from jeirt_lite._onnx_external import safetensors_layout
 from jeirt_lite._training_questions import normalise_question, training_question_set
 from jeirt_lite.artifact import ENCODER_FILE, STATIC_ENCODER_FILE, save_artifact
+from jeirt_lite.cli import _options as cli_options  # the converters and parser class of every command
 
 __all__ = [
     "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "NOT_ASKED", "STATIC_ENCODER_FILE", "TRUE_LABELS", "JeirtError",
-    "NeighbourVotes", "Router", "alignment", "neighbour_sums", "normalise_question", "read_table", "refuse_inputs",
-    "safetensors_layout", "save_artifact", "smoothed", "table_format", "training_question_set", "unit_rows",
+    "NeighbourVotes", "Router", "alignment", "check_output_folder", "cli_options", "neighbour_sums", "normalise_question",
+    "read_table", "refuse_inputs", "safetensors_layout", "save_artifact", "smoothed", "table_format", "training_question_set", "unit_rows",
     "vote_logits",
 ]

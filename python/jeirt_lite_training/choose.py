@@ -25,14 +25,12 @@ from typing import Any
 
 import numpy as np
 
+from .config import DEFAULT_DIMS as DEFAULT_DIMS  # the defaults of fit's options, importable without torch
+from .config import DEFAULT_DROPOUTS as DEFAULT_DROPOUTS
 from .metrics import all_metrics
 from .model import JeirtPredictor
 from .types import Responses
 
-# The candidates for d (JE-IRT's one structural choice) and dropout (its regularisation): the grid the five-split
-# comparison has tuned over (experiments.compare), neither value tied to a dataset.
-DEFAULT_DIMS = (64, 128, 256)
-DEFAULT_DROPOUTS = (0.3, 0.7)
 LEVEL_DECIMALS = 6  # learning rates are compared after rounding log10(lr) to this many decimals
 
 

@@ -15,8 +15,8 @@ Labels are 0/1 or true/false (any case); an empty label is a missing cell, never
 question or model id, conflicting texts for one question id) raise `DataError` naming the file and row, or are
 skipped and counted in the `LoadReport` with ``skip_bad=True``.
 
-Row numbers in messages: CSV rows are numbered as a spreadsheet shows them (the header is row 1, the first data
-row is row 2); JSONL rows are line numbers (from 1); Parquet rows are 0-based positions.
+Row numbers in messages are data row numbers, as every command gives them: 1-based, a CSV header and JSONL blank
+lines not counted.
 """
 
 from __future__ import annotations
@@ -31,6 +31,14 @@ import numpy as np
 import pandas as pd
 
 from ._runtime import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS, JeirtError, read_table, table_format
+from .config import (  # the accepted column names, listed by `jeirt-lite train --help` (no pandas needed there)
+    DEFAULT_BENCHMARK_COLUMNS,
+    DEFAULT_CORRECT_COLUMNS,
+    DEFAULT_LLM_COLUMNS,
+    DEFAULT_QUESTION_COLUMNS,
+    DEFAULT_SUBJECT_COLUMNS,
+    DEFAULT_TEXT_COLUMNS,
+)
 from .types import Dataset, Responses
 
 logger = logging.getLogger(__name__)
@@ -38,13 +46,10 @@ logger = logging.getLogger(__name__)
 PathLike = Union[str, Path]
 Layout = Literal["auto", "folder", "long", "wide"]
 
-# Default column names for the long and wide layouts; the first one present in the table is used.
-DEFAULT_QUESTION_COLUMNS = ("question_id", "qid", "id")
-DEFAULT_TEXT_COLUMNS = ("text", "question", "prompt")
-DEFAULT_LLM_COLUMNS = ("llm", "model", "model_name", "llm_name")
-DEFAULT_CORRECT_COLUMNS = ("correct", "label", "is_correct", "score")
-DEFAULT_SUBJECT_COLUMNS = ("subject", "category")
-DEFAULT_BENCHMARK_COLUMNS = ("benchmark", "dataset", "task")
+
+
+# How each format's data rows are counted, said in every bad-row message (the same words as jeirt_lite._io).
+ROW_NOTES = {"csv": "1-based, header not counted", "jsonl": "1-based, blank lines not counted", "parquet": "1-based"}
 
 
 class DataError(ValueError):
@@ -106,11 +111,8 @@ class _Checker:
         self.file, self.kind, self.skip_bad, self.report = file, kind, skip_bad, report
 
     def row_name(self, position: int) -> str:
-        if self.kind == "csv":
-            return f"row {position + 2}"
-        if self.kind == "jsonl":
-            return f"line {position + 1}"
-        return f"row {position}"
+        """Data rows numbered as every command numbers them (the number `score` would name)."""
+        return f"data row {position + 1} ({ROW_NOTES.get(self.kind, '1-based')})"
 
     def check(self, bad: np.ndarray, rows: np.ndarray, reason: str, detail: Sequence[str]) -> np.ndarray:
         """Return the keep-mask (~bad). `detail[i]` describes bad row i (only the first one is formatted)."""
@@ -196,7 +198,7 @@ def _pick(frame: pd.DataFrame, given: str | None, defaults: Sequence[str], role:
             return name
     if required:
         raise DataError(f"{file}: no {role} column; looked for {list(defaults)} (columns: {list(frame.columns)}); "
-                        f"name it with Columns({role}=...)")
+                        f"name it with --{role}-column (in Python: Columns({role}=...))")
     return None
 
 
@@ -286,7 +288,7 @@ def _load_folder(folder: Path, name: str, skip_bad: bool, report: LoadReport) ->
         dup = pd.Series(values).duplicated().to_numpy()
         if dup.any():
             i = int(np.flatnonzero(dup)[0])
-            raise DataError(f"{m_path}: row {i + 2}: {what} {values[i]!r} appears twice")
+            raise DataError(f"{m_path}: data row {i + 1} ({ROW_NOTES['csv']}): {what} {values[i]!r} appears twice")
 
     rf, _ = _read_table(r_path, skip_bad, report.skipped)
     for col in ("question_id", "model_id", "correct"):
@@ -419,6 +421,9 @@ def load_dataset_with_report(path: PathLike, *, layout: Layout = "auto", columns
     p = Path(path)
     cols = columns or Columns()
     if p.is_dir() or layout == "folder":
+        if any(getattr(cols, role) is not None for role in ("question", "text", "llm", "correct")):
+            raise DataError(f"{p}: a data folder's files have fixed column names (docs/guide/training-data.md); "
+                            "the column options name the columns of one table")
         report = LoadReport(source=str(p), layout="folder")
         return _load_folder(p, name or p.name, skip_bad, report), report
     unreadable: dict[str, int] = {}

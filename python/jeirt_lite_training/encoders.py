@@ -23,8 +23,8 @@ from tokenizers import Tokenizer
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-DEFAULT_ENCODER = "all-MiniLM-L6-v2"
-DEFAULT_MAX_LENGTH = 256
+from .config import DEFAULT_ENCODER as DEFAULT_ENCODER  # importable without torch (the command line)
+from .config import DEFAULT_MAX_LENGTH as DEFAULT_MAX_LENGTH
 
 
 @dataclass(frozen=True)

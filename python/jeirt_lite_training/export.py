@@ -105,7 +105,10 @@ def parity(
         (got,) = sess.run([OUTPUT_NAME], {"input_ids": ids, "attention_mask": mask})
         with torch.inference_mode():
             want = graph(torch.from_numpy(ids), torch.from_numpy(mask))[0].numpy()
-        worst = max(worst, float(np.abs(got - want).max()))
+        gap = float(np.abs(got - want).max())
+        if not np.isfinite(gap):  # max() would keep the earlier value over a NaN: a NaN must fail the check
+            return float("nan")
+        worst = max(worst, gap)
     return worst
 
 

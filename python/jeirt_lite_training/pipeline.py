@@ -17,7 +17,8 @@ import numpy as np
 
 from .calibration import apply_calibration, fit_calibration, store_calibration
 from .choose import DEFAULT_DIMS, DEFAULT_DROPOUTS, Selection, choose, refit, selection_record
-from .data import load_dataset
+from .config import STATIC as STATIC  # the encoder choice: a distilled token table (static_encoder.py)
+from .data import Columns, load_dataset
 from .embeddings import embed_dataset
 from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, get_spec
 from .fit import llm_accuracies
@@ -47,7 +48,6 @@ class Prepared:
     static: Any = None  # jeirt_lite_training.static_encoder.StaticTable when the encoder is the static one
 
 
-STATIC = "static"  # the encoder choice: a token table distilled from the default transformer (static_encoder.py)
 
 
 def prepare(
@@ -60,11 +60,12 @@ def prepare(
     max_length: int = DEFAULT_MAX_LENGTH,
     progress: bool = True,
     teacher: str = DEFAULT_ENCODER,
+    columns: Columns | None = None,
 ) -> Prepared:
     """Load, split (test = the untouched part), embed. encoder STATIC distils the token table from `teacher` over
     the default transformer's vocabulary, its token frequencies read from the texts of the training and validation
     parts (never the test part), and reads up to STATIC_MAX_LENGTH tokens (`max_length` applies to transformers)."""
-    data = load_dataset(data_dir)
+    data = load_dataset(data_dir, columns=columns)
     split = make_split(data, seed=split_seed, val_fraction=val_fraction, test_fraction=test_fraction)
     return prepare_split(data, split, split_seed=split_seed, encoder=encoder, max_length=max_length,
                          progress=progress, source=str(data_dir), teacher=teacher)

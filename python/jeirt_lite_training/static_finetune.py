@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from .choose import Selection, median_schedule
+from .config import DEFAULT_TABLE_PULLS as DEFAULT_TABLE_PULLS  # fit's default, importable without torch
 from .model import NORM_EPS, JeirtPredictor
 from .types import Responses
 
@@ -33,10 +34,6 @@ from .types import Responses
 # (docs/research/encoders.md). Adam's steps do not scale with the table, so the rate is tied to the scale of the table
 # distilled from all-MiniLM-L6-v2; a teacher whose rows are c times smaller moves c times as far at the same rate.
 TABLE_LR_SCALE = 50.0
-# Candidate pulls of `fit --encoder static`; the frozen table is always a candidate too, so fine-tuning is kept only
-# where it lowers the validation loss. 0.1 had the lowest validation loss of the pulls tried on both public datasets
-# (docs/research/encoders.md); one candidate keeps the extra cost to one held-out run and an end-to-end refit.
-DEFAULT_TABLE_PULLS: tuple[float, ...] = (0.1,)
 
 
 @dataclass(frozen=True)

@@ -290,6 +290,8 @@ class JsonlRecords(RecordReader):
                 records, batch = [], RowBatch(self.rows_read + 1, {})
         if records:
             yield self._columnar(batch, records, wanted)
+        elif self.rows_read == 0:  # the rule of every format: a table with neither a header nor a row is refused
+            raise JeirtError(f"{self.path}: empty file (a JSONL table needs at least one row)")
 
     def _columnar(self, batch: RowBatch, records: list[Any], wanted: Optional[Sequence[str]]) -> RowBatch:
         batch.size = len(records)

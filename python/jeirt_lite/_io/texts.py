@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from .._errors import SKIP_BAD, JeirtError, column_hint, hinted_error
 from .records import RecordReader, RowBatch
-from .vocabulary import ID_COLUMNS, default_id_column, label_of, text_problem
+from .vocabulary import ID_COLUMNS, default_id_column, id_problem, label_of, text_problem
 
 
 @dataclass
@@ -139,6 +139,8 @@ class TextReader:
             problem = problems.get(i) if problems else None
             if problem is None:
                 problem = text_problem(text)
+            if problem is None and ids is not None:
+                problem = id_problem(ids[i])
             label = None
             if problem is None and labels is not None:
                 label = label_of(labels[i])

@@ -14,6 +14,7 @@ from typing import IO, Any, Optional
 import numpy as np
 
 from .._errors import SKIP_BAD, JeirtError, hinted_error
+from .vocabulary import id_problem
 
 # NumPy refuses headers longer than this by default (numpy.lib.format's max_header_size); so does this reader.
 NPY_MAX_HEADER = 10_000
@@ -240,6 +241,10 @@ class IdReader:
                 raise JeirtError(
                     f"{self.path}: id line {self.taken + len(out) + 1} is not valid UTF-8"
                 ) from err
+        for i, ident in enumerate(out):
+            problem = id_problem(ident)
+            if problem is not None:
+                raise JeirtError(f"{self.path}: id {self.taken + i + 1} (1-based): {problem}")
         self.taken += n
         return out
 

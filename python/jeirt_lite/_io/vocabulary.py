@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -68,4 +70,28 @@ def text_problem(value: Any) -> Optional[str]:
         return "text is empty"
     if "\x00" in value:
         return "text holds a NUL character (a binary file, or UTF-16 read as UTF-8?)"
+    return None
+
+
+# Id values besides strings and integers: a typed Parquet column's dates, times and decimals (kept as they are).
+TYPED_IDS = (datetime.date, datetime.time, decimal.Decimal)
+
+
+def id_problem(value: Any) -> Optional[str]:
+    """Why `value` cannot be a question id, or None when it can: an id is a string or an integer, or a date, time
+    or decimal of a typed (Parquet) column; a null, a bool, a float, a list or an object is not, and a string id
+    holds valid UTF-8 and no NUL, as a text must (it is copied into the output, where a NUL cuts it short for many
+    readers)."""
+    if value is None:
+        return "has no id (missing or null)"
+    if isinstance(value, bool) or not isinstance(value, (str, int, *TYPED_IDS)):
+        return f"id {str(value)[:40]!r} is a {type(value).__name__}, not a string or an integer"
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "id holds a NUL character"
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return "id holds bytes that are not valid UTF-8"
     return None

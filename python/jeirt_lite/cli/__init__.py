@@ -21,6 +21,7 @@ from typing import Any, Optional, Protocol
 
 from .._errors import JeirtError, error_text
 from . import add_llm, info, report, route, score, serve, suggest, train
+from ._options import OptionParser
 from ._shared import FORMATTER, PROG, Console, Terminated, flag_for
 
 
@@ -49,7 +50,7 @@ __all__ = ["COMMANDS", "build_parser", "main"]
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = OptionParser(
         prog=PROG,
         description="Predict which LLM will answer a question correctly, before asking any of them (JE-IRT).",
         formatter_class=FORMATTER,

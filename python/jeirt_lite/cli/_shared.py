@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, TextIO
 
-from .._limits import MAX_CHUNK_ROWS, MAX_THREADS
+from .._limits import MAX_THREADS
+from ._options import PROG as PROG  # the converters and the parser class live in _options; re-exported here
+from ._options import OptionParser, threads
+from ._options import int_in as int_in
+from ._options import number_in as number_in
+from ._options import positive_int as positive_int
 
 if TYPE_CHECKING:
     from .._router import Router
     from ..batch import ScoreSummary
 
-PROG = "jeirt-lite"
 FORMATTER = argparse.RawDescriptionHelpFormatter
 
 
@@ -37,41 +40,6 @@ class Console:
     stopped_note: Optional[Callable[[str], str]] = None
 
 
-def int_in(low: int, high: int) -> Callable[[str], int]:
-    """An argparse type: a whole number in low..high (the bounds are jeirt_lite._limits')."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
-        if value > high:
-            raise argparse.ArgumentTypeError(f"must be at most {high:,}, got {value:,}")
-        return value
-
-    return parse
-
-
-def number_in(low: float, high: float) -> Callable[[str], float]:
-    """An argparse type: a finite number in [low, high]."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not math.isfinite(value) or not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be a finite number in [{low:g}, {high:g}], got {text}")
-        return value
-
-    return parse
-
-
-positive_int = int_in(1, MAX_CHUNK_ROWS)
-
-
 def llm_subset(values: Optional[list[str]], known: Sequence[str]) -> Optional[list[str]]:
     """The LLM names given with --llms (repeatable): a value that is exactly one of the router's names is that
     name, commas and all; any other value is a comma-separated list of names."""
@@ -85,10 +53,10 @@ def llm_subset(values: Optional[list[str]], known: Sequence[str]) -> Optional[li
 
 def threads_option() -> argparse.ArgumentParser:
     """A parent parser with --threads, which every command takes."""
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = OptionParser(add_help=False)
     parent.add_argument(
         "--threads",
-        type=int_in(1, MAX_THREADS),
+        type=threads,
         default=None,
         metavar="N",
         help=f"cores for encoding and scoring (sizes both ONNX Runtime and the Rust pool), 1..{MAX_THREADS}; "
@@ -99,7 +67,7 @@ def threads_option() -> argparse.ArgumentParser:
 
 def router_option() -> argparse.ArgumentParser:
     """A parent parser with --router, for the commands whose router is optional."""
-    parent = argparse.ArgumentParser(add_help=False)
+    parent = OptionParser(add_help=False)
     parent.add_argument(
         "--router",
         type=Path,

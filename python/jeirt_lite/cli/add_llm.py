@@ -9,7 +9,7 @@ from typing import Any
 
 from .._errors import JeirtError
 from .._io.formats import known_suffixes, read_question_table
-from .._io.outputs import refuse_inputs
+from .._io.outputs import check_output_folder, refuse_inputs
 from .._io.vocabulary import LABEL_COLUMN, TEXT_COLUMN
 from ._shared import (
     FORMATTER,
@@ -61,7 +61,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from .._router import DEFAULT_ROUTER_PATH  # here: loading the router package is the slow part of a run
 
     router_path = chosen_router(args)
+    check_output_folder(args.output)  # the rule of every command: a missing folder is a typo, never created
     refuse_inputs(args.output, [router_path or DEFAULT_ROUTER_PATH, args.answers], replaces_folder=True)
+    if args.output.exists() and not args.output.is_dir():
+        raise JeirtError(f"{args.output}: is a file, not a router folder; give a folder path with -o")
     router = load_router(router_path, args.threads)
     if args.name in router.llms:
         raise JeirtError(f"LLM {args.name!r} is already in {router.path}; pick another --name")

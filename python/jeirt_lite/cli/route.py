@@ -99,6 +99,9 @@ def _stdin_batches(stream: TextIO) -> Iterator[list[str]]:
         text = line.rstrip("\r\n")
         if not text.strip():
             continue
+        problem = text_problem(text)  # a NUL, or a lone surrogate from a text-mode stream
+        if problem is not None:
+            raise JeirtError(f"stdin line {number}: {problem}")
         batch.append(text)
         if interactive or len(batch) >= STDIN_BATCH:
             yield batch

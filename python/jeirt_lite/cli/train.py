@@ -1,20 +1,23 @@
 """`jeirt-lite train`: a router trained on your own data (needs the `train` extra).
 
 The training itself is the package `jeirt_lite_training`, shipped in the wheel beside jeirt_lite (`python -m
-jeirt_lite_training fit` runs the same code): this command hands its arguments to that package's `fit_main`, so both
-run one implementation with one set of options. It is imported only here, when asked for, so that the runtime never
-loads torch.
+jeirt_lite_training fit` runs the same code): this command parses its arguments with that package's `fit` parser
+(`jeirt_lite_training.options`, importable without torch, so `--help` and every bound work before the extra is
+installed), then runs its `run_fit`. torch is imported only then, so that the runtime never loads it.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 from typing import Any
 
 from .._errors import JeirtError
 from ._shared import FORMATTER, PROG, Console
 
 TRAIN_EXTRA = 'pip install "jeirt-lite[train]" (from a checkout: pip install ".[train]")'
+# What the training needs beyond jeirt-lite itself, checked before it starts.
+EXTRA_MODULES = ("torch", "pandas")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -29,21 +32,32 @@ def add_parser(subparsers: Any) -> None:
     train.add_argument("arguments", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
 
-def _fit_main() -> Any:
+def _needs_extra(error: ImportError) -> JeirtError:
+    missing = f" ({error.name} is not installed)" if error.name else ""
+    return JeirtError(f"`{PROG} train` needs the train extra{missing}: {TRAIN_EXTRA}")
+
+
+def _training(module: str) -> Any:
+    # By name: the training package is typed apart from this one (mypy checks python/jeirt_lite only).
     try:
-        from jeirt_lite_training.__main__ import fit_main
+        return importlib.import_module(f"jeirt_lite_training.{module}")
     except ImportError as error:  # torch, transformers, ... come with the extra, not with jeirt-lite itself
-        missing = f" ({error.name} is not installed)" if error.name else ""
-        raise JeirtError(f"`{PROG} train` needs the train extra{missing}: {TRAIN_EXTRA}") from None
-    return fit_main
+        raise _needs_extra(error) from None
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    fit_main = _fit_main()
+    parser = _training("options").fit_parser(f"{PROG} train")
     try:
-        code: int = fit_main(list(args.arguments), prog=f"{PROG} train")
+        options = parser.parse_args(list(args.arguments))
+    except SystemExit as done:  # --help (0) or an option out of its bound (2): the parser has said why
+        return done.code if isinstance(done.code, int) else 2
+    for name in EXTRA_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            raise _needs_extra(error) from None
+    try:
+        code: int = _training("__main__").run_fit(options)
     except ValueError as error:  # a bad data file or option, named by the training code: no traceback
         raise JeirtError(str(error)) from None
-    except SystemExit as done:  # argparse's --help (0) or a usage error (2)
-        return done.code if isinstance(done.code, int) else 2
     return code

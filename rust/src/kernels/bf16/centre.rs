@@ -268,10 +268,12 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs AVX-512 BF16 (vdpbf16ps): run `cargo test --release -- --ignored` on such a CPU (make test does)"]
     fn centring_beats_plain_rounding_on_rows_with_a_common_direction() {
-        if !Precision::Bf16.is_supported() {
-            return;
-        }
+        assert!(
+            Precision::Bf16.is_supported(),
+            "this CPU has no AVX-512 BF16"
+        );
         for (n, d, k) in [(300, 64, 40), (97, 45, 33), (50, 3, 5)] {
             let (q, m) = (embedding_like(n, d, 3.0, 3), embedding_like(k, d, 2.0, 7));
             let exact = reference(&q, &m, d, |x| x);
@@ -302,10 +304,12 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs AVX-512 BF16 (vdpbf16ps): run `cargo test --release -- --ignored` on such a CPU (make test does)"]
     fn rows_left_uncentred_still_get_their_probabilities() {
-        if SimdLevel::detect() != SimdLevel::Avx512 || !Precision::Bf16.is_supported() {
-            return;
-        }
+        assert!(
+            SimdLevel::detect() == SimdLevel::Avx512 && Precision::Bf16.is_supported(),
+            "this CPU has no AVX-512 BF16"
+        );
         let (n, d, k) = (60, 37, 9);
         let mut q = embedding_like(n, d, 0.6, 11);
         let m = embedding_like(k, d, 0.4, 13);

@@ -84,3 +84,73 @@ pub(crate) fn pack_bf16(llms: MatrixView<'_>) -> Option<PackedBf16> {
         max_norm,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    //! The software rounding runs on every CPU (packing happens before any bf16 instruction), so it is tested on
+    //! every CPU; the tests of the bf16 pass itself need AVX-512 BF16 and are `#[ignore]`d with that reason.
+    use super::to_bf16;
+
+    /// Round to nearest, ties to even, written the long way.
+    fn reference(x: f32) -> u16 {
+        let bits = x.to_bits();
+        let (upper, rest) = (bits >> 16, bits & 0xFFFF);
+        let up = rest > 0x8000 || (rest == 0x8000 && upper & 1 == 1);
+        (upper + u32::from(up)) as u16
+    }
+
+    fn bits(b: u32) -> f32 {
+        f32::from_bits(b)
+    }
+
+    #[test]
+    fn exact_ties_round_to_even() {
+        // 1 + 2^-8 is halfway between bf16 1.0 (even mantissa) and the next value: it goes down to 1.0.
+        assert_eq!(to_bf16(bits(0x3F80_8000)), 0x3F80);
+        // 1 + 3 * 2^-8 is halfway between 0x3F81 (odd) and 0x3F82 (even): it goes up.
+        assert_eq!(to_bf16(bits(0x3F81_8000)), 0x3F82);
+        assert_eq!(to_bf16(bits(0xBF80_8000)), 0xBF80);
+        assert_eq!(to_bf16(bits(0xBF81_8000)), 0xBF82);
+        // A tie that carries into the exponent, and the smallest subnormal tie.
+        assert_eq!(to_bf16(bits(0x3FFF_8000)), 0x4000);
+        assert_eq!(to_bf16(bits(0x0000_8000)), 0x0000);
+        assert_eq!(to_bf16(bits(0x0001_8000)), 0x0002);
+    }
+
+    #[test]
+    fn off_a_tie_rounds_to_nearest_and_exact_values_stay() {
+        assert_eq!(to_bf16(bits(0x3F80_8001)), 0x3F81);
+        assert_eq!(to_bf16(bits(0x3F80_7FFF)), 0x3F80);
+        assert_eq!(to_bf16(1.0), 0x3F80);
+        assert_eq!(to_bf16(-2.5), 0xC020);
+        assert_eq!(to_bf16(0.0), 0x0000);
+        assert_eq!(to_bf16(-0.0), 0x8000);
+    }
+
+    #[test]
+    fn every_tie_and_many_finite_values_match_the_long_form() {
+        let packable = |x: f32| x.is_finite() && x.abs() <= super::LARGEST_COMPONENT;
+        let mut checked = 0usize;
+        for upper in 0..=0xFFFFu32 {
+            for rest in [0x0000, 0x7FFF, 0x8000, 0x8001, 0xFFFF] {
+                let x = bits(upper << 16 | rest);
+                if packable(x) {
+                    assert_eq!(to_bf16(x), reference(x), "{x:e} ({:#010x})", x.to_bits());
+                    checked += 1;
+                }
+            }
+        }
+        let mut state = 0x9E37_79B9u32;
+        for _ in 0..200_000 {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            let x = bits(state);
+            if packable(x) {
+                assert_eq!(to_bf16(x), reference(x), "{x:e} ({state:#010x})");
+                checked += 1;
+            }
+        }
+        assert!(checked > 400_000, "only {checked} values checked");
+    }
+}

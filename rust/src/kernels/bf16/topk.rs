@@ -277,10 +277,12 @@ mod tests {
     };
 
     #[test]
+    #[ignore = "needs AVX-512 BF16 (vdpbf16ps): run `cargo test --release -- --ignored` on such a CPU (make test does)"]
     fn bf16_top1_reports_the_exact_calibrated_probability_of_its_choice() {
-        if !Precision::Bf16.is_supported() {
-            return;
-        }
+        assert!(
+            Precision::Bf16.is_supported(),
+            "this CPU has no AVX-512 BF16"
+        );
         let (n, d, k_llms) = (500, 33, 45);
         let values = |len: usize, seed: u32| -> Vec<f32> {
             (0..len)
@@ -317,10 +319,12 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs AVX-512 BF16 (vdpbf16ps): run `cargo test --release -- --ignored` on such a CPU (make test does)"]
     fn bf16_probabilities_stay_near_float32_and_offsets_fall_back() {
-        if !Precision::Bf16.is_supported() {
-            return;
-        }
+        assert!(
+            Precision::Bf16.is_supported(),
+            "this CPU has no AVX-512 BF16"
+        );
         let (n, d, k_llms) = (150, 40, 45);
         let values = |len: usize, seed: u32| -> Vec<f32> {
             (0..len)
@@ -361,10 +365,12 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs AVX-512 BF16 (vdpbf16ps): run `cargo test --release -- --ignored` on such a CPU (make test does)"]
     fn bf16_ranking_with_exact_values_matches_float32() {
-        if !Precision::Bf16.is_supported() {
-            return;
-        }
+        assert!(
+            Precision::Bf16.is_supported(),
+            "this CPU has no AVX-512 BF16"
+        );
         let (n, d, k_llms) = (200, 37, 45);
         let values = |len: usize, seed: u32| -> Vec<f32> {
             (0..len)

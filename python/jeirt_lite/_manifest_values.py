@@ -1,0 +1,81 @@
+"""Every value of router.json, including the ones only displayed (training summary, metrics), checked before use.
+
+`_manifest` checks the fields the runtime reads, one by one. This walk covers the rest: a NaN or an infinity
+anywhere (JSON has neither, Python's parser accepts both, and a float too large for a double reads as infinity), an
+integer beyond 64 bits, nesting deeper than any manifest needs, and the descriptive fields that code formats or
+computes with (the metrics' numbers, the training split's sizes) holding the wrong type. Each problem is a
+`JeirtError` naming router.json and the field's path, e.g. ``metrics.heldout.auc``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ._errors import JeirtError
+
+MAX_DEPTH = 32
+INT_LIMIT = 1 << 63
+# Numbers a metrics block holds (training writes them; `info` and the report format them as numbers).
+METRIC_NAMES = frozenset({"n", "accuracy", "auc", "log_loss", "brier", "ece"})
+# training.split: what the report reads to draw a router's test split again.
+SPLIT_SIZES = ("n_train_questions", "n_val_questions", "n_test_questions", "n_train_cells", "n_val_cells",
+               "n_test_cells")
+
+
+def check_values(raw: Mapping[str, Any], where: str) -> None:
+    """Refuse a non-finite number, a huge integer or too deep a nesting anywhere, and a wrongly typed metric or
+    split size; each error names the field."""
+    _walk(raw, "", where, 0)
+    metrics = raw.get("metrics")
+    if isinstance(metrics, Mapping):
+        _check_metrics(metrics, "metrics", where)
+    training = raw.get("training")
+    split = training.get("split") if isinstance(training, Mapping) else None
+    if split is not None:
+        _check_split(split, where)
+
+
+def _walk(value: Any, path: str, where: str, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise JeirtError(f"{where}: field {path} is nested more than {MAX_DEPTH} levels deep")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise JeirtError(
+            f"{where}: field {path} is {value!r} (NaN, Infinity, or a number too large for a float): "
+            "router.json holds finite numbers only"
+        )
+    if isinstance(value, int) and not isinstance(value, bool) and not -INT_LIMIT <= value < INT_LIMIT:
+        raise JeirtError(f"{where}: field {path} is an integer of {len(str(value))} digits, beyond 64 bits")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _walk(item, f"{path}.{key}" if path else str(key), where, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _walk(item, f"{path}[{i}]", where, depth + 1)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_metrics(block: Mapping[str, Any], path: str, where: str) -> None:
+    """A metric name (auc, log_loss, ...) anywhere under metrics holds a number or null."""
+    for key, value in block.items():
+        field = f"{path}.{key}"
+        if key in METRIC_NAMES and value is not None and not _is_number(value):
+            raise JeirtError(f"{where}: field {field} must be a number or null, got {value!r}"[:300])
+        if isinstance(value, Mapping):
+            _check_metrics(value, field, where)
+
+
+def _check_split(split: Any, where: str) -> None:
+    if not isinstance(split, Mapping):
+        raise JeirtError(f"{where}: field training.split must be an object, got {type(split).__name__}")
+    seed = split.get("seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise JeirtError(f"{where}: field training.split.seed must be an integer, got {seed!r}"[:300])
+    for key in SPLIT_SIZES:
+        value = split.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise JeirtError(f"{where}: field training.split.{key} must be a whole number >= 0, got {value!r}"[:300])

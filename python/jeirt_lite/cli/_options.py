@@ -1,0 +1,119 @@
+"""The one validation layer for command-line options: typed argparse converters with their bounds, and the parser
+class every command (and `jeirt-lite train`'s training parser) is built with.
+
+A value outside its bound is refused while the command line is parsed, before any file is opened or any thread
+started, with one line in the same words whichever command it is: ``jeirt-lite: error: argument --threads: must be
+at most 256, got 100,000 (`jeirt-lite train --help` lists the options)``, exit 2, no traceback. The bounds are
+`jeirt_lite._limits`' (the library checks the same ones when called from Python).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Callable, NoReturn, TypeVar
+
+from .._limits import MAX_CHUNK_ROWS, MAX_DIM, MAX_SEQ_LENGTH, MAX_THREADS
+
+PROG = "jeirt-lite"
+# Epochs of training: far above any schedule that stops early (the default is 200), low enough that a typo does
+# not keep a machine busy for a year.
+MAX_EPOCHS = 100_000
+
+T = TypeVar("T", int, float)
+
+
+class OptionParser(argparse.ArgumentParser):
+    """argparse with one-line errors worded as every other error of the command line (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{PROG}: error: {message} (`{self.prog} --help` lists the options)\n")
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        if message:
+            sys.stderr.write(message)
+        raise SystemExit(status)
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:  # also a number of more than 4,300 digits
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
+
+
+def _real(text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text[:40]}")
+    return value
+
+
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number in low..high."""
+
+    def parse(text: str) -> int:
+        value = _whole(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low:,}, got {value:,}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:,}, got {value:,}")
+        return value
+
+    return parse
+
+
+def number_in(low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number in [low, high] (an open end with `low_open` / `high_open`)."""
+    interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+
+    def parse(text: str) -> float:
+        try:
+            value = _real(text)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"must be a finite number in {interval}, got {text[:40]}") from None
+        inside = low <= value <= high and not (low_open and value == low) and not (high_open and value == high)
+        if not inside:
+            raise argparse.ArgumentTypeError(f"must be a finite number in {interval}, got {text[:40]}")
+        return value
+
+    return parse
+
+
+def list_of(item: Callable[[str], T], *, allow_empty: bool = False) -> Callable[[str], list[T]]:
+    """An argparse type: a comma-separated list, each value checked by `item` (empty only with `allow_empty`)."""
+
+    def parse(text: str) -> list[T]:
+        values: list[T] = []
+        for part in (part for part in text.split(",") if part.strip()):
+            try:
+                values.append(item(part))
+            except argparse.ArgumentTypeError as err:
+                raise argparse.ArgumentTypeError(f"{part.strip()[:40]!r}: {err}") from None
+        if not values and not allow_empty:
+            raise argparse.ArgumentTypeError("needs at least one value")
+        return values
+
+    return parse
+
+
+def int_list_in(low: int, high: int) -> Callable[[str], list[int]]:
+    """An argparse type: a non-empty comma-separated list of whole numbers in low..high."""
+    return list_of(int_in(low, high))
+
+
+threads = int_in(1, MAX_THREADS)
+seed = int_in(-(1 << 63), (1 << 63) - 1)
+tokens = int_in(1, MAX_SEQ_LENGTH)  # an encoder's truncation
+positive_int = int_in(1, MAX_CHUNK_ROWS)  # chunk sizes, batch sizes, k, budgets
+dimension = int_in(1, MAX_DIM)
+epochs = int_in(1, MAX_EPOCHS)
+count = int_in(0, MAX_EPOCHS)  # patience, learning-rate drops: 0 allowed
+fraction = number_in(0.0, 1.0, high_open=True)  # a share of the data set aside, a dropout: [0, 1)
+open_fraction = number_in(0.0, 1.0, low_open=True, high_open=True)  # a part that must hold some data: (0, 1)
+non_negative = number_in(0.0, math.inf)
+positive = number_in(0.0, math.inf, low_open=True)  # learning rates, scales: > 0

@@ -1,0 +1,73 @@
+"""What the training's command line needs without torch: the model's settings and the defaults of `fit`'s options.
+
+`jeirt-lite train --help` and the checks of its options run from here, so they work before the `train` extra (torch)
+is installed; the modules that train import these names from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# Default column names for the long and wide layouts; the first one present in the table is used.
+DEFAULT_QUESTION_COLUMNS = ("question_id", "qid", "id")
+DEFAULT_TEXT_COLUMNS = ("text", "question", "prompt")
+DEFAULT_LLM_COLUMNS = ("llm", "model", "model_name", "llm_name")
+DEFAULT_CORRECT_COLUMNS = ("correct", "label", "is_correct", "score")
+DEFAULT_SUBJECT_COLUMNS = ("subject", "category")
+DEFAULT_BENCHMARK_COLUMNS = ("benchmark", "dataset", "task")
+
+DEFAULT_ENCODER = "all-MiniLM-L6-v2"
+DEFAULT_MAX_LENGTH = 256
+# The names of jeirt_lite_training.encoders.ENCODERS (a test keeps the two lists equal).
+ENCODER_NAMES = ("all-MiniLM-L6-v2", "all-mpnet-base-v2")
+STATIC = "static"  # the encoder choice: a token table distilled from the default transformer (static_encoder.py)
+# The candidates for d (JE-IRT's one structural choice) and dropout (its regularisation): the grid the five-split
+# comparison has tuned over (experiments.compare), neither value tied to a dataset.
+DEFAULT_DIMS = (64, 128, 256)
+DEFAULT_DROPOUTS = (0.3, 0.7)
+# Candidate pulls of `fit --encoder static`; the frozen table is always a candidate too, so fine-tuning is kept only
+# where it lowers the validation loss. 0.1 had the lowest validation loss of the pulls tried on both public datasets
+# (docs/research/encoders.md); one candidate keeps the extra cost to one held-out run and an end-to-end refit.
+DEFAULT_TABLE_PULLS: tuple[float, ...] = (0.1,)
+
+
+@dataclass
+class JeirtConfig:
+    dim: int = 128
+    dropout: float = 0.7
+    lr: float = 1e-3
+    weight_decay: float = 1e-2
+    batch_size: int = 1024
+    max_epochs: int = 200
+    patience: int = 10
+    # When validation loss has not improved for `lr_drop_patience` epochs: restore the best weights and divide the
+    # learning rate by 10, up to `lr_drops` times; after that, stop at the next plateau of `patience` epochs.
+    lr_drops: int = 2
+    lr_drop_patience: int = 2
+    # The LLM table learns at `llm_lr_scale` times the adapter's rate. Each LLM's row is trained only by its own
+    # cells (1/K of them) and starts collinear with the others (llm_init "accuracy"), so at the adapter's rate the
+    # rows hardly separate before early stopping, and JE-IRT ordered the LLMs within a question worse than KNN and
+    # matrix factorisation. 10 lowered the validation loss of the comparison (docs/research/comparison.md
+    # has the numbers).
+    llm_lr_scale: float = 10.0
+    # Time constant, in epochs, of an exponential moving average of all trained weights (jeirt_lite_training.averaging): the
+    # run validates, early-stops on and returns the averaged weights; 0: the raw weights. Half an epoch lowered the
+    # validation loss on every zeroeval split and was level or lower on mmlu_pro (docs/research/hyperparameters.md): the
+    # raw weights' early stop at lr 1e-3 is noisy on small data, and the average smooths it.
+    ema_epochs: float = 0.5
+    seed: int = 0
+    # "accuracy": every LLM vector starts along one shared random direction with length set so that a typical
+    # question gives the LLM's training accuracy (see fit.init_llm_vectors); "random": N(0, 1/d) per entry.
+    llm_init: str = "accuracy"
+    # "questions": a batch is all cells of a few questions, so the adapter runs once per question (about K times
+    # faster than "cells", where a batch is any cells and the adapter runs once per cell).
+    batching: str = "questions"
+    # Ridge strength α of a per-LLM linear residual on the standardised embedding (FeatureResidual), trained with
+    # the rest under ½α‖W‖² on the summed log-likelihood; None: none (the default, and what a router stores). An
+    # experiment on the within-question order of the LLMs (docs/research/routing.md, "A per-LLM residual"): routers cannot
+    # store it, so jeirt_lite_training.pipeline.export_trained refuses a model that has one.
+    feature_residual: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

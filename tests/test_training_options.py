@@ -1,0 +1,73 @@
+"""`jeirt-lite train`'s options: bounded where they are parsed (one line, exit 2), the data table's columns settable
+from the command line and listed in --help, and --help working without the train extra (torch)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from jeirt_lite.cli import main
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--threads", "100000"], "argument --threads: must be at most 256, got 100,000"),
+        (["--threads", "-3"], "argument --threads: must be at least 1, got -3"),
+        (["--dim", "-5"], "argument --dims/--dim: '-5': must be at least 1, got -5"),
+        (["--dims", "64,,0"], "'0': must be at least 1"),
+        (["--batch-size", "0"], "argument --batch-size: must be at least 1, got 0"),
+        (["--max-epochs", "0"], "argument --max-epochs: must be at least 1"),
+        (["--patience", "-1"], "argument --patience: must be at least 0"),
+        (["--val-fraction", "0"], "argument --val-fraction: must be a finite number in (0, 1), got 0"),
+        (["--holdout", "1"], "argument --holdout/--test-fraction: must be a finite number in [0, 1), got 1"),
+        (["--dropouts", "0.5,1.2"], "'1.2': must be a finite number in [0, 1)"),
+        (["--lr", "nan"], "argument --lr: must be a finite number in (0, inf], got nan"),
+        (["--lr", "0"], "argument --lr: must be a finite number in (0, inf], got 0"),
+        (["--weight-decay=-1e-3"], "argument --weight-decay: must be a finite number in [0, inf]"),
+        (["--ema-epochs", "inf"], "argument --ema-epochs: must be a finite number"),
+        (["--folds", "0"], "argument --folds: must be at least 1"),
+        (["--max-length", "0"], "argument --max-length: must be at least 1"),
+        (["--seed", "1" * 30], "argument --seed: must be at most"),
+        (["--table-pulls", "1"], "'1': must be a finite number in [0, 1)"),
+    ],
+)
+def test_a_training_option_out_of_bounds_is_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], option: list[str], message: str
+) -> None:
+    assert main(["train", "--data", "d", "--out", "r", *option]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("jeirt-lite: error: ") and err.count("\n") == 1 and message in err, err
+
+
+def test_the_encoder_names_the_parser_offers_are_the_training_encoders() -> None:
+    pytest.importorskip("torch")
+    from jeirt_lite_training.config import ENCODER_NAMES
+    from jeirt_lite_training.encoders import ENCODERS
+
+    assert tuple(ENCODERS) == ENCODER_NAMES
+
+
+def test_help_lists_the_column_options_and_the_accepted_names(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", "--help"]) == 0
+    out = capsys.readouterr().out
+    for flag in ("--question-column", "--text-column", "--llm-column", "--correct-column"):
+        assert flag in out
+    for name in ("question_id", "qid", "prompt", "model_name", "is_correct", "docs/guide/training-data.md"):
+        assert name in out
+
+
+def test_help_and_bounds_work_without_torch() -> None:
+    code = (
+        "import sys; sys.modules['torch'] = None; sys.modules['pandas'] = None\n"
+        "from jeirt_lite.cli import main\n"
+        "help_code = main(['train', '--help'])\n"
+        "try:\n    main(['train', '--data', 'd', '--out', 'r', '--threads', '0'])\n"
+        "except SystemExit as exit:\n    print('bound', exit.code)\n"
+        "print('help', help_code, 'torch' in sys.modules and sys.modules['torch'] is not None)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "usage: jeirt-lite train" in done.stdout and "help 0 False" in done.stdout
+    assert "argument --threads: must be at least 1" in done.stderr
