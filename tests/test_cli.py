@@ -312,10 +312,10 @@ def test_score_vectors_mode(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["score", "-o", "x.csv"], "give an INPUT file of question texts, or --vectors"),
+        (["score", "-o", "x.csv"], "give an input file of question texts, or a .npy of question vectors"),
         (["score", "BANK", "--vectors", "q.npy", "-o", "x.csv"], "exactly one of them"),
-        (["score", "BANK"], "give an output file with -o OUTPUT"),
-        (["score", "BANK", "--ids", "ids.txt", "-o", "x.csv"], "--ids goes with --vectors"),
+        (["score", "BANK"], "nothing to do: give an output file (-o OUTPUT)"),
+        (["score", "BANK", "--ids", "ids.txt", "-o", "x.csv"], "ids (--ids) go with question vectors"),
         (["score", "BANK", "-o", "x.csv", "--text-column", "question"], "no column 'question'"),
         (["score", "BANK", "-o", "x.csv", "--k", "9"], "k must be between 1 and the router's 5 LLMs"),
     ],

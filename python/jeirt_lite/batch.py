@@ -38,14 +38,13 @@ from ._io.texts import TextReader
 from ._io.vectors import VectorReader
 from ._io.vocabulary import TEXT_COLUMN
 from ._io.writers import ScoredChunk
-from ._limits import check_chunk_rows
 from ._pipeline import IN_FLIGHT, pipelines, scoring_copy, start_encoding
 from ._progress import Progress
 from ._questions import EncodedQuestions
 from ._router import Router
+from ._score_request import DEFAULT_CHUNK_SIZE, ScoreOptions, check_score_request
 from ._static_path import PendingVectors
 
-DEFAULT_CHUNK_SIZE = 4096
 # Texts go to the encoder in slices of this many rows so the progress line moves during a chunk: a 4096-row
 # chunk takes minutes with a transformer encoder on a small CPU. The router sorts each slice by length, and
 # 256 texts already give batches of similar lengths.
@@ -54,14 +53,8 @@ ENCODE_SLICE = 256
 Chunks = Iterator[tuple[list[Any], np.ndarray, Optional[np.ndarray]]]
 
 
-@dataclass
-class ScoreOptions:
-    k: int = 1
-    all_probabilities: bool = False  # one p[<llm>] column per LLM
-    forecast: bool = False  # accumulate each LLM's expected accuracy over the bank
-    chunk_size: int = DEFAULT_CHUNK_SIZE
-    skip_bad: bool = False  # skip and count bad rows instead of stopping at the first
-
+# ScoreOptions is defined with the one check of a scoring request (_score_request) and is public here.
+__all__ = ["DEFAULT_CHUNK_SIZE", "ScoreOptions", "ScoreState", "ScoreSummary", "score_file"]
 
 @dataclass
 class ScoreState:
@@ -197,11 +190,8 @@ def _vector_chunks(
         yield chunk.ids, chunk.vectors, None
 
 
-def _check_options(options: ScoreOptions, router: Router, vectors_path: Optional[Path]) -> None:
-    check_chunk_rows(options.chunk_size, "chunk_size")
-    n_llms = len(router.llms)
-    if isinstance(options.k, bool) or not isinstance(options.k, int) or not 1 <= options.k <= n_llms:
-        raise JeirtError(f"k must be between 1 and the router's {n_llms} LLMs, got {options.k!r}")
+def _check_vectors_source(router: Router, vectors_path: Optional[Path]) -> None:
+    """Refuse a .npy of question vectors for a router whose scoring reads the encoder's features too."""
     if vectors_path is not None and router.corrections is not None:
         # The corrections read the encoder's features, which a .npy of question vectors does not carry (they
         # are wider than the vectors and come only from the texts): refused before anything is read or written.
@@ -251,13 +241,9 @@ def score_file(
     """
     options = options or ScoreOptions()
     state = state if state is not None else ScoreState()
-    if (input_path is None) == (vectors_path is None):
-        raise JeirtError(
-            "give either an input file of texts or a .npy of question vectors, not both or neither"
-        )
-    if output is None and not options.forecast:
-        raise JeirtError("nothing to do: give an output file, or ask for the forecast")
-    _check_options(options, router, vectors_path)
+    check_score_request(options, len(router.llms), input_path=input_path, vectors_path=vectors_path,
+                        ids_path=ids_path, output=output)
+    _check_vectors_source(router, vectors_path)
     sources = [path for path in (input_path, vectors_path, ids_path) if path is not None]
     fmt = check_output_path(output, sources) if output is not None else None
 

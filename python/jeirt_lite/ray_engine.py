@@ -38,15 +38,15 @@ except ImportError as _err:  # the extra is missing: say which one to install
     ) from _err
 
 from ._errors import SKIP_BAD, Hint, JeirtError, column_hint, hinted_error, rehint
-from ._io.formats import format_of
 from ._io.optional import require_pyarrow
 from ._io.outputs import atomic_output, check_output_path
 from ._io.vocabulary import TEXT_COLUMN, default_id_column, probability_column, score_columns, text_problem
 from ._io.writers import ScoredChunk, score_table
 from ._limits import MAX_CHUNK_ROWS, bounded_int, check_chunk_rows, check_threads
 from ._router import DEFAULT_ROUTER_PATH
+from ._score_request import RAY, ScoreOptions, check_k, check_score_request
 from .artifact import read_manifest
-from .batch import ScoreOptions, ScoreSummary, embed_for_scoring, score_chunk
+from .batch import ScoreSummary, embed_for_scoring, score_chunk
 
 DEFAULT_BATCH_SIZE = 1024
 COUNT_COLUMN = "count"
@@ -197,8 +197,7 @@ def score_dataset(
     """
     router_path = str(Path(router_path).resolve())
     llms = read_manifest(Path(router_path)).llms  # the manifest only: the encoder loads on the workers
-    if not 1 <= k <= len(llms):
-        raise JeirtError(f"k must be between 1 and the router's {len(llms)} LLMs, got {k}")
+    check_k(k, len(llms))
     check_threads(threads_per_worker)
     check_chunk_rows(batch_size, "batch_size")
     if concurrency is not None:
@@ -304,17 +303,12 @@ def score_file_on_ray(
         JeirtError: a bad input, output or argument, or a bad row without `options.skip_bad`.
     """
     options = options or ScoreOptions()
-    if format_of(input_path) != "parquet" or not Path(input_path).is_file():
-        raise JeirtError(f"{input_path}: the Ray engine reads an existing Parquet file")
-    if output is None and not options.forecast:
-        raise JeirtError("nothing to do: give an output file, or ask for the forecast")
-    if output is not None:
-        check_output_path(output, [input_path])
-        if format_of(output, "output") != "parquet":
-            raise JeirtError(f"{output}: the Ray engine writes Parquet")
-    total = _parquet_rows(input_path)  # from the file's footer: a Ray count would be one more job to schedule
     router_path = Path(router_path) if router_path is not None else DEFAULT_ROUTER_PATH
     llms = read_manifest(router_path).llms
+    check_score_request(options, len(llms), input_path=Path(input_path), output=output, engine=RAY)
+    if output is not None:
+        check_output_path(output, [input_path])
+    total = _parquet_rows(input_path)  # from the file's footer: a Ray count would be one more job to schedule
     started_here = not ray.is_initialized()
     if started_here:
         # Without an address: a local runtime on this machine's CPUs; with one: join that cluster.

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .._errors import JeirtError
-from .._io.formats import format_of, known_suffixes
-from .._io.outputs import check_output_path
+from .._io.formats import known_suffixes
 from .._io.vocabulary import TEXT_COLUMN
 from ..batch import DEFAULT_CHUNK_SIZE, ScoreOptions, ScoreState, score_file
 from ._shared import (
@@ -183,14 +182,6 @@ def _stopped_note(state: ScoreState, output: Optional[Path], how: str) -> str:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    if (args.input is None) == (args.vectors is None):
-        raise JeirtError("give an INPUT file of question texts, or --vectors FILE.npy (exactly one of them)")
-    if args.ids is not None and args.vectors is None:
-        raise JeirtError("--ids goes with --vectors (a text bank carries its ids in --id-column)")
-    if args.output is None and not args.forecast:
-        raise JeirtError(
-            "give an output file with -o OUTPUT (or --forecast to print expected accuracies only)"
-        )
     if args.engine == "ray" or args.address is not None or args.ship_router:
         return _run_on_ray(args, console)
     router = load_router(args.router, args.threads)
@@ -215,16 +206,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _check_ray_arguments(args: argparse.Namespace) -> None:
-    if args.vectors is not None:
-        raise JeirtError("--engine ray scores text banks only; --vectors runs on one machine")
+    """What only the command line can get wrong about Ray (the request itself: score_file_on_ray's check)."""
     if not args.neighbours:
         raise JeirtError("--no-neighbours runs on one machine; --engine ray scores with the router as it is")
-    if args.input is None or format_of(args.input) != "parquet":
-        raise JeirtError("--engine ray reads a Parquet bank (INPUT.parquet)")
-    if not args.input.is_file():
-        raise JeirtError(f"{args.input}: no such file")
-    if args.output is not None and format_of(args.output, "output") != "parquet":
-        raise JeirtError("--engine ray writes Parquet (-o OUTPUT.parquet)")
     for flag, given in (("--address", args.address is not None), ("--ship-router", args.ship_router)):
         if given and args.engine != "ray":
             raise JeirtError(f"{flag} goes with --engine ray")
@@ -232,8 +216,6 @@ def _check_ray_arguments(args: argparse.Namespace) -> None:
 
 def _run_on_ray(args: argparse.Namespace, console: Console) -> int:
     _check_ray_arguments(args)
-    if args.output is not None:
-        check_output_path(args.output, [args.input])
     try:
         from ..ray_engine import score_file_on_ray
     except ImportError as err:  # the extra is missing: a clear error, not a traceback
