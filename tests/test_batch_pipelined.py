@@ -62,7 +62,7 @@ def test_a_background_job_gives_the_vectors_of_a_direct_call_once(texts: list[st
     encoder = router._encoder
     pending = [encoder.encode_start(texts[start : start + 100]) for start in (0, 100, 200)]  # type: ignore[union-attr]
     direct = router.encode(texts, features=False).vectors
-    np.testing.assert_array_equal(np.concatenate([job.result() for job in pending]), direct)
+    np.testing.assert_array_equal(np.concatenate([job.result()[0] for job in pending]), direct)
     with pytest.raises(JeirtError, match="already collected"):
         pending[0].result()
 
@@ -72,7 +72,27 @@ def test_a_background_job_of_any_size_gives_every_row_in_place(texts: list[str],
     # A job is queued as pieces of 64 texts that finish in any order: each must land in its rows.
     router = Router.load(threads=2)
     job = router._encoder.encode_start(texts[:rows])  # type: ignore[union-attr]
-    np.testing.assert_array_equal(job.result(), router.encode(texts[:rows], features=False).vectors if rows else np.empty((0, router.dim)))
+    np.testing.assert_array_equal(job.result()[0], router.encode(texts[:rows], features=False).vectors if rows else np.empty((0, router.dim)))
+
+
+@pytest.mark.parametrize("rows", [0, 1, 65, 200])
+def test_a_background_job_gives_the_features_and_the_votes_of_a_direct_call(texts: list[str], rows: int) -> None:
+    # The votes are computed in the job, from features that never leave Rust: they must be what scoring the
+    # same features on the calling thread gives, bit for bit.
+    router = Router.load(threads=2)
+    votes = router.neighbours
+    assert votes is not None
+    job = router._encoder.encode_start(texts[:rows], features=True, votes=votes.request())  # type: ignore[union-attr]
+    vectors, features, sums = job.result()
+    direct = router.encode(texts[:rows])
+    assert features is not None and sums is not None and direct.features is not None
+    np.testing.assert_array_equal(vectors, direct.vectors)
+    np.testing.assert_array_equal(features, direct.features)
+    want = votes.sums(direct.features, threads=1)
+    np.testing.assert_array_equal(sums[0], want[0])
+    np.testing.assert_array_equal(sums[1], want[1])
+    plain = router._encoder.encode_start(texts[:rows]).result()  # type: ignore[union-attr]
+    assert plain[1] is None and plain[2] is None
 
 
 def test_a_background_job_refuses_a_lone_surrogate_by_its_index(texts: list[str]) -> None:

@@ -143,8 +143,47 @@ class EmbedJob:
     def wait(self) -> npt.NDArray[np.float32]:
         """Question vectors, float32 ``(rows, dim)``, once encoded (blocks, the GIL released); once only."""
 
-def embed_start(encoder: StaticEncoder, texts: list[str], threads: int) -> EmbedJob:
-    """Start encoding ``texts`` on the pool of ``threads`` workers (0: every core) and return at once."""
+    def wait_all(
+        self,
+    ) -> tuple[
+        npt.NDArray[np.float32],
+        npt.NDArray[np.float32] | None,
+        npt.NDArray[np.float32] | None,
+        npt.NDArray[np.float32] | None,
+    ]:
+        """``(vectors, features, vote sums, vote weights)``, the last three None where not asked for; once only."""
+
+def embed_start(
+    encoder: StaticEncoder,
+    texts: list[str],
+    threads: int,
+    features: bool = False,
+    votes: VoteTable | None = None,
+    k: int = 1,
+    temperature: float | None = None,
+    candidates: int = 0,
+) -> EmbedJob:
+    """Start encoding ``texts`` on the pool of ``threads`` workers (0: every core) and return at once; with
+    ``features`` the job keeps the encoder's features, with ``votes`` it computes each row's vote sums too."""
+
+@final
+class VoteTable:
+    """A router's stored questions for the neighbour votes' search (rust/src/votes.rs)."""
+
+    def __new__(
+        cls, keys: npt.NDArray[np.float32], answers: npt.NDArray[np.int8], projection: npt.NDArray[np.float32]
+    ) -> VoteTable:
+        """``keys`` (n, p) unit rows, ``answers`` (n, K) 1/0/-1, ``projection`` (p, dims) (dims 0: no coarse pass)."""
+
+    @property
+    def rows(self) -> int:
+        """Stored questions."""
+
+    def sums(
+        self, queries: npt.NDArray[np.float32], k: int, temperature: float | None, candidates: int, threads: int
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        """Per query and LLM, (weighted sum of answers, sum of weights) over the first ``k`` answered of the ``2k``
+        nearest keys, each ``(rows, K)``; ``candidates`` keys kept per query by the coarse pass (``>= n``: exact)."""
 
 @final
 class CsvParser:

@@ -18,6 +18,14 @@ keeps the votes only when they lower the held-out log-loss. Stored in the router
                                "weight", "feature_dim"}
 
 An LLM without a column (one added later with add_llm) gets no vote.
+
+At run time the search runs in Rust (`_core.VoteTable`, rust/src/votes.rs: no Python in the loop, the GIL
+released): a coarse pass scores every stored question on the keys' top `COARSE_DIMS` principal directions (computed
+here at load from the stored keys; nothing new is stored), keeps the best `COARSE_CANDIDATES` per query, and
+ranks those by the exact float32 similarity; the votes read that ranking. Where the shortlist holds a query's
+true 2k nearest, its votes are the exact ones; how often it does on real questions is measured in
+docs/neighbours.md. `neighbour_sums` below, in NumPy, is the reference (tests hold the kernel's exact path to it)
+and what training uses.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from . import _core
 from ._alignment import unit_rows as _unit_rows
 from ._errors import JeirtError
 from ._feature_offsets import checked_features
@@ -42,6 +51,10 @@ NOT_ASKED = -1
 # some of the nearest questions still finds k answers (the public matrices are 79% to 99.5% observed).
 CANDIDATES_PER_K = 2
 QUERY_CHUNK = 256  # queries per similarity block: bounds memory at QUERY_CHUNK x n floats
+# The Rust search's coarse pass: principal directions of the keys it scores every key on, and keys kept per query
+# for the exact ranking (docs/neighbours.md has the measured speed and agreement of these and other settings).
+COARSE_DIMS = 64
+COARSE_CANDIDATES = 1024
 _CLIP = 1e-6
 
 
@@ -96,6 +109,18 @@ def neighbour_sums(
     return sums, counts
 
 
+def coarse_projection(keys: np.ndarray, dims: int = COARSE_DIMS) -> np.ndarray:
+    """(p, dims) float32: the top `dims` principal directions of the unit keys (eigenvectors of keys^T keys, so
+    the dominant common direction of the features comes first); (p, 0) when the table is small enough that
+    scoring every key exactly costs about as much as the coarse pass, or p <= dims."""
+    if len(keys) <= COARSE_CANDIDATES or keys.shape[1] <= dims:
+        return np.zeros((keys.shape[1], 0), dtype=np.float32)
+    k64 = keys.astype(np.float64)
+    values, vectors = np.linalg.eigh(k64.T @ k64)
+    order = np.argsort(-values, kind="stable")[:dims]
+    return np.ascontiguousarray(vectors[:, order], dtype=np.float32)
+
+
 def smoothed(sums: np.ndarray, counts: np.ndarray, prior: np.ndarray, smoothing: float) -> np.ndarray:
     """(Σ w·y + α·prior) / (Σ w + α), kept inside (0, 1)."""
     out: np.ndarray = np.clip((sums + smoothing * prior) / (counts + smoothing), _CLIP, 1.0 - _CLIP)
@@ -131,11 +156,27 @@ class NeighbourVotes:
     def tensors(self) -> dict[str, np.ndarray]:
         return {KEYS_TENSOR: self.keys, ANSWERS_TENSOR: self.answers, PRIOR_TENSOR: self.prior}
 
-    def probabilities(self, features: np.ndarray, threads: int = 1) -> np.ndarray:
-        """(N, K) the smoothed neighbour vote of each LLM of the table, for features (N, p)."""
-        keys = self._unit_keys()
-        sums, counts = neighbour_sums(keys, self.answers, unit_rows(features), (self.k,), self.temperature, threads)
-        return smoothed(sums[0], counts[0], self.prior, self.smoothing)
+    def probabilities(self, features: np.ndarray, threads: int = 1, *, exact: bool = False) -> np.ndarray:
+        """(N, K) the smoothed neighbour vote of each LLM of the table, for finite features (N, p), by the Rust
+        search (`exact`: every stored question scored exactly, no coarse pass)."""
+        sums, counts = self.sums(features, threads, exact=exact)
+        return smoothed(sums, counts, self.prior, self.smoothing)
+
+    def sums(self, features: np.ndarray, threads: int = 1, *, exact: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """(weighted sums of answers, sums of weights), each (N, K) float32: what `neighbour_sums` gives for this
+        table's k, from the Rust search."""
+        queries = np.ascontiguousarray(features, dtype=np.float32)
+        candidates = len(self.keys) if exact else COARSE_CANDIDATES
+        return self.kernel_table().sums(queries, self.k, self.temperature, candidates, threads)
+
+    def kernel_table(self) -> _core.VoteTable:
+        """The Rust search's copy of the table, built on first use (the keys' principal directions included)."""
+        cached = self.__dict__.get("_kernel_table")
+        if cached is None:
+            keys = self._unit_keys()
+            cached = _core.VoteTable(keys, np.ascontiguousarray(self.answers), coarse_projection(keys))
+            object.__setattr__(self, "_kernel_table", cached)  # derived; the dataclass fields are unchanged
+        return cached
 
     def _unit_keys(self) -> np.ndarray:
         cached = self.__dict__.get("_keys32")
@@ -153,13 +194,23 @@ class NeighbourVotes:
         bad = np.flatnonzero(~np.isfinite(f).all(axis=1))
         if bad.size:
             raise JeirtError(f"features row {int(bad[0])} contains NaN or inf")
+        return self.offsets_from_sums(self.sums(f, threads), llm_names, rows)
+
+    def offsets_from_sums(
+        self, sums: tuple[np.ndarray, np.ndarray], llm_names: Sequence[str], rows: int
+    ) -> np.ndarray:
+        """`offsets` from the search's (sums, weights) of this table, computed before (`score`'s background jobs)."""
         out = np.zeros((rows, len(llm_names)), dtype=np.float32)
         column = {name: j for j, name in enumerate(self.llms)}
         wanted = [(i, column[name]) for i, name in enumerate(llm_names) if name in column]
         if wanted and rows:
-            votes = self.weight * vote_logits(self.probabilities(f, threads))
+            votes = self.weight * vote_logits(smoothed(sums[0], sums[1], self.prior, self.smoothing))
             out[:, [i for i, _ in wanted]] = votes[:, [j for _, j in wanted]]
         return out
+
+    def request(self) -> tuple[_core.VoteTable, int, Optional[float], int]:
+        """What a background encoding job votes with (`StaticEncoder.encode_start`)."""
+        return self.kernel_table(), self.k, self.temperature, COARSE_CANDIDATES
 
     def restricted(self, names: Sequence[str]) -> Optional[NeighbourVotes]:
         """Only the columns of LLMs in `names`; None when none is left."""

@@ -1,33 +1,39 @@
-"""Texts encoded in the background while the caller does other work: `score` and `route` over many texts.
+"""Texts encoded in the background while the caller does other work: the one loop behind `score` and `route`
+over many texts.
 
 A static router's Rust fast path encodes so fast that reading the input and writing the output (Python, under
 the GIL) are a large part of a run. With more than one thread, each batch of texts is handed to the Rust pool
 as a background job (`StaticEncoder.encode_start`: no Python thread involved, so the pool never waits for the
-GIL) and collected in input order, while the caller reads the next batches and writes the finished ones. At
+GIL) and collected in input order, while the caller reads the next batches and scores and writes the finished
+ones. A router with neighbour votes gets them from the same jobs (the search runs on the pool beside the
+encoding, from features that never leave Rust), and one with onboarded corrections gets the features too. At
 most `IN_FLIGHT` batches are handed over and not yet collected, so memory stays flat.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
-import numpy as np
-
+from ._questions import EncodedQuestions, voted
 from ._router import Router
-from ._static_path import PendingVectors, StaticEncoder
+from ._static_path import PendingEncoding, StaticEncoder
 
 # Batches handed to the encoder and not yet collected: while the caller waits for the oldest, the others keep
 # the pool busy; each holds its texts and vectors.
 IN_FLIGHT = 3
 
+Item = TypeVar("Item")
+
 
 def pipelines(router: Router) -> bool:
     """Whether texts are encoded in the background: the Rust fast path on more than one thread. (With the ONNX
-    encoder the encoder is nearly all the time and already uses every core. The background jobs give question
-    vectors only, so a router that reads features (onboarded corrections, neighbour votes) encodes vectors and
-    features on the calling thread, still in Rust.)"""
-    return router.fast_path and router.threads > 1 and not router.needs_features
+    encoder the encoder is nearly all the time and already uses every core. A router that reads features needs
+    the Rust encoder to give them: it does unless their width differs from the graph's feature output.)"""
+    encoder = router._encoder
+    return (router.fast_path and router.threads > 1 and isinstance(encoder, StaticEncoder)
+            and (not router.needs_features or encoder.gives_features))
 
 
 def scoring_copy(router: Router) -> Router:
@@ -36,33 +42,41 @@ def scoring_copy(router: Router) -> Router:
     return Router(router._artifact, threads=1, encoder=router._encoder)
 
 
-def start_encoding(router: Router, texts: list[str]) -> PendingVectors:
-    """Start encoding texts already checked as `Router.encode` checks them (strings, not blank, valid UTF-8)."""
+def start_encoding(router: Router, texts: list[str]) -> PendingEncoding:
+    """Start encoding texts already checked as `Router.encode` checks them (strings, not blank, valid UTF-8),
+    with what the router's scoring reads: the features for corrections, the votes' sums for neighbour votes."""
     encoder = router._encoder
     assert isinstance(encoder, StaticEncoder)
     limit = router.manifest.encoder.max_chars
-    return encoder.encode_start([text[:limit] for text in texts])
+    votes = None if router.neighbours is None else router.neighbours.request()
+    return encoder.encode_start([text[:limit] for text in texts], features=router.corrections is not None,
+                                votes=votes)
 
 
-def encoded_batches(router: Router, batches: Iterable[list[str]]) -> Iterator[tuple[list[str], np.ndarray]]:
-    """(texts, question vectors) of each batch, in order; an error raised by `batches` comes after the batches
-    read before it, as it would without the overlap."""
-    in_flight: deque[tuple[list[str], PendingVectors]] = deque()
-    source = iter(batches)
+def in_background(
+    router: Router, items: Iterable[Item], texts_of: Callable[[Item], list[str]]
+) -> Iterator[tuple[Item, EncodedQuestions]]:
+    """(item, its texts encoded) for each item, in order, the texts of the next items being encoded meanwhile; an
+    error raised by `items` comes after the items read before it, as it would without the overlap."""
+    in_flight: deque[tuple[Item, PendingEncoding]] = deque()
+
+    def finish() -> tuple[Item, EncodedQuestions]:
+        item, pending = in_flight.popleft()
+        vectors, features, sums = pending.result()
+        return item, (EncodedQuestions(vectors, features) if sums is None else voted(vectors, features, sums))
+
+    source = iter(items)
     while True:
         try:
-            texts = next(source)
+            item = next(source)
         except StopIteration:
             break
         except BaseException:
             while in_flight:
-                done, pending = in_flight.popleft()
-                yield done, pending.result()
+                yield finish()
             raise
-        in_flight.append((texts, start_encoding(router, texts)))
+        in_flight.append((item, start_encoding(router, texts_of(item))))
         if len(in_flight) >= IN_FLIGHT:
-            done, pending = in_flight.popleft()
-            yield done, pending.result()
+            yield finish()
     while in_flight:
-        done, pending = in_flight.popleft()
-        yield done, pending.result()
+        yield finish()

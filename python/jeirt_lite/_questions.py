@@ -28,3 +28,17 @@ class EncodedQuestions(NamedTuple):
 
 # What a scoring method takes: question texts, or questions encoded once by `Router.encode` (or elsewhere).
 Questions = Union[Sequence[str], EncodedQuestions]
+
+
+class VotedQuestions(EncodedQuestions):
+    """`EncodedQuestions` whose neighbour votes were computed with the encoding (`score`'s background jobs,
+    _pipeline.py), so scoring does not search again; internal. `vote_sums`: (weighted sums of answers, sums of
+    weights), each (N, K) over the router's vote table's LLMs."""
+
+    vote_sums: tuple[np.ndarray, np.ndarray]
+
+
+def voted(vectors: np.ndarray, features: Optional[np.ndarray], sums: tuple[np.ndarray, np.ndarray]) -> VotedQuestions:
+    questions = VotedQuestions(vectors, features)
+    questions.vote_sums = sums
+    return questions

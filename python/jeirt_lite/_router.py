@@ -17,7 +17,7 @@ from ._llm_params import check_costs, cost_vector
 from ._manifest import thaw
 from ._onboard_router import with_new_llm
 from ._onboarding import DEFAULT_L2
-from ._questions import EncodedQuestions, Questions
+from ._questions import EncodedQuestions, Questions, VotedQuestions
 from ._results import RouteResult
 from ._router_tables import RouterTables
 from ._routing import route_rows
@@ -105,12 +105,17 @@ class Router(RouterTables):
         return self._check_vectors(questions.vectors), questions.features
 
     def _offsets(
-        self, vectors: np.ndarray, features: Optional[np.ndarray], names: Optional[Sequence[str]] = None
+        self, vectors: np.ndarray, features: Optional[np.ndarray], names: Optional[Sequence[str]] = None,
+        questions: Optional[Questions] = None,
     ) -> Optional[np.ndarray]:
+        """The logit offsets of the corrections and the votes; the votes' sums come with `questions` where
+        `score`'s background jobs computed them (VotedQuestions)."""
         names = self.llms if names is None else names
         rows = vectors.shape[0]
         parts = [] if self.corrections is None else [self.corrections.offsets(features, names, rows)]
-        if self.neighbours is not None:
+        if self.neighbours is not None and isinstance(questions, VotedQuestions):
+            parts.append(self.neighbours.offsets_from_sums(questions.vote_sums, names, rows))
+        elif self.neighbours is not None:
             parts.append(self.neighbours.offsets(features, names, rows, self._threads))
         if not parts:
             return None
@@ -126,7 +131,7 @@ class Router(RouterTables):
             threads=self._threads,
             scale=None if cal is None else cal.scale,
             bias=None if cal is None else cal.bias,
-            offsets=self._offsets(vectors, features),
+            offsets=self._offsets(vectors, features, questions=questions),
         )
 
     def route(
@@ -179,7 +184,7 @@ class Router(RouterTables):
             cost_weight=cost_weight,
             min_probability=min_probability,
             threads=self._threads,
-            offsets=self._offsets(vectors, features, names),
+            offsets=self._offsets(vectors, features, names, questions),
         )
         if llms is not None:
             indices = np.asarray(rows, dtype=np.uint32)[indices]
@@ -217,7 +222,7 @@ class Router(RouterTables):
             threads=self._threads,
             scale=None if cal is None else cal.scale,
             bias=None if cal is None else cal.bias,
-            offsets=self._offsets(vectors, features),
+            offsets=self._offsets(vectors, features, questions=questions),
         )
         return {name: float(p) for name, p in zip(self.llms, means.tolist())}
 

@@ -172,16 +172,21 @@ class StaticEncoder:
                 f"text {_first_unencodable(texts)} is not valid Unicode (a lone surrogate)"
             ) from None
 
-    def encode_start(self, texts: Sequence[str]) -> PendingVectors:
+    def encode_start(
+        self, texts: Sequence[str], *, features: bool = False, votes: Optional[VoteRequest] = None
+    ) -> PendingEncoding:
         """Start encoding validated texts on the Rust pool and return at once (`score`'s pipeline): the caller
-        reads and writes other chunks meanwhile, and `result()` gives what `encode` would have."""
+        reads and writes other chunks meanwhile, and `result()` gives what `encode` would have, with the features
+        when asked for and the neighbour votes' sums when `votes` is given (computed in the same job)."""
+        table, k, temperature, candidates = votes if votes is not None else (None, 1, None, 0)
         try:
-            job = _core.embed_start(self._core, list(texts), self.threads)
+            job = _core.embed_start(self._core, list(texts), self.threads, features, table, k, temperature,
+                                    candidates)
         except UnicodeEncodeError:
             raise JeirtError(
                 f"text {_first_unencodable(texts)} is not valid Unicode (a lone surrogate)"
             ) from None
-        return PendingVectors(job)
+        return PendingEncoding(job)
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """The token ids of each text (as `tokenizers` gives them, [CLS] and [SEP] included)."""
@@ -189,15 +194,22 @@ class StaticEncoder:
         return [ids[offsets[i] : offsets[i + 1]].tolist() for i in range(len(offsets) - 1)]
 
 
-class PendingVectors:
-    """Question vectors of one chunk being encoded in the background (`StaticEncoder.encode_start`)."""
+# What a background job computes the neighbour votes with: the table and its k, temperature and candidates.
+VoteRequest = tuple[_core.VoteTable, int, Optional[float], int]
+# A finished job: vectors, features (or None) and the votes' (sums, weights) (or None).
+Encoding = tuple[np.ndarray, Optional[np.ndarray], Optional[tuple[np.ndarray, np.ndarray]]]
+
+
+class PendingEncoding:
+    """One chunk being encoded in the background (`StaticEncoder.encode_start`)."""
 
     def __init__(self, job: _core.EmbedJob):
         self._job = job
 
-    def result(self) -> np.ndarray:
-        """The vectors (N, d) float32, once encoded (blocks until then, the GIL released)."""
-        return _checked(self._job.wait())
+    def result(self) -> Encoding:
+        """(vectors (N, d), features or None, vote sums or None), once encoded (blocks, the GIL released)."""
+        vectors, features, sums, counts = self._job.wait_all()
+        return _checked(vectors), features, None if sums is None or counts is None else (sums, counts)
 
 
 def _check_batch_size(batch_size: Optional[int]) -> None:

@@ -5,9 +5,10 @@ output file appears only when the run is complete (see `_io.outputs.atomic_outpu
 With a transformer encoder the encoder is over 99% of the time and already uses every core, so one thread does
 it all, in turn. A static router's Rust fast path encodes so fast that reading, scoring and writing (Python, under
 the GIL) become about a third of the run: with more than one thread, each chunk is handed to the Rust pool to
-encode in the background (`_pipeline`: no Python thread involved, so the pool never waits for the GIL) while
-this thread reads the next chunks and scores and writes the finished ones, in order; at most `IN_FLIGHT` chunks
-are being encoded at a time (docs/research/throughput.md has the measured scaling).
+encode in the background (`_pipeline`: no Python thread involved, so the pool never waits for the GIL; a router's
+neighbour votes are computed in the same jobs) while this thread reads the next chunks and scores and writes the
+finished ones, in order; at most `_pipeline.IN_FLIGHT` chunks are being encoded at a time
+(docs/research/throughput.md has the measured scaling).
 
 Example:
     >>> from jeirt_lite import Router
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,19 +38,19 @@ from ._io.texts import TextReader
 from ._io.vectors import VectorReader
 from ._io.vocabulary import TEXT_COLUMN
 from ._io.writers import ScoredChunk
-from ._pipeline import IN_FLIGHT, pipelines, scoring_copy, start_encoding
+from ._pipeline import in_background, pipelines, scoring_copy
 from ._progress import Progress
 from ._questions import EncodedQuestions
 from ._router import Router
 from ._score_request import DEFAULT_CHUNK_SIZE, ScoreOptions, check_score_request
-from ._static_path import PendingVectors
 
 # Texts go to the encoder in slices of this many rows so the progress line moves during a chunk: a 4096-row
 # chunk takes minutes with a transformer encoder on a small CPU. The router sorts each slice by length, and
 # 256 texts already give batches of similar lengths.
 ENCODE_SLICE = 256
-# What the chunk sources yield: ids, question vectors and (for onboarded LLMs' corrections) encoder features.
-Chunks = Iterator[tuple[list[Any], np.ndarray, Optional[np.ndarray]]]
+# What the chunk sources yield: ids and the encoded questions (vectors, the encoder's features where scoring reads
+# them, the neighbour votes' sums where the background jobs computed them).
+Chunks = Iterator[tuple[list[Any], EncodedQuestions]]
 
 
 # ScoreOptions is defined with the one check of a scoring request (_score_request) and is public here.
@@ -82,14 +82,15 @@ class ForecastSums:
         self.sums = np.zeros(len(router.llms), dtype=np.float64)
         self.count = 0
 
-    def add(self, vectors: np.ndarray, features: Optional[np.ndarray] = None) -> None:
-        if len(vectors) == 0:
+    def add(self, questions: EncodedQuestions) -> None:
+        rows = len(questions.vectors)
+        if rows == 0:
             return
         # The kernel's per-chunk mean times the chunk size is that chunk's sum; float64 keeps 1M rows exact
         # enough.
-        means = self.router.forecast(EncodedQuestions(vectors, features))
-        self.sums += np.fromiter(means.values(), dtype=np.float64, count=len(means)) * len(vectors)
-        self.count += len(vectors)
+        means = self.router.forecast(questions)
+        self.sums += np.fromiter(means.values(), dtype=np.float64, count=len(means)) * rows
+        self.count += rows
 
     def result(self) -> dict[str, float]:
         if self.count == 0:
@@ -99,18 +100,15 @@ class ForecastSums:
         return {name: float(total / self.count) for name, total in zip(self.router.llms, self.sums.tolist())}
 
 
-def score_chunk(
-    router: Router, ids: list[Any], vectors: np.ndarray, options: ScoreOptions, features: Optional[np.ndarray] = None
-) -> ScoredChunk:
-    """Top-k LLMs, difficulty and (optionally) every probability for one chunk of question vectors (and their
-    encoder features, which onboarded LLMs' corrections read)."""
-    result = router.route(EncodedQuestions(vectors, features), k=options.k)
+def score_chunk(router: Router, ids: list[Any], questions: EncodedQuestions, options: ScoreOptions) -> ScoredChunk:
+    """Top-k LLMs, difficulty and (optionally) every probability for one chunk of encoded questions."""
+    result = router.route(questions, k=options.k)
     return ScoredChunk(
         ids=ids,
         indices=result.indices,
         probabilities=result.probabilities,
-        difficulty=router.difficulty(EncodedQuestions(vectors)),
-        all_probabilities=router.predict_proba(EncodedQuestions(vectors, features)) if options.all_probabilities else None,
+        difficulty=router.difficulty(EncodedQuestions(questions.vectors)),
+        all_probabilities=router.predict_proba(questions) if options.all_probabilities else None,
     )
 
 
@@ -134,41 +132,23 @@ def _embedded_chunks(
         features = None if not parts or parts[0][1] is None else np.concatenate([p[1] for p in parts])
         progress.advance(reader.skipped - state.rows_skipped)  # bad rows count as read for the percentage
         state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
-        yield chunk.ids, vectors, features
+        yield chunk.ids, EncodedQuestions(vectors, features)
     state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
 
 
 def _pipelined_chunks(
     router: Router, reader: TextReader, progress: Progress, state: ScoreState
 ) -> Chunks:
-    """Chunks encoded by the Rust fast path in the background (on the router's pool, the GIL released) while
-    this thread parses the next ones and scores and writes the previous ones; results come back in input order.
-    At most `IN_FLIGHT` chunks are being encoded at a time, so memory stays flat."""
-    in_flight: deque[tuple[list[Any], PendingVectors, int, int]] = deque()
-
-    def finish() -> tuple[list[Any], np.ndarray, Optional[np.ndarray]]:
-        ids, pending, rows_read, skipped = in_flight.popleft()
-        vectors = pending.result()
+    """Chunks encoded by the Rust fast path in the background (`_pipeline.in_background`, on the router's pool,
+    the GIL released) while this thread parses the next ones and scores and writes the previous ones; results
+    come back in input order, at most `_pipeline.IN_FLIGHT` chunks in flight, so memory stays flat."""
+    # The reader's counters as they were when each chunk was read (the reader is ahead of the chunk scored).
+    # The reader has checked every text (a string, not blank, valid UTF-8), as `Router.encode` would.
+    read = ((chunk.ids, chunk.texts, reader.rows_read, reader.skipped) for chunk in reader)
+    for (ids, _, rows_read, skipped), questions in in_background(router, read, lambda item: item[1]):
         progress.advance(len(ids) + skipped - state.rows_skipped)  # bad rows count as read for the percentage
         state.rows_read, state.rows_skipped = rows_read, skipped
-        return ids, vectors, None
-
-    chunks = iter(reader)
-    while True:
-        try:
-            chunk = next(chunks)
-        except StopIteration:
-            break
-        except BaseException:
-            while in_flight:  # what was read before a bad row is still scored, as without overlap
-                yield finish()
-            raise
-        # The reader has checked every text (a string, not blank, valid UTF-8), as `Router.encode` would.
-        in_flight.append((chunk.ids, start_encoding(router, chunk.texts), reader.rows_read, reader.skipped))
-        if len(in_flight) >= IN_FLIGHT:
-            yield finish()
-    while in_flight:
-        yield finish()
+        yield ids, questions
     state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
 
 
@@ -187,7 +167,7 @@ def _vector_chunks(
     for chunk in reader:
         progress.advance(reader.rows_read - state.rows_read)
         state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
-        yield chunk.ids, chunk.vectors, None
+        yield chunk.ids, EncodedQuestions(chunk.vectors)
 
 
 def _check_vectors_source(router: Router, vectors_path: Optional[Path]) -> None:
@@ -278,12 +258,12 @@ def score_file(
                 else None
             )
             try:
-                for ids, vectors, features in chunks:
+                for ids, questions in chunks:
                     if forecast is not None:
-                        forecast.add(vectors, features)
-                    if writer is not None and len(vectors):
-                        writer.write(score_chunk(scorer, ids, vectors, options, features))
-                    state.rows_scored += len(vectors)
+                        forecast.add(questions)
+                    if writer is not None and len(questions.vectors):
+                        writer.write(score_chunk(scorer, ids, questions, options))
+                    state.rows_scored += len(questions.vectors)
             finally:
                 if writer is not None:
                     writer.close()

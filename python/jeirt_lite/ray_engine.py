@@ -46,7 +46,7 @@ from ._limits import MAX_CHUNK_ROWS, bounded_int, check_chunk_rows, check_thread
 from ._router import DEFAULT_ROUTER_PATH
 from ._score_request import RAY, ScoreOptions, check_k, check_score_request
 from .artifact import read_manifest
-from .batch import ScoreSummary, embed_for_scoring, score_chunk
+from .batch import ScoreSummary, score_chunk
 
 DEFAULT_BATCH_SIZE = 1024
 COUNT_COLUMN = "count"
@@ -99,8 +99,7 @@ class _BankScorer:
         if pa.types.is_large_string(ids.type):  # the single-machine writer's id column is plain string
             ids = ids.cast(pa.string())
         if texts:
-            vectors, features = embed_for_scoring(self.router, texts)
-            chunk = score_chunk(self.router, [], vectors, self.options, features)
+            chunk = score_chunk(self.router, [], self.router.encode(texts), self.options)
         else:  # every row of the batch was bad and skipped
             k, n_llms = self.options.k, len(self.router.llms)
             chunk = ScoredChunk(

@@ -23,6 +23,7 @@
 //!   the adapter);
 //! - `io`: the CSV/TSV record parser and score-row writer behind the Python package's readers and writers
 //!   ([`csv_records`], [`score_rows`]);
+//! - `votes`: the neighbour votes' search over a router's stored questions ([`VoteTable`]);
 //! - `python`: the PyO3 bindings (`jeirt_lite._core`), behind the `python` feature; the pure Rust API here
 //!   never touches Python.
 
@@ -34,6 +35,7 @@ mod kernels;
 mod matrix;
 mod pool;
 mod simd;
+mod votes;
 
 #[cfg(feature = "python")]
 mod python;
@@ -50,6 +52,7 @@ pub use kernels::topk::{top_k, top_k_adjusted};
 pub use matrix::MatrixView;
 pub use pool::resolve_threads;
 pub use simd::SimdLevel;
+pub use votes::{VoteSettings, VoteTable, NOT_ASKED};
 
 /// How a kernel call runs.
 #[derive(Debug, Clone, Copy)]

@@ -7,16 +7,13 @@ import json
 import math
 import sys
 from collections.abc import Iterator
-from typing import Any, Optional, TextIO
-
-import numpy as np
+from typing import Any, TextIO
 
 from .._errors import JeirtError
 from .._io.vocabulary import text_problem
-from .._pipeline import encoded_batches, pipelines, scoring_copy
+from .._pipeline import in_background, pipelines, scoring_copy
 from .._questions import EncodedQuestions
 from .._results import RouteResult
-from ..batch import embed_for_scoring
 from ._shared import (
     FORMATTER,
     PROG,
@@ -170,17 +167,17 @@ def run(args: argparse.Namespace, console: Console) -> int:
             f"left out (no known cost): {', '.join(unpriced)}\n"
         )
     scorer = router
-    encoded: Iterator[tuple[list[str], np.ndarray, Optional[np.ndarray]]]
+    encoded: Iterator[tuple[list[str], EncodedQuestions]]
     # Piped stdin: the next batches are encoded in the background while this one is written. At a terminal each
     # line is answered as it is typed, so nothing is read ahead.
     if pipelines(router) and not args.texts and not sys.stdin.isatty():
-        encoded = ((texts, vectors, None) for texts, vectors in encoded_batches(router, batches))
+        encoded = in_background(router, batches, lambda texts: texts)
         scorer = scoring_copy(router)
     else:
-        encoded = ((texts, *embed_for_scoring(router, texts)) for texts in batches)
-    for texts, vectors, features in encoded:
-        result: RouteResult = scorer.route(EncodedQuestions(vectors, features), k=args.k, cost_weight=args.cost_weight, min_probability=args.min_probability, llms=llms)
-        difficulty = scorer.difficulty(EncodedQuestions(vectors)).tolist()
+        encoded = ((texts, router.encode(texts)) for texts in batches)
+    for texts, questions in encoded:
+        result: RouteResult = scorer.route(questions, k=args.k, cost_weight=args.cost_weight, min_probability=args.min_probability, llms=llms)
+        difficulty = scorer.difficulty(EncodedQuestions(questions.vectors)).tolist()
         for i, text in enumerate(texts):
             fallback = result.fallback[i] if result.fallback is not None else None
             if args.json:

@@ -3,7 +3,7 @@
 //!
 //! `_core` below registers what each binding module defines; those take the argument conversions and
 //! `JeirtError` from `convert` and nothing from each other, except `pipeline`, which runs `static_encoder`'s
-//! encoder in the background.
+//! encoder (and `votes`' search) in the background.
 
 mod bf16;
 mod convert;
@@ -11,6 +11,7 @@ mod csv;
 mod kernels;
 mod pipeline;
 mod static_encoder;
+mod votes;
 
 use pyo3::prelude::*;
 
@@ -24,5 +25,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bf16::register(m)?;
     pipeline::register(m)?;
     csv::register(m)?;
+    votes::register(m)?;
     Ok(())
 }

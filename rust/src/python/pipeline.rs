@@ -1,5 +1,8 @@
-//! Background encoding for `score`'s pipeline (python/jeirt_lite/batch.py): `embed_start` copies a chunk of
-//! texts and hands it to the rayon pool at once; `EmbedJob.wait` blocks, the GIL released, for its vectors.
+//! Background encoding for `score`'s pipeline (python/jeirt_lite/_pipeline.py): `embed_start` copies a chunk of
+//! texts and hands it to the rayon pool at once; `EmbedJob.wait` blocks, the GIL released, for its vectors
+//! (`wait_all`: with the encoder's features and the neighbour votes' sums, when asked for). A router that votes
+//! gets its votes in the same piece of work as its vectors: the features never leave Rust, and the search runs
+//! on the pool beside the encoding, not on the thread that reads and writes.
 //!
 //! The caller lends the encoder no Python thread: a Python worker thread needs the GIL to start and to
 //! finish every chunk, and waits for it behind the thread that parses the input, which leaves the pool idle
@@ -18,18 +21,37 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::{Arc, Mutex};
 
-use numpy::ndarray::Array2;
-use numpy::{IntoPyArray, PyArray2};
+use numpy::PyArray2;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 
 use crate::encoder::TEXTS_PER_CHUNK;
-use crate::python::convert::JeirtError;
+use crate::python::convert::{matrix, JeirtError};
 use crate::python::static_encoder::StaticEncoder;
-use crate::SimdLevel;
+use crate::python::votes::{settings, VoteTable};
+use crate::{SimdLevel, VoteSettings};
 
-/// One piece's first text and its vectors (or why it failed).
-type PieceOutcome = (usize, Result<Vec<f32>, String>);
+/// What one piece of texts gives: vectors, and features and vote sums when asked for (else empty).
+struct Piece {
+    parts: [Vec<f32>; 4],
+}
+
+/// One piece's first text and its outputs (or why it failed).
+type PieceOutcome = (usize, Result<Piece, String>);
+
+/// The outputs of a job: vectors `(rows, dim)`, features `(rows, p)`, vote sums and weights `(rows, K)` each.
+type Outputs<'py> = (
+    Bound<'py, PyArray2<f32>>,
+    Option<Bound<'py, PyArray2<f32>>>,
+    Option<Bound<'py, PyArray2<f32>>>,
+    Option<Bound<'py, PyArray2<f32>>>,
+);
+
+/// The neighbour votes a job computes for each piece, from its features.
+struct VoteRequest {
+    table: Arc<crate::VoteTable>,
+    settings: VoteSettings,
+}
 
 /// The texts of one chunk in one buffer (`ends[i]`: where text i ends), shared by its pieces.
 struct ChunkTexts {
@@ -51,7 +73,8 @@ impl ChunkTexts {
 #[pyclass(frozen, module = "jeirt_lite._core")]
 pub struct EmbedJob {
     rows: usize,
-    dim: usize,
+    /// Values per row of each output (0: not computed).
+    widths: [usize; 4],
     outcome: Mutex<Option<Receiver<PieceOutcome>>>,
 }
 
@@ -65,29 +88,42 @@ impl EmbedJob {
 
     /// The question vectors, float32 `(rows, dim)`, once encoded (blocks until then, the GIL released).
     fn wait<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f32>>> {
+        Ok(self.wait_all(py)?.0)
+    }
+
+    /// `(vectors, features, vote sums, vote weights)`, the last three None where not asked for.
+    fn wait_all<'py>(&self, py: Python<'py>) -> PyResult<Outputs<'py>> {
         let receiver = self
             .outcome
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
             .ok_or_else(|| JeirtError::new_err("this job's vectors were already collected"))?;
-        let (rows, dim) = (self.rows, self.dim);
-        let values = py
-            .detach(move || collect_pieces(&receiver, rows, dim))
+        let (rows, widths) = (self.rows, self.widths);
+        let [vectors, features, sums, counts] = py
+            .detach(move || collect_pieces(&receiver, rows, widths))
             .map_err(JeirtError::new_err)?;
-        let array = Array2::from_shape_vec((rows, dim), values)
-            .map_err(|e| JeirtError::new_err(format!("internal shape error: {e}")))?;
-        Ok(array.into_pyarray(py))
+        let optional = |values: Vec<f32>, width: usize| {
+            (width > 0)
+                .then(|| matrix(py, values, rows, width))
+                .transpose()
+        };
+        Ok((
+            matrix(py, vectors, rows, widths[0])?,
+            optional(features, widths[1])?,
+            optional(sums, widths[2])?,
+            optional(counts, widths[3])?,
+        ))
     }
 }
 
-/// Every piece's vectors in their place; the error of the first failed piece, in text order.
+/// Every piece's outputs in their place; the error of the first failed piece, in text order.
 fn collect_pieces(
     receiver: &Receiver<PieceOutcome>,
     rows: usize,
-    dim: usize,
-) -> Result<Vec<f32>, String> {
-    let mut values = vec![0.0f32; rows * dim];
+    widths: [usize; 4],
+) -> Result<[Vec<f32>; 4], String> {
+    let mut values = widths.map(|width| vec![0.0f32; rows * width]);
     let mut first_error: Option<(usize, String)> = None;
     for _ in 0..rows.div_ceil(TEXTS_PER_CHUNK) {
         let (first, outcome) = receiver
@@ -95,10 +131,11 @@ fn collect_pieces(
             .map_err(|_| "the encoding job ended without a result".to_string())?;
         match outcome {
             Ok(piece) => {
-                let place = values.get_mut(first * dim..first * dim + piece.len());
-                place
-                    .ok_or("internal error: a piece of the wrong size")?
-                    .copy_from_slice(&piece);
+                for ((out, part), width) in values.iter_mut().zip(&piece.parts).zip(widths) {
+                    out.get_mut(first * width..first * width + part.len())
+                        .ok_or("internal error: a piece of the wrong size")?
+                        .copy_from_slice(part);
+                }
             }
             Err(message) => {
                 if first_error.as_ref().is_none_or(|(at, _)| first < *at) {
@@ -113,15 +150,62 @@ fn collect_pieces(
     }
 }
 
+/// One piece: its vectors, and its features and votes when asked for.
+fn encode_piece(
+    encoder: &crate::StaticEncoder,
+    texts: &[&str],
+    features: bool,
+    votes: Option<&VoteRequest>,
+    level: SimdLevel,
+) -> Result<Piece, String> {
+    let error = |e: crate::KernelError| e.to_string();
+    if !features && votes.is_none() {
+        let vectors = encoder.embed(texts, 1, level).map_err(error)?;
+        return Ok(Piece {
+            parts: [vectors, Vec::new(), Vec::new(), Vec::new()],
+        });
+    }
+    let (vectors, rows) = encoder
+        .embed_with_features(texts, 1, level)
+        .map_err(error)?;
+    let (sums, counts) = match votes {
+        Some(request) => request
+            .table
+            .sums(&rows, &request.settings, 1, level)
+            .map_err(error)?,
+        None => (Vec::new(), Vec::new()),
+    };
+    let rows = if features { rows } else { Vec::new() };
+    Ok(Piece {
+        parts: [vectors, rows, sums, counts],
+    })
+}
+
 /// Start encoding `texts` on the pool of `threads` workers (0: every core) and return at once.
 ///
 /// The texts are copied into one buffer first, so the job holds no Python object.
+/// With `features`, the job also gives the encoder's features; with `votes` (a `VoteTable` and its `k`,
+/// `temperature`, `candidates`), each row's vote sums (`VoteTable.sums`), computed in the same piece of work.
 #[pyfunction]
+#[pyo3(signature = (encoder, texts, threads, features=false, votes=None, k=1, temperature=None, candidates=0))]
+#[allow(clippy::too_many_arguments)]
 fn embed_start(
     encoder: &Bound<'_, StaticEncoder>,
     texts: Vec<PyBackedStr>,
     threads: usize,
+    features: bool,
+    votes: Option<PyRef<'_, VoteTable>>,
+    k: usize,
+    temperature: Option<f32>,
+    candidates: usize,
 ) -> PyResult<EmbedJob> {
+    let request = match votes {
+        Some(table) => Some(Arc::new(VoteRequest {
+            table: Arc::clone(&table.inner),
+            settings: settings(k, temperature, candidates)?,
+        })),
+        None => None,
+    };
     let inner: Arc<crate::StaticEncoder> = Arc::clone(&encoder.get().inner);
     let mut buffer = String::with_capacity(texts.iter().map(|text| text.len()).sum());
     let mut ends = Vec::with_capacity(texts.len());
@@ -138,12 +222,12 @@ fn embed_start(
     let level = SimdLevel::detect();
     for first in (0..rows).step_by(TEXTS_PER_CHUNK) {
         let (inner, chunk, sender) = (Arc::clone(&inner), Arc::clone(&chunk), sender.clone());
+        let request = request.clone();
         pool.spawn(move || {
             let piece = first..rows.min(first + TEXTS_PER_CHUNK);
             let outcome = catch_unwind(AssertUnwindSafe(|| {
-                inner
-                    .embed(&chunk.slices(piece), 1, level)
-                    .map_err(|e| e.to_string())
+                let texts = chunk.slices(piece);
+                encode_piece(&inner, &texts, features, request.as_deref(), level)
             }))
             .unwrap_or_else(|_| {
                 Err("the static encoder panicked (a bug: please report it)".to_string())
@@ -152,9 +236,11 @@ fn embed_start(
             let _ = sender.send((first, outcome));
         });
     }
+    let llms = request.as_ref().map_or(0, |r| r.table.llms());
+    let feature_width = if features { inner.embedding_dim() } else { 0 };
     Ok(EmbedJob {
         rows,
-        dim: inner.dim(),
+        widths: [inner.dim(), feature_width, llms, llms],
         outcome: Mutex::new(Some(receiver)),
     })
 }
