@@ -53,8 +53,8 @@ CANDIDATES_PER_K = 2
 QUERY_CHUNK = 256  # queries per similarity block: bounds memory at QUERY_CHUNK x n floats
 # The Rust search's coarse pass: principal directions of the keys it scores every key on, and keys kept per query
 # for the exact ranking (docs/neighbours.md has the measured speed and agreement of these and other settings).
-COARSE_DIMS = 64
-COARSE_CANDIDATES = 1024
+COARSE_DIMS = 128
+COARSE_CANDIDATES = 768
 _CLIP = 1e-6
 
 

@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use crate::error::KernelError;
 use crate::simd::SimdLevel;
 use scan::{
-    coarse_scan, exact_block, project_rows, tally, tile_keys, unpack, Shortlist, GROUP,
+    coarse_scan, exact_block, project_rows, tally, tile_keys, unpack, Scratch, Shortlist, GROUP,
     TALLY_LANES, TILE,
 };
 
@@ -184,23 +184,25 @@ impl VoteTable {
         let mut sums = vec![0.0f32; rows * self.llms];
         let mut counts = vec![0.0f32; rows * self.llms];
         let step = BLOCK * self.llms;
-        let work = |(b, (s, c)): (usize, (&mut [f32], &mut [f32]))| {
+        let work = |scratch: &mut Scratch, (b, (s, c)): (usize, (&mut [f32], &mut [f32]))| {
             let first = b * BLOCK;
             let block = &queries[first * self.cols..(first + s.len() / self.llms) * self.cols];
-            self.block(block, settings, level, s, c);
+            self.block(block, settings, level, s, c, scratch);
         };
         let threads = crate::resolve_threads(threads);
         if threads <= 1 || rows <= BLOCK {
-            sums.chunks_mut(step)
+            let mut scratch = Scratch::default();
+            let blocks = sums
+                .chunks_mut(step)
                 .zip(counts.chunks_mut(step))
-                .enumerate()
-                .for_each(work);
+                .enumerate();
+            blocks.for_each(|item| work(&mut scratch, item));
         } else {
             crate::pool::pool(threads)?.install(|| {
                 sums.par_chunks_mut(step)
                     .zip(counts.par_chunks_mut(step))
                     .enumerate()
-                    .for_each(work)
+                    .for_each_init(Scratch::default, work)
             });
         }
         Ok((sums, counts))
@@ -214,17 +216,15 @@ impl VoteTable {
         level: SimdLevel,
         sums: &mut [f32],
         counts: &mut [f32],
+        scratch: &mut Scratch,
     ) {
-        let rows = queries.len() / self.cols;
         let window = self.n.min(2 * settings.k);
         let coarse = self.dims > 0 && settings.candidates < self.n;
-        let mut wanted: Vec<Vec<u32>> = vec![Vec::new(); if coarse { rows } else { 0 }];
         if coarse {
-            self.shortlists(queries, settings.candidates.max(window), level, &mut wanted);
+            self.shortlists(queries, settings.candidates.max(window), level, scratch);
         }
-        let wanted = coarse.then_some(&wanted[..]);
-        let mut ranked = exact_block(level, &self.keys, self.cols, queries, wanted);
-        for (m, ranked) in ranked.iter_mut().enumerate() {
+        exact_block(level, &self.keys, self.cols, queries, coarse, scratch);
+        for (m, ranked) in scratch.ranked.iter_mut().enumerate() {
             let row = m * self.llms..(m + 1) * self.llms;
             self.vote(
                 level,
@@ -237,13 +237,18 @@ impl VoteTable {
         }
     }
 
-    /// Each query's best `keep` keys by coarse similarity (sorted indices). The keys stream in super-tiles
-    /// that stay in the L2 cache while every group of queries of the block passes over them.
-    fn shortlists(&self, queries: &[f32], keep: usize, level: SimdLevel, wanted: &mut [Vec<u32>]) {
-        let rows = wanted.len();
-        let mut lists: Vec<Shortlist> = (0..rows).map(|_| Shortlist::new(keep)).collect();
+    /// Each query's best `keep` keys by coarse similarity (sorted indices, into `scratch.wanted`). The keys
+    /// stream in super-tiles that stay in the L2 cache while every group of queries of the block passes over them.
+    fn shortlists(&self, queries: &[f32], keep: usize, level: SimdLevel, scratch: &mut Scratch) {
+        let rows = queries.len() / self.cols;
+        let groups = rows.div_ceil(GROUP) * GROUP;
+        scratch.lists.resize_with(groups, || Shortlist::new(keep));
+        scratch.lists.iter_mut().for_each(|list| list.reset(keep));
+        scratch.wanted.resize_with(rows, Vec::new);
         // Zero rows pad the last group to GROUP queries.
-        let mut projected = vec![0.0f32; rows.div_ceil(GROUP) * GROUP * self.dims];
+        let projected = &mut scratch.projected;
+        projected.clear();
+        projected.resize(groups * self.dims, 0.0);
         let out = &mut projected[..rows * self.dims];
         project_rows(level, queries, &self.projection, self.cols, self.dims, out);
         let tile_values = self.dims * TILE;
@@ -252,15 +257,13 @@ impl VoteTable {
             let first_key = s * super_tiles * TILE;
             let groups = projected
                 .chunks(GROUP * self.dims)
-                .zip(lists.chunks_mut(GROUP));
+                .zip(scratch.lists.chunks_mut(GROUP));
             for (group, lists) in groups {
                 coarse_scan(level, tiles, first_key, self.n, self.dims, group, lists);
             }
         }
-        lists
-            .iter_mut()
-            .zip(wanted)
-            .for_each(|(list, out)| list.finish(out));
+        let lists = scratch.lists.iter_mut().zip(scratch.wanted.iter_mut());
+        lists.take(rows).for_each(|(list, out)| list.finish(out));
     }
 
     /// The votes of one query from its `(similarity, key)` list: its best `window`, nearest first.

@@ -8,8 +8,10 @@ use crate::votes::dot::dot;
 
 /// Keys per tile of the coarse pass (one AVX-512 vector, two AVX2 vectors).
 pub(crate) const TILE: usize = 16;
-/// Queries scored together against each tile: every projected key is read once per group.
-pub(crate) const GROUP: usize = 4;
+/// Queries scored together against each tile: every projected key is read once per group. AVX-512 holds the
+/// eight in eight registers (eight independent multiply-add chains); AVX2 takes them four at a time (two
+/// registers each), so both keep eight chains in flight.
+pub(crate) const GROUP: usize = 8;
 
 /// `(similarity, key index)` packed into one integer that sorts best first in increasing order: higher
 /// similarity, then the lower index (so ties are resolved the same way whatever the order the keys were met
@@ -38,24 +40,38 @@ pub(crate) fn unpack(packed: u64) -> (f32, u32) {
     (f32::from_bits(bits), !(x as u32))
 }
 
-/// Per query of `queries` (rows of `cols`), the exact similarity with each key it wants (`wanted[m]`, sorted
-/// indices; `None`: every key), packed with the key ([`pack`]) in key order. Key-major: each key row is read once for
-/// the whole block of queries, so the table streams from memory once per block, not once per query.
+/// Buffers one worker reuses from block to block (fresh large allocations cost page faults).
+#[derive(Default)]
+pub(crate) struct Scratch {
+    pub(crate) lists: Vec<Shortlist>,
+    pub(crate) projected: Vec<f32>,
+    pub(crate) wanted: Vec<Vec<u32>>,
+    pub(crate) ranked: Vec<Vec<u64>>,
+    start: Vec<u32>,
+    cursor: Vec<u32>,
+    who: Vec<(u32, u32)>,
+}
+
+/// Per query of `queries` (rows of `cols`), the exact similarity with each key it wants (`scratch.wanted[m]`,
+/// sorted indices; every key when `coarse` is false), packed with the key ([`pack`]) in key order, into
+/// `scratch.ranked`. Key-major: each key row is read once for the whole block of queries, so the table streams
+/// from memory once per block, not once per query.
 pub(crate) fn exact_block(
     level: SimdLevel,
     keys: &[f32],
     cols: usize,
     queries: &[f32],
-    wanted: Option<&[Vec<u32>]>,
-) -> Vec<Vec<u64>> {
+    coarse: bool,
+    scratch: &mut Scratch,
+) {
     // SAFETY: each arm runs only at a level this CPU supports (`VoteTable::sums` checks it).
     unsafe {
         match level {
             #[cfg(target_arch = "x86_64")]
-            SimdLevel::Avx512 => exact_avx512(keys, cols, queries, wanted),
+            SimdLevel::Avx512 => exact_avx512(keys, cols, queries, coarse, scratch),
             #[cfg(target_arch = "x86_64")]
-            SimdLevel::Avx2Fma => exact_avx2(keys, cols, queries, wanted),
-            _ => exact_generic(SimdLevel::Portable, keys, cols, queries, wanted),
+            SimdLevel::Avx2Fma => exact_avx2(keys, cols, queries, coarse, scratch),
+            _ => exact_generic(SimdLevel::Portable, keys, cols, queries, coarse, scratch),
         }
     }
 }
@@ -66,9 +82,10 @@ unsafe fn exact_avx512(
     keys: &[f32],
     cols: usize,
     queries: &[f32],
-    wanted: Option<&[Vec<u32>]>,
-) -> Vec<Vec<u64>> {
-    exact_generic(SimdLevel::Avx512, keys, cols, queries, wanted)
+    coarse: bool,
+    scratch: &mut Scratch,
+) {
+    exact_generic(SimdLevel::Avx512, keys, cols, queries, coarse, scratch)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -77,9 +94,10 @@ unsafe fn exact_avx2(
     keys: &[f32],
     cols: usize,
     queries: &[f32],
-    wanted: Option<&[Vec<u32>]>,
-) -> Vec<Vec<u64>> {
-    exact_generic(SimdLevel::Avx2Fma, keys, cols, queries, wanted)
+    coarse: bool,
+    scratch: &mut Scratch,
+) {
+    exact_generic(SimdLevel::Avx2Fma, keys, cols, queries, coarse, scratch)
 }
 
 #[inline(always)]
@@ -88,42 +106,51 @@ fn exact_generic(
     keys: &[f32],
     cols: usize,
     queries: &[f32],
-    wanted: Option<&[Vec<u32>]>,
-) -> Vec<Vec<u64>> {
+    coarse: bool,
+    scratch: &mut Scratch,
+) {
     let n = keys.len() / cols;
     let rows: Vec<&[f32]> = queries.chunks_exact(cols).collect();
-    let Some(lists) = wanted else {
-        let mut out = vec![Vec::with_capacity(n); rows.len()];
+    let out = &mut scratch.ranked;
+    out.resize_with(rows.len(), Vec::new);
+    out.iter_mut().for_each(Vec::clear);
+    if !coarse {
         for (i, key) in keys.chunks_exact(cols).enumerate() {
             for (q, list) in rows.iter().zip(out.iter_mut()) {
                 list.push(pack(dot(level, q, key), i as u32));
             }
         }
-        return out;
-    };
+        return;
+    }
+    let lists = &scratch.wanted[..rows.len()];
     // Who wants each key: (query, place in its list), grouped by key (a counting sort).
-    let mut start = vec![0u32; n + 1];
+    let (start, cursor, who) = (&mut scratch.start, &mut scratch.cursor, &mut scratch.who);
+    start.clear();
+    start.resize(n + 1, 0);
     for &i in lists.iter().flatten() {
         start[i as usize + 1] += 1;
     }
     for i in 0..n {
         start[i + 1] += start[i];
     }
-    let mut cursor = start.clone();
-    let mut who = vec![(0u32, 0u32); start[n] as usize];
+    cursor.clear();
+    cursor.extend_from_slice(start);
+    who.clear();
+    who.resize(start[n] as usize, (0, 0));
     for (m, list) in lists.iter().enumerate() {
         for (slot, &i) in list.iter().enumerate() {
             who[cursor[i as usize] as usize] = (m as u32, slot as u32);
             cursor[i as usize] += 1;
         }
     }
-    let mut out: Vec<Vec<u64>> = lists.iter().map(|l| vec![0; l.len()]).collect();
+    for (list, wanted) in out.iter_mut().zip(lists) {
+        list.resize(wanted.len(), 0);
+    }
     for (i, key) in keys.chunks_exact(cols).enumerate() {
         for &(m, slot) in &who[start[i] as usize..start[i + 1] as usize] {
             out[m as usize][slot as usize] = pack(dot(level, rows[m as usize], key), i as u32);
         }
     }
-    out
 }
 
 /// The best `keep` keys of one query by coarse similarity, kept in a buffer of at most `2 keep` entries: an
@@ -137,10 +164,17 @@ pub(crate) struct Shortlist {
 impl Shortlist {
     pub(crate) fn new(keep: usize) -> Self {
         Self {
-            entries: Vec::with_capacity(2 * keep.max(1)),
+            entries: Vec::new(),
             threshold: f32::NEG_INFINITY,
             keep: keep.max(1),
         }
+    }
+
+    /// Empty again, for another query (the buffer is kept).
+    pub(crate) fn reset(&mut self, keep: usize) {
+        self.entries.clear();
+        self.threshold = f32::NEG_INFINITY;
+        self.keep = keep.max(1);
     }
 
     /// Keys come in increasing index order, so one equal to the threshold ranks after the kept one it ties
@@ -208,8 +242,16 @@ pub(crate) fn coarse_scan(
             #[cfg(target_arch = "x86_64")]
             SimdLevel::Avx512 => coarse_avx512(tiles, first_key, n, dims, queries, lists),
             #[cfg(target_arch = "x86_64")]
-            SimdLevel::Avx2Fma => coarse_avx2(tiles, first_key, n, dims, queries, lists),
-            _ => coarse_generic::<Portable>(tiles, first_key, n, dims, queries, lists),
+            SimdLevel::Avx2Fma => {
+                for (q, l) in queries.chunks(HALF * dims).zip(lists.chunks_mut(HALF)) {
+                    coarse_avx2(tiles, first_key, n, dims, q, l);
+                }
+            }
+            _ => {
+                for (q, l) in queries.chunks(HALF * dims).zip(lists.chunks_mut(HALF)) {
+                    coarse_generic::<Portable, HALF>(tiles, first_key, n, dims, q, l);
+                }
+            }
         }
     }
 }
@@ -224,7 +266,7 @@ unsafe fn coarse_avx512(
     q: &[f32],
     lists: &mut [Shortlist],
 ) {
-    coarse_generic::<crate::simd::Avx512>(t, first, n, dims, q, lists)
+    coarse_generic::<crate::simd::Avx512, GROUP>(t, first, n, dims, q, lists)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -237,13 +279,16 @@ unsafe fn coarse_avx2(
     q: &[f32],
     lists: &mut [Shortlist],
 ) {
-    coarse_generic::<crate::simd::Avx2Fma>(t, first, n, dims, q, lists)
+    coarse_generic::<crate::simd::Avx2Fma, HALF>(t, first, n, dims, q, lists)
 }
 
-/// A register tile of `GROUP` queries x `TILE` keys (one or two vectors per query), filled by broadcasting each
+/// Queries per pass at the levels with two vectors per tile row.
+const HALF: usize = GROUP / 2;
+
+/// A register tile of `G` queries x `TILE` keys (one or two vectors per query), filled by broadcasting each
 /// query component against one row of the key tile; then one compare per vector against the threshold.
 #[inline(always)]
-unsafe fn coarse_generic<S: Simd>(
+unsafe fn coarse_generic<S: Simd, const G: usize>(
     tiles: &[f32],
     first_key: usize,
     n: usize,
@@ -252,11 +297,14 @@ unsafe fn coarse_generic<S: Simd>(
     lists: &mut [Shortlist],
 ) {
     let per = TILE / S::LANES; // vectors per key tile row: 1 or 2
-    let rows = lists.len().min(GROUP);
+    let rows = lists.len().min(G);
+    if queries.len() < G * dims {
+        return;
+    }
     let qp = queries.as_ptr();
     for (t, tile) in tiles.chunks_exact(dims * TILE).enumerate() {
         let tp = tile.as_ptr();
-        let mut acc = [[S::splat(0.0); 2]; GROUP];
+        let mut acc = [[S::splat(0.0); 2]; G];
         for d in 0..dims {
             let row = tp.add(d * TILE);
             let k0 = S::load(row);
