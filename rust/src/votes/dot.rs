@@ -1,7 +1,8 @@
 //! The exact similarity of the neighbour votes, `a · b`, bit for bit the same at every SIMD level: four chains
 //! of 16 lanes over blocks of 64 components (each lane a fused multiply-add chain), a fixed reduction tree, then
 //! the tail. AVX-512 holds a chain in one register, AVX2 in two, the portable code in an array; the arithmetic
-//! is the same, so a router votes the same on every CPU (rust/src/votes/tests.rs checks it).
+//! is the same, so a router votes the same on every CPU (rust/src/votes/tests.rs checks it). Also the packing
+//! of a `(similarity, key)` pair into one integer that sorts best first.
 
 use crate::simd::SimdLevel;
 
@@ -127,4 +128,31 @@ unsafe fn s4_of(s8: std::arch::x86_64::__m256) -> [f32; 4] {
 #[inline(always)]
 unsafe fn tail<'a>(p: *const f32, full: usize, len: usize) -> &'a [f32] {
     std::slice::from_raw_parts(p.add(full), len - full)
+}
+
+/// `(similarity, key index)` packed into one integer that sorts best first in increasing order: higher
+/// similarity, then the lower index (so ties are resolved the same way whatever the order the keys were met
+/// in). Integer comparisons make the selections several times cheaper than comparing pairs of floats.
+#[inline(always)]
+pub(crate) fn pack(value: f32, index: u32) -> u64 {
+    let bits = value.to_bits();
+    let ordered = if bits & 0x8000_0000 != 0 {
+        !bits
+    } else {
+        bits | 0x8000_0000
+    };
+    !((u64::from(ordered) << 32) | u64::from(!index))
+}
+
+/// The `(similarity, key index)` of [`pack`].
+#[inline(always)]
+pub(crate) fn unpack(packed: u64) -> (f32, u32) {
+    let x = !packed;
+    let ordered = (x >> 32) as u32;
+    let bits = if ordered & 0x8000_0000 != 0 {
+        ordered & 0x7fff_ffff
+    } else {
+        !ordered
+    };
+    (f32::from_bits(bits), !(x as u32))
 }

@@ -12,7 +12,9 @@
 //! bit for bit; with `candidates >= n` (or no projection) every key is scored exactly.
 
 mod dot;
+mod exact;
 mod scan;
+mod tally;
 #[cfg(test)]
 mod tests;
 
@@ -20,10 +22,10 @@ use rayon::prelude::*;
 
 use crate::error::KernelError;
 use crate::simd::SimdLevel;
-use scan::{
-    coarse_scan, exact_block, project_rows, tally, tile_keys, unpack, Scratch, Shortlist, GROUP,
-    TALLY_LANES, TILE,
-};
+use dot::unpack;
+use exact::{exact_block, Scratch};
+use scan::{coarse_scan, project_rows, tile_keys, Shortlist, GROUP, TILE};
+use tally::{tally, TALLY_LANES};
 
 /// Queries per parallel work item (each with its own scratch buffers).
 const BLOCK: usize = 64;
