@@ -82,7 +82,8 @@ def compare(router: Router, folder: str, limit: int | None, dims: int, candidate
         spent = 1e6 * (time.process_time() - started) / len(vectors)
         got = final_probabilities(router, vectors, votes.offsets_from_sums(found, router.llms, len(vectors)))
         diff = np.abs(got - reference)
-        row[name] = {"us_per_question": spent, "max_abs_diff": float(diff.max()), "rows_within_1e-6": float(np.mean(diff.max(axis=1) <= 1e-6)),
+        row[name] = {"us_per_question": spent, "max_abs_diff": float(diff.max()),
+                     "rows_within_1e-6": float(np.mean(diff.max(axis=1) <= 1e-6)),
                      "same_top1": float(np.mean(got.argmax(axis=1) == reference.argmax(axis=1)))}
     return row
 

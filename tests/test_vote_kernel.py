@@ -111,4 +111,4 @@ def test_the_shipped_routers_votes_match_the_numpy_search(shipped: tuple[Router,
     assert close.mean() >= 0.97
     fast = votes.sums(features)
     same = np.all(fast[1] == exact[1], axis=1) & np.all(fast[0] == exact[0], axis=1)
-    assert same.mean() > 0.9  # the coarse shortlist held the true neighbours (docs/neighbours.md: 97% measured)
+    assert same.mean() > 0.9  # the coarse shortlist held the true neighbours (docs/research/neighbours.md: 99.0-99.8%)

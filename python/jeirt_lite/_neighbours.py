@@ -19,13 +19,13 @@ keeps the votes only when they lower the held-out log-loss. Stored in the router
 
 An LLM without a column (one added later with add_llm) gets no vote.
 
-At run time the search runs in Rust (`_core.VoteTable`, rust/src/votes.rs: no Python in the loop, the GIL
-released): a coarse pass scores every stored question on the keys' top `COARSE_DIMS` principal directions (computed
-here at load from the stored keys; nothing new is stored), keeps the best `COARSE_CANDIDATES` per query, and
-ranks those by the exact float32 similarity; the votes read that ranking. Where the shortlist holds a query's
+At run time the search runs in Rust (`_core.VoteTable`, rust/src/votes/: no Python in the loop, the GIL
+released): a coarse pass scores every stored question on the keys' top `COARSE_DIMS` principal directions
+(computed here at load from the stored keys; nothing new is stored), keeps the best `COARSE_CANDIDATES` per query,
+and ranks those by the exact float32 similarity; the votes read that ranking. Where the shortlist holds a query's
 true 2k nearest, its votes are the exact ones; how often it does on real questions is measured in
-docs/neighbours.md. `neighbour_sums` below, in NumPy, is the reference (tests hold the kernel's exact path to it)
-and what training uses.
+docs/research/neighbours.md. `neighbour_sums` below, in NumPy, is the reference (tests hold the kernel's exact
+path to it) and what training uses.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ NOT_ASKED = -1
 CANDIDATES_PER_K = 2
 QUERY_CHUNK = 256  # queries per similarity block: bounds memory at QUERY_CHUNK x n floats
 # The Rust search's coarse pass: principal directions of the keys it scores every key on, and keys kept per query
-# for the exact ranking (docs/neighbours.md has the measured speed and agreement of these and other settings).
+# for the exact ranking (docs/research/neighbours.md has the measured speed and agreement of these and other settings).
 COARSE_DIMS = 128
 COARSE_CANDIDATES = 768
 _CLIP = 1e-6
