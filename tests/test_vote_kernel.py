@@ -1,4 +1,4 @@
-"""The Rust vote search (`_core.VoteTable`, rust/src/votes.rs) against the NumPy reference of the same math
+"""The Rust vote search (`_core.VoteTable`, rust/src/votes/) against the NumPy reference of the same math
 (`_neighbours.neighbour_sums`), its coarse pass against its exact path, and both on the shipped router."""
 
 from __future__ import annotations

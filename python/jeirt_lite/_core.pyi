@@ -168,7 +168,7 @@ def embed_start(
 
 @final
 class VoteTable:
-    """A router's stored questions for the neighbour votes' search (rust/src/votes.rs)."""
+    """A router's stored questions for the neighbour votes' search (rust/src/votes/)."""
 
     def __new__(
         cls, keys: npt.NDArray[np.float32], answers: npt.NDArray[np.int8], projection: npt.NDArray[np.float32]

@@ -13,7 +13,7 @@ use crate::VoteSettings;
 /// Per query and LLM: the weighted sums of answers and the sums of weights.
 type SumsAndCounts<'py> = (Bound<'py, PyArray2<f32>>, Bound<'py, PyArray2<f32>>);
 
-/// A router's stored questions, ready to vote (see rust/src/votes.rs).
+/// A router's stored questions, ready to vote (see rust/src/votes/mod.rs).
 #[pyclass(frozen, module = "jeirt_lite._core")]
 pub struct VoteTable {
     // Shared with background jobs, which outlive the call that starts them.
