@@ -26,6 +26,7 @@ __all__ = [
     "embed_start",
     "CsvParser",
     "format_score_rows",
+    "VoteTable",
 ]
 
 class JeirtError(ValueError):
