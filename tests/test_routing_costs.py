@@ -165,7 +165,7 @@ def test_nan_in_a_stored_calibration_is_rejected(tiny_router_path: Path, tmp_pat
     (path / "router.json").write_text(
         text + ', "calibration": {"kind": "global", "scale": [NaN, 1, 1, 1, 1], "bias": [0, 0, 0, 0, 0]}}'
     )
-    with pytest.raises(JeirtError, match=r"scale\[0\] must be a finite number"):
+    with pytest.raises(JeirtError, match=r"field calibration\.scale\[0\] is nan"):
         Router.load(path)
 
 
