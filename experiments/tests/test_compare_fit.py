@@ -32,7 +32,7 @@ def test_fit_rows_take_fits_defaults_as_they_are(monkeypatch: pytest.MonkeyPatch
     assert (args.split_seed, args.seed, args.holdout, args.table_pulls) == (3, 3, 0.2, None)
     assert fit_arguments(0, 0.2, 1, ["--encoder", "static"]).encoder == "static"
     # A new default of fit's reaches the comparison: nothing here restates it.
-    monkeypatch.setattr("jeirt_lite_training.__main__.DEFAULT_DIMS", (24,))
+    monkeypatch.setattr("jeirt_lite_training.options.DEFAULT_DIMS", (24,))
     assert fit_arguments(0, 0.2, 1).dims == [24]
 
 
