@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import sys
@@ -31,11 +30,16 @@ from jeirt_lite_training.splits import make_split
 from jeirt_lite_training.types import Dataset, Predictor, Responses, Split
 
 from .compare_fit import FIT_NAME, FitHeldOutRun, FitRun, FitWithoutVotesRun
+from .compare_report import reuse_rows, seeds_markdown, summarise_seeds, to_markdown, write_report
 from .routing_eval import cost_proxies
 from .routing_metrics import router_metrics
 
-METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "logreg", "jeirt_fit", "jeirt", "jeirt_fit_static",
-           "jeirt_fit_no_votes", "jeirt_fit_static_no_votes")
+METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "logreg", "embedllm_mf_same_care",
+           "mirt_text_same_care", "jeirt_fit", "jeirt", "jeirt_fit_static", "jeirt_fit_no_votes",
+           "jeirt_fit_static_no_votes")
+# embedllm_mf and mirt_text train at the constant rate the published tables used until the baselines got the same
+# care as fit; the *_same_care rows choose their schedule (decay, drops, averaging) and model on validation loss
+# (experiments/baselines/torch_fit.py, docs/research/baselines-same-care.md).
 # jeirt_fit_static (fit --encoder static, the shipped router's recipe) fine-tunes a token table: slow, so asked for.
 # The *_no_votes rows are the same fit runs' routers without their neighbour votes (compare_fit.FitWithoutVotesRun).
 DEFAULT_METHODS = tuple(m for m in METHODS if not m.startswith("jeirt_fit_static"))
@@ -128,126 +132,6 @@ def run_comparison(data: Dataset, split: Split, embeddings: np.ndarray, predicto
     }
 
 
-def _fmt(x: float) -> str:
-    return "n/a" if math.isnan(x) else f"{x:.3f}"
-
-
-def summarise_seeds(per_seed: dict[int, dict[str, Any]], reference: str = FIT_NAME) -> dict[str, Any]:
-    """Mean and sample sd of each method's test metrics over splits, and how often `reference` beats it.
-
-    "Beats" is per split and per metric: a higher AUC, a lower log-loss. The paired difference (reference minus
-    method, averaged over splits) is reported too, since the splits share nothing but the data.
-    """
-    methods = list(next(iter(per_seed.values()))["methods"])
-    metrics = ("accuracy", "auc", "log_loss", "brier", "ece", "within_question_auc", "per_llm_auc", "aiq",
-               "routed_llms_max")
-    # values[name][metric]: one number per split, in the order of per_seed (NaN where a run did not measure it)
-    values = {name: {metric: np.array([result["methods"][name]["test"]["overall"].get(metric, np.nan)
-                                       for result in per_seed.values()]) for metric in metrics}
-              for name in methods}
-    summary: dict[str, Any] = {"seeds": sorted(per_seed), "methods": {}}
-    for name in methods:
-        rows = values[name]
-        entry: dict[str, Any] = {}
-        for metric, column in rows.items():
-            entry[metric] = {"mean": float(column.mean()),
-                             "sd": float(column.std(ddof=1)) if len(column) > 1 else float("nan")}
-        used = rows["routed_llms_max"][np.isfinite(rows["routed_llms_max"])]
-        entry["routed_llms_range"] = [int(used.min()), int(used.max())] if len(used) else None
-        if reference in methods and name != reference:
-            ref = values[reference]
-            entry["reference_better"] = {"auc": int((ref["auc"] > rows["auc"]).sum()),
-                                         "log_loss": int((ref["log_loss"] < rows["log_loss"]).sum())}
-            diffs = {"auc": ref["auc"] - rows["auc"], "log_loss": ref["log_loss"] - rows["log_loss"]}
-            entry["reference_minus_method"] = {metric: float(d.mean()) for metric, d in diffs.items()}
-            # Standard error of the mean paired difference: the splits are independent draws of the same data.
-            entry["reference_minus_method_se"] = {
-                metric: float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
-                for metric, d in diffs.items()
-            }
-        summary["methods"][name] = entry
-    return summary
-
-
-def seeds_markdown(dataset: str, summary: dict[str, Any], reference: str = FIT_NAME) -> str:
-    seeds = summary["seeds"]
-    lines = [
-        f"## {dataset}: test metrics over {len(seeds)} splits (seeds {', '.join(map(str, seeds))})",
-        "",
-        (f"Mean ± sd over splits. The last columns: on how many splits {reference} has the higher AUC / the lower "
-         f"log-loss than the method, and the mean paired difference ({reference} minus the method) ± its standard "
-         "error over splits."),
-        "",
-        f"| method | accuracy | AUC | log-loss | ECE | {reference} better (AUC / log-loss) | Δ AUC | Δ log-loss |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name, entry in summary["methods"].items():
-        def pm(metric: str, entry: dict[str, Any] = entry) -> str:
-            return f"{entry[metric]['mean']:.4f} ± {entry[metric]['sd']:.4f}"
-
-        if "reference_better" in entry:
-            wins, diff, se = entry["reference_better"], entry["reference_minus_method"], entry["reference_minus_method_se"]
-            extra = (f"{wins['auc']}/{len(seeds)} / {wins['log_loss']}/{len(seeds)} | {diff['auc']:+.4f} ± "
-                     f"{se['auc']:.4f} | {diff['log_loss']:+.4f} ± {se['log_loss']:.4f}")
-        else:
-            extra = "| |"
-        lines.append(f"| {name} | {entry['accuracy']['mean']:.3f} | {pm('auc')} | {pm('log_loss')} | "
-                     f"{entry['ece']['mean']:.3f} | {extra} |")
-    lines += ["", ("What a router uses (experiments/routing_metrics.py): the AUC within each question (the order of the "
-                   "LLMs), the mean per-LLM AUC (the order of the questions), and the area under the accuracy–cost "
-                   "curve (AIQ) of routing by P − λ·cost among the LLMs with a cost proxy; mean ± sd over splits."),
-              "", "| method | within-question AUC | per-LLM AUC | AIQ | LLMs used (most over λ; range over splits) |",
-              "|---|---:|---:|---:|---:|"]
-    for name, entry in summary["methods"].items():
-        cells = [f"{entry[m]['mean']:.4f} ± {entry[m]['sd']:.4f}" if not math.isnan(entry[m]["mean"]) else "n/a"
-                 for m in ("within_question_auc", "per_llm_auc", "aiq")]
-        used = entry.get("routed_llms_range")
-        cells.append(f"{used[0]}–{used[1]}" if used else "n/a")
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def to_markdown(result: dict[str, Any]) -> str:
-    s = result["split"]
-    lines = [
-        f"## {result['dataset']}: test metrics",
-        "",
-        (f"{result['n_llms']} LLMs, {result['n_questions']} questions; split by question (identical texts together, "
-        f"stratified by subject): train {s['train']} / val {s['val']} / test {s['test']} questions, "
-        f"{s['test_cells']} test cells. ECE with {result['ece_bins']} equal-width bins; accuracy at p >= 0.5."),
-        "",
-        "| method | accuracy | AUC | log-loss | Brier | ECE | fit s |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name, r in result["methods"].items():
-        o = r["test"]["overall"]
-        lines.append(f"| {name} | {_fmt(o['accuracy'])} | {_fmt(o['auc'])} | {_fmt(o['log_loss'])} | "
-                     f"{_fmt(o['brier'])} | {_fmt(o['ece'])} | {r['fit_seconds']:.0f} |")
-    for group_key, title in (("by_subject", "subject"), ("by_benchmark", "benchmark")):
-        # rows filled in by --reuse carry overall metrics only
-        names = [n for n, r in result["methods"].items() if group_key in r["test"]]
-        if not names:
-            continue
-        first = result["methods"][names[0]]
-        for metric in ("auc", "log_loss"):
-            lines += ["", f"### Test {metric.replace('_', '-')} per {title}", "",
-                      f"| {title} | cells | " + " | ".join(names) + " |",
-                      "|---|---:|" + "---:|" * len(names)]
-            for group, values in first["test"][group_key].items():
-                row = [_fmt(result["methods"][n]["test"][group_key][group][metric]) for n in names]
-                lines.append(f"| {group} | {int(values['n'])} | " + " | ".join(row) + " |")
-    if "diagnostic_2pl" in result:
-        d = result["diagnostic_2pl"]
-        f = d["subject_order_flips"]
-        lines += ["", "### Plain 2PL on the training matrix (diagnostic)", "",
-                  (f"{d['items']} items: {100 * d['share_negative_a']:.1f}% negative discrimination, "
-                  f"{100 * d['share_abs_a_below_0.1']:.1f}% with |a| < 0.1 (theta standardised to sd 1), "
-                  f"median a {d['median_a']:.2f}. LLM pairs whose order flips between subjects by at least "
-                  f"{f['margin']:.2f} accuracy each way: {f['flipping_pairs']} of {f['pairs']}."), ""]
-        lines += [f"- {e}" for e in f["examples"]]
-    return "\n".join(lines) + "\n"
-
-
 def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str, Any] | None = None, *,
                     data: Dataset | None = None, threads: int = 1, log: Any = lambda _: None) -> list[Predictor]:
     """The methods' predictors for split `seed`. The fit rows (jeirt_fit, jeirt_fit_static) run `python -m jeirt_lite_training
@@ -256,7 +140,9 @@ def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str
     from jeirt_lite_training.choose import TunedJeirt
 
     from .baselines import EmbedLlmMF, KnnPerLlm, LlmAccuracy, TextMirt
+    from .baselines.embedllm import same_care_mf
     from .baselines.logreg import LogisticPerLlm
+    from .baselines.mirt import same_care_mirt
     from .baselines.torch_fit import FitSettings
 
     unknown = [m for m in methods if m not in METHODS]
@@ -280,6 +166,10 @@ def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str
             made.append(TextMirt(settings=FitSettings(seed=seed)))
         elif method == "logreg":
             made.append(LogisticPerLlm())
+        elif method == "embedllm_mf_same_care":
+            made.append(same_care_mf(seed))
+        elif method == "mirt_text_same_care":
+            made.append(same_care_mirt(seed))
         elif method == "jeirt":
             made.append(FitHeldOutRun(fit_runs["jeirt_fit"]) if "jeirt_fit" in fit_runs and not jeirt_hyper
                         else TunedJeirt(seed=seed, **(jeirt_hyper or {})))
@@ -328,17 +218,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--reference", default=FIT_NAME, help="the method the summary compares the others with")
     parser.add_argument("--merge", type=Path, nargs="+",
                         help="only summarise these result JSONs (one split each, e.g. run in parallel) into --out")
-    parser.add_argument("--reuse", type=Path, metavar="JSON",
+    parser.add_argument("--reuse", type=Path, metavar="JSON", action="append", default=[],
                         help="with --merge: an earlier summarised result whose --reuse-methods rows fill in the "
-                        "splits that did not run them (the same split seeds; marked as reused)")
-    parser.add_argument("--reuse-methods", default="", help="comma list of method names for --reuse")
+                        "splits that did not run them (the same split seeds; marked as reused); may be repeated, "
+                        "each with its own --reuse-methods, in the same order")
+    parser.add_argument("--reuse-methods", action="append", default=[],
+                        help="comma list of method names for the --reuse of the same position")
     args = parser.parse_args(argv)
     if args.merge:
         runs = [json.loads(path.read_text()) for path in args.merge]
         per_seed = {int(run["settings"]["seed"]): run for run in runs}
-        if args.reuse:
-            reuse_rows(per_seed, json.loads(args.reuse.read_text()), [m for m in args.reuse_methods.split(",") if m],
-                       str(args.reuse))
+        if len(args.reuse) != len(args.reuse_methods):
+            parser.error(f"{len(args.reuse)} --reuse but {len(args.reuse_methods)} --reuse-methods: give one each")
+        for path, names in zip(args.reuse, args.reuse_methods):
+            reuse_rows(per_seed, json.loads(path.read_text()), [m for m in names.split(",") if m], str(path))
         first = runs[0]
         first["settings"]["seeds"] = sorted(per_seed)
         return write_report(first, per_seed, args.out, args.reference)
@@ -384,47 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return write_report(result, per_seed, args.out, args.reference)
 
 
-def reuse_rows(per_seed: dict[int, dict[str, Any]], earlier: dict[str, Any], methods: Sequence[str],
-               source: str) -> None:
-    """Add `methods`' per-split test rows from an earlier summarised result to the splits that lack them (a
-    method whose code did not change need not be trained again on the same split). Refused where the earlier
-    result lacks the split or the method, or where its split differs (another number of test cells)."""
-    if not methods:
-        raise SystemExit("--reuse needs --reuse-methods")
-    for seed, run in per_seed.items():
-        stored = earlier.get("per_seed", {}).get(str(seed), {})
-        for method in methods:
-            if method in run["methods"]:
-                continue
-            if method not in stored:
-                raise SystemExit(f"{source} has no {method!r} on split seed {seed}")
-            row = stored[method]
-            if row["test"].get("n") != run["split"]["test_cells"]:
-                raise SystemExit(f"{source}: split seed {seed} has {row['test'].get('n')} test cells, this run "
-                                 f"{run['split']['test_cells']}: not the same split")
-            run["methods"][method] = {"fit_seconds": float("nan"), "tuned": row["tuned"], "val": row["val"],
-                                      "test": {"overall": row["test"]}, "reused_from": source}
-
-
-def write_report(result: dict[str, Any], per_seed: dict[int, dict[str, Any]], out: Path, reference: str) -> int:
-    """Write <out>/<dataset>.json and .md: `result` (the first split in detail) plus the summary over splits."""
-    seeds = sorted(per_seed)
-    name = result["dataset"]
-    if len(seeds) > 1:
-        result["over_seeds"] = summarise_seeds(per_seed, reference)
-        result["per_seed"] = {str(seed): {m: {"tuned": r["tuned"], "val": r["val"], "test": r["test"]["overall"],
-                                              **({"reused_from": r["reused_from"]} if "reused_from" in r else {})}
-                                          for m, r in per_seed[seed]["methods"].items()} for seed in seeds}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"{name}.json").write_text(json.dumps(result, indent=1, default=float))
-    markdown = to_markdown(result)
-    if "over_seeds" in result:
-        markdown = seeds_markdown(name, result["over_seeds"], reference) + "\n" + markdown.replace(
-            f"## {name}: test metrics", f"## {name}: test metrics on the first split (seed {seeds[0]})", 1)
-    (out / f"{name}.md").write_text(markdown)
-    print(markdown)
-    return 0
-
+__all__ = ["METHODS", "main", "make_predictors", "reuse_rows", "run_comparison", "seeds_markdown", "subset_questions",
+           "summarise_seeds", "to_markdown", "write_report"]
 
 if __name__ == "__main__":
     sys.exit(main())

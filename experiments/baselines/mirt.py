@@ -3,28 +3,39 @@
 logit = a_q . theta_m - b_q, with (a_q, b_q) = MLP(question embedding) and theta_m a learned table per LLM.
 Unlike plain IRT it can score unseen questions, because the item parameters come from the text. Early-stopped on
 validation loss; the latent dimension is chosen on validation loss.
+
+Two settings: `TextMirt()` as the published tables had it until the baselines got `fit`'s care (GELU, theta drawn
+from N(0, 0.5^2), d in {2, 8, 32}, the constant-rate loop of torch_fit.FitSettings()), and `same_care_mirt()`: the
+recipe of the kept-back MIRT that led the project (ReLU, theta from N(0, 0.1^2), d in {4, 16}) with d and the
+schedule (torch_fit.SAME_CARE: per-epoch decay, fit's drops, weight averaging) chosen together on validation loss.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
 from jeirt_lite_training.types import Responses
 from torch import nn
 
-from .torch_fit import FitSettings, fit_best_on_grid, predict_cells
+from .torch_fit import SAME_CARE, FitSettings, fit_best_on_grid, predict_cells, with_seed
 
-GRID = ({"dim": 2}, {"dim": 8}, {"dim": 32})
+GRID: tuple[dict[str, Any], ...] = ({"dim": 2}, {"dim": 8}, {"dim": 32})
+SAME_CARE_GRID: tuple[dict[str, Any], ...] = tuple({"dim": d, "activation": "relu", "theta_sd": 0.1} for d in (4, 16))
 HIDDEN = 256
 DROPOUT = 0.1
+_ACTIVATIONS = {"gelu": nn.GELU, "relu": nn.ReLU}
 
 
 class _TextMirt(nn.Module):
-    def __init__(self, in_dim: int, n_llms: int, dim: int) -> None:
+    def __init__(self, in_dim: int, n_llms: int, dim: int, activation: str = "gelu", theta_sd: float = 0.5) -> None:
         super().__init__()
         self.theta = nn.Embedding(n_llms, dim)
-        nn.init.normal_(self.theta.weight, std=0.5)
-        self.items = nn.Sequential(nn.Linear(in_dim, HIDDEN), nn.GELU(), nn.Dropout(DROPOUT), nn.Linear(HIDDEN, dim + 1))
+        nn.init.normal_(self.theta.weight, std=theta_sd)
+        self.items = nn.Sequential(nn.Linear(in_dim, HIDDEN), _ACTIVATIONS[activation](), nn.Dropout(DROPOUT),
+                                   nn.Linear(HIDDEN, dim + 1))
         self.dim = dim
 
     def forward(self, x: torch.Tensor, llm: torch.Tensor) -> torch.Tensor:
@@ -36,12 +47,14 @@ class _TextMirt(nn.Module):
 class TextMirt:
     name = "mirt_text"
 
-    def __init__(self, grid: tuple[dict[str, int], ...] = GRID, settings: FitSettings | None = None) -> None:
-        self.grid, self.settings = grid, settings or FitSettings()
+    def __init__(self, grid: tuple[dict[str, Any], ...] = GRID,
+                 settings: FitSettings | Sequence[FitSettings] | None = None, name: str = "mirt_text") -> None:
+        self.grid, self.settings, self.name = grid, settings or FitSettings(), name
 
     def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> TextMirt:
-        def build(config: dict[str, int]) -> nn.Module:
-            return _TextMirt(embeddings.shape[1], n_llms, int(config["dim"]))
+        def build(config: dict[str, Any]) -> nn.Module:
+            return _TextMirt(embeddings.shape[1], n_llms, int(config["dim"]), str(config.get("activation", "gelu")),
+                             float(config.get("theta_sd", 0.5)))
 
         self.val_log_loss, self.model, self.config, self.epochs = fit_best_on_grid(
             self.grid, build, embeddings, train, val, self.settings
@@ -51,3 +64,8 @@ class TextMirt:
     def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
         assert self.model is not None, "fit first"
         return predict_cells(self.model, embeddings, question, llm)
+
+
+def same_care_mirt(seed: int = 0) -> TextMirt:
+    """MIRT trained with the same care as `fit`: the leading recipe's model, d and schedule chosen on validation."""
+    return TextMirt(SAME_CARE_GRID, with_seed(SAME_CARE, seed), name="mirt_text_same_care")

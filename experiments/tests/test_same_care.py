@@ -1,0 +1,201 @@
+"""The careful training loop of the torch baselines (experiments/baselines/torch_fit.py): the per-epoch decay, the
+stop `patience` epochs after the best, fit's drops, the weight average that is returned, and the grid's choice."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from jeirt_lite_training.types import Responses
+from torch import nn
+
+from experiments.baselines import torch_fit
+from experiments.baselines.embedllm import same_care_mf
+from experiments.baselines.mirt import SAME_CARE_GRID, same_care_mirt
+from experiments.baselines.torch_fit import SAME_CARE, FitSettings, evaluate_loss, fit_best_on_grid, fit_cells
+
+N_Q, N_LLM, D = 240, 6, 8
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread() -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _cells(rng: np.random.Generator, questions: np.ndarray, emb: np.ndarray, noise: bool = False) -> Responses:
+    q = np.repeat(questions, N_LLM)
+    m = np.tile(np.arange(N_LLM), len(questions))
+    logit = 2.0 * emb[q, 0] * np.where(m % 2 == 0, 1.0, -1.0) + 0.3 * m - 0.8
+    p = np.full(len(q), 0.5) if noise else 1 / (1 + np.exp(-logit))
+    return Responses(q.astype(np.int64), m.astype(np.int64), (rng.random(len(q)) < p).astype(np.float32))
+
+
+@pytest.fixture(scope="module")
+def world() -> tuple[np.ndarray, Responses, Responses]:
+    rng = np.random.default_rng(0)
+    emb = rng.standard_normal((N_Q, D)).astype(np.float32)
+    return emb, _cells(rng, np.arange(0, 160), emb), _cells(rng, np.arange(160, N_Q), emb)
+
+
+class _Linear(nn.Module):
+    """logit = w_m · x + b_m: small enough to train in a blink."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Embedding(N_LLM, D)
+        self.b = nn.Embedding(N_LLM, 1)
+
+    def forward(self, x: torch.Tensor, llm: torch.Tensor) -> torch.Tensor:
+        return (self.w(llm) * x).sum(-1) + self.b(llm).squeeze(-1)
+
+
+def test_the_rate_is_multiplied_by_the_decay_after_every_epoch(world: tuple[np.ndarray, Responses, Responses]) -> None:
+    emb, train, val = world
+    history: list[dict[str, float]] = []
+    fit_cells(_Linear(), emb, train, val, FitSettings(lr=1e-2, lr_decay=0.7, max_epochs=6, patience=50,
+                                                      batch_size=128), history)
+    lrs = [h["lr"] for h in history]
+    assert len(lrs) == 6
+    assert lrs == pytest.approx([1e-2 * 0.7**k for k in range(6)])
+
+
+def test_training_stops_exactly_patience_epochs_after_the_best(world: tuple[np.ndarray, Responses, Responses]) -> None:
+    emb, train, _ = world
+    rng = np.random.default_rng(1)
+    noise = _cells(rng, np.arange(160, N_Q), emb, noise=True)  # coin-flip validation labels: overfitting shows
+    for patience in (1, 3):
+        history: list[dict[str, float]] = []
+        _, best_loss, best_epoch = fit_cells(_Linear(), emb, train, noise,
+                                             FitSettings(lr=5e-2, patience=patience, max_epochs=200), history)
+        assert len(history) == best_epoch + patience < 200
+        assert best_loss == min(h["val_loss"] for h in history)
+        assert all(h["val_loss"] >= best_loss - 1e-5 for h in history[best_epoch:])
+
+
+def test_fits_drops_divide_the_rate_by_ten_at_plateaus(world: tuple[np.ndarray, Responses, Responses]) -> None:
+    emb, train, _ = world
+    noise = _cells(np.random.default_rng(2), np.arange(160, N_Q), emb, noise=True)
+    history: list[dict[str, float]] = []
+    fit_cells(_Linear(), emb, train, noise, FitSettings(lr=5e-2, lr_drops=2, lr_drop_patience=2, patience=3,
+                                                        max_epochs=200), history)
+    assert sorted({h["lr"] for h in history}, reverse=True) == pytest.approx([5e-2, 5e-3, 5e-4])
+    assert len(history) < 200
+
+
+def test_the_averaged_weights_are_validated_and_returned(world: tuple[np.ndarray, Responses, Responses],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    emb, train, val = world
+    made: list[torch_fit.WeightAverage] = []
+
+    class Recorded(torch_fit.WeightAverage):
+        def __init__(self, model: nn.Module, decay: float) -> None:
+            super().__init__(model, decay)
+            made.append(self)
+
+    monkeypatch.setattr(torch_fit, "WeightAverage", Recorded)
+    settings = FitSettings(lr=2e-2, ema_epochs=1.0, max_epochs=8, patience=8, batch_size=64)
+    model, best_loss, _ = fit_cells(_Linear(), emb, train, val, settings)
+    assert len(made) == 1 and made[0].updates > 0
+    for param, average in zip(model.parameters(), made[0].average):
+        assert torch.equal(param.detach(), average)
+    x, m, y = torch_fit.cell_tensors(emb, val)
+    assert evaluate_loss(model, x, m, y) == pytest.approx(best_loss, rel=1e-6)
+    raw, raw_loss, _ = fit_cells(_Linear(), emb, train, val, replace(settings, ema_epochs=0.0))
+    assert raw_loss != pytest.approx(best_loss, rel=1e-6)  # the average is not the raw weights
+
+
+def test_the_grid_chooses_the_lowest_validation_loss(world: tuple[np.ndarray, Responses, Responses]) -> None:
+    emb, train, val = world
+    grid = ({"scale": 0.0}, {"scale": 3.0})
+    schedules = (FitSettings(lr=1e-4, max_epochs=3, name="slow"), FitSettings(lr=3e-2, max_epochs=3, name="fast"))
+
+    def build(config: dict[str, float]) -> nn.Module:
+        model = _Linear()
+        with torch.no_grad():
+            model.w.weight.mul_(config["scale"])
+        return model
+
+    losses = {(s.name, c["scale"]): fit_cells(build(c), emb, train, val, s)[1] for s in schedules for c in grid}
+    loss, _, config, _ = fit_best_on_grid(grid, build, emb, train, val, schedules)
+    assert loss == pytest.approx(min(losses.values()))
+    assert losses[(config["schedule"], config["scale"])] == pytest.approx(loss)  # type: ignore[index]
+    one, _, config_one, _ = fit_best_on_grid(grid, build, emb, train, val, schedules[1])
+    assert "schedule" not in config_one and one == pytest.approx(min(v for k, v in losses.items() if k[0] == "fast"))
+
+
+def test_the_same_care_baselines_search_the_leading_recipe() -> None:
+    assert {c["dim"] for c in SAME_CARE_GRID} == {4, 16}
+    assert all(c["activation"] == "relu" and c["theta_sd"] == 0.1 for c in SAME_CARE_GRID)
+    decay = next(s for s in SAME_CARE if s.name == "decay 0.7")
+    assert (decay.lr, decay.weight_decay, decay.lr_decay, decay.batch_size, decay.patience) == (1e-3, 0.01, 0.7, 512, 10)
+    drops = next(s for s in SAME_CARE if s.name == "drops + averaging")
+    assert drops.lr_drops == 2 and drops.ema_epochs == 0.5
+    mirt, mf = same_care_mirt(seed=3), same_care_mf(seed=3)
+    assert mirt.name == "mirt_text_same_care" and mf.name == "embedllm_mf_same_care"
+    assert all(s.seed == 3 for s in (*mirt.settings, *mf.settings))  # type: ignore[union-attr]
+
+
+def test_bad_schedules_are_refused(world: tuple[np.ndarray, Responses, Responses]) -> None:
+    emb, train, val = world
+    for bad in (FitSettings(lr_decay=0.0), FitSettings(lr_decay=1.5), FitSettings(patience=0),
+                FitSettings(ema_epochs=-1.0)):
+        with pytest.raises(ValueError):
+            fit_cells(_Linear(), emb, train, val, bad)
+
+
+def _run(seed: int, **aucs: float) -> dict[str, object]:
+    def overall(auc: float) -> dict[str, float]:
+        return {"n": 100.0, "auc": auc, "log_loss": 1 - auc, "accuracy": auc - 0.1, "brier": 0.2, "ece": 0.01,
+                "aiq": auc - 0.05}
+
+    return {"dataset": "toy", "settings": {"seed": seed}, "n_llms": 2, "n_questions": 10, "ece_bins": 15,
+            "split": {"train": 6, "val": 2, "test": 2, "test_cells": 100},
+            "methods": {m: {"fit_seconds": 1.0, "tuned": {}, "val": {}, "test": {"overall": overall(a)}}
+                        for m, a in aucs.items()}}
+
+
+def test_paired_differences_over_accuracy_and_aiq_and_the_old_rows_labelled() -> None:
+    from experiments.compare import seeds_markdown, summarise_seeds
+
+    per_seed = {0: _run(0, fit=0.80, mirt_text=0.79), 1: _run(1, fit=0.81, mirt_text=0.83),
+                2: _run(2, fit=0.82, mirt_text=0.80)}
+    summary = summarise_seeds(per_seed, reference="fit")  # type: ignore[arg-type]
+    paired = summary["methods"]["mirt_text"]["paired"]
+    for metric in ("auc", "accuracy", "aiq"):  # each is the AUC shifted by a constant here
+        assert paired[metric]["mean"] == pytest.approx(0.01 / 3)
+        assert paired[metric]["sd"] == pytest.approx(np.std([0.01, -0.02, 0.02], ddof=1))
+        assert paired[metric]["reference_better"] == 2
+    assert paired["log_loss"]["reference_better"] == 2 and paired["log_loss"]["mean"] == pytest.approx(-0.01 / 3)
+    text = seeds_markdown("toy", summary, reference="fit")
+    assert "| mirt_text (constant lr, as before) | +0.0033 ± 0.0208 (2/3) | -0.0033 ± 0.0208 (2/3) |" in text
+
+
+def test_merge_reuses_rows_from_several_earlier_results(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from experiments.compare import main, write_report
+
+    def earlier(name: str, **aucs: float) -> object:
+        runs = {s: _run(s, **aucs) for s in (0, 1)}
+        write_report(dict(runs[0]), runs, tmp_path / name, "none")  # type: ignore[arg-type]
+        return tmp_path / name / "toy.json"
+
+    fit, static = earlier("fit", fit=0.8, knn=0.7), earlier("static", static=0.79)
+    for s in (0, 1):
+        (tmp_path / f"new{s}.json").write_text(json.dumps(_run(s, mirt_text_same_care=0.81)))
+    merged = ["--merge", str(tmp_path / "new0.json"), str(tmp_path / "new1.json"), "--reference", "fit",
+              "--out", str(tmp_path / "out")]
+    assert main([*merged, "--reuse", str(fit), "--reuse-methods", "fit,knn", "--reuse", str(static),
+                 "--reuse-methods", "static"]) == 0
+    result = json.loads((tmp_path / "out" / "toy.json").read_text())
+    assert sorted(result["per_seed"]["1"]) == ["fit", "knn", "mirt_text_same_care", "static"]
+    assert result["per_seed"]["1"]["static"]["reused_from"] == str(static)
+    assert result["over_seeds"]["methods"]["mirt_text_same_care"]["paired"]["auc"]["mean"] == pytest.approx(-0.01)
+    with pytest.raises(SystemExit):  # a --reuse without its --reuse-methods
+        main([*merged, "--reuse", str(fit), "--reuse", str(static), "--reuse-methods", "fit"])
