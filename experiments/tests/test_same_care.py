@@ -130,7 +130,7 @@ def test_the_grid_chooses_the_lowest_validation_loss(world: tuple[np.ndarray, Re
 
 
 def test_the_same_care_baselines_search_the_leading_recipe() -> None:
-    assert {c["dim"] for c in SAME_CARE_GRID} == {4, 16}
+    assert {4, 16} <= {c["dim"] for c in SAME_CARE_GRID}
     assert all(c["activation"] == "relu" and c["theta_sd"] == 0.1 for c in SAME_CARE_GRID)
     decay = next(s for s in SAME_CARE if s.name == "decay 0.7")
     assert (decay.lr, decay.weight_decay, decay.lr_decay, decay.batch_size, decay.patience) == (1e-3, 0.01, 0.7, 512, 10)
