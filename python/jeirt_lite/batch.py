@@ -107,15 +107,9 @@ def score_chunk(router: Router, ids: list[Any], questions: EncodedQuestions, opt
         ids=ids,
         indices=result.indices,
         probabilities=result.probabilities,
-        difficulty=router.difficulty(EncodedQuestions(questions.vectors)),
+        difficulty=router.difficulty(questions),
         all_probabilities=router.predict_proba(questions) if options.all_probabilities else None,
     )
-
-
-def embed_for_scoring(router: Router, texts: list[str]) -> tuple[np.ndarray, Optional[np.ndarray]]:
-    """Question vectors, and the encoder's features only when scoring reads them (`Router.needs_features`)."""
-    encoded = router.encode(texts)
-    return encoded.vectors, encoded.features
 
 
 def _embedded_chunks(
@@ -126,7 +120,7 @@ def _embedded_chunks(
         parts = []
         for start in range(0, len(chunk.texts), ENCODE_SLICE):
             part = chunk.texts[start : start + ENCODE_SLICE]
-            parts.append(embed_for_scoring(router, part))
+            parts.append(router.encode(part))  # features only where scoring reads them
             progress.advance(len(part))
         vectors = np.concatenate([p[0] for p in parts]) if parts else np.empty((0, router.dim), np.float32)
         features = None if not parts or parts[0][1] is None else np.concatenate([p[1] for p in parts])

@@ -23,7 +23,6 @@ from .._alignment import unit_rows
 from .._errors import JeirtError
 from .._io.outputs import atomic_output, refuse_inputs
 from .._questions import EncodedQuestions
-from ..batch import embed_for_scoring
 from ._difficulty import difficulty_vs_error
 from ._onboarding_value import ANSWER_COUNTS, REPEATS, onboarding_curves
 from ._probes import needs_calculation, probe_vectors
@@ -123,7 +122,7 @@ def build_report(
         raise JeirtError(f"{data_dir}: the report needs at least 3 questions, found {data.n_questions}")
     if max_questions is not None and data.n_questions > max_questions:
         data = data.subset(stratified_sample(data.subjects, max_questions, seed))
-    vectors, features = embed_for_scoring(router, data.texts)
+    vectors, features = router.encode(data.texts)  # features only where scoring reads them (votes)
     probabilities = router.predict_proba(EncodedQuestions(vectors, features))  # what the router says, votes included
     sections = [
         _summary(router, data, data_dir, question_ids is not None, how),
