@@ -104,6 +104,13 @@ class Router(RouterTables):
             questions = self.encode(questions)
         return self._check_vectors(questions.vectors), questions.features
 
+    def _vectors_of(self, questions: Questions) -> np.ndarray:
+        """Checked question vectors of texts (encoded here, without features) or of questions encoded before; for
+        the methods that read the vectors only (difficulty, alignment, suggestions)."""
+        if not isinstance(questions, EncodedQuestions):
+            questions = self.encode(questions, features=False)
+        return self._check_vectors(questions.vectors)
+
     def _offsets(
         self, vectors: np.ndarray, features: Optional[np.ndarray], names: Optional[Sequence[str]] = None,
         questions: Optional[Questions] = None,
@@ -204,9 +211,7 @@ class Router(RouterTables):
 
     def difficulty(self, questions: Questions) -> np.ndarray:
         """Difficulty of each question: the norm of its question vector (N,) float32; larger is harder."""
-        if not isinstance(questions, EncodedQuestions):
-            questions = self.encode(questions, features=False)
-        norms: np.ndarray = np.linalg.norm(self._check_vectors(questions.vectors), axis=1).astype(np.float32)
+        norms: np.ndarray = np.linalg.norm(self._vectors_of(questions), axis=1).astype(np.float32)
         bad = np.flatnonzero(~np.isfinite(norms))
         if bad.size:
             raise JeirtError(f"question row {int(bad[0])} contains NaN or inf")
@@ -251,10 +256,7 @@ class Router(RouterTables):
                 f"{self.path}: this router has no reference directions (reference.safetensors), so alignment and "
                 "the in-distribution flag are unavailable; routers exported by current training carry them"
             )
-        if not isinstance(questions, EncodedQuestions):
-            questions = self.encode(questions, features=False)
-        vectors = self._check_vectors(questions.vectors)
-        return align(vectors, reference, spec.threshold, spec.top_k, center=self._artifact.reference_center)
+        return align(self._vectors_of(questions), reference, spec.threshold, spec.top_k, center=self._artifact.reference_center)
 
     # -- changing the set of LLMs (the question side stays frozen) --------------------------------------------------
 
@@ -333,10 +335,8 @@ class Router(RouterTables):
         Returns:
             `budget` indices into the questions, most informative first.
         """
-        if not isinstance(questions, EncodedQuestions):
-            questions = self.encode(questions, features=False)
         picks = suggest_indices(
-            self._check_vectors(questions.vectors),
+            self._vectors_of(questions),
             budget,
             prior_mean=self._llm_vectors.mean(axis=0),
             known=known,
