@@ -19,7 +19,6 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from jeirt_lite import Router, kernels  # noqa: E402
-from jeirt_lite._neighbours import neighbour_sums, unit_rows  # noqa: E402
 from jeirt_lite_training.metrics import log_loss, roc_auc  # noqa: E402
 from jeirt_lite_training.router_split import router_test_question_ids  # noqa: E402
 
@@ -62,12 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     vectors, features = router.encode(texts)
     assert features is not None
     n = len(texts)
-    sums, counts = neighbour_sums(votes._unit_keys(), votes.answers, unit_rows(features), (votes.k,),
-                                  votes.temperature)
+    reference = votes.reference_sums(features)
     variants = {
         "Rust search (as the router runs it)": votes.offsets(features, router.llms, n),
         "Rust exact path": votes.offsets_from_sums(votes.sums(features, exact=True), router.llms, n),
-        "NumPy search (reference)": votes.offsets_from_sums((sums[0], counts[0]), router.llms, n),
+        "NumPy search (reference)": votes.offsets_from_sums(reference, router.llms, n),
         "no votes": np.zeros((n, len(router.llms)), np.float32),
     }
     print(f"{n} test questions, {len(answers)} answered cells")

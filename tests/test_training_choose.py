@@ -261,3 +261,12 @@ def test_the_shipped_router_preset_is_fit_on_every_question(
     for name in router.llms:
         assert not set(name) & set("(),"), name
     assert router.predict_proba(["What is 2 + 2?"]).shape == (1, len(router.llms))
+
+
+def test_a_router_trained_on_this_repositorys_data_names_it_relative_to_the_repository() -> None:
+    # router.json's training.data: repo-relative, never a machine's absolute path (tracked routers ship it).
+    from jeirt_lite_training.pipeline import _display_path
+
+    repo = Path(__file__).resolve().parents[1]
+    assert _display_path(str(repo / "data" / "mmlu_pro")) == "data/mmlu_pro"
+    assert _display_path("elsewhere/responses") == "elsewhere/responses"

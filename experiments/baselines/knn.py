@@ -37,8 +37,8 @@ class KnnPerLlm:
         self.keys = unit_rows(embeddings[self.train_questions])
         self.answers = answers_table(train, self.train_questions, n_llms)
         self.p_llm = smoothed_llm_accuracy(train, n_llms, PRIOR_STRENGTH).astype(np.float32)
-        self.val_log_loss, (self.k, self.alpha, self.tau), _ = tune_votes(
-            [embeddings], [(train, val)], n_llms, self.k_grid, self.alpha_grid, self.tau_grid)
+        tuning = tune_votes([embeddings], [(train, val)], n_llms, self.k_grid, self.alpha_grid, self.tau_grid)
+        self.val_log_loss, (self.k, self.alpha, self.tau) = tuning.loss, tuning.setting
         return self
 
     def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:

@@ -172,13 +172,23 @@ class VoteTable:
     """A router's stored questions for the neighbour votes' search (rust/src/votes/)."""
 
     def __new__(
-        cls, keys: npt.NDArray[np.float32], answers: npt.NDArray[np.int8], projection: npt.NDArray[np.float32]
+        cls,
+        keys: npt.NDArray[np.float32],
+        answers: npt.NDArray[np.int8],
+        projection: npt.NDArray[np.float32],
+        centre: npt.NDArray[np.float32] | None = None,
+        query_map: npt.NDArray[np.float32] | None = None,
     ) -> VoteTable:
-        """``keys`` (n, p) unit rows, ``answers`` (n, K) 1/0/-1, ``projection`` (p, dims) (dims 0: no coarse pass)."""
+        """``keys`` (n, p) unit rows, ``answers`` (n, K) 1/0/-1, ``projection`` (p, dims) (dims 0: no coarse pass);
+        with ``centre`` (f,) and ``query_map`` (f, p), queries of f features are mapped to the keys' space first."""
 
     @property
     def rows(self) -> int:
         """Stored questions."""
+
+    @property
+    def query_cols(self) -> int:
+        """Width of the queries ``sums`` takes (the features, before any query map)."""
 
     def sums(
         self, queries: npt.NDArray[np.float32], k: int, temperature: float | None, candidates: int, threads: int

@@ -9,23 +9,30 @@ to each LLM's logit a weighted vote of its answers on the k nearest of them:
                                                        this LLM answered, w_j = 1 or exp((s_j − s_max)/τ)
     logit = q·m/‖q‖ − ‖q‖ + weight · log(p_knn / (1 − p_knn))     (then the router's calibration)
 
-k, α, τ and the weight are fitted by `python -m jeirt_lite_training fit` on held-out questions (jeirt_lite_training.neighbour_blend), which
-keeps the votes only when they lower the held-out log-loss. Stored in the router folder as
+k, α, τ, the weight and the space the neighbours are found in are fitted by `python -m jeirt_lite_training fit` on
+held-out questions (jeirt_lite_training.neighbour_blend), which keeps the votes only when they lower the held-out
+log-loss. The space: routers fitted now compare questions on a few principal directions of the centred features
+(the "short space": `(unit features - centre) · projection`, a handful of dimensions instead of hundreds), which costs the
+search about a fifth of the full features' and, measured on held-out questions, finds neighbours as good
+(docs/research/neighbours.md, "Short keys"). Routers written before hold full-width keys and no projection; they
+search the features themselves. Stored in the router folder as
 
-    neighbours.safetensors   "keys" (n, p) float16 unit feature rows, "answers" (n, K) int8 (1 right, 0 wrong,
-                             -1 not asked), "prior" (K,) float32
+    neighbours.safetensors   "keys" (n, d) float16 unit rows (short-space rows, or the features when there is no
+                             projection), "answers" (n, K) int8 (1 right, 0 wrong, -1 not asked), "prior" (K,)
+                             float32, and for a short space "centre" (p,) and "projection" (p, d) float32
     router.json "neighbours": {"llms": [K names, column order], "k", "smoothing" (α), "temperature" (τ or null),
-                               "weight", "feature_dim"}
+                               "weight", "feature_dim" (p)}
 
 An LLM without a column (one added later with add_llm) gets no vote.
 
 At run time the search runs in Rust (`_core.VoteTable`, rust/src/votes/: no Python in the loop, the GIL
-released): a coarse pass scores every stored question on the keys' top `COARSE_DIMS` principal directions
-(computed here at load from the stored keys; nothing new is stored), keeps the best `COARSE_CANDIDATES` per query,
-and ranks those by the exact float32 similarity; the votes read that ranking. Where the shortlist holds a query's
-true 2k nearest, its votes are the exact ones; how often it does on real questions is measured in
-docs/research/neighbours.md. `neighbour_sums` below, in NumPy, is the reference (tests hold the kernel's exact
-path to it) and what training uses.
+released), which maps each query to the short space itself. In the short space every key is scored on all d
+components and the 2k best are ranked exactly. Full-width keys (older routers) take a coarse pass first: every
+stored question scored on the keys' top `COARSE_DIMS` principal directions (computed here at load), the best
+`COARSE_CANDIDATES` per query kept and ranked by the exact float32 similarity; where that shortlist holds a
+query's true 2k nearest, its votes are the exact ones (docs/research/neighbours.md measures how often).
+`neighbour_sums` below, in NumPy, is the reference (tests hold the kernel's exact path to it) and what training
+uses.
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ from ._manifest import block_llms, block_tensors, check_feature_width
 NEIGHBOURS_FILE = "neighbours.safetensors"
 NEIGHBOURS_ROLE = "neighbours"
 KEYS_TENSOR, ANSWERS_TENSOR, PRIOR_TENSOR = "keys", "answers", "prior"
+CENTRE_TENSOR, PROJECTION_TENSOR = "centre", "projection"  # the short space, when the router has one
 NOT_ASKED = -1
 # Neighbours ranked per query before each LLM takes its first k that it answered: twice k, so an LLM that skipped
 # some of the nearest questions still finds k answers (the public matrices are 79% to 99.5% observed).
@@ -61,6 +69,11 @@ _CLIP = 1e-6
 def unit_rows(x: np.ndarray) -> np.ndarray:
     """Float32 unit rows (the similarity search runs in float32)."""
     return _unit_rows(x, np.float32)
+
+
+def short_rows(features: np.ndarray, centre: np.ndarray, projection: np.ndarray) -> np.ndarray:
+    """Float32 unit rows of the features in a short space: `(unit features - centre) · projection`, made unit."""
+    return unit_rows((unit_rows(np.asarray(features, dtype=np.float32)) - centre) @ projection)
 
 
 def neighbour_sums(
@@ -137,28 +150,49 @@ class NeighbourVotes:
     """The neighbour table of a router and its fitted vote (see the module docstring)."""
 
     llms: tuple[str, ...]
-    keys: np.ndarray  # (n, p) float16 unit rows, as stored
+    keys: np.ndarray  # (n, d) float16 unit rows, as stored (d = p without a short space)
     answers: np.ndarray  # (n, K) int8
     prior: np.ndarray  # (K,) float32
     k: int
     smoothing: float
     temperature: Optional[float]
     weight: float
+    centre: Optional[np.ndarray] = None  # (p,) float32: the short space's origin in feature space; None: no space
+    projection: Optional[np.ndarray] = None  # (p, d) float32: its directions
 
     @property
     def feature_dim(self) -> int:
-        return int(self.keys.shape[1])
+        return int(self.keys.shape[1] if self.projection is None else self.projection.shape[0])
+
+    @property
+    def short_space(self) -> bool:
+        return self.projection is not None
+
+    def query_rows(self, features: np.ndarray) -> np.ndarray:
+        """Float32 unit rows the keys are compared with: the features mapped to the short space, or the features."""
+        if self.projection is None or self.centre is None:
+            return unit_rows(np.asarray(features, dtype=np.float32))
+        return short_rows(features, self.centre, self.projection)
+
+    def reference_sums(self, features: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """What `sums` gives, from the NumPy search (`neighbour_sums`, the reference) over every stored question."""
+        sums, counts = neighbour_sums(self._unit_keys(), self.answers, self.query_rows(features), (self.k,),
+                                      self.temperature)
+        return sums[0], counts[0]
 
     def manifest_block(self) -> dict[str, Any]:
         return {"llms": list(self.llms), "k": self.k, "smoothing": self.smoothing, "temperature": self.temperature,
                 "weight": self.weight, "feature_dim": self.feature_dim}
 
     def tensors(self) -> dict[str, np.ndarray]:
-        return {KEYS_TENSOR: self.keys, ANSWERS_TENSOR: self.answers, PRIOR_TENSOR: self.prior}
+        out = {KEYS_TENSOR: self.keys, ANSWERS_TENSOR: self.answers, PRIOR_TENSOR: self.prior}
+        if self.centre is not None and self.projection is not None:
+            out.update({CENTRE_TENSOR: self.centre, PROJECTION_TENSOR: self.projection})
+        return out
 
     def probabilities(self, features: np.ndarray, threads: int = 1, *, exact: bool = False) -> np.ndarray:
         """(N, K) the smoothed neighbour vote of each LLM of the table, for finite features (N, p), by the Rust
-        search (`exact`: every stored question scored exactly, no coarse pass)."""
+        search (`exact`: every stored question scored exactly)."""
         sums, counts = self.sums(features, threads, exact=exact)
         return smoothed(sums, counts, self.prior, self.smoothing)
 
@@ -166,15 +200,25 @@ class NeighbourVotes:
         """(weighted sums of answers, sums of weights), each (N, K) float32: what `neighbour_sums` gives for this
         table's k, from the Rust search."""
         queries = np.ascontiguousarray(features, dtype=np.float32)
-        candidates = len(self.keys) if exact else COARSE_CANDIDATES
+        candidates = len(self.keys) if exact else self.candidates()
         return self.kernel_table().sums(queries, self.k, self.temperature, candidates, threads)
 
+    def candidates(self) -> int:
+        """Keys the Rust search keeps per query from its first pass: the window itself in the short space (that
+        pass already scores every component, so it ranks exactly), `COARSE_CANDIDATES` for full-width keys."""
+        return CANDIDATES_PER_K * self.k if self.short_space else COARSE_CANDIDATES
+
     def kernel_table(self) -> _core.VoteTable:
-        """The Rust search's copy of the table, built on first use (the keys' principal directions included)."""
+        """The Rust search's copy of the table, built on first use: in the short space, its first pass over every
+        component (an identity projection) and the query map; else the keys' principal directions."""
         cached = self.__dict__.get("_kernel_table")
         if cached is None:
-            keys = self._unit_keys()
-            cached = _core.VoteTable(keys, np.ascontiguousarray(self.answers), coarse_projection(keys))
+            keys, answers = self._unit_keys(), np.ascontiguousarray(self.answers)
+            if self.centre is not None and self.projection is not None:
+                cached = _core.VoteTable(keys, answers, np.eye(keys.shape[1], dtype=np.float32),
+                                         np.ascontiguousarray(self.centre), np.ascontiguousarray(self.projection))
+            else:
+                cached = _core.VoteTable(keys, answers, coarse_projection(keys))
             object.__setattr__(self, "_kernel_table", cached)  # derived; the dataclass fields are unchanged
         return cached
 
@@ -210,7 +254,7 @@ class NeighbourVotes:
 
     def request(self) -> tuple[_core.VoteTable, int, Optional[float], int]:
         """What a background encoding job votes with (`StaticEncoder.encode_start`)."""
-        return self.kernel_table(), self.k, self.temperature, COARSE_CANDIDATES
+        return self.kernel_table(), self.k, self.temperature, self.candidates()
 
     def restricted(self, names: Sequence[str]) -> Optional[NeighbourVotes]:
         """Only the columns of LLMs in `names`; None when none is left."""
@@ -246,12 +290,35 @@ def parse_neighbours(
             f"{where}: keys {keys.shape}, answers {answers.shape} and prior {prior.shape} must be (n, p), "
             f"(n, {len(names)}) and ({len(names)},)"
         )
-    check_feature_width(keys.shape[1], feature_dim, "neighbours", where)
+    centre, projection = _short_space(tensors, keys.shape[1], where)
+    check_feature_width(keys.shape[1] if projection is None else projection.shape[0], feature_dim, "neighbours", where)
     if not np.isfinite(keys).all() or not ((answers >= NOT_ASKED) & (answers <= 1)).all():
         raise JeirtError(f"{where}: keys must be finite and answers -1, 0 or 1")
     if not (np.isfinite(prior).all() and ((prior > 0) & (prior < 1)).all()):
         raise JeirtError(f"{where}: prior must hold probabilities strictly between 0 and 1")
-    for array in (keys, answers, prior):
-        array.setflags(write=False)
+    for array in (keys, answers, prior, centre, projection):
+        if array is not None:
+            array.setflags(write=False)
     return NeighbourVotes(tuple(names), keys, answers, prior, int(k), float(smoothing),
-                          None if temperature is None else float(temperature), float(weight))
+                          None if temperature is None else float(temperature), float(weight), centre, projection)
+
+
+def _short_space(
+    tensors: Mapping[str, np.ndarray], short_dim: int, where: str
+) -> tuple[Optional[np.ndarray], Optional[np.ndarray]]:
+    """The stored short space (centre (p,), projection (p, d) float32, both finite), or (None, None) when the
+    keys are full-width features; one without the other, or shapes that disagree with the keys' d, refused."""
+    centre, projection = tensors.get(CENTRE_TENSOR), tensors.get(PROJECTION_TENSOR)
+    if centre is None and projection is None:
+        return None, None
+    if centre is None or projection is None:
+        raise JeirtError(f"{where}: neighbours.safetensors holds {'centre' if projection is None else 'projection'} "
+                         "without its partner: a short space needs both 'centre' and 'projection'")
+    if centre.dtype != np.float32 or projection.dtype != np.float32:
+        raise JeirtError(f"{where}: neighbours centre and projection must be float32")
+    if centre.ndim != 1 or projection.shape != (len(centre), short_dim):
+        raise JeirtError(f"{where}: neighbours centre {centre.shape} and projection {projection.shape} must be (p,) "
+                         f"and (p, {short_dim}) for keys of width {short_dim}")
+    if not (np.isfinite(centre).all() and np.isfinite(projection).all()):
+        raise JeirtError(f"{where}: neighbours centre and projection must be finite")
+    return centre, projection

@@ -14,7 +14,15 @@ from jeirt_lite._io.formats import table_format
 from jeirt_lite._io.outputs import check_output_folder, refuse_inputs
 from jeirt_lite._io.tables import read_table
 from jeirt_lite._io.vocabulary import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS
-from jeirt_lite._neighbours import NOT_ASKED, NeighbourVotes, neighbour_sums, smoothed, unit_rows, vote_logits
+from jeirt_lite._neighbours import (
+    NOT_ASKED,
+    NeighbourVotes,
+    neighbour_sums,
+    short_rows,
+    smoothed,
+    unit_rows,
+    vote_logits,
+)
 from jeirt_lite._onnx_external import safetensors_layout
 from jeirt_lite._training_questions import normalise_question, training_question_set
 from jeirt_lite.artifact import ENCODER_FILE, STATIC_ENCODER_FILE, save_artifact
@@ -23,6 +31,6 @@ from jeirt_lite.cli import _options as cli_options  # the converters and parser 
 __all__ = [
     "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "NOT_ASKED", "STATIC_ENCODER_FILE", "TRUE_LABELS", "JeirtError",
     "NeighbourVotes", "Router", "alignment", "check_output_folder", "cli_options", "neighbour_sums", "normalise_question",
-    "read_table", "refuse_inputs", "safetensors_layout", "save_artifact", "smoothed", "table_format", "training_question_set", "unit_rows",
+    "read_table", "refuse_inputs", "safetensors_layout", "save_artifact", "short_rows", "smoothed", "table_format", "training_question_set", "unit_rows",
     "vote_logits",
 ]

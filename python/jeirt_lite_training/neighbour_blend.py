@@ -3,8 +3,10 @@ same held-out parts that choose the router's settings (choose.py), never on a te
 
 1. Setting. For each (train, validation) part, the vote on each validation question comes from its neighbours
    among that part's training questions only, by the features that part's run read (a static table fine-tuned on
-   the part gives its own). k, α and τ (the KNN baseline's grid) minimise the vote's own
-   held-out log-loss, summed over the parts.
+   the part gives its own), compared in a short space of them (votes.principal_space of the part's training
+   questions). k, α, τ and the space's width minimise the vote's own held-out log-loss, summed over the parts.
+   The grids keep the router's search cheap: widths `SPACE_GRID` and k up to 80 (`K_GRID`); the search's cost
+   grows with both (docs/research/neighbours.md, "Short keys").
 2. Weight. A logistic regression of the held-out answers on (the router's held-out logit, the vote's logit, 1)
    gives the vote's weight relative to the logit (w = b/a); the calibration is then fitted on logit + w·vote.
 3. Kept only if it helps out of sample: the held-out questions are dealt into two halves (grouped by question);
@@ -22,15 +24,26 @@ from typing import Any
 
 import numpy as np
 
-from ._runtime import NeighbourVotes, unit_rows, vote_logits
+from ._runtime import NeighbourVotes, short_rows, unit_rows, vote_logits
 from .metrics import log_loss
 from .types import Responses
-from .votes import PRIOR_STRENGTH, answers_table, smoothed_llm_accuracy, tune_votes
+from .votes import (
+    ALPHA_GRID,
+    PRIOR_STRENGTH,
+    TAU_GRID,
+    answers_table,
+    principal_space,
+    smoothed_llm_accuracy,
+    tune_votes,
+)
 
 # Above this many questions learned from, fit leaves the votes out: the router would store their features (77 MB at
 # 384 float16 features) and every routed question would be compared with all of them.
 MAX_STORED_QUESTIONS = 100_000
 HALVES_SEED = 0
+# The router's vote grids: the KNN baseline's α and τ, k up to 80 and short spaces of 16 or 32 principal directions.
+K_GRID = (10, 20, 40, 80)
+SPACE_GRID = (16, 32)
 
 
 @dataclass
@@ -44,10 +57,11 @@ class VoteChoice:
     kept: bool
     heldout_vote_logits: np.ndarray  # the chosen vote's logit on each held-out cell (selection.heldout order)
     crossfit: dict[str, float]
+    space_dims: int | None = None  # the short space's width; None: the features themselves
 
     def record(self) -> dict[str, Any]:
         return {"kept": self.kept, "k": self.k, "smoothing": self.smoothing, "temperature": self.temperature,
-                "weight": self.weight, "crossfit_log_loss": self.crossfit,
+                "weight": self.weight, "space_dims": self.space_dims, "crossfit_log_loss": self.crossfit,
                 "chosen_on": "the held-out parts that chose d and dropout (jeirt_lite_training.neighbour_blend)"}
 
 
@@ -103,21 +117,27 @@ def choose_neighbour_votes(embeddings: np.ndarray | Sequence[np.ndarray],
     """Steps 1–3 of the module docstring on the chosen setting's held-out logits. `embeddings`: the features
     every part's run read, or one array per part (a static table fine-tuned on each part)."""
     per_part = [embeddings] * len(parts) if isinstance(embeddings, np.ndarray) else list(embeddings)
-    _, (k, alpha, tau), p = tune_votes(per_part, parts, n_llms)
-    votes = vote_logits(p)
+    tuning = tune_votes(per_part, parts, n_llms, K_GRID, ALPHA_GRID, TAU_GRID, SPACE_GRID)
+    (k, alpha, tau), votes = tuning.setting, vote_logits(tuning.p)
     crossfit = crossfit_losses(heldout_logits, votes, heldout)
     a, _, b = logistic_fit(_design(heldout_logits, votes), heldout.correct)
     weight = float(b / a) if a > 0 else 0.0
     kept = crossfit["with_votes"] < crossfit["calibration_only"] and weight > 0
-    return VoteChoice(k, alpha, tau, weight, bool(kept), votes, crossfit)
+    return VoteChoice(k, alpha, tau, weight, bool(kept), votes, crossfit, tuning.dims)
 
 
 def neighbour_votes(embeddings: np.ndarray, cells: Responses, llm_names: Sequence[str],
                     choice: VoteChoice) -> NeighbourVotes:
-    """The router's table: every question of `cells` (its features from `embeddings`) with its answers."""
+    """The router's table: every question of `cells` with its answers, its keys the questions' features from
+    `embeddings` in the chosen short space (the principal directions of all of them), or the features."""
     questions = np.unique(cells.question)
     n_llms = len(llm_names)
     prior = smoothed_llm_accuracy(cells, n_llms, PRIOR_STRENGTH).astype(np.float32)
-    keys = unit_rows(embeddings[questions]).astype(np.float16)
-    return NeighbourVotes(tuple(llm_names), keys, answers_table(cells, questions, n_llms), prior, choice.k,
-                          choice.smoothing, choice.temperature, choice.weight)
+    features = embeddings[questions]
+    if choice.space_dims is None:
+        centre, projection, keys = None, None, unit_rows(features)
+    else:
+        centre, projection = principal_space(features, choice.space_dims)
+        keys = short_rows(features, centre, projection)
+    return NeighbourVotes(tuple(llm_names), keys.astype(np.float16), answers_table(cells, questions, n_llms), prior,
+                          choice.k, choice.smoothing, choice.temperature, choice.weight, centre, projection)

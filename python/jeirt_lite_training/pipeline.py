@@ -147,7 +147,7 @@ class FitResult:
 
 def _display_path(source: str) -> str:
     """Repo-relative when the data lives in this repository, so a manifest does not leak a machine's paths."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # python/jeirt_lite_training/pipeline.py -> the repository
     try:
         return str(Path(source).resolve().relative_to(root))
     except ValueError:
@@ -366,7 +366,8 @@ def _neighbour_votes(
                                           f"the {MAX_STORED_QUESTIONS} a router stores for votes"}
     features = selection.heldout_embeddings or frozen
     choice = choose_neighbour_votes(features, parts, prep.data.n_llms, selection.heldout, selection.heldout_logits)
-    log(f"neighbour votes: k={choice.k} weight {choice.weight:.3f}, cross-fitted held-out log-loss "
+    space = "the features" if choice.space_dims is None else f"{choice.space_dims} principal directions"
+    log(f"neighbour votes: k={choice.k} on {space}, weight {choice.weight:.3f}, cross-fitted held-out log-loss "
         f"{choice.crossfit['with_votes']:.4f} with, {choice.crossfit['calibration_only']:.4f} without: "
         f"{'kept' if choice.kept else 'dropped'}")
     if not choice.kept:

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use numpy::{PyArray2, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
 use crate::python::convert::{contiguous, matrix, to_py, JeirtError};
@@ -48,12 +48,16 @@ pub(crate) fn settings(
 #[pymethods]
 impl VoteTable {
     /// `keys` (n, p) float32 unit rows, `answers` (n, K) int8 (1, 0, -1 not asked), `projection` (p, dims)
-    /// float32 (dims may be 0: every key scored exactly).
+    /// float32 (dims may be 0: every key scored exactly). With `centre` (f,) and `query_map` (f, p), both
+    /// float32, queries of f features are mapped to the keys' space first: `(q / |q| - centre) · query_map`.
     #[new]
+    #[pyo3(signature = (keys, answers, projection, centre=None, query_map=None))]
     fn new(
         keys: PyReadonlyArray2<'_, f32>,
         answers: PyReadonlyArray2<'_, i8>,
         projection: PyReadonlyArray2<'_, f32>,
+        centre: Option<PyReadonlyArray1<'_, f32>>,
+        query_map: Option<PyReadonlyArray2<'_, f32>>,
     ) -> PyResult<Self> {
         let (n, cols) = shape2(keys.shape(), "keys")?;
         let (rows, _) = shape2(answers.shape(), "answers")?;
@@ -72,6 +76,29 @@ impl VoteTable {
             dims,
         )
         .map_err(to_py)?;
+        let table = match (centre, query_map) {
+            (None, None) => table,
+            (Some(centre), Some(map)) => {
+                let (f, p) = shape2(map.shape(), "query_map")?;
+                if p != cols || centre.len() != f {
+                    return Err(JeirtError::new_err(format!(
+                        "centre ({},) and query_map ({f}, {p}) do not agree with keys ({n}, {cols})",
+                        centre.len()
+                    )));
+                }
+                let centre = centre
+                    .as_slice()
+                    .map_err(|_| JeirtError::new_err("centre must be contiguous"))?
+                    .to_vec();
+                let map = contiguous(&map, "query_map")?.to_vec();
+                table.with_query_map(centre, map).map_err(to_py)?
+            }
+            _ => {
+                return Err(JeirtError::new_err(
+                    "centre and query_map come together (both or neither)",
+                ))
+            }
+        };
         Ok(Self {
             inner: Arc::new(table),
         })
@@ -108,6 +135,12 @@ impl VoteTable {
     #[getter]
     fn rows(&self) -> usize {
         self.inner.len()
+    }
+
+    /// Width of the queries `sums` takes (the features, before any query map).
+    #[getter]
+    fn query_cols(&self) -> usize {
+        self.inner.query_cols()
     }
 }
 

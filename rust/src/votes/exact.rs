@@ -4,6 +4,7 @@
 use crate::simd::SimdLevel;
 use crate::votes::dot::{dot, pack};
 use crate::votes::scan::Shortlist;
+use crate::votes::scores::ScoreScratch;
 
 /// Buffers one worker reuses from block to block (fresh large allocations cost page faults).
 #[derive(Default)]
@@ -12,13 +13,14 @@ pub(crate) struct Scratch {
     pub(crate) projected: Vec<f32>,
     pub(crate) wanted: Vec<Vec<u32>>,
     pub(crate) ranked: Vec<Vec<u64>>,
+    pub(crate) scores: ScoreScratch,
     start: Vec<u32>,
     cursor: Vec<u32>,
     who: Vec<(u32, u32)>,
 }
 
 /// Per query of `queries` (rows of `cols`), the exact similarity with each key it wants (`scratch.wanted[m]`,
-/// sorted indices; every key when `coarse` is false), packed with the key ([`pack`]) in key order, into
+/// indices in any order; every key when `coarse` is false), packed with the key ([`pack`]) in the list's order, into
 /// `scratch.ranked`. Key-major: each key row is read once for the whole block of queries, so the table streams
 /// from memory once per block, not once per query.
 pub(crate) fn exact_block(

@@ -10,10 +10,20 @@
 //! `dims` components only and keeps the best `candidates` per query; only those are scored exactly, and the
 //! votes read the exact ranking. Where the shortlist holds the true `2k` nearest, the result is the exact one
 //! bit for bit; with `candidates >= n` (or no projection) every key is scored exactly.
+//!
+//! A table may also hold a query map ([`VoteTable::with_query_map`]): the keys then live in a short space (the
+//! centred features' top principal directions, chosen when the router was fitted), and each query is mapped
+//! there, `(q / |q| - centre) · map`, before the search. The cost of the search is `n` times the short width.
+//!
+//! Small projected tables (a short space's keys) take another first pass (`scores`): every key's similarity
+//! into a buffer per group of queries, then each query's best keys above a threshold drawn from a sample of its
+//! similarities. It keeps exactly the keys the shortlists would, at a fraction of their cost when the list is a
+//! sizeable share of the keys.
 
 mod dot;
 mod exact;
 mod scan;
+mod scores;
 mod tally;
 #[cfg(test)]
 mod tests;
@@ -25,12 +35,16 @@ use crate::simd::SimdLevel;
 use dot::unpack;
 use exact::{exact_block, Scratch};
 use scan::{coarse_scan, project_rows, tile_keys, Shortlist, GROUP, TILE};
+use scores::shortlists_by_scores;
 use tally::{tally, TALLY_LANES};
 
 /// Queries per parallel work item (each with its own scratch buffers).
 const BLOCK: usize = 64;
 /// Projected keys scanned by all queries of a block before the next ones: about half a core's L2 cache.
 const SUPER_TILE_BYTES: usize = 256 * 1024;
+/// Projected keys up to this size take the first pass that scores every key into a buffer per group of queries
+/// (`votes::scores`); larger ones stream in super-tiles past whole blocks of queries, offering to shortlists.
+const SCORES_PASS_BYTES: usize = 2 * 1024 * 1024;
 /// Marks an unasked question in the answers table (1 right, 0 wrong).
 pub const NOT_ASKED: i8 = -1;
 
@@ -47,6 +61,18 @@ pub struct VoteTable {
     cols: usize,
     llms: usize,
     dims: usize,
+    query_map: Option<QueryMap>,
+    /// Whether the first pass scores every key into a buffer ([`SCORES_PASS_BYTES`]).
+    scores_pass: bool,
+}
+
+/// Queries of `input_cols` features mapped to the keys' `cols`: `(q / |q| - centre) · map`.
+#[derive(Debug, Clone)]
+struct QueryMap {
+    centre: Vec<f32>,
+    /// `input_cols x cols`, row-major.
+    map: Vec<f32>,
+    input_cols: usize,
 }
 
 /// What one call votes with.
@@ -128,7 +154,35 @@ impl VoteTable {
             cols,
             llms,
             dims,
+            query_map: None,
+            scores_pass: 4 * n * dims <= SCORES_PASS_BYTES,
         })
+    }
+
+    /// Queries of `input_cols` features are mapped to the keys' space before the search: `(q / |q| - centre) · map`,
+    /// `centre` `input_cols`, `map` `input_cols x cols` (row-major), both finite.
+    pub fn with_query_map(mut self, centre: Vec<f32>, map: Vec<f32>) -> Result<Self, KernelError> {
+        let input_cols = centre.len();
+        if input_cols == 0 {
+            return Err(KernelError::EmptyDimension);
+        }
+        if map.len() != input_cols * self.cols {
+            return Err(size_error("map", map.len(), input_cols, self.cols));
+        }
+        if centre.iter().chain(&map).any(|v| !v.is_finite()) {
+            return Err(KernelError::NonFiniteQuestion { row: 0 });
+        }
+        self.query_map = Some(QueryMap {
+            centre,
+            map,
+            input_cols,
+        });
+        Ok(self)
+    }
+
+    /// Width of the queries `sums` takes: the features before the query map, or the keys' width.
+    pub fn query_cols(&self) -> usize {
+        self.query_map.as_ref().map_or(self.cols, |m| m.input_cols)
     }
 
     /// Stored questions.
@@ -160,12 +214,13 @@ impl VoteTable {
         threads: usize,
         level: SimdLevel,
     ) -> Result<(Vec<f32>, Vec<f32>), KernelError> {
-        if !queries.len().is_multiple_of(self.cols) {
+        let query_cols = self.query_cols();
+        if !queries.len().is_multiple_of(query_cols) {
             return Err(size_error(
                 "queries",
                 queries.len(),
-                queries.len() / self.cols,
-                self.cols,
+                queries.len() / query_cols,
+                query_cols,
             ));
         }
         if settings.k == 0 {
@@ -175,13 +230,19 @@ impl VoteTable {
             return Err(KernelError::UnsupportedSimd(level.name()));
         }
         if let Some(row) = queries
-            .chunks_exact(self.cols)
+            .chunks_exact(query_cols)
             .position(|r| r.iter().any(|v| !v.is_finite()))
         {
             return Err(KernelError::NonFiniteQuestion { row });
         }
-        let rows = queries.len() / self.cols;
-        let queries = unit_rows(queries, self.cols);
+        let rows = queries.len() / query_cols;
+        let queries = match &self.query_map {
+            Some(m) => unit_rows(
+                &m.apply(&unit_rows(queries, m.input_cols), self.cols),
+                self.cols,
+            ),
+            None => unit_rows(queries, self.cols),
+        };
         let queries = &queries[..];
         let mut sums = vec![0.0f32; rows * self.llms];
         let mut counts = vec![0.0f32; rows * self.llms];
@@ -222,7 +283,9 @@ impl VoteTable {
     ) {
         let window = self.n.min(2 * settings.k);
         let coarse = self.dims > 0 && settings.candidates < self.n;
-        if coarse {
+        if coarse && self.scores_pass {
+            self.shortlists_by_scores(queries, settings.candidates.max(window), level, scratch);
+        } else if coarse {
             self.shortlists(queries, settings.candidates.max(window), level, scratch);
         }
         exact_block(level, &self.keys, self.cols, queries, coarse, scratch);
@@ -268,6 +331,34 @@ impl VoteTable {
         lists.take(rows).for_each(|(list, out)| list.finish(out));
     }
 
+    /// What `shortlists` gives, by the buffered first pass of `votes::scores`.
+    fn shortlists_by_scores(
+        &self,
+        queries: &[f32],
+        keep: usize,
+        level: SimdLevel,
+        scratch: &mut Scratch,
+    ) {
+        let rows = queries.len() / self.cols;
+        scratch.wanted.resize_with(rows, Vec::new);
+        let projected = &mut scratch.projected;
+        projected.clear();
+        projected.resize(rows.div_ceil(GROUP) * GROUP * self.dims, 0.0);
+        let out = &mut projected[..rows * self.dims];
+        project_rows(level, queries, &self.projection, self.cols, self.dims, out);
+        shortlists_by_scores(
+            level,
+            &self.tiles,
+            self.n,
+            self.dims,
+            projected,
+            rows,
+            keep,
+            &mut scratch.wanted[..rows],
+            &mut scratch.scores,
+        );
+    }
+
     /// The votes of one query from its `(similarity, key)` list: its best `window`, nearest first.
     fn vote(
         &self,
@@ -310,6 +401,31 @@ impl VoteTable {
             sums,
             counts,
         );
+    }
+}
+
+impl QueryMap {
+    /// `(q - centre) · map` for each row of `queries` (the sums in float64: the map is applied once per query,
+    /// and its rounding then matches NumPy's float32 product closely).
+    fn apply(&self, queries: &[f32], cols: usize) -> Vec<f32> {
+        let mut out = vec![0.0f32; queries.len() / self.input_cols * cols];
+        let mut acc = vec![0.0f64; cols];
+        for (q, o) in queries
+            .chunks_exact(self.input_cols)
+            .zip(out.chunks_exact_mut(cols))
+        {
+            acc.fill(0.0);
+            for ((&v, &c), row) in q.iter().zip(&self.centre).zip(self.map.chunks_exact(cols)) {
+                let x = f64::from(v - c);
+                for (a, &w) in acc.iter_mut().zip(row) {
+                    *a += x * f64::from(w);
+                }
+            }
+            for (v, &a) in o.iter_mut().zip(&acc) {
+                *v = a as f32;
+            }
+        }
+        out
     }
 }
 

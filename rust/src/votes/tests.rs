@@ -245,3 +245,115 @@ fn bad_input_is_refused() {
     assert!(VoteTable::new(vec![0.0; 8], vec![1; 3], 2, 4, Vec::new(), 0).is_err());
     assert!(VoteTable::new(vec![f32::INFINITY; 8], vec![1; 2], 2, 4, Vec::new(), 0).is_err());
 }
+
+/// A random centre and map from `input` features to `cols`, and queries of `input` features.
+fn query_map_case(
+    seed: u64,
+    input: usize,
+    cols: usize,
+    m: usize,
+) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
+    let mut rng = Rng(seed);
+    let centre: Vec<f32> = (0..input).map(|_| rng.next() * 0.2).collect();
+    let map: Vec<f32> = (0..input * cols).map(|_| rng.next() - 0.5).collect();
+    (centre, map, unit_rows(&mut rng, m, input))
+}
+
+#[test]
+fn a_query_map_searches_the_mapped_queries() {
+    let (n, input, cols, k) = (400, 48, 12, 15);
+    let (table, _, keys, ans) = case(21, n, cols, 5, cols, 0);
+    let (centre, map, queries) = query_map_case(22, input, cols, 90);
+    let mapped: Vec<f32> = crate::votes::unit_rows(&queries, input)
+        .chunks_exact(input)
+        .flat_map(|q| {
+            (0..cols).map(|j| {
+                q.iter()
+                    .zip(&centre)
+                    .enumerate()
+                    .map(|(i, (&v, &c))| f64::from(v - c) * f64::from(map[i * cols + j]))
+                    .sum::<f64>() as f32
+            })
+        })
+        .collect::<Vec<_>>();
+    let short = table.with_query_map(centre, map).unwrap();
+    assert_eq!(short.query_cols(), input);
+    let plain = VoteTable::new(keys, ans, n, cols, Vec::new(), 0).unwrap();
+    for candidates in [n, 2 * k] {
+        let settings = VoteSettings {
+            k,
+            temperature: Some(0.1),
+            candidates,
+        };
+        let got = short
+            .sums(&queries, &settings, 1, SimdLevel::detect())
+            .unwrap();
+        let want = plain
+            .sums(
+                &mapped,
+                &VoteSettings {
+                    candidates: n,
+                    ..settings
+                },
+                1,
+                SimdLevel::detect(),
+            )
+            .unwrap();
+        assert_eq!(got, want, "candidates {candidates}");
+    }
+}
+
+#[test]
+fn a_bad_query_map_or_query_width_is_refused() {
+    let (table, ..) = case(23, 60, 6, 2, 6, 0);
+    let (centre, map, queries) = query_map_case(24, 10, 6, 4);
+    assert!(table
+        .clone()
+        .with_query_map(centre.clone(), map[1..].to_vec())
+        .is_err());
+    assert!(table
+        .clone()
+        .with_query_map(Vec::new(), Vec::new())
+        .is_err());
+    let mut bad = centre.clone();
+    bad[3] = f32::NAN;
+    assert!(table.clone().with_query_map(bad, map.clone()).is_err());
+    let short = table.with_query_map(centre, map).unwrap();
+    let settings = VoteSettings {
+        k: 3,
+        temperature: None,
+        candidates: 60,
+    };
+    // Queries of the keys' width (6), not the features' (10): refused, not misread.
+    assert!(short
+        .sums(&queries[..12], &settings, 1, SimdLevel::Portable)
+        .is_err());
+    assert!(short
+        .sums(&queries, &settings, 1, SimdLevel::Portable)
+        .is_ok());
+}
+
+#[test]
+fn both_first_passes_keep_the_same_keys() {
+    // The buffered pass (small projected tables) and the shortlists' pass give the same votes, bit for bit, at
+    // every level, also for a zero query (every similarity tied) and a shortlist longer than half the keys.
+    for (seed, dims, candidates) in [(31, 16, 60), (32, 5, 200), (33, 32, 1000), (34, 24, 1499)] {
+        let (mut table, mut queries, ..) = case(seed, 1500, 32, 7, dims, 140);
+        queries[..32].fill(0.0);
+        let settings = VoteSettings {
+            k: 25,
+            temperature: Some(0.1),
+            candidates,
+        };
+        for level in [SimdLevel::Avx512, SimdLevel::Avx2Fma, SimdLevel::Portable] {
+            if !level.is_supported() {
+                continue;
+            }
+            table.scores_pass = true;
+            let buffered = table.sums(&queries, &settings, 1, level).unwrap();
+            table.scores_pass = false;
+            let offered = table.sums(&queries, &settings, 1, level).unwrap();
+            assert_eq!(buffered, offered, "seed {seed} at {}", level.name());
+        }
+    }
+}
