@@ -73,6 +73,26 @@ def test_fit_stores_the_chosen_short_space_and_the_rust_search_maps_queries_into
         table.offsets(queries[:, :10], list("abcde"), len(queries))
 
 
+def test_fit_keeps_the_features_when_no_short_space_holds_the_neighbours() -> None:
+    # 120 clusters of 3 questions span 119 directions of equal weight: 16 or 32 of them lose most of who is near
+    # whom, so the features' votes have the lower held-out loss and fit stores full-width keys.
+    rng = np.random.default_rng(3)
+    n_clusters, per, n_llms = 120, 3, 4
+    cluster = np.repeat(np.arange(n_clusters), per)
+    emb = (rng.normal(size=(n_clusters, 160))[cluster] + 0.1 * rng.normal(size=(len(cluster), 160))).astype(np.float32)
+    strength = 2.5 * rng.normal(size=(n_clusters, n_llms))
+    q, llm = (a.ravel() for a in np.meshgrid(np.arange(len(cluster)), np.arange(n_llms), indexing="ij"))
+    logit = -rng.normal(size=len(cluster))[q]
+    y = (rng.random(q.size) < 1 / (1 + np.exp(-(logit + strength[cluster[q], llm])))).astype(np.float32)
+    cells = Responses(q, llm, y)
+    in_val = np.isin(cells.question, rng.permutation(len(cluster))[: len(cluster) // 4])
+    parts = [(cells.subset(~in_val), cells.subset(in_val))]
+    choice = choose_neighbour_votes(emb, parts, n_llms, parts[0][1], logit[in_val])
+    assert choice.kept and choice.space_dims is None
+    table = neighbour_votes(emb, cells, list("abcd"), choice)
+    assert not table.short_space and table.keys.shape == emb.shape
+
+
 @pytest.fixture(scope="module")
 def router() -> Router:
     return Router.load(threads=1).with_neighbours(None)  # the shipped static router: its graph gives features

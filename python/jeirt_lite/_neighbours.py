@@ -11,11 +11,10 @@ to each LLM's logit a weighted vote of its answers on the k nearest of them:
 
 k, α, τ, the weight and the space the neighbours are found in are fitted by `python -m jeirt_lite_training fit` on
 held-out questions (jeirt_lite_training.neighbour_blend), which keeps the votes only when they lower the held-out
-log-loss. The space: routers fitted now compare questions on a few principal directions of the centred features
-(the "short space": `(unit features - centre) · projection`, a handful of dimensions instead of hundreds), which costs the
-search about a fifth of the full features' and, measured on held-out questions, finds neighbours as good
-(docs/research/neighbours.md, "Short keys"). Routers written before hold full-width keys and no projection; they
-search the features themselves. Stored in the router folder as
+log-loss. The space: a few principal directions of the centred features (the "short space": `(unit features -
+centre) · projection`, 16 or 32 dimensions instead of hundreds), whose search costs about a fifth of the full
+features', or the features themselves where the held-out parts find those better (docs/research/neighbours.md,
+"Short keys"). Routers written before the short space hold full-width keys. Stored in the router folder as
 
     neighbours.safetensors   "keys" (n, d) float16 unit rows (short-space rows, or the features when there is no
                              projection), "answers" (n, K) int8 (1 right, 0 wrong, -1 not asked), "prior" (K,)
@@ -27,7 +26,7 @@ An LLM without a column (one added later with add_llm) gets no vote.
 
 At run time the search runs in Rust (`_core.VoteTable`, rust/src/votes/: no Python in the loop, the GIL
 released), which maps each query to the short space itself. In the short space every key is scored on all d
-components and the 2k best are ranked exactly. Full-width keys (older routers) take a coarse pass first: every
+components and the 2k best are ranked exactly. Full-width keys take a coarse pass first: every
 stored question scored on the keys' top `COARSE_DIMS` principal directions (computed here at load), the best
 `COARSE_CANDIDATES` per query kept and ranked by the exact float32 similarity; where that shortlist holds a
 query's true 2k nearest, its votes are the exact ones (docs/research/neighbours.md measures how often).

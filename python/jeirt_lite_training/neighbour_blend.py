@@ -4,9 +4,10 @@ same held-out parts that choose the router's settings (choose.py), never on a te
 1. Setting. For each (train, validation) part, the vote on each validation question comes from its neighbours
    among that part's training questions only, by the features that part's run read (a static table fine-tuned on
    the part gives its own), compared in a short space of them (votes.principal_space of the part's training
-   questions). k, α, τ and the space's width minimise the vote's own held-out log-loss, summed over the parts.
-   The grids keep the router's search cheap: widths `SPACE_GRID` and k up to 80 (`K_GRID`); the search's cost
-   grows with both (docs/research/neighbours.md, "Short keys").
+   questions), or on the features themselves. k, α, τ and the space minimise the vote's own held-out log-loss,
+   summed over the parts. Two grids compete: the short spaces (widths `SPACE_GRID`, k up to 80: `SHORT_K_GRID`),
+   whose search costs a fifth of the features', and the features with the KNN baseline's grid (k up to 320), which
+   wins only where its held-out loss is lower (docs/research/neighbours.md, "Short keys").
 2. Weight. A logistic regression of the held-out answers on (the router's held-out logit, the vote's logit, 1)
    gives the vote's weight relative to the logit (w = b/a); the calibration is then fitted on logit + w·vote.
 3. Kept only if it helps out of sample: the held-out questions are dealt into two halves (grouped by question);
@@ -29,6 +30,8 @@ from .metrics import log_loss
 from .types import Responses
 from .votes import (
     ALPHA_GRID,
+    FULL_SPACE,
+    K_GRID,
     PRIOR_STRENGTH,
     TAU_GRID,
     answers_table,
@@ -41,8 +44,9 @@ from .votes import (
 # 384 float16 features) and every routed question would be compared with all of them.
 MAX_STORED_QUESTIONS = 100_000
 HALVES_SEED = 0
-# The router's vote grids: the KNN baseline's α and τ, k up to 80 and short spaces of 16 or 32 principal directions.
-K_GRID = (10, 20, 40, 80)
+# The short spaces' grid: 16 or 32 principal directions, k up to 80 (the search's cost grows with both); the
+# features themselves take the KNN baseline's grid (votes.K_GRID). α and τ: the KNN baseline's for both.
+SHORT_K_GRID = (10, 20, 40, 80)
 SPACE_GRID = (16, 32)
 
 
@@ -117,7 +121,9 @@ def choose_neighbour_votes(embeddings: np.ndarray | Sequence[np.ndarray],
     """Steps 1–3 of the module docstring on the chosen setting's held-out logits. `embeddings`: the features
     every part's run read, or one array per part (a static table fine-tuned on each part)."""
     per_part = [embeddings] * len(parts) if isinstance(embeddings, np.ndarray) else list(embeddings)
-    tuning = tune_votes(per_part, parts, n_llms, K_GRID, ALPHA_GRID, TAU_GRID, SPACE_GRID)
+    short = tune_votes(per_part, parts, n_llms, SHORT_K_GRID, ALPHA_GRID, TAU_GRID, SPACE_GRID)
+    full = tune_votes(per_part, parts, n_llms, K_GRID, ALPHA_GRID, TAU_GRID, FULL_SPACE)
+    tuning = short if short.loss <= full.loss else full
     (k, alpha, tau), votes = tuning.setting, vote_logits(tuning.p)
     crossfit = crossfit_losses(heldout_logits, votes, heldout)
     a, _, b = logistic_fit(_design(heldout_logits, votes), heldout.correct)

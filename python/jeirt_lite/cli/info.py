@@ -71,8 +71,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if votes is not None:
         lines.append((
             "neighbours",
-            f"votes of the {votes.keys.shape[0]} training questions' answers (k {votes.k}, weight {votes.weight:.3g}; "
-            "docs/research/neighbours.md)",
+            f"votes of the {votes.keys.shape[0]} training questions' answers (k {votes.k}, weight {votes.weight:.3g}, "
+            + (f"{votes.keys.shape[1]} principal directions" if votes.short_space else "all features")
+            + "; docs/research/neighbours.md)",
         ))
     out.writelines(f"{key:<10} {value}\n" for key, value in lines)
     costs = router.costs
