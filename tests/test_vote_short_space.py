@@ -154,3 +154,33 @@ def test_a_bad_short_space_is_refused_by_name(change, message: str) -> None:  # 
         parse_neighbours(block, tensors, ["a", "b"], 6, "n.safetensors")
     with pytest.raises(JeirtError, match="features of size 6, the encoder gives 3"):
         parse_neighbours(*_block_and_tensors(votes), ["a", "b"], 3, "n.safetensors")
+
+
+@pytest.mark.parametrize(
+    ("short", "full", "chosen"),
+    [
+        ((True, 0.50), (True, 0.49), "full"),  # both kept: the lower cross-fitted loss
+        ((True, 0.49), (True, 0.50), "short"),
+        ((True, 0.50), (True, 0.50), "short"),  # a tie goes to the cheaper search
+        ((False, 0.48), (True, 0.50), "full"),  # a short space the keep rule drops does not shut out the features
+        ((True, 0.50), (False, 0.48), "short"),
+        ((False, 0.50), (False, 0.49), "short"),  # both dropped: the short one records why
+    ],
+)
+def test_the_space_is_chosen_by_the_rule_that_keeps_the_votes(
+    monkeypatch: pytest.MonkeyPatch, short: tuple[bool, float], full: tuple[bool, float], chosen: str
+) -> None:
+    import jeirt_lite_training.neighbour_blend as blend
+
+    def fake_tune(embeddings, parts, n_llms, k_grid, alpha_grid, tau_grid, spaces):  # type: ignore[no-untyped-def]
+        return "full" if spaces == (None,) else "short"
+
+    def fake_weigh(tuning, heldout, logits):  # type: ignore[no-untyped-def]
+        kept, loss = full if tuning == "full" else short
+        return blend.VoteChoice(10, 1.0, None, 0.5, kept, np.zeros(1), {"with_votes": loss, "calibration_only": 0.6},
+                                None if tuning == "full" else 16)
+
+    monkeypatch.setattr(blend, "tune_votes", fake_tune)
+    monkeypatch.setattr(blend, "_weighed", fake_weigh)
+    choice = blend.choose_neighbour_votes(np.zeros((4, 3), np.float32), [], 2, None, np.zeros(1))  # type: ignore[arg-type]
+    assert choice.space_dims == (None if chosen == "full" else 16)

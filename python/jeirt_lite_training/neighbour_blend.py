@@ -4,10 +4,11 @@ same held-out parts that choose the router's settings (choose.py), never on a te
 1. Setting. For each (train, validation) part, the vote on each validation question comes from its neighbours
    among that part's training questions only, by the features that part's run read (a static table fine-tuned on
    the part gives its own), compared in a short space of them (votes.principal_space of the part's training
-   questions), or on the features themselves. k, α, τ and the space minimise the vote's own held-out log-loss,
-   summed over the parts. Two grids compete: the short spaces (widths `SPACE_GRID`, k up to 80: `SHORT_K_GRID`),
-   whose search costs a fifth of the features', and the features with the KNN baseline's grid (k up to 320), which
-   wins only where its held-out loss is lower (docs/research/neighbours.md, "Short keys").
+   questions), or on the features themselves. Within each of two grids, k, α and τ minimise the vote's own
+   held-out log-loss, summed over the parts: the short spaces (widths `SPACE_GRID`, k up to 80: `SHORT_K_GRID`),
+   whose search costs a fifth of the features', and the features with the KNN baseline's grid (k up to 320).
+   Steps 2 and 3 then weigh each; the features win only where they are kept and their cross-fitted loss is the
+   lower (docs/research/neighbours.md, "Short keys").
 2. Weight. A logistic regression of the held-out answers on (the router's held-out logit, the vote's logit, 1)
    gives the vote's weight relative to the logit (w = b/a); the calibration is then fitted on logit + w·vote.
 3. Kept only if it helps out of sample: the held-out questions are dealt into two halves (grouped by question);
@@ -34,6 +35,7 @@ from .votes import (
     K_GRID,
     PRIOR_STRENGTH,
     TAU_GRID,
+    VoteTuning,
     answers_table,
     principal_space,
     smoothed_llm_accuracy,
@@ -121,9 +123,19 @@ def choose_neighbour_votes(embeddings: np.ndarray | Sequence[np.ndarray],
     """Steps 1–3 of the module docstring on the chosen setting's held-out logits. `embeddings`: the features
     every part's run read, or one array per part (a static table fine-tuned on each part)."""
     per_part = [embeddings] * len(parts) if isinstance(embeddings, np.ndarray) else list(embeddings)
-    short = tune_votes(per_part, parts, n_llms, SHORT_K_GRID, ALPHA_GRID, TAU_GRID, SPACE_GRID)
-    full = tune_votes(per_part, parts, n_llms, K_GRID, ALPHA_GRID, TAU_GRID, FULL_SPACE)
-    tuning = short if short.loss <= full.loss else full
+    short = _weighed(tune_votes(per_part, parts, n_llms, SHORT_K_GRID, ALPHA_GRID, TAU_GRID, SPACE_GRID),
+                     heldout, heldout_logits)
+    full = _weighed(tune_votes(per_part, parts, n_llms, K_GRID, ALPHA_GRID, TAU_GRID, FULL_SPACE),
+                    heldout, heldout_logits)
+    # The space by the rule that keeps the votes: the kept one with the lower cross-fitted loss (the short one
+    # when both are dropped, which then records why).
+    if full.kept and (not short.kept or full.crossfit["with_votes"] < short.crossfit["with_votes"]):
+        return full
+    return short
+
+
+def _weighed(tuning: VoteTuning, heldout: Responses, heldout_logits: np.ndarray) -> VoteChoice:
+    """Steps 2–3 of the module docstring for one tuned vote."""
     (k, alpha, tau), votes = tuning.setting, vote_logits(tuning.p)
     crossfit = crossfit_losses(heldout_logits, votes, heldout)
     a, _, b = logistic_fit(_design(heldout_logits, votes), heldout.correct)
