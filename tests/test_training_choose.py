@@ -263,10 +263,16 @@ def test_the_shipped_router_preset_is_fit_on_every_question(
     assert router.predict_proba(["What is 2 + 2?"]).shape == (1, len(router.llms))
 
 
-def test_a_router_trained_on_this_repositorys_data_names_it_relative_to_the_repository() -> None:
-    # router.json's training.data: repo-relative, never a machine's absolute path (tracked routers ship it).
+def test_a_router_trained_on_this_repositorys_data_names_it_relative_to_the_repository(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # router.json's training.data: relative to where training ran, never a machine's absolute path (the shipped
+    # router is tracked), however the package is installed (editable or not).
     from jeirt_lite_training.pipeline import _display_path
 
     repo = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(repo)
     assert _display_path(str(repo / "data" / "mmlu_pro")) == "data/mmlu_pro"
-    assert _display_path("elsewhere/responses") == "elsewhere/responses"
+    assert _display_path("data/mmlu_pro") == "data/mmlu_pro"
+    monkeypatch.chdir(tmp_path)
+    assert _display_path(str(repo / "data" / "mmlu_pro")) == str(repo / "data" / "mmlu_pro")  # as given

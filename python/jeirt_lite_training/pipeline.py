@@ -146,10 +146,10 @@ class FitResult:
 
 
 def _display_path(source: str) -> str:
-    """Repo-relative when the data lives in this repository, so a manifest does not leak a machine's paths."""
-    root = Path(__file__).resolve().parents[2]  # python/jeirt_lite_training/pipeline.py -> the repository
+    """Relative to the working folder when the data lies under it (a repository's own data, trained from its root),
+    so a router written there does not record a machine's paths; else as given."""
     try:
-        return str(Path(source).resolve().relative_to(root))
+        return str(Path(source).resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(source)
 
