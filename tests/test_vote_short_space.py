@@ -25,13 +25,20 @@ def _hidden_clusters(seed: int, noise_dims: int = 200) -> tuple[np.ndarray, Resp
     cluster = np.repeat(np.arange(n_clusters), per)
     signal = 3.0 * rng.normal(size=(n_clusters, 4))[cluster]
     emb = np.concatenate([signal, 0.5 * rng.normal(size=(len(cluster), noise_dims))], axis=1) + 4.0
-    strength = 2.0 * rng.normal(size=(n_clusters, n_llms))
-    q, llm = (a.ravel() for a in np.meshgrid(np.arange(len(cluster)), np.arange(n_llms), indexing="ij"))
+    cells, logits, parts = _answers(rng, cluster, 2.0 * rng.normal(size=(n_clusters, n_llms)))
+    return emb.astype(np.float32), cells, logits, parts
+
+
+def _answers(rng: np.random.Generator, cluster: np.ndarray,
+             strength: np.ndarray) -> tuple[Responses, np.ndarray, list[tuple[Responses, Responses]]]:
+    """Every LLM's answer on every question (its cluster's strength for the LLM plus a difficulty the geometry
+    knows), a quarter of the questions held out: the cells, the held-out cells' logits, the (train, held-out) part."""
+    q, llm = (a.ravel() for a in np.meshgrid(np.arange(len(cluster)), np.arange(strength.shape[1]), indexing="ij"))
     logit = -rng.normal(size=len(cluster))[q]
     y = (rng.random(q.size) < 1 / (1 + np.exp(-(logit + strength[cluster[q], llm])))).astype(np.float32)
     cells = Responses(q, llm, y)
     in_val = np.isin(cells.question, rng.permutation(len(cluster))[: len(cluster) // 4])
-    return emb.astype(np.float32), cells, logit[in_val], [(cells.subset(~in_val), cells.subset(in_val))]
+    return cells, logit[in_val], [(cells.subset(~in_val), cells.subset(in_val))]
 
 
 def test_the_principal_space_is_centred_unit_and_the_same_for_the_same_rows() -> None:
@@ -80,14 +87,8 @@ def test_fit_keeps_the_features_when_no_short_space_holds_the_neighbours() -> No
     n_clusters, per, n_llms = 120, 3, 4
     cluster = np.repeat(np.arange(n_clusters), per)
     emb = (rng.normal(size=(n_clusters, 160))[cluster] + 0.1 * rng.normal(size=(len(cluster), 160))).astype(np.float32)
-    strength = 2.5 * rng.normal(size=(n_clusters, n_llms))
-    q, llm = (a.ravel() for a in np.meshgrid(np.arange(len(cluster)), np.arange(n_llms), indexing="ij"))
-    logit = -rng.normal(size=len(cluster))[q]
-    y = (rng.random(q.size) < 1 / (1 + np.exp(-(logit + strength[cluster[q], llm])))).astype(np.float32)
-    cells = Responses(q, llm, y)
-    in_val = np.isin(cells.question, rng.permutation(len(cluster))[: len(cluster) // 4])
-    parts = [(cells.subset(~in_val), cells.subset(in_val))]
-    choice = choose_neighbour_votes(emb, parts, n_llms, parts[0][1], logit[in_val])
+    cells, logits, parts = _answers(rng, cluster, 2.5 * rng.normal(size=(n_clusters, n_llms)))
+    choice = choose_neighbour_votes(emb, parts, n_llms, parts[0][1], logits)
     assert choice.kept and choice.space_dims is None
     table = neighbour_votes(emb, cells, list("abcd"), choice)
     assert not table.short_space and table.keys.shape == emb.shape
