@@ -3,7 +3,6 @@ stop `patience` epochs after the best, fit's drops, the weight average that is r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -20,12 +19,7 @@ from experiments.baselines.torch_fit import SAME_CARE, FitSettings, evaluate_los
 N_Q, N_LLM, D = 240, 6, 8
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _cells(rng: np.random.Generator, questions: np.ndarray, emb: np.ndarray, noise: bool = False) -> Responses:
