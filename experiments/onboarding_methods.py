@@ -8,6 +8,14 @@ returns a function that scores other questions:
 * `add_llm`: the vector and the feature correction with its strength chosen by cross-validation (`fit_onboarding`);
 * `logistic`: a per-LLM ridge logistic regression on the features, strength by 5-fold CV log-loss;
 * `knn`: cosine k-nearest neighbours on the features (smoothed vote), k by 5-fold CV log-loss.
+
+The baselines (`fit_baseline`) may read other features than add_llm's correction (experiments.onboarding_ood's
+`--baseline-features`), and the logistic regression comes with three levels of care (LOGISTIC_CARES):
+`published` (the rows of docs/research/onboarding.md: the strengths LOGISTIC_STRENGTHS on unit-norm features times
+√p, the intercept penalised like every weight), `same` (what add_llm's correction gets and more: its ridge grid and
+the published one together, the intercept all but free, a choice of global or per-feature standardisation, the
+single best by the same 5 folds) and `same_average` (the same grid weighted by cross-validated evidence, add_llm's
+rule out of the router's domain).
 """
 
 from __future__ import annotations
@@ -16,11 +24,14 @@ import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from jeirt_lite import Router
 from jeirt_lite._corrections import (
+    INTERCEPT_COLUMN,
     base_logits,
+    evidence_weights,
     fit_onboarding,
     mean_log_loss,
     ridge_logistic,
@@ -35,6 +46,13 @@ METHODS = ("vector", "add_llm", "logistic", "knn")
 LOGISTIC_STRENGTHS = (1000.0, 300.0, 100.0, 30.0, 10.0, 3.0, 1.0, 0.3)
 KNN_K = (5, 10, 20, 40, 80)
 FOLDS = 5
+LOGISTIC_CARES = ("published", "same", "same_average")
+# add_llm's finite strengths and the published logistic regression's together. No infinite strength: the
+# intercept alone ranks nothing, so it could only lower the baseline's AUC.
+SAME_CARE_STRENGTHS = (3000.0, 1000.0, 300.0, 100.0, 30.0, 10.0, 3.0, 1.0, 0.3)
+# global: add_llm's standardisation (centred, one scale for all features); per_feature: each feature to unit variance.
+SCALINGS = ("global", "per_feature")
+Chosen = dict[str, object]  # the setting a baseline chose, as the results JSON records it
 
 
 def cache_dir() -> Path:
@@ -64,7 +82,8 @@ def minilm_features(texts: list[str]) -> np.ndarray:
     from jeirt_lite_training.embeddings import embed_texts
     from jeirt_lite_training.encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH
 
-    return embed_texts(texts, DEFAULT_ENCODER, DEFAULT_MAX_LENGTH)
+    embeddings: np.ndarray = embed_texts(texts, DEFAULT_ENCODER, DEFAULT_MAX_LENGTH)
+    return embeddings
 
 
 def alignment_flags(train_vectors: np.ndarray, val_vectors: np.ndarray, vectors: np.ndarray) -> np.ndarray:
@@ -110,14 +129,27 @@ def fit_method(
         w, b = (np.zeros(f.shape[1]), 0.0) if fit.weights is None else (fit.weights.astype(np.float64), fit.bias)
         s = fit.router_scale
         return lambda q2, f2: sigmoid(s * (base_logits(q2.astype(np.float64), m) + f2.astype(np.float64) @ w + b))
-    if method == "logistic":
-        return _logistic(f, y, seed)
-    if method == "knn":
-        return _knn(f, y, seed)
+    if method in ("logistic", "knn"):
+        return fit_baseline(method, f, y, seed)[0]
     raise ValueError(f"unknown method {method!r}")
 
 
-def _logistic(f: np.ndarray, y: np.ndarray, seed: int) -> Scorer:
+def fit_baseline(method: str, f: np.ndarray, y: np.ndarray, seed: int, care: str = "published") -> tuple[Scorer, Chosen]:
+    """A baseline (`logistic` with `care` from LOGISTIC_CARES, or `knn`) fitted on the features `f` of the answered
+    questions alone, and the setting its cross-validation chose. The scorer reads the second argument (features)."""
+    f, y = f.astype(np.float64), y.astype(np.float64)
+    if method == "knn":
+        return _knn(f, y, seed)
+    if method != "logistic":
+        raise ValueError(f"unknown baseline {method!r}; choose logistic or knn")
+    if care == "published":
+        return _logistic(f, y, seed)
+    if care in ("same", "same_average"):
+        return _logistic_same_care(f, y, seed, average=care == "same_average")
+    raise ValueError(f"unknown logistic care {care!r}; choose from {', '.join(LOGISTIC_CARES)}")
+
+
+def _logistic(f: np.ndarray, y: np.ndarray, seed: int) -> tuple[Scorer, Chosen]:
     x = _standardised(f)
     fold = stratified_folds(y, FOLDS, seed)
     held = {s: np.empty(len(y)) for s in LOGISTIC_STRENGTHS}
@@ -127,20 +159,76 @@ def _logistic(f: np.ndarray, y: np.ndarray, seed: int) -> Scorer:
             held[strength][test] = sigmoid(x[test] @ w)
     best = min(LOGISTIC_STRENGTHS, key=lambda s: mean_log_loss(y, held[s]))
     w = ridge_logistic(x, y, np.zeros(len(y)), best)
-    return lambda q2, f2: sigmoid(_standardised(f2.astype(np.float64)) @ w)
+    return (lambda q2, f2: sigmoid(_standardised(f2.astype(np.float64)) @ w)), {"strength": best}
+
+
+Scaling = tuple[np.ndarray, np.ndarray]  # (center, scale) per feature
+
+
+def _scaling(f: np.ndarray, kind: str) -> Scaling:
+    """Both kinds centre the features and give them a mean squared norm of p, as add_llm's design does; a constant
+    feature gets scale 0 (it carries nothing the intercept does not)."""
+    center = f.mean(axis=0)
+    if kind == "global":
+        spread = float(np.sqrt(np.mean(np.sum((f - center) ** 2, axis=1))))
+        return center, np.full(f.shape[1], np.sqrt(f.shape[1]) / spread if spread > 0 else 1.0)
+    sd = f.std(axis=0)
+    return center, np.divide(1.0, sd, out=np.zeros_like(sd), where=sd > 0)
+
+
+def _free_intercept_design(f: np.ndarray, scaling: Scaling) -> np.ndarray:
+    """add_llm's design: a large constant column, so that the ridge penalty on the intercept is negligible."""
+    center, scale = scaling
+    return np.hstack([(f - center) * scale, np.full((f.shape[0], 1), INTERCEPT_COLUMN)])
+
+
+def _logistic_same_care(f: np.ndarray, y: np.ndarray, seed: int, average: bool) -> tuple[Scorer, Chosen]:
+    """The widened grid (SCALINGS × SAME_CARE_STRENGTHS) cross-validated on add_llm's folds (the same seed), then the
+    single best by held-out log-loss, or (`average`) every fit weighted by its evidence, as add_llm weighs its own.
+    The standardisation reads the answered questions' features only, as add_llm's does."""
+    scalings = {kind: _scaling(f, kind) for kind in SCALINGS}
+    designs = {kind: _free_intercept_design(f, scalings[kind]) for kind in SCALINGS}
+    fold = stratified_folds(y, FOLDS, seed)
+    # Keyed by (scaling, strength); evidence_weights needs only hashable keys.
+    held: dict[Any, np.ndarray] = {(kind, s): np.empty(len(y)) for kind in SCALINGS for s in SAME_CARE_STRENGTHS}
+    for k in range(FOLDS):
+        train, test = fold != k, fold == k
+        for kind, x in designs.items():
+            path = ridge_path(x[train], y[train], np.zeros(int(train.sum())), list(SAME_CARE_STRENGTHS))
+            for strength, w in path.items():
+                held[(kind, strength)][test] = x[test] @ w
+    weights: dict[Any, float] = (
+        evidence_weights(y, held) if average else {min(held, key=lambda c: mean_log_loss(y, sigmoid(held[c]))): 1.0}
+    )
+    fits = [(kind, strength, weight, ridge_logistic(designs[kind], y, np.zeros(len(y)), strength))
+            for (kind, strength), weight in weights.items()]
+
+    def scorer(q2: np.ndarray, f2: np.ndarray) -> np.ndarray:
+        logits = np.zeros(len(f2))
+        for kind, _, weight, w in fits:
+            logits += weight * (_free_intercept_design(f2.astype(np.float64), scalings[kind]) @ w)
+        return sigmoid(logits)
+
+    ranked = sorted(fits, key=lambda fit: -fit[2])
+    chosen: Chosen = {"scaling": ranked[0][0], "strength": ranked[0][1]}
+    if average:
+        chosen["fits"] = [{"scaling": kind, "strength": s, "weight": round(weight, 4)} for kind, s, weight, _ in ranked]
+    return scorer, chosen
 
 
 def _unit(f: np.ndarray) -> np.ndarray:
-    return f / np.maximum(np.linalg.norm(f, axis=1, keepdims=True), 1e-12)
+    unit: np.ndarray = f / np.maximum(np.linalg.norm(f, axis=1, keepdims=True), 1e-12)
+    return unit
 
 
 def _vote(reference: np.ndarray, labels: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
     k = min(k, len(labels))
     nearest = np.argpartition(-(queries @ reference.T), k - 1, axis=1)[:, :k]
-    return (labels[nearest].sum(axis=1) + 1.0) / (k + 2.0)
+    votes: np.ndarray = (labels[nearest].sum(axis=1) + 1.0) / (k + 2.0)
+    return votes
 
 
-def _knn(f: np.ndarray, y: np.ndarray, seed: int) -> Scorer:
+def _knn(f: np.ndarray, y: np.ndarray, seed: int) -> tuple[Scorer, Chosen]:
     u = _unit(f)
     fold = stratified_folds(y, FOLDS, seed)
     losses = []
@@ -151,4 +239,4 @@ def _knn(f: np.ndarray, y: np.ndarray, seed: int) -> Scorer:
             p[test] = _vote(u[train], y[train], u[test], k)
         losses.append(mean_log_loss(y, p))
     best = KNN_K[int(np.argmin(losses))]
-    return lambda q2, f2: _vote(u, y, _unit(f2.astype(np.float64)), best)
+    return (lambda q2, f2: _vote(u, y, _unit(f2.astype(np.float64)), best)), {"k": best}

@@ -15,8 +15,14 @@ on `--data` without its held-out LLMs (experiments.onboarding_runs.held_out_llms
 fraction of their TRAINING answers and is scored on their TEST answers, at every fraction of docs/research/onboarding.md.
 Every method of experiments.onboarding_methods gets the same answers. `--encoder` picks the features the correction
 and the baselines read (and JE-IRT is trained over): the router's encoder (static, the default) or the MiniLM
-transformer's embeddings (minilm, which needs `--train-on` or `--held-out`). Needs the train extra (torch) for the
-runs.
+transformer's embeddings (minilm, which needs `--train-on` or `--held-out`). `--baseline-features minilm` has the
+baselines read the MiniLM transformer's embeddings whatever the correction reads (the kept-back comparison's
+baseline features), and `--logistic-care` how carefully the logistic regression is fitted
+(experiments.onboarding_methods.LOGISTIC_CARES); the defaults give the published rows. Each row records the setting
+each baseline's cross-validation chose (`chosen`). Needs the train extra (torch) for the runs.
+
+    python -m experiments.onboarding_ood --data data/zeroeval_crux_gsm_math --baseline-features minilm \
+        --logistic-care same --out docs/results/onboarding_ood_to_zeroeval_minilm_baselines.json
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,16 +44,30 @@ from jeirt_lite_training.splits import make_split
 from jeirt_lite_training.types import Dataset, Responses
 
 from .onboarding_methods import (
+    LOGISTIC_CARES,
     METHODS,
     alignment_flags,
     cache_dir,
     embed_with_router,
+    fit_baseline,
     fit_method,
     learned_flags,
     minilm_features,
 )
+from .onboarding_tables import paired
 
 IN_DOMAIN_FRACTIONS = (0.01, 0.05, 0.10, 0.25, 1.0)
+BASELINES = ("logistic", "knn")
+BASELINE_FEATURES = ("encoder", "minilm")
+
+
+@dataclass(frozen=True)
+class Baselines:
+    """What the baselines read: `features` per question of the data (None: the features the correction reads) and
+    the logistic regression's `care` (experiments.onboarding_methods.LOGISTIC_CARES)."""
+
+    features: np.ndarray | None = None
+    care: str = "published"
 
 
 def train_question_side(data: Dataset, features: np.ndarray, dropped: list[int]) -> tuple[Any, list[int]]:
@@ -78,25 +100,35 @@ def _cells(cells: Responses, llm: int) -> tuple[np.ndarray, np.ndarray]:
 def evaluate_draw(
     q: np.ndarray, f: np.ndarray, prior: np.ndarray, given: np.ndarray, y_given: np.ndarray, scored: np.ndarray,
     y_scored: np.ndarray, seed: int, flags: np.ndarray | None = None, learned: np.ndarray | None = None,
-) -> dict[str, dict[str, float]]:
+    baselines: Baselines = Baselines(),
+) -> dict[str, dict[str, Any]]:
     """Every method fitted on the `given` questions' answers, scored on the `scored` questions; `flags`: the
     router's in-distribution flag per question, `learned`: whether the router learned from it (add_llm reads the
-    given questions' of both), None when unknown."""
-    out = {}
+    given questions' of both), None when unknown; `baselines`: what the baselines read and how carefully."""
+    out: dict[str, dict[str, Any]] = {}
+    g = f if baselines.features is None else baselines.features
     for method in METHODS:
         t0 = time.perf_counter()
-        given_flags = None if flags is None else flags[given]
-        given_learned = None if learned is None else learned[given]
-        scorer = fit_method(method, q[given], f[given], y_given, prior, seed, given_flags, given_learned)
+        chosen = None
+        if method in BASELINES:
+            scorer, chosen = fit_baseline(method, g[given], y_given, seed, baselines.care)
+            features = g
+        else:
+            given_flags = None if flags is None else flags[given]
+            given_learned = None if learned is None else learned[given]
+            scorer = fit_method(method, q[given], f[given], y_given, prior, seed, given_flags, given_learned)
+            features = f
         seconds = time.perf_counter() - t0
-        p = np.clip(scorer(q[scored], f[scored]), 1e-7, 1 - 1e-7)
+        p = np.clip(scorer(q[scored], features[scored]), 1e-7, 1 - 1e-7)
         out[method] = {"auc": roc_auc(y_scored, p), "log_loss": log_loss(y_scored, p), "seconds": seconds}
+        if chosen is not None:
+            out[method]["chosen"] = chosen
     return out
 
 
 def out_of_domain(  # type: ignore[no-untyped-def]
     data: Dataset, q: np.ndarray, f: np.ndarray, prior: np.ndarray, fraction: float, seeds: list[int],
-    flags: np.ndarray | None = None, learned: np.ndarray | None = None,
+    flags: np.ndarray | None = None, learned: np.ndarray | None = None, baselines: Baselines = Baselines(),
 ):
     rows = []
     r = data.responses
@@ -109,7 +141,7 @@ def out_of_domain(  # type: ignore[no-untyped-def]
             if len(set(y[given])) < 2 or len(set(y[scored])) < 2:
                 continue
             result = evaluate_draw(
-                q, f, prior, questions[given], y[given], questions[scored], y[scored], seed, flags, learned
+                q, f, prior, questions[given], y[given], questions[scored], y[scored], seed, flags, learned, baselines
             )
             rows.append({"llm": data.llm_names[llm], "seed": seed, "answers": int(n), **result})
     return rows
@@ -117,7 +149,7 @@ def out_of_domain(  # type: ignore[no-untyped-def]
 
 def in_domain(  # type: ignore[no-untyped-def]
     data: Dataset, q: np.ndarray, f: np.ndarray, prior: np.ndarray, held: list[int], seeds: list[int],
-    flags: np.ndarray | None = None, learned: np.ndarray | None = None,
+    flags: np.ndarray | None = None, learned: np.ndarray | None = None, baselines: Baselines = Baselines(),
 ):
     split = make_split(data, seed=0)
     train, test = split.responses(data, "train"), split.responses(data, "test")
@@ -129,7 +161,7 @@ def in_domain(  # type: ignore[no-untyped-def]
             for seed in seeds[:1] if fraction == 1.0 else seeds:
                 n = max(2, round(fraction * len(ty)))
                 pick = np.random.default_rng(seed).choice(len(ty), n, replace=False)
-                result = evaluate_draw(q, f, prior, tq[pick], ty[pick], sq, sy, seed, flags, learned)
+                result = evaluate_draw(q, f, prior, tq[pick], ty[pick], sq, sy, seed, flags, learned, baselines)
                 rows.append({"llm": data.llm_names[llm], "fraction": fraction, "seed": seed, "answers": n, **result})
     return rows
 
@@ -138,7 +170,7 @@ def summary(rows: list[dict[str, Any]], key: str | None = None) -> dict[str, Any
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault("all" if key is None else f"{row[key]:g}", []).append(row)
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for name, group in groups.items():
         out[name] = {
             method: {
@@ -149,7 +181,20 @@ def summary(rows: list[dict[str, Any]], key: str | None = None) -> dict[str, Any
         out[name]["draws"] = len(group)
         out[name]["add_llm_auc_above_logistic"] = int(sum(r["add_llm"]["auc"] > r["logistic"]["auc"] for r in group))
         out[name]["add_llm_equal_to_vector"] = int(sum(r["add_llm"]["auc"] == r["vector"]["auc"] for r in group))
+        for baseline in BASELINES:
+            out[name][f"add_llm_minus_{baseline}"] = paired(group, "add_llm", baseline)
+            out[name][f"{baseline}_chosen"] = chosen_counts(group, baseline)
     return out
+
+
+def chosen_counts(rows: list[dict[str, Any]], method: str) -> dict[str, int]:
+    """How many draws chose each setting (an average's most weighted fit); empty for rows without the record."""
+    counts = Counter(
+        " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in row[method]["chosen"].items()
+                 if k != "fits")
+        for row in rows if "chosen" in row[method]
+    )
+    return dict(counts.most_common())
 
 
 ENCODERS = ("static", "minilm")
@@ -225,6 +270,19 @@ def question_side(
     return q, f, prior, dropped, setup, flags, learned
 
 
+def baselines_for(kind: str, care: str, data: Dataset) -> tuple[Baselines, dict[str, Any]]:
+    """The baselines' features and care for `--baseline-features kind --logistic-care care`, and the setup's record."""
+    if care not in LOGISTIC_CARES:
+        raise SystemExit(f"unknown logistic care {care!r}; choose from {', '.join(LOGISTIC_CARES)}")
+    if kind == "encoder":
+        return Baselines(None, care), {"baseline_features": kind, "logistic_care": care}
+    if kind == "minilm":
+        g = minilm_features(data.texts)
+        return Baselines(g, care), {"baseline_features": kind, "baseline_feature_dim": int(g.shape[1]),
+                                    "logistic_care": care}
+    raise SystemExit(f"unknown baseline features {kind!r}; choose from {', '.join(BASELINE_FEATURES)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="the new LLMs and their questions")
@@ -232,6 +290,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--encoder", choices=ENCODERS, default="static",
         help="features: the router's encoder (static) or the MiniLM transformer's embeddings (minilm)",
+    )
+    parser.add_argument(
+        "--baseline-features", choices=BASELINE_FEATURES, default="encoder",
+        help="what the logistic regression and KNN read: the correction's features (encoder) or the MiniLM "
+        "transformer's embeddings (minilm)",
+    )
+    parser.add_argument(
+        "--logistic-care", choices=LOGISTIC_CARES, default="published",
+        help="the logistic regression's grid and selection (experiments.onboarding_methods.LOGISTIC_CARES)",
     )
     parser.add_argument("--train-on", type=Path, default=None, help="train the question side on this data instead")
     parser.add_argument("--held-out", action="store_true", help="in domain: hold LLMs of --data out of training")
@@ -245,15 +312,16 @@ def main(argv: list[str] | None = None) -> int:
     q, f, prior, dropped, setup, flags, learned = question_side(
         router, data, args.train_on, args.held_out, args.encoder
     )
-    setup.update(seeds=seeds)
+    baselines, baseline_setup = baselines_for(args.baseline_features, args.logistic_care, data)
+    setup.update(seeds=seeds, **baseline_setup)
     if router is not None:
         setup["router"] = str(args.router or "shipped")
     if args.held_out:
-        rows = in_domain(data, q, f, prior, dropped, seeds, flags, learned)
+        rows = in_domain(data, q, f, prior, dropped, seeds, flags, learned, baselines)
         result = {"setup": setup, "summary": summary(rows, "fraction"), "rows": rows}
     else:
         setup["fraction"] = args.fraction
-        rows = out_of_domain(data, q, f, prior, args.fraction, seeds, flags, learned)
+        rows = out_of_domain(data, q, f, prior, args.fraction, seeds, flags, learned, baselines)
         result = {"setup": setup, "summary": summary(rows), "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")

@@ -2,6 +2,11 @@
 experiments.onboarding_suggest_eval.
 
     python -m experiments.onboarding_tables docs/results/onboarding_*.json docs/results/suggest_*.json
+    python -m experiments.onboarding_tables --baselines docs/results/onboarding_ood_to_zeroeval.json \
+        docs/results/onboarding_ood_to_zeroeval_minilm_baselines.json
+
+`--baselines`: runs of experiments.onboarding_ood on the same draws whose baselines read other features or were
+fitted with other care, in one table, each baseline paired with add_llm draw by draw.
 """
 
 from __future__ import annotations
@@ -10,6 +15,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 NAMES = {"vector": "vector alone (add_llm before)", "add_llm": "add_llm (vector + feature correction)",
          "logistic": "logistic regression on the features", "knn": "cosine KNN on the features"}
@@ -31,6 +38,61 @@ def methods_table(result: dict[str, Any]) -> str:
         lines.append(f"| {label} | {aucs} | {losses} |")
     wins = ", ".join(f"{summary[g]['add_llm_auc_above_logistic']}/{summary[g]['draws']}" for g in groups)
     lines += ["", f"add_llm's AUC above the logistic regression's: {wins} draws (LLM × seed)"]
+    return "\n".join(lines)
+
+
+def paired(rows: list[dict[str, Any]], a: str, b: str) -> dict[str, float]:
+    """Method a's AUC and log-loss minus b's over the same draws: mean, standard error, and the draws a's AUC is above."""
+    out: dict[str, float] = {}
+    for stat in ("auc", "log_loss"):
+        diff = np.array([row[a][stat] - row[b][stat] for row in rows])
+        out[stat] = float(diff.mean())
+        out[f"{stat}_se"] = float(diff.std(ddof=1) / np.sqrt(len(diff))) if len(diff) > 1 else float("nan")
+    out["auc_above"] = int(sum(row[a]["auc"] > row[b]["auc"] for row in rows))
+    return out
+
+
+FEATURE_NAMES = {"encoder": "the router's features", "minilm": "MiniLM embeddings"}
+
+
+def _draws(result: dict[str, Any]) -> dict[tuple[str, int], dict[str, Any]]:
+    return {(row["llm"], row["seed"]): row for row in result["rows"]}
+
+
+def baselines_table(results: list[dict[str, Any]]) -> str:
+    """add_llm and the baselines of runs on the same draws (experiments.onboarding_ood, any --baseline-features and
+    --logistic-care; a run without the record read the router's features with the published care): mean AUC and
+    log-loss, and add_llm minus each baseline, mean ± standard error over the draws, with the draws add_llm is above."""
+    first = _draws(results[0])
+    for result in results[1:]:
+        draws = _draws(result)
+        # add_llm is refitted in each run: the same up to float rounding.
+        if draws.keys() != first.keys() or any(
+            abs(draws[k]["add_llm"]["auc"] - first[k]["add_llm"]["auc"]) > 1e-9 for k in first
+        ):
+            raise SystemExit("the runs do not share their draws (or add_llm differs): they cannot be paired")
+    rows = list(first.values())
+    columns: dict[str, list[dict[str, Any]]] = {
+        "vector alone": [r["vector"] for r in rows], "add_llm": [r["add_llm"] for r in rows]}
+    for result in results:
+        setup = result["setup"]
+        features = FEATURE_NAMES[setup.get("baseline_features", "encoder")]
+        care = setup.get("logistic_care", "published")
+        ordered = [_draws(result)[k] for k in first]
+        columns[f"logistic regression, {features}, {care} care"] = [r["logistic"] for r in ordered]
+        columns[f"cosine KNN, {features}"] = [r["knn"] for r in ordered]
+    lines = [f"`{results[0]['setup'].get('trained_on', 'shipped router (MMLU-Pro)')}` → `{results[0]['setup']['data']}`, "
+             f"{len(rows)} draws", "",
+             "| method | AUC | log-loss | add_llm − it, AUC | add_llm − it, log-loss | add_llm's AUC above |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for name, cells in columns.items():
+        auc, loss = np.mean([c["auc"] for c in cells]), np.mean([c["log_loss"] for c in cells])
+        if name == "add_llm":
+            lines.append(f"| {name} | {auc:.4f} | {loss:.4f} | | | |")
+            continue
+        d = paired([{"a": r["add_llm"], "b": c} for r, c in zip(rows, cells)], "a", "b")
+        lines.append(f"| {name} | {auc:.4f} | {loss:.4f} | {d['auc']:+.4f} ± {d['auc_se']:.4f} | "
+                     f"{d['log_loss']:+.4f} ± {d['log_loss_se']:.4f} | {d['auc_above']}/{len(rows)} |")
     return "\n".join(lines)
 
 
@@ -67,7 +129,11 @@ def weighting_table(results: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    results = [(path, json.loads(Path(path).read_text())) for path in (argv if argv is not None else sys.argv[1:])]
+    paths = argv if argv is not None else sys.argv[1:]
+    if paths[:1] == ["--baselines"]:
+        print(baselines_table([json.loads(Path(path).read_text()) for path in paths[1:]]))
+        return 0
+    results = [(path, json.loads(Path(path).read_text())) for path in paths]
     weighting = [result for _, result in results if "rules" in result["setup"]]
     if weighting:
         print(weighting_table(weighting) + "\n")
