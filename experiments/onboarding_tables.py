@@ -74,13 +74,15 @@ def baselines_table(results: list[dict[str, Any]]) -> str:
     rows = list(first.values())
     columns: dict[str, list[dict[str, Any]]] = {
         "vector alone": [r["vector"] for r in rows], "add_llm": [r["add_llm"] for r in rows]}
+    knn: dict[str, list[dict[str, Any]]] = {}  # after the logistic regressions; KNN has no care to vary
     for result in results:
         setup = result["setup"]
         features = FEATURE_NAMES[setup.get("baseline_features", "encoder")]
         care = setup.get("logistic_care", "published")
         ordered = [_draws(result)[k] for k in first]
         columns[f"logistic regression, {features}, {care} care"] = [r["logistic"] for r in ordered]
-        columns[f"cosine KNN, {features}"] = [r["knn"] for r in ordered]
+        knn[f"cosine KNN, {features}"] = [r["knn"] for r in ordered]
+    columns.update(knn)
     lines = [f"`{results[0]['setup'].get('trained_on', 'shipped router (MMLU-Pro)')}` → `{results[0]['setup']['data']}`, "
              f"{len(rows)} draws", "",
              "| method | AUC | log-loss | add_llm − it, AUC | add_llm − it, log-loss | add_llm's AUC above |",
