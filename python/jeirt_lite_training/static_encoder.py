@@ -197,15 +197,28 @@ def distil(
 ) -> StaticTable:
     """Distil `teacher` ("A" or "A+B", teacher_vectors) into a static table over the student's vocabulary; token
     frequencies come from `train_texts` only, tokenised by the student."""
-    from .encoders import get_spec, load_tokenizer
+    table = sif_weighted(pca(teacher_vectors(teacher, student), dim), train_texts, max_length=max_length,
+                         sif_a=sif_a, student=student)
+    return StaticTable(table=table, sif_a=sif_a, source=f"distilled from {teacher_sources(teacher)}")
 
-    vectors = pca(teacher_vectors(teacher, student), dim)
+
+def teacher_sources(teacher: str) -> str:
+    from .encoders import get_spec
+
+    return " + ".join(get_spec(name).source() for name in teacher_names(teacher))
+
+
+def sif_weighted(
+    vectors: np.ndarray, train_texts: Sequence[str], *, max_length: int, sif_a: float = DEFAULT_SIF_A,
+    student: str = DEFAULT_STUDENT,
+) -> np.ndarray:
+    """Each token's row times its SIF weight, the frequencies read from `train_texts` tokenised by the student."""
+    from .encoders import load_tokenizer
+
     tok = load_tokenizer(student, max_length)
     ids = [e.ids for e in tok.encode_batch(list(train_texts))]  # padding ids are [PAD]: counted, never used
     weights = sif_weights(token_frequencies(ids, vectors.shape[0]), sif_a)
-    table = np.ascontiguousarray(vectors * weights[:, None], dtype=np.float32)
-    sources = " + ".join(get_spec(name).source() for name in teacher_names(teacher))
-    return StaticTable(table=table, sif_a=sif_a, source=f"distilled from {sources}")
+    return np.ascontiguousarray(vectors * weights[:, None], dtype=np.float32)
 
 
 def static_embed(table: np.ndarray, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:

@@ -5,6 +5,7 @@ the static embeddings, and a small ONNX graph (Gather + masked mean + normalise 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +18,30 @@ from .encoders import DEFAULT_ENCODER, load_tokenizer
 STATIC_BATCH_SIZE = 8
 # A lookup costs nothing per token, so the static router reads (almost) whole questions.
 STATIC_MAX_LENGTH = 512
+# The table is fitted to the teacher's sentence embeddings of the training texts before the adapter is trained.
+FIT_SENTENCES = False
 
 
 def static_embeddings(
-    data: Any, learn_from: np.ndarray, max_length: int = STATIC_MAX_LENGTH, teacher: str = DEFAULT_ENCODER
+    data: Any, learn_from: np.ndarray, max_length: int = STATIC_MAX_LENGTH, teacher: str = DEFAULT_ENCODER,
+    fit_sentences: bool = FIT_SENTENCES, log: Callable[[str], None] = lambda _: None,
 ) -> tuple[Any, np.ndarray]:
     """(StaticTable, (n_questions, dim) embeddings): the table distilled from `teacher` over the default
     transformer's vocabulary (static_encoder.distil), SIF frequencies from the texts of the questions `learn_from`
-    only; embeddings as the float16 graph computes them."""
+    only, then (fit_sentences) fitted to the teacher's sentence embeddings of those texts (static_sentences);
+    embeddings as the float16 graph computes them."""
     from .static_encoder import distil, embed_texts
 
-    static = distil(teacher, [data.texts[i] for i in learn_from], max_length=max_length)
+    texts = [data.texts[i] for i in learn_from]
+    if fit_sentences:
+        from .embeddings import embed_texts as sentence_embeddings
+        from .static_sentences import distil_to_sentences
+
+        log(f"fitting the static table to {teacher}'s sentence embeddings of {len(texts)} texts ...")
+        static, _ = distil_to_sentences(teacher, texts, sentence_embeddings(texts, teacher), max_length=max_length,
+                                        log=log)
+    else:
+        static = distil(teacher, texts, max_length=max_length)
     table16 = static.table.astype(np.float16).astype(np.float32)  # what the graph stores
     return static, embed_texts(table16, load_tokenizer(DEFAULT_ENCODER, max_length), data.texts)
 
