@@ -50,6 +50,10 @@ class Prepared:
 
 
 
+def _quiet(_: str) -> None:
+    pass
+
+
 def prepare(
     data_dir: Path | str,
     *,
@@ -89,7 +93,8 @@ def prepare_split(
 
         max_length, encoder = STATIC_MAX_LENGTH, DEFAULT_ENCODER  # the tokenizer's model; static.source: the teacher
         learn_from = np.concatenate([split.train, split.val])
-        static, emb = static_embeddings(data, learn_from, max_length, teacher)
+        static, emb = static_embeddings(data, learn_from, max_length, teacher,
+                                         log=print if progress else _quiet)
     else:
         emb = embed_dataset(data, encoder=encoder, max_length=max_length, progress=progress)
     return Prepared(

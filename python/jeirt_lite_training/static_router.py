@@ -28,12 +28,12 @@ def static_embeddings(
 ) -> tuple[Any, np.ndarray]:
     """(StaticTable, (n_questions, dim) embeddings): the table distilled from `teacher` over the default
     transformer's vocabulary (static_encoder.distil), SIF frequencies from the texts of the questions `learn_from`
-    only, then (fit_sentences) fitted to the teacher's sentence embeddings of those texts (static_sentences);
+    only, then (fit_sentences, one teacher) fitted to the teacher's sentence embeddings of those texts (static_sentences);
     embeddings as the float16 graph computes them."""
-    from .static_encoder import distil, embed_texts
+    from .static_encoder import distil, embed_texts, teacher_names
 
     texts = [data.texts[i] for i in learn_from]
-    if fit_sentences:
+    if fit_sentences and len(teacher_names(teacher)) == 1:  # several teachers have no one sentence embedding
         from .embeddings import embed_texts as sentence_embeddings
         from .static_sentences import distil_to_sentences
 

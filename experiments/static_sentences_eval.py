@@ -1,0 +1,94 @@
+"""The distilled static table against the table fitted to MiniLM's sentence embeddings, on one split, at one d.
+
+    python -m experiments.static_sentences_eval --data data/mmlu_pro --split-seed 0 --tables distilled,sentences
+
+The split of `build_default_router --holdout 0.2` (split seed S: 10% validation, 20% test). Each table is then
+fine-tuned end to end with the adapter (pull 0.1, d 256, dropout 0.3 by default: training.static_finetune), early-stopped on the
+validation answers. Tables (--tables, comma list):
+
+- `distilled`: static_encoder.distil, as `fit --encoder static` built it before (PCA to 256, SIF);
+- `distilled384`: the same without dropping dimensions (every one of MiniLM's 384), to tell width from fitting;
+- `sentences`: static_sentences.distil_to_sentences on the training and validation texts, MiniLM's width;
+- `sentences256`: the same projected on the top 256 directions of the sentence embeddings;
+- `sentences+unlabelled`: fitted on the texts of --unlabelled data folders too (their answers are not read).
+
+One JSON line per table (validation and test AUC, accuracy, log-loss, within-question AUC; experiments.ensemble_eval's
+scores). Decisions read the validation part; the test part is only reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .ensemble_eval import logit_grid, scores
+
+TABLES = ("distilled", "distilled384", "sentences", "sentences256", "sentences+unlabelled")
+
+
+def build_table(kind: str, prep: Any, unlabelled: list[str]) -> tuple[np.ndarray, dict[str, Any]]:
+    from jeirt_lite_training.data import load_dataset
+    from jeirt_lite_training.embeddings import embed_texts as sentence_embeddings
+    from jeirt_lite_training.encoders import DEFAULT_ENCODER
+    from jeirt_lite_training.static_encoder import distil
+    from jeirt_lite_training.static_sentences import distil_to_sentences
+
+    learn = [prep.data.texts[i] for i in np.concatenate([prep.split.train, prep.split.val])]
+    if kind.startswith("distilled"):
+        static = distil(DEFAULT_ENCODER, learn, max_length=prep.max_length, dim=384 if kind == "distilled384" else 256)
+        return static.table, {}
+    texts = learn + ([t for folder in unlabelled for t in load_dataset(folder).texts]
+                     if kind == "sentences+unlabelled" else [])
+    static, fit = distil_to_sentences(DEFAULT_ENCODER, texts, sentence_embeddings(texts), max_length=prep.max_length,
+                                      dim=256 if kind == "sentences256" else None)
+    return static.table, {"sentence_fit": fit.record()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", default="data/mmlu_pro")
+    parser.add_argument("--split-seed", type=int, default=0)
+    parser.add_argument("--tables", default="distilled,sentences", help=f"comma list of {', '.join(TABLES)}")
+    parser.add_argument("--unlabelled", action="append", default=[], help="a data folder (texts only; repeatable)")
+    parser.add_argument("--dim", type=int, default=256)
+    parser.add_argument("--dropout", type=float, default=0.3)
+    parser.add_argument("--out", type=Path, default=Path("docs/results/static_sentences_runs.jsonl"))
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+    kinds = [k for k in args.tables.split(",") if k]
+    if unknown := sorted(set(kinds) - set(TABLES)):
+        parser.error(f"unknown tables {unknown}: choose from {', '.join(TABLES)}")
+    import torch
+    from jeirt_lite_training.encoders import DEFAULT_ENCODER, load_tokenizer
+    from jeirt_lite_training.pipeline import STATIC, prepare
+    from jeirt_lite_training.static_encoder import embed_texts
+    from jeirt_lite_training.static_finetune import rounded, token_bags, train_table
+
+    torch.set_num_threads(args.threads)
+    prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False)
+    tokenizer = load_tokenizer(DEFAULT_ENCODER, prep.max_length)
+    bags = token_bags(prep.data.texts, tokenizer)
+    hyper = {"dim": args.dim, "dropout": args.dropout, "seed": args.split_seed}
+    for kind in kinds:
+        t0 = time.perf_counter()
+        table, extra = build_table(kind, prep, args.unlabelled)
+        predictor, tuned = train_table(rounded(table), bags, hyper, prep.train, prep.val, prep.data.n_llms, pull=0.1)
+        grid = logit_grid(predictor, embed_texts(rounded(tuned), tokenizer, prep.data.texts))
+        line = json.dumps({"data": prep.data.name, "split_seed": args.split_seed, "table": kind,
+                           "width": int(table.shape[1]), **hyper, **extra, "best_epoch": predictor.best_epoch,
+                           "best_val_loss": round(predictor.best_val_loss, 5),
+                           "seconds": round(time.perf_counter() - t0), **scores(prep, grid)})
+        print(line, flush=True)
+        with args.out.open("a") as f:
+            f.write(line + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
