@@ -36,13 +36,15 @@ from .routing_metrics import router_metrics
 
 METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "logreg", "embedllm_mf_same_care",
            "mirt_text_same_care", "jeirt_fit", "jeirt", "jeirt_fit_static", "jeirt_fit_no_votes",
-           "jeirt_fit_static_no_votes")
+           "jeirt_fit_static_no_votes", "embedllm_mf_same_care_refit", "mirt_text_same_care_refit")
 # embedllm_mf and mirt_text train at the constant rate the published tables used until the baselines got the same
 # care as fit; the *_same_care rows choose their schedule (decay, drops, averaging) and model on validation loss
-# (experiments/baselines/torch_fit.py, docs/research/baselines-same-care.md).
+# (experiments/baselines/torch_fit.py, docs/research/baselines-same-care.md); the *_same_care_refit rows make the
+# same choice, then refit it on training + validation cells for the chosen run's learning-rate path, as fit does.
 # jeirt_fit_static (fit --encoder static, the shipped router's recipe) fine-tunes a token table: slow, so asked for.
 # The *_no_votes rows are the same fit runs' routers without their neighbour votes (compare_fit.FitWithoutVotesRun).
-DEFAULT_METHODS = tuple(m for m in METHODS if not m.startswith("jeirt_fit_static"))
+# The *_refit rows repeat their *_same_care row's choice (the whole grid again): asked for, not by default.
+DEFAULT_METHODS = tuple(m for m in METHODS if not m.startswith("jeirt_fit_static") and not m.endswith("_refit"))
 TEST_FRACTION = 0.2  # each split's test part (make_split's default), also `fit`'s --holdout in the fit rows
 
 
@@ -62,7 +64,7 @@ def tuned_settings(predictor: Predictor) -> dict[str, Any]:
     """Whatever a method chose on validation (best effort; for the record only)."""
     out: dict[str, Any] = {}
     for attr in ("strength", "k", "alpha", "tau", "config", "epochs", "val_log_loss", "best_epoch", "best_val_loss",
-                 "candidates", "selection", "calibration"):
+                 "candidates", "selection", "calibration", "refit_path"):
         value = getattr(predictor, attr, None)
         if value is None:
             continue
@@ -140,9 +142,9 @@ def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str
     from jeirt_lite_training.choose import TunedJeirt
 
     from .baselines import EmbedLlmMF, KnnPerLlm, LlmAccuracy, TextMirt
-    from .baselines.embedllm import same_care_mf
+    from .baselines.embedllm import same_care_mf, same_care_mf_refit
     from .baselines.logreg import LogisticPerLlm
-    from .baselines.mirt import same_care_mirt
+    from .baselines.mirt import same_care_mirt, same_care_mirt_refit
     from .baselines.torch_fit import FitSettings
 
     unknown = [m for m in methods if m not in METHODS]
@@ -170,6 +172,10 @@ def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str
             made.append(same_care_mf(seed))
         elif method == "mirt_text_same_care":
             made.append(same_care_mirt(seed))
+        elif method == "embedllm_mf_same_care_refit":
+            made.append(same_care_mf_refit(seed))
+        elif method == "mirt_text_same_care_refit":
+            made.append(same_care_mirt_refit(seed))
         elif method == "jeirt":
             made.append(FitHeldOutRun(fit_runs["jeirt_fit"]) if "jeirt_fit" in fit_runs and not jeirt_hyper
                         else TunedJeirt(seed=seed, **(jeirt_hyper or {})))

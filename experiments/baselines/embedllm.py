@@ -18,7 +18,7 @@ import torch
 from jeirt_lite_training.types import Responses
 from torch import nn
 
-from .torch_fit import SAME_CARE, FitSettings, fit_best_on_grid, predict_cells, with_seed
+from .torch_fit import SAME_CARE, FitSettings, choose_on_grid, predict_cells, with_seed
 
 GRID = ({"dim": 32, "dropout": 0.0}, {"dim": 128, "dropout": 0.0}, {"dim": 128, "dropout": 0.3})
 # GRID and wider: on zeroeval GRID's top width (128) won on four of five splits.
@@ -42,16 +42,19 @@ class EmbedLlmMF:
     name = "embedllm_mf"
 
     def __init__(self, grid: tuple[dict[str, float], ...] = GRID,
-                 settings: FitSettings | Sequence[FitSettings] | None = None, name: str = "embedllm_mf") -> None:
-        self.grid, self.settings, self.name = grid, settings or FitSettings(), name
+                 settings: FitSettings | Sequence[FitSettings] | None = None, name: str = "embedllm_mf",
+                 refit: bool = False) -> None:
+        self.grid, self.settings, self.name, self.refit = grid, settings or FitSettings(), name, refit
 
     def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> EmbedLlmMF:
         def build(config: dict[str, float]) -> nn.Module:
             return _MF(embeddings.shape[1], n_llms, int(config["dim"]), float(config["dropout"]))
 
-        self.val_log_loss, self.model, self.config, self.epochs = fit_best_on_grid(
-            self.grid, build, embeddings, train, val, self.settings
-        )
+        choice = choose_on_grid(self.grid, build, embeddings, train, val, self.settings, self.refit)
+        self.val_log_loss, self.model, self.config, self.epochs = (choice.val_loss, choice.model, choice.config,
+                                                                   choice.epochs)
+        # For the record (compare's tuned settings): the rates the refit replayed on training + validation.
+        self.refit_path = choice.path if choice.refitted else None
         return self
 
     def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
@@ -62,3 +65,9 @@ class EmbedLlmMF:
 def same_care_mf(seed: int = 0) -> EmbedLlmMF:
     """Matrix factorisation trained with the same care as `fit`: width, dropout and schedule chosen on validation."""
     return EmbedLlmMF(SAME_CARE_GRID, with_seed(SAME_CARE, seed), name="embedllm_mf_same_care")
+
+
+def same_care_mf_refit(seed: int = 0) -> EmbedLlmMF:
+    """`same_care_mf` refitted as `fit` is: the same choice on validation, then the chosen setting trained afresh on
+    training + validation cells for the learning-rate path that led to its best weights."""
+    return EmbedLlmMF(SAME_CARE_GRID, with_seed(SAME_CARE, seed), name="embedllm_mf_same_care_refit", refit=True)

@@ -20,7 +20,7 @@ import torch
 from jeirt_lite_training.types import Responses
 from torch import nn
 
-from .torch_fit import SAME_CARE, FitSettings, fit_best_on_grid, predict_cells, with_seed
+from .torch_fit import SAME_CARE, FitSettings, choose_on_grid, predict_cells, with_seed
 
 GRID: tuple[dict[str, Any], ...] = ({"dim": 2}, {"dim": 8}, {"dim": 32})
 # The leading recipe's d in {4, 16}, and wider: on zeroeval 16 won on every split, the top of that grid.
@@ -50,17 +50,20 @@ class TextMirt:
     name = "mirt_text"
 
     def __init__(self, grid: tuple[dict[str, Any], ...] = GRID,
-                 settings: FitSettings | Sequence[FitSettings] | None = None, name: str = "mirt_text") -> None:
-        self.grid, self.settings, self.name = grid, settings or FitSettings(), name
+                 settings: FitSettings | Sequence[FitSettings] | None = None, name: str = "mirt_text",
+                 refit: bool = False) -> None:
+        self.grid, self.settings, self.name, self.refit = grid, settings or FitSettings(), name, refit
 
     def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> TextMirt:
         def build(config: dict[str, Any]) -> nn.Module:
             return _TextMirt(embeddings.shape[1], n_llms, int(config["dim"]), str(config.get("activation", "gelu")),
                              float(config.get("theta_sd", 0.5)))
 
-        self.val_log_loss, self.model, self.config, self.epochs = fit_best_on_grid(
-            self.grid, build, embeddings, train, val, self.settings
-        )
+        choice = choose_on_grid(self.grid, build, embeddings, train, val, self.settings, self.refit)
+        self.val_log_loss, self.model, self.config, self.epochs = (choice.val_loss, choice.model, choice.config,
+                                                                   choice.epochs)
+        # For the record (compare's tuned settings): the rates the refit replayed on training + validation.
+        self.refit_path = choice.path if choice.refitted else None
         return self
 
     def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
@@ -71,3 +74,9 @@ class TextMirt:
 def same_care_mirt(seed: int = 0) -> TextMirt:
     """MIRT trained with the same care as `fit`: the leading recipe's model, d and schedule chosen on validation."""
     return TextMirt(SAME_CARE_GRID, with_seed(SAME_CARE, seed), name="mirt_text_same_care")
+
+
+def same_care_mirt_refit(seed: int = 0) -> TextMirt:
+    """`same_care_mirt` refitted as `fit` is: the same choice on validation, then the chosen setting trained afresh on
+    training + validation cells for the learning-rate path that led to its best weights."""
+    return TextMirt(SAME_CARE_GRID, with_seed(SAME_CARE, seed), name="mirt_text_same_care_refit", refit=True)

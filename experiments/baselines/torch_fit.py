@@ -9,13 +9,19 @@ validation plateaus (restore the best weights, divide the rate by 10: `lr_drops`
 jeirt_lite_training.fit does) and a moving average of the weights (`ema_epochs`, the library's
 jeirt_lite_training.averaging, which is then what is validated, stopped on and returned). `SAME_CARE` is the
 schedule grid the careful baselines choose from on validation loss.
+
+Refit (`fit_best_on_grid(..., refit=True)`), as `fit` does (jeirt_lite_training.choose.refit): the setting and
+schedule are chosen on validation exactly as without it, then a fresh model of the chosen setting is trained on
+training + validation cells for the learning-rate path that led to the chosen run's best weights (`fit_cells`'s
+`path`; epochs undone by a drop's restore are not on it), with no validation and no early stopping
+(`train_on_path`).
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -81,48 +87,66 @@ def _val_loss(model: nn.Module, average: WeightAverage | None, x: torch.Tensor, 
         return evaluate_loss(model, x, m, y)
 
 
+def _train_epoch(model: nn.Module, optimiser: torch.optim.Optimizer, cells: tuple[torch.Tensor, ...],
+                 batch_size: int, generator: torch.Generator, average: WeightAverage | None) -> None:
+    """One shuffled pass over the cells (shared by the early-stopped run and its refit: the same steps)."""
+    x, m, y = cells
+    model.train()
+    loss_fn = nn.BCEWithLogitsLoss()
+    order = torch.randperm(len(y), generator=generator)
+    for start in range(0, len(order), batch_size):
+        batch = order[start:start + batch_size]
+        optimiser.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x[batch], m[batch]), y[batch])
+        loss.backward()
+        optimiser.step()
+        if average is not None:
+            average.update()
+
+
+def _averager(model: nn.Module, settings: FitSettings, n_cells: int) -> WeightAverage | None:
+    steps = -(-n_cells // settings.batch_size)
+    return WeightAverage(model, ema_decay(settings.ema_epochs, steps)) if settings.ema_epochs > 0 else None
+
+
 def fit_cells(model: nn.Module, embeddings: np.ndarray, train: Responses, val: Responses,
-              settings: FitSettings, history: list[dict[str, float]] | None = None) -> tuple[nn.Module, float, int]:
+              settings: FitSettings, history: list[dict[str, float]] | None = None,
+              path: list[float] | None = None) -> tuple[nn.Module, float, int]:
     """Train `model(x, llm) -> logits` and return it at its best validation loss, that loss and the epoch count.
 
     `model` must map a (batch, D) float tensor of question embeddings and a (batch,) long tensor of LLM indices to
     (batch,) logits. With weight averaging the returned model holds the averaged weights of its best epoch.
     `history`, when given, gets one {"epoch", "lr", "val_loss"} per epoch trained (lr: the rate of that epoch).
+    `path`, when given, gets the rates of the epochs that led to the returned weights, in order (what
+    `train_on_path` replays): a drop restores the best weights, so the epochs it undid are not on it.
     """
     _check(settings)
     torch.manual_seed(settings.seed)
     generator = torch.Generator().manual_seed(settings.seed)
-    x_tr, m_tr, y_tr = cell_tensors(embeddings, train)
+    train_cells = cell_tensors(embeddings, train)
     x_va, m_va, y_va = cell_tensors(embeddings, val)
     optimiser = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
-    steps = -(-len(y_tr) // settings.batch_size)
-    average = WeightAverage(model, ema_decay(settings.ema_epochs, steps)) if settings.ema_epochs > 0 else None
-    loss_fn = nn.BCEWithLogitsLoss()
+    average = _averager(model, settings, len(train_cells[2]))
 
     def snapshot() -> tuple[dict[str, Any], dict[str, Any] | None]:
         return copy.deepcopy(model.state_dict()), None if average is None else average.state()
 
     best_loss, best_state, best_epoch = float("inf"), snapshot(), 0
     lr, drops_left, last_drop = settings.lr, settings.lr_drops, 0
+    current: list[float] = []  # the rates that led to the weights being trained now
+    best_path: list[float] = []
     for epoch in range(1, settings.max_epochs + 1):
-        model.train()
-        order = torch.randperm(len(y_tr), generator=generator)
-        for start in range(0, len(order), settings.batch_size):
-            batch = order[start:start + settings.batch_size]
-            optimiser.zero_grad(set_to_none=True)
-            loss = loss_fn(model(x_tr[batch], m_tr[batch]), y_tr[batch])
-            loss.backward()
-            optimiser.step()
-            if average is not None:
-                average.update()
+        _train_epoch(model, optimiser, train_cells, settings.batch_size, generator, average)
+        current.append(lr)
         val_loss = _val_loss(model, average, x_va, m_va, y_va)
         if history is not None:
             history.append({"epoch": epoch, "lr": lr, "val_loss": val_loss})
         if val_loss < best_loss - 1e-5:
-            best_loss, best_state, best_epoch = val_loss, snapshot(), epoch
+            best_loss, best_state, best_epoch, best_path = val_loss, snapshot(), epoch, list(current)
         waited = epoch - max(best_epoch, last_drop)
         if drops_left > 0 and waited >= settings.lr_drop_patience:
             _restore(model, average, best_state)  # as fit does: refine the best weights at a tenth of the rate
+            current = list(best_path)  # the epochs after the best are undone
             lr, drops_left, last_drop = lr * 0.1, drops_left - 1, epoch
         elif drops_left == 0 and waited >= settings.patience:
             break
@@ -133,7 +157,41 @@ def fit_cells(model: nn.Module, embeddings: np.ndarray, train: Responses, val: R
     if average is not None:
         average.copy_into_model()
     model.eval()
+    if path is not None:
+        path[:] = best_path
     return model, best_loss, best_epoch
+
+
+def train_on_path(model: nn.Module, embeddings: np.ndarray, cells: Responses, settings: FitSettings,
+                  path: Sequence[float], history: list[dict[str, float]] | None = None) -> nn.Module:
+    """Train `model` on `cells` for one epoch per rate of `path`, at that rate: no validation, no early stopping
+    (jeirt_lite_training.fit.train_on_schedule for the baselines). The batch size, weight decay, weight average
+    (its decay from these cells' steps per epoch, as fit's refit) and seed are `settings`'; the returned model
+    holds the averaged weights when `settings` average. `history` gets one {"epoch", "lr"} per epoch trained,
+    the rate read back from the optimiser."""
+    _check(settings)
+    if len(path) == 0 or not all(lr > 0 for lr in path):
+        raise ValueError(f"a path needs at least one epoch and positive learning rates, got {list(path)}")
+    torch.manual_seed(settings.seed)
+    generator = torch.Generator().manual_seed(settings.seed)
+    train_cells = cell_tensors(embeddings, cells)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=path[0], weight_decay=settings.weight_decay)
+    average = _averager(model, settings, len(train_cells[2]))
+    for epoch, lr in enumerate(path, start=1):
+        for group in optimiser.param_groups:
+            group["lr"] = float(lr)
+        _train_epoch(model, optimiser, train_cells, settings.batch_size, generator, average)
+        if history is not None:
+            history.append({"epoch": epoch, "lr": float(optimiser.param_groups[0]["lr"])})
+    if average is not None:
+        average.copy_into_model()
+    model.eval()
+    return model
+
+
+def joined(first: Responses, second: Responses) -> Responses:
+    """Both parts' cells together (the refit's training + validation cells)."""
+    return Responses(*(np.concatenate([getattr(first, f), getattr(second, f)]) for f in ("question", "llm", "correct")))
 
 
 def _restore(model: nn.Module, average: WeightAverage | None,
@@ -143,22 +201,51 @@ def _restore(model: nn.Module, average: WeightAverage | None,
         average.load(state[1])
 
 
-def fit_best_on_grid(
+@dataclass
+class GridChoice:
+    """What `choose_on_grid` chose on validation, and the model it returns."""
+
+    val_loss: float
+    model: nn.Module | None
+    config: Any  # the grid setting, with the schedule's name when there were several
+    epochs: int  # the chosen run's best epoch
+    path: list[float] = field(default_factory=list)  # the rates that led to the chosen run's best weights
+    refitted: bool = False  # the model is the chosen setting refitted on training + validation cells
+
+
+def choose_on_grid(
     grid: Sequence[ConfigT], build: Callable[[ConfigT], nn.Module], embeddings: np.ndarray, train: Responses,
-    val: Responses, settings: FitSettings | Sequence[FitSettings],
-) -> tuple[float, nn.Module | None, ConfigT | dict[str, Any], int]:
-    """Fits `build(config)` for every grid setting and every schedule in `settings`; returns (validation loss,
-    model, config, epochs) of the lowest validation loss. With several schedules the returned config says which
-    (`{"schedule": name, **config}`)."""
+    val: Responses, settings: FitSettings | Sequence[FitSettings], refit: bool = False,
+) -> GridChoice:
+    """Fits `build(config)` for every grid setting and every schedule in `settings` and keeps the lowest validation
+    loss. With `refit`, the winner is then trained afresh on training + validation cells for its path (as `fit`
+    refits its chosen setting): the choice is the same, only the returned model differs."""
     schedules = [settings] if isinstance(settings, FitSettings) else list(settings)
-    best: tuple[float, nn.Module | None, ConfigT | dict[str, Any], int] = (np.inf, None, {}, 0)
+    best = GridChoice(np.inf, None, {}, 0)
+    winner: tuple[ConfigT, FitSettings] | None = None
     for schedule in schedules:
         for config in grid:
-            model, loss, epochs = fit_cells(build(config), embeddings, train, val, schedule)
-            if loss < best[0]:
+            path: list[float] = []
+            model, loss, epochs = fit_cells(build(config), embeddings, train, val, schedule, path=path)
+            if loss < best.val_loss:
                 chosen = config if len(schedules) == 1 else {"schedule": schedule.name, **dict(config)}  # type: ignore[call-overload]
-                best = (loss, model, chosen, epochs)
+                best, winner = GridChoice(loss, model, chosen, epochs, path), (config, schedule)
+    if refit and winner is not None:
+        config, schedule = winner
+        torch.manual_seed(schedule.seed)  # the fresh model's initial weights do not depend on the grid's order
+        best.model = train_on_path(build(config), embeddings, joined(train, val), schedule, best.path)
+        best.refitted = True
     return best
+
+
+def fit_best_on_grid(
+    grid: Sequence[ConfigT], build: Callable[[ConfigT], nn.Module], embeddings: np.ndarray, train: Responses,
+    val: Responses, settings: FitSettings | Sequence[FitSettings], refit: bool = False,
+) -> tuple[float, nn.Module | None, ConfigT | dict[str, Any], int]:
+    """`choose_on_grid` as (validation loss, model, config, epochs). With several schedules the returned config says
+    which (`{"schedule": name, **config}`); with `refit` the model is the winner refitted on training + validation."""
+    choice = choose_on_grid(grid, build, embeddings, train, val, settings, refit)
+    return choice.val_loss, choice.model, choice.config, choice.epochs
 
 
 @torch.no_grad()

@@ -1,9 +1,14 @@
 """The careful training loop of the torch baselines (experiments/baselines/torch_fit.py): the per-epoch decay, the
-stop `patience` epochs after the best, fit's drops, the weight average that is returned, and the grid's choice."""
+stop `patience` epochs after the best, fit's drops, the weight average that is returned, the grid's choice, and the
+refit on training + validation cells (the recorded learning-rate path and its replay)."""
 
 from __future__ import annotations
 
+import copy
+import math
+from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,9 +17,18 @@ from jeirt_lite_training.types import Responses
 from torch import nn
 
 from experiments.baselines import torch_fit
-from experiments.baselines.embedllm import same_care_mf
-from experiments.baselines.mirt import SAME_CARE_GRID, same_care_mirt
-from experiments.baselines.torch_fit import SAME_CARE, FitSettings, evaluate_loss, fit_best_on_grid, fit_cells
+from experiments.baselines.embedllm import same_care_mf, same_care_mf_refit
+from experiments.baselines.mirt import SAME_CARE_GRID, same_care_mirt, same_care_mirt_refit
+from experiments.baselines.torch_fit import (
+    SAME_CARE,
+    FitSettings,
+    choose_on_grid,
+    evaluate_loss,
+    fit_best_on_grid,
+    fit_cells,
+    joined,
+    train_on_path,
+)
 
 N_Q, N_LLM, D = 240, 6, 8
 
@@ -141,6 +155,171 @@ def test_bad_schedules_are_refused(world: tuple[np.ndarray, Responses, Responses
                 FitSettings(ema_epochs=-1.0)):
         with pytest.raises(ValueError):
             fit_cells(_Linear(), emb, train, val, bad)
+
+
+def _scripted(monkeypatch: pytest.MonkeyPatch, losses: list[float]) -> None:
+    """Validation losses in a given order: the drops and the stop then fall on known epochs."""
+    sequence: Iterator[float] = iter(losses)
+    monkeypatch.setattr(torch_fit, "_val_loss", lambda *_: next(sequence))
+
+
+def test_the_path_leaves_out_the_epochs_a_drop_undid(world: tuple[np.ndarray, Responses, Responses],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    emb, train, val = world
+    # Best at 2; flat 3-4: drop 1 restores epoch 2's weights (3 and 4 undone); best at 5 (1e-3); flat 6-7: drop 2
+    # restores epoch 5's (6 and 7 undone); best at 8 (1e-4); flat 9-10: stop.
+    _scripted(monkeypatch, [1.0, 0.9, 0.95, 0.96, 0.85, 0.86, 0.87, 0.84, 0.9, 0.9])
+    history: list[dict[str, float]] = []
+    path: list[float] = []
+    _, best, epoch = fit_cells(_Linear(), emb, train, val, FitSettings(lr=1e-2, lr_drops=2, lr_drop_patience=2,
+                                                                       patience=2), history, path)
+    assert (best, epoch, len(history)) == (0.84, 8, 10)
+    assert path == pytest.approx([1e-2, 1e-2, 1e-3, 1e-4])
+
+
+def test_without_drops_the_path_is_the_rates_up_to_the_best(world: tuple[np.ndarray, Responses, Responses]) -> None:
+    emb, train, _ = world
+    noise = _cells(np.random.default_rng(4), np.arange(160, N_Q), emb, noise=True)
+    history: list[dict[str, float]] = []
+    path: list[float] = []
+    _, _, best_epoch = fit_cells(_Linear(), emb, train, noise, FitSettings(lr=5e-2, lr_decay=0.8, patience=3),
+                                 history, path)
+    assert 0 < best_epoch < len(history)  # epochs after the best were trained, and are not on the path
+    assert path == [h["lr"] for h in history[:best_epoch]]
+
+
+def test_the_refit_trains_one_epoch_per_rate_of_the_path(world: tuple[np.ndarray, Responses, Responses],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    emb, train, val = world
+    set_rates: list[list[float]] = []
+    trained_on: list[int] = []
+    original = torch_fit._train_epoch
+
+    def recording(model: nn.Module, optimiser: torch.optim.Optimizer, cells: tuple[torch.Tensor, ...],
+                  *rest: object) -> None:
+        set_rates.append([group["lr"] for group in optimiser.param_groups])  # what the epoch really trains at
+        trained_on.append(len(cells[2]))
+        original(model, optimiser, cells, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(torch_fit, "_train_epoch", recording)
+    path = [1e-2, 1e-2, 1e-3, 1e-4, 1e-4]
+    history: list[dict[str, float]] = []
+    cells = joined(train, val)
+    train_on_path(_Linear(), emb, cells, FitSettings(weight_decay=0.01, batch_size=64), path, history)
+    assert set_rates == [[lr] for lr in path]
+    assert trained_on == [len(cells)] * len(path)
+    assert [h["lr"] for h in history] == path
+    for bad in ([], [1e-3, 0.0]):
+        with pytest.raises(ValueError):
+            train_on_path(_Linear(), emb, cells, FitSettings(), bad)
+
+
+def test_replaying_the_path_on_the_same_cells_gives_the_early_stopped_weights(
+        world: tuple[np.ndarray, Responses, Responses]) -> None:
+    """Without drops nothing on the path was undone: the same seed, batches, rates and average reproduce the
+    returned weights exactly (an off-by-one in the path, or a rate set after its epoch, would not)."""
+    emb, train, _ = world
+    noise = _cells(np.random.default_rng(5), np.arange(160, N_Q), emb, noise=True)
+    settings = FitSettings(lr=3e-2, lr_decay=0.7, weight_decay=0.01, ema_epochs=0.5, batch_size=128, patience=3)
+    start = _Linear()
+    path: list[float] = []
+    early, _, best_epoch = fit_cells(copy.deepcopy(start), emb, train, noise, settings, path=path)
+    assert 1 < best_epoch == len(path)
+    replayed = train_on_path(copy.deepcopy(start), emb, train, settings, path)
+    for a, b in zip(early.parameters(), replayed.parameters()):
+        assert torch.equal(a, b)
+    shorter = train_on_path(copy.deepcopy(start), emb, train, settings, path[:-1])
+    assert not torch.equal(next(shorter.parameters()), next(early.parameters()))
+
+
+def test_the_refit_averages_over_its_own_cells(world: tuple[np.ndarray, Responses, Responses],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    emb, train, val = world
+    made: list[Any] = []
+    real = torch_fit.WeightAverage  # type: ignore[attr-defined]
+
+    def recording(model: nn.Module, decay: float) -> Any:
+        made.append(real(model, decay))
+        return made[-1]
+
+    monkeypatch.setattr(torch_fit, "WeightAverage", recording)
+    cells = joined(train, val)
+    model = train_on_path(_Linear(), emb, cells, FitSettings(ema_epochs=0.5, batch_size=64), [1e-2, 1e-2])
+    steps = math.ceil(len(cells) / 64)  # training + validation cells' steps: the time constant is half an epoch
+    assert made[0].decay == pytest.approx(math.exp(-1 / (0.5 * steps))) and made[0].updates == 2 * steps
+    for param, average in zip(model.parameters(), made[0].average):
+        assert torch.equal(param.detach(), average)
+
+
+def test_the_refit_makes_the_same_choice_and_learns_from_the_validation_cells(
+        world: tuple[np.ndarray, Responses, Responses], monkeypatch: pytest.MonkeyPatch) -> None:
+    emb, train, val = world
+    grid = ({"scale": 0.0}, {"scale": 3.0})
+    schedules = (FitSettings(lr=3e-2, lr_decay=0.7, max_epochs=6, name="decay"),
+                 FitSettings(lr=3e-2, lr_drops=1, ema_epochs=0.5, max_epochs=6, name="drops"))
+
+    def build(config: dict[str, float]) -> nn.Module:
+        model = _Linear()
+        with torch.no_grad():
+            model.w.weight.mul_(config["scale"])
+        return model
+
+    refits: list[tuple[Responses, FitSettings, list[float]]] = []
+    original = torch_fit.train_on_path
+
+    def recording(model: nn.Module, embeddings: np.ndarray, cells: Responses, settings: FitSettings,
+                  path: list[float], history: list[dict[str, float]] | None = None) -> nn.Module:
+        refits.append((cells, settings, list(path)))
+        return original(model, embeddings, cells, settings, path, history)
+
+    monkeypatch.setattr(torch_fit, "train_on_path", recording)
+    plain = choose_on_grid(grid, build, emb, train, val, schedules)
+    assert not refits and not plain.refitted
+    refitted = choose_on_grid(grid, build, emb, train, val, schedules, refit=True)
+    assert refitted.refitted and len(refits) == 1
+    assert (refitted.val_loss, refitted.config, refitted.epochs, refitted.path) == (
+        plain.val_loss, plain.config, plain.epochs, plain.path)
+    cells, settings, path = refits[0]
+    assert settings.name == plain.config["schedule"] and path == plain.path and len(path) >= 1
+    assert len(cells) == len(train) + len(val)
+    seen = set(zip(cells.question.tolist(), cells.llm.tolist()))
+    assert set(zip(val.question.tolist(), val.llm.tolist())) <= seen
+    assert set(zip(train.question.tolist(), train.llm.tolist())) <= seen
+    assert plain.model is not None and refitted.model is not None
+    x, m, y = torch_fit.cell_tensors(emb, val)
+    assert evaluate_loss(refitted.model, x, m, y) != pytest.approx(evaluate_loss(plain.model, x, m, y), rel=1e-6)
+    one = fit_best_on_grid(grid, build, emb, train, val, schedules, refit=True)
+    assert one[2] == plain.config and one[0] == plain.val_loss
+
+
+def test_the_refit_baselines_record_their_path_and_the_old_ones_do_not_refit(
+        world: tuple[np.ndarray, Responses, Responses], monkeypatch: pytest.MonkeyPatch) -> None:
+    from experiments.compare import DEFAULT_METHODS, make_predictors, tuned_settings
+
+    emb, train, val = world
+    old = same_care_mirt(seed=1)
+    new = same_care_mirt_refit(seed=1)
+    assert (old.refit, new.refit) == (False, True) and old.grid == new.grid and old.settings == new.settings
+    assert (same_care_mf(seed=1).refit, same_care_mf_refit(seed=1).settings) == (False, same_care_mf(1).settings)
+
+    def no_refit(*_: object) -> nn.Module:
+        raise AssertionError("the _same_care rows must not refit")
+
+    real = torch_fit.train_on_path
+    monkeypatch.setattr(torch_fit, "train_on_path", no_refit)
+    old.fit(emb, train, val, N_LLM)
+    assert old.refit_path is None and "refit_path" not in tuned_settings(old)
+    monkeypatch.setattr(torch_fit, "train_on_path", real)
+    new.fit(emb, train, val, N_LLM)
+    assert (new.config, new.epochs, new.val_log_loss) == (old.config, old.epochs, old.val_log_loss)
+    assert new.refit_path and len(new.refit_path) <= 30
+    assert tuned_settings(new)["refit_path"] == new.refit_path
+    p_old, p_new = (m.predict_proba(emb, val.question, val.llm) for m in (old, new))
+    assert not np.allclose(p_old, p_new)
+    made = make_predictors(["mirt_text_same_care_refit", "embedllm_mf_same_care_refit", "mirt_text_same_care"], 2)
+    assert [(p.name, p.refit) for p in made] == [
+        ("mirt_text_same_care_refit", True), ("embedllm_mf_same_care_refit", True), ("mirt_text_same_care", False)]
+    assert not any(m.endswith("_refit") for m in DEFAULT_METHODS)
 
 
 def _run(seed: int, **aucs: float) -> dict[str, object]:
