@@ -110,7 +110,7 @@ def _reshaped(tensors: dict[str, np.ndarray]) -> dict[str, Any]:
     [
         (_moved, r"tensor '\w+': reads bytes \d+\.\.\d+ of static_encoder.safetensors, but the tensor lies at"),
         (_retyped, r"tensor 'table': is ONNX data type 10, but static_encoder.safetensors stores it as F32"),
-        (_reshaped, r"tensor 'table': has shape \[30522, 256\], but static_encoder.safetensors stores it as"),
+        (_reshaped, r"tensor 'table': has shape \[30522, \d+\], but static_encoder.safetensors stores it as"),
     ],
 )
 def test_a_static_file_that_no_longer_lines_up_with_the_graph_is_refused(

@@ -19,7 +19,7 @@ STATIC_BATCH_SIZE = 8
 # A lookup costs nothing per token, so the static router reads (almost) whole questions.
 STATIC_MAX_LENGTH = 512
 # The table is fitted to the teacher's sentence embeddings of the training texts before the adapter is trained.
-FIT_SENTENCES = False
+FIT_SENTENCES = True
 
 
 def static_embeddings(
