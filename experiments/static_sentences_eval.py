@@ -10,6 +10,8 @@ validation answers. Tables (--tables, comma list):
 - `distilled384`: the same without dropping dimensions (every one of MiniLM's 384), to tell width from fitting;
 - `sentences`: static_sentences.distil_to_sentences on the training and validation texts, MiniLM's width;
 - `sentences256`: the same projected on the top 256 directions of the sentence embeddings;
+- `sentences_train`: fitted on the training part's texts only, so that the validation part is held out from the
+  table too (`fit` fits on both, as its SIF frequencies read both);
 - `sentences+unlabelled`: fitted on the texts of --unlabelled data folders too (their answers are not read).
 
 One JSON line per table (validation and test AUC, accuracy, log-loss, within-question AUC; experiments.ensemble_eval's
@@ -29,7 +31,7 @@ import numpy as np
 
 from .ensemble_eval import logit_grid, scores
 
-TABLES = ("distilled", "distilled384", "sentences", "sentences256", "sentences+unlabelled")
+TABLES = ("distilled", "distilled384", "sentences", "sentences256", "sentences_train", "sentences+unlabelled")
 
 
 def build_table(kind: str, prep: Any, unlabelled: list[str]) -> tuple[np.ndarray, dict[str, Any]]:
@@ -43,6 +45,8 @@ def build_table(kind: str, prep: Any, unlabelled: list[str]) -> tuple[np.ndarray
     if kind.startswith("distilled"):
         static = distil(DEFAULT_ENCODER, learn, max_length=prep.max_length, dim=384 if kind == "distilled384" else 256)
         return static.table, {}
+    if kind == "sentences_train":
+        learn = [prep.data.texts[i] for i in prep.split.train]
     texts = learn + ([t for folder in unlabelled for t in load_dataset(folder).texts]
                      if kind == "sentences+unlabelled" else [])
     static, fit = distil_to_sentences(DEFAULT_ENCODER, texts, sentence_embeddings(texts), max_length=prep.max_length,

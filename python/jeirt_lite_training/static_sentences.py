@@ -5,10 +5,12 @@ a question's mean of rows keeps only part of what the transformer says about the
 moved so that each training text's normalised mean of rows comes as close as it can to the transformer's own
 normalised embedding of that text (the squared distance of the two unit vectors, 2 − 2·cosine), as model2vec's
 "tokenlearn" does. Only the texts are read, never the answers: it is part of building the encoder, like the SIF
-token frequencies, and reads the same questions (training and validation, never the test part).
+token frequencies, and reads the same questions (training and validation, never the test part). The validation
+part's texts are therefore not held out from the table, which makes `fit`'s held-out loss optimistic for it
+(docs/research/encoders.md).
 
 A tenth of the texts is kept out to stop on: training stops after the first epoch that does not raise their mean
-cosine, and the rows of the best epoch are kept. Tokens that no fitted text contains keep their distilled row.
+cosine, and the rows of the best epoch are kept. Tokens that no fitted text contains keep their starting row.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ from .static_encoder import (
 )
 from .static_finetune import TableDelta, TokenBags, token_bags
 
-# Adam's step for the rows, and the epochs it may take: the held-out cosine peaked after 3-6 epochs on every split
-# tried (docs/research/encoders.md, "The static table fitted to MiniLM's sentence embeddings").
+# Adam's step for the rows, and the epochs it may take: the held-out cosine peaks within a few epochs
+# (docs/research/encoders.md, "The static table fitted to MiniLM's sentence embeddings").
 SENTENCE_FIT_LR = 0.02
 SENTENCE_FIT_MAX_EPOCHS = 30
 SENTENCE_FIT_BATCH = 256
