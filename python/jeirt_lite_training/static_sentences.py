@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ._runtime import alignment
 from .encoders import load_tokenizer
 from .static_encoder import (
     DEFAULT_SIF_A,
@@ -57,11 +58,11 @@ class SentenceFit:
                 "held_out_cosine": round(self.held_out_cosine, 4)}
 
 
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors.astype(np.float64), axis=1, keepdims=True)
-    if not np.all(norms > 0):
+def _unit_targets(vectors: np.ndarray) -> np.ndarray:
+    """The sentence embeddings as float32 unit rows; a zero one has no direction to fit, so it is refused."""
+    if not np.all(np.linalg.norm(vectors.astype(np.float64), axis=1) > 0):
         raise ValueError("a target sentence embedding is zero: it has no direction to fit")
-    return (vectors / norms).astype(np.float32)
+    return alignment.unit_rows(vectors).astype(np.float32)  # divided in float64, as the runtime's reference does
 
 
 def _mean_cosine(source: TableDelta, targets: torch.Tensor, rows: np.ndarray) -> float:
@@ -81,9 +82,9 @@ def fit_to_sentences(
         raise ValueError(f"targets must be one {start.shape[1]}-wide row per text ({n}), got {targets.shape}")
     if n < 2:
         raise ValueError(f"fitting the table to sentence embeddings needs at least 2 texts, got {n}")
-    order = np.random.default_rng(seed).permutation(n)
-    held, fitted = np.sort(order[: max(1, round(n * HELD_OUT_SHARE))]), order[max(1, round(n * HELD_OUT_SHARE)):]
-    goal = torch.from_numpy(unit_rows(targets))
+    order, n_held = np.random.default_rng(seed).permutation(n), max(1, round(n * HELD_OUT_SHARE))
+    held, fitted = np.sort(order[:n_held]), order[n_held:]
+    goal = torch.from_numpy(_unit_targets(targets))
     source = TableDelta(start, bags, bags.tokens_of(fitted), pull=0.0, lr_scale=1.0)
     optimiser = torch.optim.AdamW(source.param_groups(lr))
     generator = torch.Generator().manual_seed(seed)
@@ -109,7 +110,7 @@ def fit_to_sentences(
 def projected(table: np.ndarray, sentence_vectors: np.ndarray, dim: int) -> np.ndarray:
     """The rows on the top `dim` right singular vectors of the unit sentence embeddings, uncentred: a linear map
     without a shift, so it commutes with the mean of a text's rows."""
-    _, _, directions = np.linalg.svd(unit_rows(sentence_vectors).astype(np.float64), full_matrices=False)
+    _, _, directions = np.linalg.svd(_unit_targets(sentence_vectors).astype(np.float64), full_matrices=False)
     return (table.astype(np.float64) @ directions[:dim].T).astype(np.float32)
 
 
