@@ -188,12 +188,13 @@ def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str
 
 def get_embeddings(data: Dataset, args: argparse.Namespace, split: Split | None = None) -> np.ndarray:
     """The frozen embeddings every method gets. The static encoder's token frequencies come from the split's
-    training and validation texts, so it is distilled once per split."""
+    training and validation texts, so it is distilled once per split (the distilled table, as the published rows
+    of this mode; `fit --encoder static` builds its own)."""
     if args.encoder == "static":
         from jeirt_lite_training.static_router import static_embeddings
 
         assert split is not None
-        return static_embeddings(data, np.concatenate([split.train, split.val]))[1]
+        return static_embeddings(data, np.concatenate([split.train, split.val]), fit_sentences=False)[1]
     if args.random_embeddings:
         rng = np.random.default_rng(args.seed)
         return rng.standard_normal((data.n_questions, args.random_embeddings)).astype(np.float32)

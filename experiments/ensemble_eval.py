@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     from jeirt_lite_training.static_finetune import TABLE_LR_SCALE, rounded, token_bags, train_table
 
     torch.set_num_threads(args.threads)
-    prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False)
+    prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False,
+                   fit_sentences=False)  # the distilled table, as the published runs
     tokenizer = load_tokenizer(DEFAULT_ENCODER, prep.max_length)
     bags, start = token_bags(prep.data.texts, tokenizer), rounded(prep.static.table)
     head = {"data": prep.data.name, "split_seed": args.split_seed, "dim": args.dim, "dropout": args.dropout,

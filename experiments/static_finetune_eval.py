@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         hyper["ema_epochs"] = args.ema_epochs
     teacher = args.teacher or DEFAULT_ENCODER
     prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False,
-                   teacher=teacher)
+                   teacher=teacher, fit_sentences=False)  # the distilled table against its fine-tuning
     tokenizer = load_tokenizer(DEFAULT_ENCODER, prep.max_length)
     bags, start = token_bags(prep.data.texts, tokenizer), rounded(prep.static.table)
     head = {"data": prep.data.name, "split_seed": args.split_seed, "teacher": teacher, **hyper}

@@ -75,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     from jeirt_lite_training.static_finetune import rounded, token_bags, train_table
 
     torch.set_num_threads(args.threads)
-    prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False)
+    prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False,
+                   fit_sentences=False)  # the split and texts only: build_table makes each table
     tokenizer = load_tokenizer(DEFAULT_ENCODER, prep.max_length)
     bags = token_bags(prep.data.texts, tokenizer)
     hyper = {"dim": args.dim, "dropout": args.dropout, "seed": args.split_seed}

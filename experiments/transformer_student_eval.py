@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     from jeirt_lite_training.static_finetune import rounded, token_bags, train_table
 
     torch.set_num_threads(args.threads)
-    prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False)
+    prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False,
+                   fit_sentences=False)  # the distilled table, as the published runs
     extra = [t for folder in args.unlabelled for t in load_dataset(folder).texts]
     texts = list(prep.data.texts) + extra
     n_questions, n_llms = len(prep.data.texts), prep.data.n_llms

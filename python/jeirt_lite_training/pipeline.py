@@ -17,6 +17,7 @@ import numpy as np
 
 from .calibration import apply_calibration, fit_calibration, store_calibration
 from .choose import DEFAULT_DIMS, DEFAULT_DROPOUTS, Selection, choose, refit, selection_record
+from .config import FIT_SENTENCES
 from .config import STATIC as STATIC  # the encoder choice: a distilled token table (static_encoder.py)
 from .data import Columns, load_dataset
 from .embeddings import embed_dataset
@@ -65,14 +66,16 @@ def prepare(
     progress: bool = True,
     teacher: str = DEFAULT_ENCODER,
     columns: Columns | None = None,
+    fit_sentences: bool = FIT_SENTENCES,
 ) -> Prepared:
     """Load, split (test = the untouched part), embed. encoder STATIC distils the token table from `teacher` over
     the default transformer's vocabulary, its token frequencies read from the texts of the training and validation
-    parts (never the test part), and reads up to STATIC_MAX_LENGTH tokens (`max_length` applies to transformers)."""
+    parts (never the test part), then (fit_sentences) fits it to the teacher's sentence embeddings of those texts
+    (static_sentences), and reads up to STATIC_MAX_LENGTH tokens (`max_length` applies to transformers)."""
     data = load_dataset(data_dir, columns=columns)
     split = make_split(data, seed=split_seed, val_fraction=val_fraction, test_fraction=test_fraction)
     return prepare_split(data, split, split_seed=split_seed, encoder=encoder, max_length=max_length,
-                         progress=progress, source=str(data_dir), teacher=teacher)
+                         progress=progress, source=str(data_dir), teacher=teacher, fit_sentences=fit_sentences)
 
 
 def prepare_split(
@@ -85,6 +88,7 @@ def prepare_split(
     progress: bool = True,
     source: str = "",
     teacher: str = DEFAULT_ENCODER,
+    fit_sentences: bool = FIT_SENTENCES,
 ) -> Prepared:
     """`prepare` for a dataset already loaded and split (experiments.compare runs `fit` on its own splits this way)."""
     static = None
@@ -93,7 +97,7 @@ def prepare_split(
 
         max_length, encoder = STATIC_MAX_LENGTH, DEFAULT_ENCODER  # the tokenizer's model; static.source: the teacher
         learn_from = np.concatenate([split.train, split.val])
-        static, emb = static_embeddings(data, learn_from, max_length, teacher,
+        static, emb = static_embeddings(data, learn_from, max_length, teacher, fit_sentences=fit_sentences,
                                          log=print if progress else _quiet)
     else:
         emb = embed_dataset(data, encoder=encoder, max_length=max_length, progress=progress)

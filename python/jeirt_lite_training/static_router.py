@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .config import FIT_SENTENCES
 from .encoders import DEFAULT_ENCODER, load_tokenizer
 
 # Texts per encoder call, written into the router's manifest (encoder.batch_size), from benches/bench_encoders.py:
@@ -18,8 +19,6 @@ from .encoders import DEFAULT_ENCODER, load_tokenizer
 STATIC_BATCH_SIZE = 8
 # A lookup costs nothing per token, so the static router reads (almost) whole questions.
 STATIC_MAX_LENGTH = 512
-# The table is fitted to the teacher's sentence embeddings of the training texts before the adapter is trained.
-FIT_SENTENCES = True
 
 
 def static_embeddings(
