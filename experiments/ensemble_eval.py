@@ -62,6 +62,32 @@ def scores(prep: Any, grid: np.ndarray) -> dict[str, dict[str, float]]:
     return out
 
 
+def fine_tuned(
+    start: np.ndarray, bags: Any, hyper: dict[str, Any], cells: Any, val: Any, n_llms: int, tokenizer: Any,
+    texts: list[str], *, pull: float, soft: bool = False,
+) -> tuple[np.ndarray, Any]:
+    """The table `start` fine-tuned end to end with a fresh adapter on `cells`, early-stopped on `val`
+    (jeirt_lite_training.static_finetune.train_table): its logit grid over `texts`, and the predictor."""
+    from jeirt_lite_training.static_encoder import embed_texts
+    from jeirt_lite_training.static_finetune import rounded, train_table
+
+    predictor, table = train_table(start, bags, hyper, cells, val, n_llms, pull=pull, soft_targets=soft)
+    return logit_grid(predictor, embed_texts(rounded(table), tokenizer, texts)), predictor
+
+
+def run_record(predictor: Any) -> dict[str, Any]:
+    """Where an early-stopped run stopped, for its JSON line."""
+    return {"best_epoch": predictor.best_epoch, "best_val_loss": round(predictor.best_val_loss, 5)}
+
+
+def emit_line(out: Path, row: dict[str, Any]) -> None:
+    """Print one result row and append it to `out` as a JSON line."""
+    line = json.dumps(row)
+    print(line, flush=True)
+    with out.open("a") as f:
+        f.write(line + "\n")
+
+
 def soft_targets(train: Any, teacher: np.ndarray, alpha: float) -> Any:
     """The training cells with answers replaced by alpha·P_teacher + (1 − alpha)·answer."""
     from jeirt_lite_training.types import Responses
@@ -102,8 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from jeirt_lite_training.encoders import DEFAULT_ENCODER, load_tokenizer
     from jeirt_lite_training.pipeline import STATIC, prepare
-    from jeirt_lite_training.static_encoder import embed_texts
-    from jeirt_lite_training.static_finetune import TABLE_LR_SCALE, rounded, token_bags, train_table
+    from jeirt_lite_training.static_finetune import TABLE_LR_SCALE, rounded, token_bags
 
     torch.set_num_threads(args.threads)
     prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False,
@@ -116,17 +141,12 @@ def main(argv: list[str] | None = None) -> int:
 
     def run(seed: int, train_cells: Any, soft: bool) -> tuple[np.ndarray, dict[str, Any]]:
         hyper = {"dim": args.dim, "dropout": args.dropout, "seed": seed}
-        predictor, table = train_table(start, bags, hyper, train_cells, prep.val, prep.data.n_llms, pull=args.pull,
-                                       soft_targets=soft)
-        grid = logit_grid(predictor, embed_texts(rounded(table), tokenizer, prep.data.texts))
-        return grid, {"best_epoch": predictor.best_epoch, "best_val_loss": round(predictor.best_val_loss, 5),
-                      "epochs": len(predictor.schedule)}
+        grid, predictor = fine_tuned(start, bags, hyper, train_cells, prep.val, prep.data.n_llms, tokenizer,
+                                     prep.data.texts, pull=args.pull, soft=soft)
+        return grid, {**run_record(predictor), "epochs": len(predictor.schedule)}
 
     def emit(row: dict[str, Any]) -> None:
-        line = json.dumps({**head, **row})
-        print(line, flush=True)
-        with args.out.open("a") as f:
-            f.write(line + "\n")
+        emit_line(args.out, {**head, **row})
 
     grids = []
     for seed in range(args.members):

@@ -21,7 +21,6 @@ scores). Decisions read the validation part; the test part is only reported.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .ensemble_eval import logit_grid, scores
+from .ensemble_eval import emit_line, fine_tuned, run_record, scores
 
 TABLES = ("distilled", "distilled384", "sentences", "sentences256", "sentences_train", "sentences+unlabelled")
 
@@ -71,8 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from jeirt_lite_training.encoders import DEFAULT_ENCODER, load_tokenizer
     from jeirt_lite_training.pipeline import STATIC, prepare
-    from jeirt_lite_training.static_encoder import embed_texts
-    from jeirt_lite_training.static_finetune import rounded, token_bags, train_table
+    from jeirt_lite_training.static_finetune import rounded, token_bags
 
     torch.set_num_threads(args.threads)
     prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False,
@@ -83,15 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     for kind in kinds:
         t0 = time.perf_counter()
         table, extra = build_table(kind, prep, args.unlabelled)
-        predictor, tuned = train_table(rounded(table), bags, hyper, prep.train, prep.val, prep.data.n_llms, pull=0.1)
-        grid = logit_grid(predictor, embed_texts(rounded(tuned), tokenizer, prep.data.texts))
-        line = json.dumps({"data": prep.data.name, "split_seed": args.split_seed, "table": kind,
-                           "width": int(table.shape[1]), **hyper, **extra, "best_epoch": predictor.best_epoch,
-                           "best_val_loss": round(predictor.best_val_loss, 5),
-                           "seconds": round(time.perf_counter() - t0), **scores(prep, grid)})
-        print(line, flush=True)
-        with args.out.open("a") as f:
-            f.write(line + "\n")
+        grid, predictor = fine_tuned(rounded(table), bags, hyper, prep.train, prep.val, prep.data.n_llms, tokenizer,
+                                     prep.data.texts, pull=0.1)
+        emit_line(args.out, {"data": prep.data.name, "split_seed": args.split_seed, "table": kind,
+                             "width": int(table.shape[1]), **hyper, **extra, **run_record(predictor),
+                             "seconds": round(time.perf_counter() - t0), **scores(prep, grid)})
     return 0
 
 

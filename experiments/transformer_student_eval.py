@@ -19,14 +19,13 @@ AUC on the validation and test parts). Grids are cached under --cache, so an int
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .ensemble_eval import _trained, logit_grid, scores, soft_targets
+from .ensemble_eval import _trained, emit_line, fine_tuned, logit_grid, run_record, scores, soft_targets
 from .static_finetune_eval import _floats
 
 
@@ -70,8 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     from jeirt_lite_training.encoders import DEFAULT_ENCODER, load_tokenizer
     from jeirt_lite_training.model import JeirtPredictor
     from jeirt_lite_training.pipeline import STATIC, prepare
-    from jeirt_lite_training.static_encoder import embed_texts
-    from jeirt_lite_training.static_finetune import rounded, token_bags, train_table
+    from jeirt_lite_training.static_finetune import rounded, token_bags
 
     torch.set_num_threads(args.threads)
     prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False,
@@ -86,21 +84,17 @@ def main(argv: list[str] | None = None) -> int:
     cache = args.cache / f"{prep.data.name}_s{args.split_seed}_d{args.dim}_p{args.dropout}_pull{args.pull}"
 
     def emit(row: dict[str, Any]) -> None:
-        line = json.dumps({**head, **row})
-        print(line, flush=True)
-        with args.out.open("a") as f:
-            f.write(line + "\n")
+        emit_line(args.out, {**head, **row})
 
     def teacher_run() -> tuple[np.ndarray, dict[str, Any]]:
         features = transformer_embed(texts)  # the MiniLM transformer's pooled embeddings (cached)
         teacher = JeirtPredictor(**hyper).fit(features, prep.train, prep.val, n_llms)
-        return logit_grid(teacher, features), {"best_epoch": teacher.best_epoch,
-                                               "best_val_loss": round(teacher.best_val_loss, 5)}
+        return logit_grid(teacher, features), run_record(teacher)
 
     def student_run(cells: Any, soft: bool) -> tuple[np.ndarray, dict[str, Any]]:
-        predictor, table = train_table(start, bags, hyper, cells, prep.val, n_llms, pull=args.pull, soft_targets=soft)
-        grid = logit_grid(predictor, embed_texts(rounded(table), tokenizer, texts))
-        return grid, {"best_epoch": predictor.best_epoch, "best_val_loss": round(predictor.best_val_loss, 5)}
+        grid, predictor = fine_tuned(start, bags, hyper, cells, prep.val, n_llms, tokenizer, texts, pull=args.pull,
+                                     soft=soft)
+        return grid, run_record(predictor)
 
     teacher, record = _trained(cache, f"teacher_n{len(texts)}", teacher_run)
     emit({"router": "teacher (MiniLM transformer)", **record, **scores(prep, teacher[:n_questions])})
