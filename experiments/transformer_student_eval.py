@@ -40,13 +40,6 @@ def unlabelled_cells(grid: np.ndarray, first: int, n_llms: int) -> Any:
     return Responses(question, llm, p.astype(np.float32))
 
 
-def joined(a: Any, b: Any) -> Any:
-    from jeirt_lite_training.types import Responses
-
-    return Responses(np.concatenate([a.question, b.question]), np.concatenate([a.llm, b.llm]),
-                     np.concatenate([a.correct.astype(np.float32), b.correct.astype(np.float32)]))
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default="data/mmlu_pro")
@@ -70,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     from jeirt_lite_training.model import JeirtPredictor
     from jeirt_lite_training.pipeline import STATIC, prepare
     from jeirt_lite_training.static_finetune import rounded, token_bags
+    from jeirt_lite_training.types import Responses
 
     torch.set_num_threads(args.threads)
     prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False,
@@ -106,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         emit({"router": "static student", "alpha": alpha, **record, **scores(prep, grid[:n_questions])})
     if extra:
         alpha = args.alphas[0]
-        cells = joined(soft_targets(prep.train, teacher, alpha), unlabelled_cells(teacher, n_questions, n_llms))
+        cells = Responses.concatenate([soft_targets(prep.train, teacher, alpha),
+                                       unlabelled_cells(teacher, n_questions, n_llms)])
         grid, record = _trained(cache, f"student_a{alpha}_unlabelled{len(extra)}",
                                 lambda: student_run(cells, True))
         emit({"router": "static student + unlabelled texts", "alpha": alpha, "unlabelled": args.unlabelled,

@@ -189,11 +189,6 @@ def train_on_path(model: nn.Module, embeddings: np.ndarray, cells: Responses, se
     return model
 
 
-def joined(first: Responses, second: Responses) -> Responses:
-    """Both parts' cells together (the refit's training + validation cells)."""
-    return Responses(*(np.concatenate([getattr(first, f), getattr(second, f)]) for f in ("question", "llm", "correct")))
-
-
 def _restore(model: nn.Module, average: WeightAverage | None,
              state: tuple[dict[str, Any], dict[str, Any] | None]) -> None:
     model.load_state_dict(state[0])
@@ -233,7 +228,7 @@ def choose_on_grid(
     if refit and winner is not None:
         config, schedule = winner
         torch.manual_seed(schedule.seed)  # the fresh model's initial weights do not depend on the grid's order
-        best.model = train_on_path(build(config), embeddings, joined(train, val), schedule, best.path)
+        best.model = train_on_path(build(config), embeddings, Responses.concatenate([train, val]), schedule, best.path)
         best.refitted = True
     return best
 

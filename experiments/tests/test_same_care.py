@@ -26,7 +26,6 @@ from experiments.baselines.torch_fit import (
     evaluate_loss,
     fit_best_on_grid,
     fit_cells,
-    joined,
     train_on_path,
 )
 
@@ -204,7 +203,7 @@ def test_the_refit_trains_one_epoch_per_rate_of_the_path(world: tuple[np.ndarray
     monkeypatch.setattr(torch_fit, "_train_epoch", recording)
     path = [1e-2, 1e-2, 1e-3, 1e-4, 1e-4]
     history: list[dict[str, float]] = []
-    cells = joined(train, val)
+    cells = Responses.concatenate([train, val])
     train_on_path(_Linear(), emb, cells, FitSettings(weight_decay=0.01, batch_size=64), path, history)
     assert set_rates == [[lr] for lr in path]
     assert trained_on == [len(cells)] * len(path)
@@ -243,7 +242,7 @@ def test_the_refit_averages_over_its_own_cells(world: tuple[np.ndarray, Response
         return made[-1]
 
     monkeypatch.setattr(torch_fit, "WeightAverage", recording)
-    cells = joined(train, val)
+    cells = Responses.concatenate([train, val])
     model = train_on_path(_Linear(), emb, cells, FitSettings(ema_epochs=0.5, batch_size=64), [1e-2, 1e-2])
     steps = math.ceil(len(cells) / 64)  # training + validation cells' steps: the time constant is half an epoch
     assert made[0].decay == pytest.approx(math.exp(-1 / (0.5 * steps))) and made[0].updates == 2 * steps

@@ -130,7 +130,7 @@ def choose(
     assert best is not None
     best.candidates = candidates
     vals = [val for _, val in parts]
-    best.heldout = Responses(*(np.concatenate([getattr(v, f) for v in vals]) for f in ("question", "llm", "correct")))
+    best.heldout = Responses.concatenate(vals)
     best.heldout_logits = np.concatenate(
         [r.predict_logits(embeddings, val.question, val.llm) for r, (_, val) in zip(best.predictors, parts)]
     )

@@ -5,6 +5,7 @@ Everything is indices into arrays so that every method sees exactly the same que
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -24,6 +25,11 @@ class Responses:
 
     def subset(self, mask: np.ndarray) -> Responses:
         return Responses(self.question[mask], self.llm[mask], self.correct[mask])
+
+    @staticmethod
+    def concatenate(parts: Sequence[Responses]) -> Responses:
+        """The cells of several parts, one part after the other."""
+        return Responses(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("question", "llm", "correct")))
 
 
 @dataclass(frozen=True)
