@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 from jeirt_lite import Router
 from jeirt_lite._corrections import (
-    INTERCEPT_COLUMN,
+    _design,
+    _standardised_design,
     base_logits,
     evidence_weights,
     fit_onboarding,
@@ -166,20 +167,19 @@ Scaling = tuple[np.ndarray, np.ndarray]  # (center, scale) per feature
 
 
 def _scaling(f: np.ndarray, kind: str) -> Scaling:
-    """Both kinds centre the features and give them a mean squared norm of p, as add_llm's design does; a constant
-    feature gets scale 0 (it carries nothing the intercept does not)."""
-    center = f.mean(axis=0)
+    """Both kinds centre the features and give them a mean squared norm of p: `global` is add_llm's own
+    standardisation; `per_feature` gives each feature unit variance, a constant one scale 0 (it carries nothing the
+    intercept does not)."""
     if kind == "global":
-        spread = float(np.sqrt(np.mean(np.sum((f - center) ** 2, axis=1))))
-        return center, np.full(f.shape[1], np.sqrt(f.shape[1]) / spread if spread > 0 else 1.0)
+        _, center, scale = _standardised_design(f, len(f))
+        return center, np.full(f.shape[1], scale)
     sd = f.std(axis=0)
-    return center, np.divide(1.0, sd, out=np.zeros_like(sd), where=sd > 0)
+    return f.mean(axis=0), np.divide(1.0, sd, out=np.zeros_like(sd), where=sd > 0)
 
 
 def _free_intercept_design(f: np.ndarray, scaling: Scaling) -> np.ndarray:
-    """add_llm's design: a large constant column, so that the ridge penalty on the intercept is negligible."""
-    center, scale = scaling
-    return np.hstack([(f - center) * scale, np.full((f.shape[0], 1), INTERCEPT_COLUMN)])
+    """add_llm's design (its large constant column makes the ridge penalty on the intercept negligible)."""
+    return _design(f, *scaling)
 
 
 def _logistic_same_care(f: np.ndarray, y: np.ndarray, seed: int, average: bool) -> tuple[Scorer, Chosen]:

@@ -31,7 +31,7 @@ Everything is numpy; a fit on a few hundred answers takes under a second, on 7,5
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -96,8 +96,9 @@ def base_logits(questions: np.ndarray, vector: np.ndarray) -> np.ndarray:
 INTERCEPT_COLUMN = 100.0
 
 
-def _design(features: np.ndarray, center: np.ndarray, scale: float) -> np.ndarray:
-    """Standardised features and a constant column: the ridge penalty treats every feature direction alike."""
+def _design(features: np.ndarray, center: np.ndarray, scale: Union[float, np.ndarray]) -> np.ndarray:
+    """Standardised features and a constant column: the ridge penalty treats every feature direction alike (one
+    scale for all features; experiments.onboarding_methods also passes one per feature)."""
     return np.hstack([(features - center) * scale, np.full((features.shape[0], 1), INTERCEPT_COLUMN)])
 
 
