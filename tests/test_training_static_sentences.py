@@ -85,3 +85,28 @@ def test_the_projection_commutes_with_the_mean_of_rows() -> None:
     mean_then_project = projected((start[ids] * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True), targets, 3)
     project_then_mean = (small[ids] * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
     np.testing.assert_allclose(project_then_mean, mean_then_project, rtol=1e-4, atol=1e-5)
+
+
+def test_fit_fits_the_table_to_the_training_texts_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The validation texts are held out from the fitted table, so `fit`'s held-out part does not over-rate it."""
+    from jeirt_lite_training import embeddings, static_encoder, static_router, static_sentences
+    from jeirt_lite_training.pipeline import STATIC, prepare_split
+    from jeirt_lite_training.splits import make_split
+    from test_training_splits import synthetic
+
+    read: dict[str, list[str]] = {}
+
+    def fitted(teacher: str, texts: list[str], vectors: np.ndarray, **_: object) -> tuple[object, None]:
+        read["fit"], read["targets"] = list(texts), [f"{v:.0f}" for v in vectors[:, 0]]
+        return static_encoder.StaticTable(np.ones((4, 3), np.float32), 1e-3, "toy"), None
+
+    monkeypatch.setattr(embeddings, "embed_texts", lambda texts, *_: np.array([[float(t.split()[1])] for t in texts]))
+    monkeypatch.setattr(static_sentences, "distil_to_sentences", fitted)
+    monkeypatch.setattr(static_router, "load_tokenizer", lambda *_: None)
+    monkeypatch.setattr(static_encoder, "embed_texts", lambda table, tok, texts: np.ones((len(texts), 3), np.float32))
+    data = synthetic()
+    split = make_split(data, seed=0)
+    prep = prepare_split(data, split, split_seed=0, encoder=STATIC, progress=False, fit_sentences=True)
+    assert read["fit"] == [data.texts[i] for i in split.train]
+    assert read["targets"] == [t.split()[1] for t in read["fit"]]  # each text's own sentence embedding
+    assert prep.embeddings.shape == (len(data.texts), 3)

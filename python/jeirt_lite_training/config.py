@@ -30,8 +30,9 @@ DEFAULT_DROPOUTS = (0.3, 0.7)
 # where it lowers the validation loss. 0.1 had the lowest validation loss of the pulls tried on both public datasets
 # (docs/research/encoders.md); one candidate keeps the extra cost to one held-out run and an end-to-end refit.
 DEFAULT_TABLE_PULLS: tuple[float, ...] = (0.1,)
-# `fit --encoder static` fits the token table to the teacher's sentence embeddings of the training texts before the
-# adapter is trained (static_sentences.py); experiments that reproduce runs of the distilled table turn it off.
+# `fit --encoder static` fits the token table to the teacher's sentence embeddings of the training texts (never the
+# validation texts) before the adapter is trained (static_sentences.py); experiments that reproduce runs of the
+# distilled table turn it off.
 FIT_SENTENCES = True
 
 

@@ -70,8 +70,9 @@ def prepare(
 ) -> Prepared:
     """Load, split (test = the untouched part), embed. encoder STATIC distils the token table from `teacher` over
     the default transformer's vocabulary, its token frequencies read from the texts of the training and validation
-    parts (never the test part), then (fit_sentences) fits it to the teacher's sentence embeddings of those texts
-    (static_sentences), and reads up to STATIC_MAX_LENGTH tokens (`max_length` applies to transformers)."""
+    parts (never the test part); or (fit_sentences) fits it to the teacher's sentence embeddings of the training
+    part's texts, its token frequencies read from those alone (static_sentences); and reads up to STATIC_MAX_LENGTH
+    tokens (`max_length` applies to transformers)."""
     data = load_dataset(data_dir, columns=columns)
     split = make_split(data, seed=split_seed, val_fraction=val_fraction, test_fraction=test_fraction)
     return prepare_split(data, split, split_seed=split_seed, encoder=encoder, max_length=max_length,
@@ -96,9 +97,11 @@ def prepare_split(
         from .static_router import STATIC_MAX_LENGTH, static_embeddings
 
         max_length, encoder = STATIC_MAX_LENGTH, DEFAULT_ENCODER  # the tokenizer's model; static.source: the teacher
+        # A table fitted to sentence embeddings reads the training texts alone: fitted to the validation texts as
+        # well, it encodes them better than unseen ones and the held-out part over-rates it (docs/research/encoders.md).
         learn_from = np.concatenate([split.train, split.val])
         static, emb = static_embeddings(data, learn_from, max_length, teacher, fit_sentences=fit_sentences,
-                                         log=print if progress else _quiet)
+                                         log=print if progress else _quiet, fit_on=split.train)
     else:
         emb = embed_dataset(data, encoder=encoder, max_length=max_length, progress=progress)
     return Prepared(

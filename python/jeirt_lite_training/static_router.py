@@ -24,11 +24,13 @@ STATIC_MAX_LENGTH = 512
 def static_embeddings(
     data: Any, learn_from: np.ndarray, max_length: int = STATIC_MAX_LENGTH, teacher: str = DEFAULT_ENCODER,
     fit_sentences: bool = FIT_SENTENCES, log: Callable[[str], None] = lambda _: None,
+    fit_on: np.ndarray | None = None,
 ) -> tuple[Any, np.ndarray]:
     """(StaticTable, (n_questions, dim) embeddings): the table distilled from `teacher` over the default
     transformer's vocabulary (static_encoder.distil), SIF frequencies from the texts of the questions `learn_from`
-    only, then (fit_sentences, one teacher) fitted to the teacher's sentence embeddings of those texts (static_sentences);
-    embeddings as the float16 graph computes them."""
+    only; or (fit_sentences, one teacher) the table whose SIF frequencies and fit to the teacher's sentence
+    embeddings (static_sentences) read the texts of the questions `fit_on` only (None: `learn_from`); embeddings as
+    the float16 graph computes them."""
     from .static_encoder import distil, embed_texts, teacher_names
 
     texts = [data.texts[i] for i in learn_from]
@@ -36,6 +38,7 @@ def static_embeddings(
         from .embeddings import embed_texts as sentence_embeddings
         from .static_sentences import distil_to_sentences
 
+        texts = texts if fit_on is None else [data.texts[i] for i in fit_on]
         log(f"fitting the static table to {teacher}'s sentence embeddings of {len(texts)} texts ...")
         static, _ = distil_to_sentences(teacher, texts, sentence_embeddings(texts, teacher), max_length=max_length,
                                         log=log)
