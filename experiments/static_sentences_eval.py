@@ -8,10 +8,11 @@ validation answers. Tables (--tables, comma list):
 
 - `distilled`: static_encoder.distil, as `fit --encoder static` built it before (PCA to 256, SIF);
 - `distilled384`: the same without dropping dimensions (every one of MiniLM's 384), to tell width from fitting;
-- `sentences`: static_sentences.distil_to_sentences on the training and validation texts, MiniLM's width;
+- `sentences`: static_sentences.distil_to_sentences on the training and validation texts, MiniLM's width (what
+  `fit` built before it fitted the training texts alone);
 - `sentences256`: the same projected on the top 256 directions of the sentence embeddings;
 - `sentences_train`: fitted on the training part's texts only, so that the validation part is held out from the
-  table too (`fit` fits on both, as its SIF frequencies read both);
+  table too (what `fit` builds now);
 - `sentences+unlabelled`: fitted on the texts of --unlabelled data folders too (their answers are not read).
 
 One JSON line per table (validation and test AUC, accuracy, log-loss, within-question AUC; experiments.ensemble_eval's
