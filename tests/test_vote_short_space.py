@@ -69,6 +69,9 @@ def test_fit_stores_the_chosen_short_space_and_the_rust_search_maps_queries_into
     choice = choose_neighbour_votes(emb, parts, 5, parts[0][1], logits)
     assert choice.kept and choice.space_dims in SPACE_GRID
     assert choice.record()["space_dims"] == choice.space_dims
+    other = choice.record()["passed_over"]  # the features' votes: what the fast search was chosen over
+    assert other["space_dims"] is None
+    assert not other["kept"] or other["crossfit_with_votes"] >= choice.crossfit["with_votes"]
     table = neighbour_votes(emb, cells, list("abcde"), choice)
     assert table.short_space and table.keys.shape == (len(emb), choice.space_dims)
     assert table.feature_dim == emb.shape[1]
@@ -90,6 +93,9 @@ def test_fit_keeps_the_features_when_no_short_space_holds_the_neighbours() -> No
     cells, logits, parts = _answers(rng, cluster, 2.5 * rng.normal(size=(n_clusters, n_llms)))
     choice = choose_neighbour_votes(emb, parts, n_llms, parts[0][1], logits)
     assert choice.kept and choice.space_dims is None
+    other = choice.record()["passed_over"]  # the short space's votes, kept or not, and their cross-fitted loss
+    assert other["space_dims"] in SPACE_GRID
+    assert not other["kept"] or other["crossfit_with_votes"] > choice.crossfit["with_votes"]
     table = neighbour_votes(emb, cells, list("abcd"), choice)
     assert not table.short_space and table.keys.shape == emb.shape
 

@@ -21,7 +21,7 @@ The router's table then holds every question it learned from (the refit's), with
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -64,11 +64,18 @@ class VoteChoice:
     heldout_vote_logits: np.ndarray  # the chosen vote's logit on each held-out cell (selection.heldout order)
     crossfit: dict[str, float]
     space_dims: int | None = None  # the short space's width; None: the features themselves
+    # The other space's outcome (space_dims, kept, cross-fitted loss with its votes), so that router.json shows what
+    # the choice between a fast short-space search and the slower full-feature one was worth.
+    passed_over: dict[str, Any] | None = None
 
     def record(self) -> dict[str, Any]:
         return {"kept": self.kept, "k": self.k, "smoothing": self.smoothing, "temperature": self.temperature,
                 "weight": self.weight, "space_dims": self.space_dims, "crossfit_log_loss": self.crossfit,
+                "passed_over": self.passed_over,
                 "chosen_on": "the held-out parts that chose d and dropout (jeirt_lite_training.neighbour_blend)"}
+
+    def outcome(self) -> dict[str, Any]:
+        return {"space_dims": self.space_dims, "kept": self.kept, "crossfit_with_votes": self.crossfit["with_votes"]}
 
 
 def logistic_fit(design: np.ndarray, y: np.ndarray, iterations: int = 50) -> np.ndarray:
@@ -130,8 +137,8 @@ def choose_neighbour_votes(embeddings: np.ndarray | Sequence[np.ndarray],
     # The space by the rule that keeps the votes: the kept one with the lower cross-fitted loss (the short one
     # when both are dropped, which then records why).
     if full.kept and (not short.kept or full.crossfit["with_votes"] < short.crossfit["with_votes"]):
-        return full
-    return short
+        return replace(full, passed_over=short.outcome())
+    return replace(short, passed_over=full.outcome())
 
 
 def _weighed(tuning: VoteTuning, heldout: Responses, heldout_logits: np.ndarray) -> VoteChoice:
