@@ -111,19 +111,28 @@ def _trained(cache: Path, name: str, train: Any) -> tuple[np.ndarray, dict[str, 
     return grid, record
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def one_split_parser(description: str, out: str, cache: str | None) -> argparse.ArgumentParser:
+    """The options of the one-split static-router experiments (this one, transformer_student_eval,
+    static_sentences_eval): the data and split, the adapter's setting, the pull when the table is fine-tuned
+    (`cache`: where fine-tuned runs are kept; None: neither), where the JSON lines go, torch threads."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--data", default="data/mmlu_pro")
     parser.add_argument("--split-seed", type=int, default=0)
+    parser.add_argument("--dim", type=int, default=256)
+    parser.add_argument("--dropout", type=float, default=0.3)
+    if cache is not None:
+        parser.add_argument("--pull", type=float, default=0.1)
+        parser.add_argument("--cache", type=Path, default=Path(cache))
+    parser.add_argument("--out", type=Path, default=Path(out))
+    parser.add_argument("--threads", type=int, default=1)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = one_split_parser(__doc__.split("\n")[0], "docs/results/ensemble_runs.jsonl", ".scratch/ensemble")
     parser.add_argument("--members", type=int, default=4, help="K: members, seeds 0..K-1")
     parser.add_argument("--alphas", type=_floats, default=[1.0, 0.5],
                         help="students' weight of the ensemble's P against the answer (comma list; none: no student)")
-    parser.add_argument("--dim", type=int, default=256)
-    parser.add_argument("--dropout", type=float, default=0.3)
-    parser.add_argument("--pull", type=float, default=0.1)
-    parser.add_argument("--out", type=Path, default=Path("docs/results/ensemble_runs.jsonl"))
-    parser.add_argument("--cache", type=Path, default=Path(".scratch/ensemble"))
-    parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     import torch
     from jeirt_lite_training.encoders import DEFAULT_ENCODER, load_tokenizer

@@ -21,15 +21,13 @@ scores). Decisions read the validation part; the test part is only reported.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .ensemble_eval import emit_line, fine_tuned, run_record, scores
+from .ensemble_eval import emit_line, fine_tuned, one_split_parser, run_record, scores
 
 TABLES = ("distilled", "distilled384", "sentences", "sentences256", "sentences_train", "sentences+unlabelled")
 
@@ -55,15 +53,9 @@ def build_table(kind: str, prep: Any, unlabelled: list[str]) -> tuple[np.ndarray
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default="data/mmlu_pro")
-    parser.add_argument("--split-seed", type=int, default=0)
+    parser = one_split_parser(__doc__.split("\n")[0], "docs/results/static_sentences_runs.jsonl", None)
     parser.add_argument("--tables", default="distilled,sentences", help=f"comma list of {', '.join(TABLES)}")
     parser.add_argument("--unlabelled", action="append", default=[], help="a data folder (texts only; repeatable)")
-    parser.add_argument("--dim", type=int, default=256)
-    parser.add_argument("--dropout", type=float, default=0.3)
-    parser.add_argument("--out", type=Path, default=Path("docs/results/static_sentences_runs.jsonl"))
-    parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     kinds = [k for k in args.tables.split(",") if k]
     if unknown := sorted(set(kinds) - set(TABLES)):

@@ -18,14 +18,21 @@ AUC on the validation and test parts). Grids are cached under --cache, so an int
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .ensemble_eval import _trained, emit_line, fine_tuned, logit_grid, run_record, scores, soft_targets
+from .ensemble_eval import (
+    _trained,
+    emit_line,
+    fine_tuned,
+    logit_grid,
+    one_split_parser,
+    run_record,
+    scores,
+    soft_targets,
+)
 from .static_finetune_eval import _floats
 
 
@@ -41,20 +48,13 @@ def unlabelled_cells(grid: np.ndarray, first: int, n_llms: int) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data", default="data/mmlu_pro")
-    parser.add_argument("--split-seed", type=int, default=0)
+    parser = one_split_parser(__doc__.split("\n")[0], "docs/results/transformer_student_runs.jsonl",
+                              ".scratch/transformer_student")
     parser.add_argument("--alphas", type=_floats, default=[1.0, 0.5],
                         help="students' weight of the teacher's P against the answer (comma list)")
     parser.add_argument("--unlabelled", action="append", default=[],
                         help="a data folder whose question texts are added with the teacher's P as targets "
                              "(repeatable; its answers are not read); the students with a = the first alpha")
-    parser.add_argument("--dim", type=int, default=256)
-    parser.add_argument("--dropout", type=float, default=0.3)
-    parser.add_argument("--pull", type=float, default=0.1)
-    parser.add_argument("--out", type=Path, default=Path("docs/results/transformer_student_runs.jsonl"))
-    parser.add_argument("--cache", type=Path, default=Path(".scratch/transformer_student"))
-    parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     import torch
     from jeirt_lite_training.data import load_dataset

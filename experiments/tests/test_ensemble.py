@@ -72,3 +72,16 @@ def test_soft_targets_mix_the_teacher_and_the_answers_and_must_be_probabilities(
     bad = Responses(mixed.question, mixed.llm, mixed.correct + 0.6)
     with pytest.raises(ValueError, match=r"probability in \[0, 1\]"):
         _fit(emb, bad, val, soft=True)
+
+
+def test_the_one_split_experiments_share_their_options() -> None:
+    """ensemble_eval, transformer_student_eval and static_sentences_eval parse the shared options alike; only the
+    ones that fine-tune the table take --pull and --cache."""
+    from experiments.ensemble_eval import one_split_parser
+
+    fine_tuning = vars(one_split_parser("d", "runs.jsonl", ".scratch/x").parse_args(["--split-seed", "3"]))
+    frozen = vars(one_split_parser("d", "runs.jsonl", None).parse_args([]))
+    assert fine_tuning["split_seed"] == 3 and fine_tuning["pull"] == 0.1 and str(fine_tuning["cache"]) == ".scratch/x"
+    assert "pull" not in frozen and "cache" not in frozen
+    assert {k: v for k, v in fine_tuning.items() if k not in ("pull", "cache", "split_seed")} == {
+        k: v for k, v in frozen.items() if k != "split_seed"}
