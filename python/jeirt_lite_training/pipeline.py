@@ -378,13 +378,12 @@ def _neighbour_votes(
                                           f"the {MAX_STORED_QUESTIONS} a router stores for votes"}
     features = selection.heldout_embeddings or frozen
     choice = choose_neighbour_votes(features, parts, prep.data.n_llms, selection.heldout, selection.heldout_logits)
-    space = _space_name(choice.space_dims)
     other = choice.passed_over
-    log(f"neighbour votes: k={choice.k} on {space}, weight {choice.weight:.3f}, cross-fitted held-out log-loss "
-        f"{choice.crossfit['with_votes']:.4f} with, {choice.crossfit['calibration_only']:.4f} without: "
-        f"{'kept' if choice.kept else 'dropped'}"
-        + ("" if other is None else f" (on {_space_name(other['space_dims'])}: "
-           f"{other['crossfit_with_votes']:.4f}, {'kept' if other['kept'] else 'dropped'})"))
+    passed_over = "" if other is None else (f" (on {_space_name(other['space_dims'])}: "
+                                            f"{other['crossfit_with_votes']:.4f}, {_kept(other['kept'])})")
+    log(f"neighbour votes: k={choice.k} on {_space_name(choice.space_dims)}, weight {choice.weight:.3f}, cross-fitted "
+        f"held-out log-loss {choice.crossfit['with_votes']:.4f} with, {choice.crossfit['calibration_only']:.4f} "
+        f"without: {_kept(choice.kept)}{passed_over}")
     if not choice.kept:
         return selection.heldout_logits, choice.record()
     assert result.embeddings is not None
@@ -394,6 +393,10 @@ def _neighbour_votes(
 
 def _space_name(space_dims: int | None) -> str:
     return "the features" if space_dims is None else f"{space_dims} principal directions"
+
+
+def _kept(kept: bool) -> str:
+    return "kept" if kept else "dropped"
 
 
 def heldout_calibration(

@@ -33,12 +33,12 @@ def static_embeddings(
     the float16 graph computes them."""
     from .static_encoder import distil, embed_texts, teacher_names
 
-    texts = [data.texts[i] for i in learn_from]
-    if fit_sentences and len(teacher_names(teacher)) == 1:  # several teachers have no one sentence embedding
+    fitted = fit_sentences and len(teacher_names(teacher)) == 1  # several teachers have no one sentence embedding
+    texts = [data.texts[i] for i in (fit_on if fitted and fit_on is not None else learn_from)]
+    if fitted:
         from .embeddings import embed_texts as sentence_embeddings
         from .static_sentences import distil_to_sentences
 
-        texts = texts if fit_on is None else [data.texts[i] for i in fit_on]
         log(f"fitting the static table to {teacher}'s sentence embeddings of {len(texts)} texts ...")
         static, _ = distil_to_sentences(teacher, texts, sentence_embeddings(texts, teacher), max_length=max_length,
                                         log=log)
