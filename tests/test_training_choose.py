@@ -146,6 +146,52 @@ def test_the_calibration_is_fitted_on_the_held_out_predictions_not_the_refit(
     assert voting.extra["test_uncalibrated"]["auc"] == pytest.approx(roc_auc(prep.test.correct, 1 / (1 + np.exp(-test_logits))))
 
 
+def test_a_table_fitted_to_the_training_texts_is_fitted_again_to_all_of_them_for_the_router(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The choices read the table fitted to the training texts alone (as held-out runs read unseen text); the router
+    reads the table fitted again to the training and validation texts, as it is refitted on all their answers."""
+    import dataclasses
+
+    import jeirt_lite_training.static_router as static_router
+
+    emb, cells = _synthetic(seed=3)
+    prep = _prepared(emb, cells, 6, (np.arange(150), np.arange(150, 200), np.arange(200, 240)))
+    prep = dataclasses.replace(prep, static=SimpleNamespace(source="training texts"), table_fitted_to=prep.split.train,
+                               teacher="teacher-x")
+    refitted = np.ascontiguousarray(emb[:, ::-1])  # what the table fitted again gives every question
+    calls: list[tuple[np.ndarray, str, bool]] = []
+
+    def fitted_again(data: object, learn_from: np.ndarray, max_length: int, teacher: str, *, fit_sentences: bool,
+                     log: object, fit_on: np.ndarray) -> tuple[object, np.ndarray]:
+        np.testing.assert_array_equal(learn_from, fit_on)
+        calls.append((np.array(fit_on), teacher, fit_sentences))
+        return SimpleNamespace(source="all texts"), refitted
+
+    monkeypatch.setattr(static_router, "static_embeddings", fitted_again)
+    res = choose_refit_and_export(prep, None, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
+                                  neighbours=False, calibration=None, log=lambda _: None)
+    (fit_on, teacher, fit_sentences), = calls
+    np.testing.assert_array_equal(fit_on, np.arange(200))
+    assert teacher == "teacher-x" and fit_sentences
+    assert res.embeddings is refitted
+    selection = res.selection
+    assert selection is not None and selection.heldout_logits is not None
+    run = selection.predictors[0]
+    np.testing.assert_allclose(selection.heldout_logits, run.predict_logits(emb, prep.val.question, prep.val.llm),
+                               rtol=1e-4, atol=1e-4)  # the choice: the training texts' table
+    np.testing.assert_allclose(res.logits(prep.test.question, prep.test.llm),
+                               res.predictor.predict_logits(refitted, prep.test.question, prep.test.llm), rtol=1e-5)
+    assert res.extra["selection"]["static_table_fitted_to"] == {"choices": "the 150 training texts",
+                                                                  "router": "200 texts"}
+    # A table already fitted to every text of the pool is not fitted again.
+    calls.clear()
+    whole = dataclasses.replace(prep, table_fitted_to=np.arange(200))
+    res = choose_refit_and_export(whole, None, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
+                                  neighbours=False, calibration=None, log=lambda _: None)
+    assert not calls and res.embeddings is emb
+
+
 def test_votes_are_left_out_above_the_number_of_questions_a_router_stores(monkeypatch: pytest.MonkeyPatch) -> None:
     import jeirt_lite_training.neighbour_blend as blend
 

@@ -123,6 +123,7 @@ def test_fit_with_a_fine_tuned_table_exports_that_table(
     from jeirt_lite_training.data import load_dataset
     from jeirt_lite_training.encoders import DEFAULT_ENCODER, load_tokenizer
     from jeirt_lite_training.pipeline import STATIC, prepare
+    from jeirt_lite_training.static_router import static_embeddings
     from make_data_slice import write_slice
     from safetensors.numpy import load_file
 
@@ -142,8 +143,12 @@ def test_fit_with_a_fine_tuned_table_exports_that_table(
     fast = load_file(str(tmp_path / "router" / "static_encoder.safetensors"))
     assert np.array_equal(graph["table"], fast["table"])
     dataset = load_dataset(data)
-    # The fine-tuning's start: the table fit built before it (fitted to MiniLM's sentence embeddings), as fit built it.
-    start = prepare(data, test_fraction=0.0, encoder=STATIC, progress=False).static.table.astype(np.float16)
+    # The fine-tuning's start: the table fitted to MiniLM's sentence embeddings of every text (fit chose on the one
+    # fitted to the training texts, then fitted it again to all of them for the router), as fit built it.
+    everything = np.arange(len(dataset.texts))
+    start = static_embeddings(dataset, everything, fit_on=everything)[0].table.astype(np.float16)
+    assert not np.array_equal(start, prepare(data, test_fraction=0.0, encoder=STATIC, progress=False).static.table
+                              .astype(np.float16))  # the choices' table, fitted to fewer texts
     moved = np.flatnonzero(np.any(graph["table"] != start, axis=1))
     seen = token_bags(dataset.texts, load_tokenizer(DEFAULT_ENCODER, 512)).tokens_of(np.arange(len(dataset.texts)))
     assert set(moved) <= set(seen)

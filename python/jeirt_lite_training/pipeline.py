@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +47,11 @@ class Prepared:
     max_length: int
     source: str = ""
     static: Any = None  # jeirt_lite_training.static_encoder.StaticTable when the encoder is the static one
+    # A table fitted to the teacher's sentence embeddings: the questions whose texts it was fitted to (the training
+    # part's), and the teacher; choose_refit_and_export fits it again to the training and validation texts after
+    # its choices, as it refits the adapter. None: any other encoder.
+    table_fitted_to: np.ndarray | None = None
+    teacher: str = DEFAULT_ENCODER
 
 
 
@@ -92,9 +97,9 @@ def prepare_split(
     fit_sentences: bool = FIT_SENTENCES,
 ) -> Prepared:
     """`prepare` for a dataset already loaded and split (experiments.compare runs `fit` on its own splits this way)."""
-    static = None
+    static, fitted_to = None, None
     if encoder == STATIC:
-        from .static_router import STATIC_MAX_LENGTH, static_embeddings
+        from .static_router import STATIC_MAX_LENGTH, fits_sentences, static_embeddings
 
         max_length, encoder = STATIC_MAX_LENGTH, DEFAULT_ENCODER  # the tokenizer's model; static.source: the teacher
         # A table fitted to sentence embeddings reads the training texts alone: fitted to the validation texts as
@@ -102,6 +107,7 @@ def prepare_split(
         learn_from = np.concatenate([split.train, split.val])
         static, emb = static_embeddings(data, learn_from, max_length, teacher, fit_sentences=fit_sentences,
                                          log=print if progress else _quiet, fit_on=split.train)
+        fitted_to = split.train if fits_sentences(teacher, fit_sentences) else None
     else:
         emb = embed_dataset(data, encoder=encoder, max_length=max_length, progress=progress)
     return Prepared(
@@ -116,6 +122,8 @@ def prepare_split(
         max_length=max_length,
         source=source,
         static=static,
+        table_fitted_to=fitted_to,
+        teacher=teacher,
     )
 
 
@@ -314,15 +322,18 @@ def choose_refit_and_export(
     log(f"choosing d x dropout on {f'{folds} folds' if folds > 1 else 'a held-out part'} ...")
     selection = choose(prep.embeddings, parts, prep.data.n_llms, dims=dims, dropouts=dropouts, log=log, **hyper)
     all_cells = cells_of(prep.data, pool)
-    frozen = prep.embeddings  # what the held-out runs read (a fine-tuned table below changes prep's)
-    predictor, table_record = None, None
+    frozen = prep.embeddings  # what the held-out runs read (the router's table below changes prep's)
+    table_choice = None
     if prep.static is not None and len(table_pulls):
-        from .static_finetune import tune_table
+        from .static_finetune import choose_table_pull
 
-        prep, predictor, table_record = tune_table(
-            prep, parts, all_cells, selection, table_pulls, log=log, progress=progress
-        )
-    if predictor is None:
+        table_choice = choose_table_pull(prep, parts, selection, table_pulls, log=log)
+    prep = _table_for_router(prep, pool, log)
+    if table_choice is not None and table_choice.pull is not None:
+        from .static_finetune import refit_fine_tuned
+
+        prep, predictor = refit_fine_tuned(prep, all_cells, selection, table_choice, log=log, progress=progress)
+    else:
         log(f"refitting d={selection.hyper['dim']} dropout={selection.hyper['dropout']} on all {len(pool)} "
             f"questions for {len(selection.schedule)} epochs ...")
         predictor = refit(prep.embeddings, all_cells, prep.data.n_llms, selection, progress=progress)
@@ -340,8 +351,11 @@ def choose_refit_and_export(
             prep.test.correct, apply_calibration(logits, prep.test.llm, fitted))
         result.floor_test = all_metrics(prep.test.correct, acc[prep.test.llm])
     record = selection_record(selection, folds=folds, n_questions=len(pool), n_cells=len(all_cells))
-    if table_record is not None:
-        record["static_table"] = table_record
+    if table_choice is not None:
+        record["static_table"] = table_choice.record()
+    if prep.table_fitted_to is not None:
+        record["static_table_fitted_to"] = {"choices": f"the {len(prep.split.train)} training texts",
+                                            "router": f"{len(prep.table_fitted_to)} texts"}
     if vote_record is not None:
         record["neighbours"] = vote_record
     result.extra = {"selection": record, "heldout": heldout, "calibration": fitted, "test_uncalibrated": raw_test}
@@ -357,6 +371,20 @@ def choose_refit_and_export(
             store_calibration(result.router_path, fitted, costs(list(prep.data.llm_names)) if costs else None,
                               neighbours=result.votes)
     return result
+
+
+def _table_for_router(prep: Prepared, pool: np.ndarray, log: Callable[[str], None]) -> Prepared:
+    """prep with its sentence-fitted table fitted again to the texts of `pool` (the training and validation
+    questions) when it was fitted to fewer: the choices were made with the table fitted to the training texts alone,
+    as on unseen text; the router then gets every text's worth of table, as it gets every answer."""
+    if prep.table_fitted_to is None or len(prep.table_fitted_to) == len(pool):
+        return prep
+    from .static_router import static_embeddings
+
+    log(f"fitting the static table again, to the {len(pool)} training and validation texts ...")
+    static, emb = static_embeddings(prep.data, pool, prep.max_length, prep.teacher, fit_sentences=True, log=log,
+                                    fit_on=pool)
+    return replace(prep, static=static, embeddings=emb, table_fitted_to=pool)
 
 
 def _neighbour_votes(

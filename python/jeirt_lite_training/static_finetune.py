@@ -9,9 +9,9 @@ same whatever the learning rate and must be below 1. Tokens that no training que
 row exactly, so the table stays consistent for unseen text.
 
 Whether to fine-tune, and how hard to pull, is chosen on held-out questions like every other setting of `fit`
-(`choose_table`, after d and dropout are chosen on the frozen table); the router is then refitted on all questions
-with the chosen pull and schedule, and the fine-tuned table goes wherever the distilled one went (the ONNX graph
-and static_encoder.safetensors). `tune_table` is that whole step, as jeirt_lite_training.pipeline runs it.
+(`choose_table_pull`, after d and dropout are chosen on the frozen table); the router is then refitted on all
+questions with the chosen pull and schedule (`refit_fine_tuned`), and the fine-tuned table goes wherever the
+distilled one went (the ONNX graph and static_encoder.safetensors). jeirt_lite_training.pipeline runs the two.
 """
 
 from __future__ import annotations
@@ -201,39 +201,54 @@ def with_table(static: Any, table: np.ndarray, pull: float) -> Any:
                    source=f"{static.source}, fine-tuned under the JE-IRT loss (pull {pull:g})")
 
 
-def tune_table(
-    prep: Any, parts: Sequence[tuple[Responses, Responses]], all_cells: Responses, selection: Selection,
-    pulls: Sequence[float], *, log: Callable[[str], None] = print, progress: bool = False,
-) -> tuple[Any, JeirtPredictor | None, dict[str, Any]]:
-    """choose_table on `parts`; if a pull wins, refit on `all_cells` and return (prep with the fine-tuned table and
-    its embeddings, the refitted predictor, the record). With the frozen table kept: (prep, None, the record).
-
-    A winning pull also becomes the selection's schedule, held-out predictions (what fit reports, and what its
-    calibration is fitted on) and held-out features (what the held-out neighbour votes compare)."""
+def _bags_and_embedder(prep: Any) -> tuple[TokenBags, Callable[[np.ndarray], np.ndarray]]:
+    """Every question's tokens, and every question's embedding with a given table, as the runtime computes them."""
     from .encoders import DEFAULT_ENCODER, load_tokenizer
     from .static_encoder import embed_texts
 
     tokenizer = load_tokenizer(DEFAULT_ENCODER, prep.max_length)
-    bags = token_bags(prep.data.texts, tokenizer)
-    start = rounded(prep.static.table)
 
     def embeddings_of(table: np.ndarray) -> np.ndarray:
         return embed_texts(table, tokenizer, prep.data.texts)
 
+    return token_bags(prep.data.texts, tokenizer), embeddings_of
+
+
+def choose_table_pull(
+    prep: Any, parts: Sequence[tuple[Responses, Responses]], selection: Selection, pulls: Sequence[float], *,
+    log: Callable[[str], None] = print,
+) -> TableChoice:
+    """choose_table on `parts` from prep's table. A winning pull also becomes the selection's schedule, held-out
+    predictions (what fit reports, and what its calibration is fitted on) and held-out features (what the held-out
+    neighbour votes compare)."""
+    bags, embeddings_of = _bags_and_embedder(prep)
     log(f"fine-tuning the static table at d={selection.hyper['dim']} dropout={selection.hyper['dropout']}, "
         f"pulls {list(pulls)} ...")
-    choice = choose_table(start, bags, embeddings_of, parts, prep.data.n_llms, selection, pulls=pulls, log=log)
+    choice = choose_table(rounded(prep.static.table), bags, embeddings_of, parts, prep.data.n_llms, selection,
+                          pulls=pulls, log=log)
     if choice.pull is None:
         log("  the distilled table stays (no pull beat it on validation)")
-        return prep, None, choice.record()
+        return choice
     assert choice.heldout_logits is not None
     selection.schedule, selection.heldout_logits = choice.schedule, choice.heldout_logits
     selection.heldout_embeddings = choice.heldout_embeddings
     selection.heldout_p = 1.0 / (1.0 + np.exp(-choice.heldout_logits))
+    return choice
+
+
+def refit_fine_tuned(
+    prep: Any, all_cells: Responses, selection: Selection, choice: TableChoice, *,
+    log: Callable[[str], None] = print, progress: bool = False,
+) -> tuple[Any, JeirtPredictor]:
+    """The router refitted on `all_cells` with prep's table fine-tuned at the chosen pull and schedule: (prep with
+    the fine-tuned table and its embeddings, the predictor)."""
+    assert choice.pull is not None
+    bags, embeddings_of = _bags_and_embedder(prep)
     log(f"refitting with the table fine-tuned (pull {choice.pull:g}) on all {len(np.unique(all_cells.question))} "
         f"questions for {len(choice.schedule)} epochs ...")
-    predictor, table = train_table(start, bags, selection.hyper, all_cells, None, prep.data.n_llms,
-                                   pull=choice.pull, lr_scale=choice.lr_scale, schedule=choice.schedule,
-                                   progress=progress)
+    predictor, table = train_table(rounded(prep.static.table), bags, selection.hyper, all_cells, None,
+                                   prep.data.n_llms, pull=choice.pull, lr_scale=choice.lr_scale,
+                                   schedule=choice.schedule, progress=progress)
     static = with_table(prep.static, table, choice.pull)
-    return replace(prep, static=static, embeddings=embeddings_of(rounded(table))), predictor, choice.record()
+    return replace(prep, static=static, embeddings=embeddings_of(rounded(table))), predictor
+

@@ -21,6 +21,14 @@ STATIC_BATCH_SIZE = 8
 STATIC_MAX_LENGTH = 512
 
 
+def fits_sentences(teacher: str, fit_sentences: bool) -> bool:
+    """Whether static_embeddings fits the table to the teacher's sentence embeddings: several teachers have no one
+    sentence embedding, so their table stays distilled."""
+    from .static_encoder import teacher_names
+
+    return fit_sentences and len(teacher_names(teacher)) == 1
+
+
 def static_embeddings(
     data: Any, learn_from: np.ndarray, max_length: int = STATIC_MAX_LENGTH, teacher: str = DEFAULT_ENCODER,
     fit_sentences: bool = FIT_SENTENCES, log: Callable[[str], None] = lambda _: None,
@@ -31,9 +39,9 @@ def static_embeddings(
     only; or (fit_sentences, one teacher) the table whose SIF frequencies and fit to the teacher's sentence
     embeddings (static_sentences) read the texts of the questions `fit_on` only (None: `learn_from`); embeddings as
     the float16 graph computes them."""
-    from .static_encoder import distil, embed_texts, teacher_names
+    from .static_encoder import distil, embed_texts
 
-    fitted = fit_sentences and len(teacher_names(teacher)) == 1  # several teachers have no one sentence embedding
+    fitted = fits_sentences(teacher, fit_sentences)
     texts = [data.texts[i] for i in (fit_on if fitted and fit_on is not None else learn_from)]
     if fitted:
         from .embeddings import embed_texts as sentence_embeddings
