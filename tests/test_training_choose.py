@@ -182,8 +182,7 @@ def test_a_table_fitted_to_the_training_texts_is_fitted_again_to_all_of_them_for
                                rtol=1e-4, atol=1e-4)  # the choice: the training texts' table
     np.testing.assert_allclose(res.logits(prep.test.question, prep.test.llm),
                                res.predictor.predict_logits(refitted, prep.test.question, prep.test.llm), rtol=1e-5)
-    assert res.extra["selection"]["static_table_fitted_to"] == {"choices": "the 150 training texts",
-                                                                  "router": "200 texts"}
+    assert res.extra["selection"]["static_table_texts"] == {"choices": 150, "router": 200}
     # A table already fitted to every text of the pool is not fitted again.
     calls.clear()
     whole = dataclasses.replace(prep, table_fitted_to=np.arange(200))

@@ -77,6 +77,23 @@ class VoteChoice:
     def outcome(self) -> dict[str, Any]:
         return {"space_dims": self.space_dims, "kept": self.kept, "crossfit_with_votes": self.crossfit["with_votes"]}
 
+    def describe(self) -> str:
+        """One line for fit's log: the chosen votes, their losses, and the space passed over."""
+        other = self.passed_over
+        passed_over = "" if other is None else (f" (on {_space_name(other['space_dims'])}: "
+                                                f"{other['crossfit_with_votes']:.4f}, {_kept(other['kept'])})")
+        return (f"neighbour votes: k={self.k} on {_space_name(self.space_dims)}, weight {self.weight:.3f}, "
+                f"cross-fitted held-out log-loss {self.crossfit['with_votes']:.4f} with, "
+                f"{self.crossfit['calibration_only']:.4f} without: {_kept(self.kept)}{passed_over}")
+
+
+def _space_name(space_dims: int | None) -> str:
+    return "the features" if space_dims is None else f"{space_dims} principal directions"
+
+
+def _kept(kept: bool) -> str:
+    return "kept" if kept else "dropped"
+
 
 def logistic_fit(design: np.ndarray, y: np.ndarray, iterations: int = 50) -> np.ndarray:
     """Logistic regression by Newton's method, a step that would raise the loss halved until it does not (a few

@@ -47,13 +47,9 @@ class Prepared:
     max_length: int
     source: str = ""
     static: Any = None  # jeirt_lite_training.static_encoder.StaticTable when the encoder is the static one
-    # A table fitted to the teacher's sentence embeddings: the questions whose texts it was fitted to (the training
-    # part's), and the teacher; choose_refit_and_export fits it again to the training and validation texts after
-    # its choices, as it refits the adapter. None: any other encoder.
+    # A table fitted to the teacher's sentence embeddings: the questions whose texts it read (None: any other table)
     table_fitted_to: np.ndarray | None = None
     teacher: str = DEFAULT_ENCODER
-
-
 
 
 def _quiet(_: str) -> None:
@@ -354,8 +350,7 @@ def choose_refit_and_export(
     if table_choice is not None:
         record["static_table"] = table_choice.record()
     if prep.table_fitted_to is not None:
-        record["static_table_fitted_to"] = {"choices": f"the {len(prep.split.train)} training texts",
-                                            "router": f"{len(prep.table_fitted_to)} texts"}
+        record["static_table_texts"] = {"choices": len(prep.split.train), "router": len(prep.table_fitted_to)}
     if vote_record is not None:
         record["neighbours"] = vote_record
     result.extra = {"selection": record, "heldout": heldout, "calibration": fitted, "test_uncalibrated": raw_test}
@@ -374,9 +369,8 @@ def choose_refit_and_export(
 
 
 def _table_for_router(prep: Prepared, pool: np.ndarray, log: Callable[[str], None]) -> Prepared:
-    """prep with its sentence-fitted table fitted again to the texts of `pool` (the training and validation
-    questions) when it was fitted to fewer: the choices were made with the table fitted to the training texts alone,
-    as on unseen text; the router then gets every text's worth of table, as it gets every answer."""
+    """prep with its sentence-fitted table fitted again to the texts of `pool` (training and validation) when it read
+    fewer: the choices read the training texts' table, as unseen text; the router reads them all, as every answer."""
     if prep.table_fitted_to is None or len(prep.table_fitted_to) == len(pool):
         return prep
     from .static_router import static_embeddings
@@ -406,25 +400,12 @@ def _neighbour_votes(
                                           f"the {MAX_STORED_QUESTIONS} a router stores for votes"}
     features = selection.heldout_embeddings or frozen
     choice = choose_neighbour_votes(features, parts, prep.data.n_llms, selection.heldout, selection.heldout_logits)
-    other = choice.passed_over
-    passed_over = "" if other is None else (f" (on {_space_name(other['space_dims'])}: "
-                                            f"{other['crossfit_with_votes']:.4f}, {_kept(other['kept'])})")
-    log(f"neighbour votes: k={choice.k} on {_space_name(choice.space_dims)}, weight {choice.weight:.3f}, cross-fitted "
-        f"held-out log-loss {choice.crossfit['with_votes']:.4f} with, {choice.crossfit['calibration_only']:.4f} "
-        f"without: {_kept(choice.kept)}{passed_over}")
+    log(choice.describe())
     if not choice.kept:
         return selection.heldout_logits, choice.record()
     assert result.embeddings is not None
     result.votes = neighbour_votes(result.embeddings, all_cells, prep.data.llm_names, choice)
     return selection.heldout_logits + choice.weight * choice.heldout_vote_logits, choice.record()
-
-
-def _space_name(space_dims: int | None) -> str:
-    return "the features" if space_dims is None else f"{space_dims} principal directions"
-
-
-def _kept(kept: bool) -> str:
-    return "kept" if kept else "dropped"
 
 
 def heldout_calibration(
