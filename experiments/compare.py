@@ -29,20 +29,22 @@ from jeirt_lite_training.metrics import ECE_BINS, all_metrics, metrics_by_group,
 from jeirt_lite_training.splits import make_split
 from jeirt_lite_training.types import Dataset, Predictor, Responses, Split
 
-from .compare_fit import FIT_NAME, FitHeldOutRun, FitRun, FitWithoutVotesRun
+from .compare_fit import FIT_NAME, FitHeldOutRun, FitRun, FitVoteSpaceRun, FitWithoutVotesRun
 from .compare_report import reuse_rows, seeds_markdown, summarise_seeds, to_markdown, write_report
 from .routing_eval import cost_proxies
 from .routing_metrics import router_metrics
 
 METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "logreg", "embedllm_mf_same_care",
            "mirt_text_same_care", "jeirt_fit", "jeirt", "jeirt_fit_static", "jeirt_fit_no_votes",
-           "jeirt_fit_static_no_votes", "embedllm_mf_same_care_refit", "mirt_text_same_care_refit")
+           "jeirt_fit_static_no_votes", "embedllm_mf_same_care_refit", "mirt_text_same_care_refit",
+           "jeirt_fit_static_short_votes", "jeirt_fit_static_feature_votes")
 # embedllm_mf and mirt_text train at the constant rate the published tables used until the baselines got the same
 # care as fit; the *_same_care rows choose their schedule (decay, drops, averaging) and model on validation loss
 # (experiments/baselines/torch_fit.py, docs/research/baselines-same-care.md); the *_same_care_refit rows make the
 # same choice, then refit it on training + validation cells for the chosen run's learning-rate path, as fit does.
 # jeirt_fit_static (fit --encoder static, the shipped router's recipe) fine-tunes a token table: slow, so asked for.
-# The *_no_votes rows are the same fit runs' routers without their neighbour votes (compare_fit.FitWithoutVotesRun).
+# The *_no_votes rows are the same fit runs' routers without their neighbour votes (compare_fit.FitWithoutVotesRun),
+# the *_short_votes and *_feature_votes rows with one search space's votes (compare_fit.FitVoteSpaceRun).
 # The *_refit rows repeat their *_same_care row's choice (the whole grid again): asked for, not by default.
 DEFAULT_METHODS = tuple(m for m in METHODS if not m.startswith("jeirt_fit_static") and not m.endswith("_refit"))
 TEST_FRACTION = 0.2  # each split's test part (make_split's default), also `fit`'s --holdout in the fit rows
@@ -152,7 +154,7 @@ def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str
         raise SystemExit(f"unknown method {unknown[0]!r}; known: {', '.join(METHODS)}")
     fit_runs: dict[str, FitRun] = {}
     for method, extra in (("jeirt_fit", ()), ("jeirt_fit_static", ("--encoder", "static"))):
-        if method in methods or f"{method}_no_votes" in methods:
+        if {method, *(f"{method}_{rows}_votes" for rows in ("no", "short", "feature"))} & set(methods):
             if data is None:
                 raise ValueError(f"{method} runs fit on the dataset: pass data")
             fit_runs[method] = FitRun(data, seed, test_fraction=TEST_FRACTION, threads=threads, extra=extra, log=log)
@@ -181,6 +183,9 @@ def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str
                         else TunedJeirt(seed=seed, **(jeirt_hyper or {})))
         elif method.endswith("_no_votes"):
             made.append(FitWithoutVotesRun(fit_runs[method.removesuffix("_no_votes")]))
+        elif method.endswith(("_short_votes", "_feature_votes")):
+            base, space = method.rsplit("_", 2)[0], method.rsplit("_", 2)[1]
+            made.append(FitVoteSpaceRun(fit_runs[base], "short" if space == "short" else "features"))
         else:
             made.append(fit_runs[method])
     return made

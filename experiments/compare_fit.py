@@ -11,6 +11,10 @@ gives the baselines.
 `FitHeldOutRun` is the same run without the refit: the chosen setting as it was trained on the training part only
 (early-stopped on validation, no calibration): the "tuned" row, at no extra cost.
 
+`FitVoteSpaceRun` is the same router with the votes of one search space, the short one or the features, whichever
+fit's rule would pick (the vote-space ablation; the choice and the refit come before the votes, so again at no
+extra training cost).
+
 `FitWithoutVotesRun` is the same router without its neighbour votes: what `fit --no-neighbours` writes on the same
 split (the choice and the refit come before the votes and do not depend on them; the calibration is refitted on the
 held-out logits without them), a paired ablation at no extra cost.
@@ -27,6 +31,7 @@ from jeirt_lite_training.types import Dataset, Responses
 FIT_NAME = "JE-IRT fit"
 WITHOUT_VOTES_SUFFIX = "without neighbour votes"
 HELDOUT_NAME = "JE-IRT tuned (fit's choice, training part only)"
+VOTE_SPACES = {"short": "votes on the short space", "features": "votes on the features"}
 
 
 def fit_arguments(split_seed: int, test_fraction: float, threads: int, extra: Sequence[str] = ()) -> Any:
@@ -131,6 +136,75 @@ class FitWithoutVotesRun:
         if self.run.result is None:
             raise RuntimeError("fit first")
         return _calibrated(self.run.result.logits(question, llm, votes=False), llm, self.calibration)
+
+
+class FitVoteSpaceRun:
+    """A FitRun's router with the neighbour votes of one search space (`space`: "short", the best of the short
+    spaces; "features", the features themselves), each tuned, weighed and kept or dropped on the held-out parts
+    exactly as fit does before it picks a space (neighbour_blend.vote_candidates); fit's own row is the one its rule
+    picks. Fits the FitRun first if it has not run on these cells. Its record (`space_choice`) holds both spaces'
+    cross-fitted held-out log-loss and the standard error of their paired difference over held-out questions."""
+
+    def __init__(self, run: FitRun, space: str) -> None:
+        if space not in VOTE_SPACES:
+            raise ValueError(f"space must be one of {', '.join(VOTE_SPACES)}, got {space!r}")
+        self.run, self.space = run, space
+        self.name = f"{run.name} ({VOTE_SPACES[space]})"
+        self.config: Any = None
+        self.calibration: dict[str, Any] | None = None
+        self.candidates: dict[str, Any] = {}
+        self.result: Any = None
+
+    def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> FitVoteSpaceRun:
+        from dataclasses import replace
+
+        from jeirt_lite_training.neighbour_blend import neighbour_votes, vote_candidates
+        from jeirt_lite_training.pipeline import cells_of, heldout_calibration
+
+        run = self.run.fit(embeddings, train, val, n_llms)
+        if run.options.get("folds", 1) != 1:
+            raise ValueError("the vote-space rows restate fit's single held-out part; run them without --folds")
+        prep, selection = run.prep, run.result.selection
+        features = selection.heldout_embeddings or prep.embeddings  # what fit's held-out votes compare
+        short, full = vote_candidates(features, [(prep.train, prep.val)], n_llms, selection.heldout,
+                                      selection.heldout_logits)
+        self.candidates = {"space_choice": paired_space_difference(short, full, selection)}
+        choice = short if self.space == "short" else full
+        heldout, votes = selection.heldout_logits, None
+        if choice.kept:
+            pool = np.concatenate([prep.split.train, prep.split.val])
+            votes = neighbour_votes(run.result.embeddings, cells_of(prep.data, pool), prep.data.llm_names, choice)
+            heldout = heldout + choice.weight * choice.heldout_vote_logits
+        self.candidates["votes"] = choice.record()
+        self.result = replace(run.result, votes=votes)
+        self.config = run.config
+        self.calibration = heldout_calibration(selection, heldout, n_llms, run.options["calibration"])
+        return self
+
+    def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
+        if self.result is None:
+            raise RuntimeError("fit first")
+        return _calibrated(self.result.logits(question, llm), llm, self.calibration)
+
+
+def paired_space_difference(short: Any, full: Any, selection: Any) -> dict[str, Any]:
+    """The features' cross-fitted held-out log-loss minus the short space's, and its standard error: the per-cell
+    loss differences summed within each held-out question (a question's cells share its votes), the sd of those
+    sums over questions, times sqrt(questions) / cells."""
+    from jeirt_lite_training.neighbour_blend import crossfit_predictions
+
+    heldout = selection.heldout
+    y = heldout.correct
+    losses = []
+    for choice in (short, full):
+        p = np.clip(crossfit_predictions(selection.heldout_logits, choice.heldout_vote_logits, heldout)["with_votes"],
+                    1e-12, 1 - 1e-12)
+        losses.append(-(y * np.log(p) + (1 - y) * np.log(1 - p)))
+    _, rows = np.unique(heldout.question, return_inverse=True)
+    per_question = np.bincount(rows, weights=losses[1] - losses[0])
+    return {"short": short.outcome(), "features": full.outcome(),
+            "difference": float(per_question.sum() / len(y)),
+            "standard_error": float(per_question.std(ddof=1) * np.sqrt(len(per_question)) / len(y))}
 
 
 def _calibrated(logits: np.ndarray, llm: np.ndarray, calibration: dict[str, Any] | None) -> np.ndarray:

