@@ -188,23 +188,11 @@ class FitVoteSpaceRun:
 
 
 def paired_space_difference(short: Any, full: Any, selection: Any) -> dict[str, Any]:
-    """The features' cross-fitted held-out log-loss minus the short space's, and its standard error: the per-cell
-    loss differences summed within each held-out question (a question's cells share its votes), the sd of those
-    sums over questions, times sqrt(questions) / cells."""
-    from jeirt_lite_training.neighbour_blend import crossfit_predictions
+    """Both spaces' outcomes and neighbour_blend.space_difference on fit's held-out cells."""
+    from jeirt_lite_training.neighbour_blend import space_difference
 
-    heldout = selection.heldout
-    y = heldout.correct
-    losses = []
-    for choice in (short, full):
-        p = np.clip(crossfit_predictions(selection.heldout_logits, choice.heldout_vote_logits, heldout)["with_votes"],
-                    1e-12, 1 - 1e-12)
-        losses.append(-(y * np.log(p) + (1 - y) * np.log(1 - p)))
-    _, rows = np.unique(heldout.question, return_inverse=True)
-    per_question = np.bincount(rows, weights=losses[1] - losses[0])
-    return {"short": short.outcome(), "features": full.outcome(),
-            "difference": float(per_question.sum() / len(y)),
-            "standard_error": float(per_question.std(ddof=1) * np.sqrt(len(per_question)) / len(y))}
+    difference, error = space_difference(short, full, selection.heldout, selection.heldout_logits)
+    return {"short": short.outcome(), "features": full.outcome(), "difference": difference, "standard_error": error}
 
 
 def _calibrated(logits: np.ndarray, llm: np.ndarray, calibration: dict[str, Any] | None) -> np.ndarray:

@@ -146,6 +146,22 @@ def crossfit_losses(logits: np.ndarray, votes: np.ndarray, cells: Responses) -> 
     return {name: log_loss(cells.correct, p) for name, p in crossfit_predictions(logits, votes, cells).items()}
 
 
+def space_difference(short: VoteChoice, full: VoteChoice, heldout: Responses,
+                     heldout_logits: np.ndarray) -> tuple[float, float]:
+    """The features' cross-fitted held-out log-loss with their votes minus the short space's, and its standard
+    error: the per-cell differences summed within each held-out question (a question's cells share its votes), the
+    sd of those sums over questions, times sqrt(questions) / cells."""
+    y = heldout.correct
+    losses = []
+    for choice in (short, full):
+        p = np.clip(crossfit_predictions(heldout_logits, choice.heldout_vote_logits, heldout)["with_votes"],
+                    1e-12, 1 - 1e-12)
+        losses.append(-(y * np.log(p) + (1 - y) * np.log(1 - p)))
+    _, rows = np.unique(heldout.question, return_inverse=True)
+    per_question = np.bincount(rows, weights=losses[1] - losses[0])
+    return float(per_question.sum() / len(y)), float(per_question.std(ddof=1) * np.sqrt(len(per_question)) / len(y))
+
+
 def vote_candidates(embeddings: np.ndarray | Sequence[np.ndarray],
                     parts: Sequence[tuple[Responses, Responses]], n_llms: int, heldout: Responses,
                     heldout_logits: np.ndarray) -> tuple[VoteChoice, VoteChoice]:
