@@ -164,18 +164,19 @@ def test_a_bad_short_space_is_refused_by_name(change, message: str) -> None:  # 
 
 
 @pytest.mark.parametrize(
-    ("short", "full", "chosen"),
+    ("short", "full", "error", "chosen"),
     [
-        ((True, 0.50), (True, 0.49), "full"),  # both kept: the lower cross-fitted loss
-        ((True, 0.49), (True, 0.50), "short"),
-        ((True, 0.50), (True, 0.50), "short"),  # a tie goes to the cheaper search
-        ((False, 0.48), (True, 0.50), "full"),  # a short space the keep rule drops does not shut out the features
-        ((True, 0.50), (False, 0.48), "short"),
-        ((False, 0.50), (False, 0.49), "short"),  # both dropped: the short one records why
+        ((True, 0.50), (True, 0.49), 0.005, "full"),  # both kept: the features lower by more than the noise
+        ((True, 0.50), (True, 0.49), 0.02, "short"),  # lower, but within one standard error: the cheaper search
+        ((True, 0.49), (True, 0.50), 0.005, "short"),
+        ((True, 0.50), (True, 0.50), 0.0, "short"),  # a tie goes to the cheaper search
+        ((False, 0.48), (True, 0.50), 0.005, "full"),  # a short space the keep rule drops does not shut out the features
+        ((True, 0.50), (False, 0.48), 0.005, "short"),
+        ((False, 0.50), (False, 0.49), 0.005, "short"),  # both dropped: the short one records why
     ],
 )
-def test_the_space_is_chosen_by_the_rule_that_keeps_the_votes(
-    monkeypatch: pytest.MonkeyPatch, short: tuple[bool, float], full: tuple[bool, float], chosen: str
+def test_the_features_win_only_when_kept_and_clearly_lower(
+    monkeypatch: pytest.MonkeyPatch, short: tuple[bool, float], full: tuple[bool, float], error: float, chosen: str
 ) -> None:
     import jeirt_lite_training.neighbour_blend as blend
 
@@ -189,5 +190,28 @@ def test_the_space_is_chosen_by_the_rule_that_keeps_the_votes(
 
     monkeypatch.setattr(blend, "tune_votes", fake_tune)
     monkeypatch.setattr(blend, "_weighed", fake_weigh)
+    monkeypatch.setattr(blend, "space_difference", lambda s, f, *_: (f.crossfit["with_votes"] - s.crossfit["with_votes"],
+                                                                     error))
     choice = blend.choose_neighbour_votes(np.zeros((4, 3), np.float32), [], 2, None, np.zeros(1))  # type: ignore[arg-type]
     assert choice.space_dims == (None if chosen == "full" else 16)
+
+
+def test_the_space_difference_is_the_cross_fitted_loss_difference_with_its_error_over_questions() -> None:
+    from jeirt_lite_training.neighbour_blend import VoteChoice, crossfit_losses, space_difference
+
+    rng = np.random.default_rng(0)
+    question = np.repeat(np.arange(60), 5)
+    logits = rng.normal(size=len(question))
+    correct = (rng.random(len(question)) < 1 / (1 + np.exp(-logits))).astype(np.float32)
+    heldout = Responses(question, np.tile(np.arange(5), 60), correct)
+    informative = logits + rng.normal(scale=0.5, size=len(question))  # a vote that knows something
+    noise = rng.normal(size=len(question))
+
+    def choice(votes: np.ndarray) -> VoteChoice:
+        return VoteChoice(10, 1.0, None, 0.5, True, votes, crossfit_losses(logits, votes, heldout))
+
+    short, full = choice(noise), choice(informative)
+    difference, error = space_difference(short, full, heldout, logits)
+    assert difference == pytest.approx(full.crossfit["with_votes"] - short.crossfit["with_votes"], abs=1e-9)
+    assert difference < 0 < error
+    assert space_difference(short, short, heldout, logits) == (0.0, 0.0)

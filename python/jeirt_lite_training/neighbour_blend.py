@@ -7,8 +7,10 @@ same held-out parts that choose the router's settings (choose.py), never on a te
    questions), or on the features themselves. Within each of two grids, k, α and τ minimise the vote's own
    held-out log-loss, summed over the parts: the short spaces (widths `SPACE_GRID`, k up to 80: `SHORT_K_GRID`),
    whose search costs a fifth of the features', and the features with the KNN baseline's grid (k up to 320).
-   Steps 2 and 3 then weigh each; the features win only where they are kept and their cross-fitted loss is the
-   lower (docs/research/neighbours.md, "Short keys").
+   Steps 2 and 3 then weigh each; the features win only where they are kept and either the short space is dropped
+   or their cross-fitted loss is lower by more than one standard error (space_difference): their search costs
+   the router several times the speed, so a difference within the noise goes to the short space
+   (docs/research/neighbours.md, "Short keys" and "The two spaces on the test part").
 2. Weight. A logistic regression of the held-out answers on (the router's held-out logit, the vote's logit, 1)
    gives the vote's weight relative to the logit (w = b/a); the calibration is then fitted on logit + w·vote.
 3. Kept only if it helps out of sample: the held-out questions are dealt into two halves (grouped by question);
@@ -179,12 +181,19 @@ def vote_candidates(embeddings: np.ndarray | Sequence[np.ndarray],
 def choose_neighbour_votes(embeddings: np.ndarray | Sequence[np.ndarray],
                            parts: Sequence[tuple[Responses, Responses]], n_llms: int, heldout: Responses,
                            heldout_logits: np.ndarray) -> VoteChoice:
-    """vote_candidates, then the space by the rule that keeps the votes: the kept one with the lower cross-fitted
-    loss (the short one when both are dropped, which then records why)."""
+    """vote_candidates, then the space: the features, whose search is several times slower at run time, only when
+    they are kept and either the short space is dropped or the features' cross-fitted loss is lower by more than one
+    standard error of the paired difference (space_difference); else the short space (which records why when it
+    is dropped too)."""
     short, full = vote_candidates(embeddings, parts, n_llms, heldout, heldout_logits)
-    if full.kept and (not short.kept or full.crossfit["with_votes"] < short.crossfit["with_votes"]):
+    if full.kept and (not short.kept or _clearly_lower(short, full, heldout, heldout_logits)):
         return replace(full, passed_over=short.outcome())
     return replace(short, passed_over=full.outcome())
+
+
+def _clearly_lower(short: VoteChoice, full: VoteChoice, heldout: Responses, heldout_logits: np.ndarray) -> bool:
+    difference, error = space_difference(short, full, heldout, heldout_logits)
+    return difference < -error
 
 
 def _weighed(tuning: VoteTuning, heldout: Responses, heldout_logits: np.ndarray) -> VoteChoice:
