@@ -184,7 +184,7 @@ def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str
         elif method.endswith("_no_votes"):
             made.append(FitWithoutVotesRun(fit_runs[method.removesuffix("_no_votes")]))
         elif method.endswith(("_short_votes", "_feature_votes")):
-            base, space = method.rsplit("_", 2)[0], method.rsplit("_", 2)[1]
+            base, space, _ = method.rsplit("_", 2)
             made.append(FitVoteSpaceRun(fit_runs[base], "short" if space == "short" else "features"))
         else:
             made.append(fit_runs[method])

@@ -11,9 +11,9 @@ gives the baselines.
 `FitHeldOutRun` is the same run without the refit: the chosen setting as it was trained on the training part only
 (early-stopped on validation, no calibration): the "tuned" row, at no extra cost.
 
-`FitVoteSpaceRun` is the same router with the votes of one search space, the short one or the features, whichever
-fit's rule would pick (the vote-space ablation; the choice and the refit come before the votes, so again at no
-extra training cost).
+`FitVoteSpaceRun` is the same router with the votes of one search space, the short one or the features, whatever
+fit's rule picks (the vote-space ablation; the choice and the refit come before the votes, so again at no extra
+training cost; both spaces are tuned once per fit run, `FitRun.vote_spaces`).
 
 `FitWithoutVotesRun` is the same router without its neighbour votes: what `fit --no-neighbours` writes on the same
 split (the choice and the refit come before the votes and do not depend on them; the calibration is refitted on the
@@ -59,6 +59,7 @@ class FitRun:
         self.config: Any = None
         self.options: dict[str, Any] = {}
         self.fitted_on: tuple[Responses, Responses] | None = None
+        self._vote_spaces: tuple[Any, Any, dict[str, Any]] | None = None
 
     def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> FitRun:
         """Run fit on the split, unless it has already run on these very cells (its held-out row asked first)."""
@@ -88,6 +89,25 @@ class FitRun:
         if self.result is None:
             raise RuntimeError("fit first")
         return _calibrated(self.result.logits(question, llm), llm, self.calibration)
+
+    def vote_spaces(self) -> tuple[Any, Any, dict[str, Any]]:
+        """(the short spaces' vote, the features' vote, the record of their paired difference), each tuned, weighed
+        and put to the keep rule on the held-out part exactly as fit does before it picks a space; computed once."""
+        if self._vote_spaces is None:
+            from jeirt_lite_training.neighbour_blend import space_difference, vote_candidates
+
+            if self.result is None:
+                raise RuntimeError("fit first")
+            if self.options.get("folds", 1) != 1:
+                raise ValueError("the vote-space rows restate fit's single held-out part; run them without --folds")
+            selection = self.result.selection
+            features = selection.heldout_embeddings or self.prep.embeddings  # what fit's held-out votes compare
+            short, full = vote_candidates(features, [(self.prep.train, self.prep.val)], self.data.n_llms,
+                                          selection.heldout, selection.heldout_logits)
+            difference, error = space_difference(short, full, selection.heldout, selection.heldout_logits)
+            self._vote_spaces = (short, full, {"short": short.outcome(), "features": full.outcome(),
+                                               "difference": difference, "standard_error": error})
+        return self._vote_spaces
 
 
 class FitHeldOutRun:
@@ -158,17 +178,13 @@ class FitVoteSpaceRun:
     def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> FitVoteSpaceRun:
         from dataclasses import replace
 
-        from jeirt_lite_training.neighbour_blend import neighbour_votes, vote_candidates
+        from jeirt_lite_training.neighbour_blend import neighbour_votes
         from jeirt_lite_training.pipeline import cells_of, heldout_calibration
 
         run = self.run.fit(embeddings, train, val, n_llms)
-        if run.options.get("folds", 1) != 1:
-            raise ValueError("the vote-space rows restate fit's single held-out part; run them without --folds")
         prep, selection = run.prep, run.result.selection
-        features = selection.heldout_embeddings or prep.embeddings  # what fit's held-out votes compare
-        short, full = vote_candidates(features, [(prep.train, prep.val)], n_llms, selection.heldout,
-                                      selection.heldout_logits)
-        self.candidates = {"space_choice": paired_space_difference(short, full, selection)}
+        short, full, space_choice = run.vote_spaces()
+        self.candidates = {"space_choice": space_choice}
         choice = short if self.space == "short" else full
         heldout, votes = selection.heldout_logits, None
         if choice.kept:
@@ -185,14 +201,6 @@ class FitVoteSpaceRun:
         if self.result is None:
             raise RuntimeError("fit first")
         return _calibrated(self.result.logits(question, llm), llm, self.calibration)
-
-
-def paired_space_difference(short: Any, full: Any, selection: Any) -> dict[str, Any]:
-    """Both spaces' outcomes and neighbour_blend.space_difference on fit's held-out cells."""
-    from jeirt_lite_training.neighbour_blend import space_difference
-
-    difference, error = space_difference(short, full, selection.heldout, selection.heldout_logits)
-    return {"short": short.outcome(), "features": full.outcome(), "difference": difference, "standard_error": error}
 
 
 def _calibrated(logits: np.ndarray, llm: np.ndarray, calibration: dict[str, Any] | None) -> np.ndarray:

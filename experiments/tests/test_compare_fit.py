@@ -143,6 +143,7 @@ def test_the_vote_space_rows_restate_fits_choice(tmp_path: Path, monkeypatch: py
     assert not np.allclose(p["short" if picked == "features" else "features"], fit_p, atol=1e-6)
     choice = rows["short"].candidates["space_choice"]
     assert choice == rows["features"].candidates["space_choice"] and choice["standard_error"] > 0
+    assert run.vote_spaces() is run.vote_spaces()  # both rows read one tuning of the two spaces
     assert (choice["difference"] < -choice["standard_error"]) == (picked == "features")  # fit's rule
     assert choice["difference"] == pytest.approx(choice["features"]["crossfit_with_votes"]
                                                  - choice["short"]["crossfit_with_votes"], abs=1e-9)

@@ -54,12 +54,16 @@ def roc_auc(y: np.ndarray, p: np.ndarray) -> float:
     return float((ranks[y == 1.0].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
-def log_loss(y: np.ndarray, p: np.ndarray) -> float:
+def cell_log_losses(y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """Each cell's log-loss (p clipped as log_loss clips it), for paired comparisons cell by cell."""
     y, p = _check(y, p)
-    if not y.size:
-        return float("nan")
     p = np.clip(p, LOG_LOSS_EPS, 1.0 - LOG_LOSS_EPS)
-    return float(-np.mean(y * np.log(p) + (1.0 - y) * np.log1p(-p)))
+    return np.asarray(-(y * np.log(p) + (1.0 - y) * np.log1p(-p)))
+
+
+def log_loss(y: np.ndarray, p: np.ndarray) -> float:
+    losses = cell_log_losses(y, p)
+    return float(np.mean(losses)) if losses.size else float("nan")
 
 
 def brier(y: np.ndarray, p: np.ndarray) -> float:

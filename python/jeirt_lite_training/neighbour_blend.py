@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ._runtime import NeighbourVotes, short_rows, unit_rows, vote_logits
-from .metrics import log_loss
+from .metrics import cell_log_losses, log_loss
 from .types import Responses
 from .votes import (
     ALPHA_GRID,
@@ -153,15 +153,14 @@ def space_difference(short: VoteChoice, full: VoteChoice, heldout: Responses,
     """The features' cross-fitted held-out log-loss with their votes minus the short space's, and its standard
     error: the per-cell differences summed within each held-out question (a question's cells share its votes), the
     sd of those sums over questions, times sqrt(questions) / cells."""
-    y = heldout.correct
-    losses = []
-    for choice in (short, full):
-        p = np.clip(crossfit_predictions(heldout_logits, choice.heldout_vote_logits, heldout)["with_votes"],
-                    1e-12, 1 - 1e-12)
-        losses.append(-(y * np.log(p) + (1 - y) * np.log(1 - p)))
+    short_loss, full_loss = (
+        cell_log_losses(heldout.correct,
+                        crossfit_predictions(heldout_logits, choice.heldout_vote_logits, heldout)["with_votes"])
+        for choice in (short, full))
     _, rows = np.unique(heldout.question, return_inverse=True)
-    per_question = np.bincount(rows, weights=losses[1] - losses[0])
-    return float(per_question.sum() / len(y)), float(per_question.std(ddof=1) * np.sqrt(len(per_question)) / len(y))
+    per_question = np.bincount(rows, weights=full_loss - short_loss)
+    cells = len(heldout.correct)
+    return float(per_question.sum() / cells), float(per_question.std(ddof=1) * np.sqrt(len(per_question)) / cells)
 
 
 def vote_candidates(embeddings: np.ndarray | Sequence[np.ndarray],
