@@ -30,7 +30,7 @@ from jeirt_lite_training.splits import make_split
 from jeirt_lite_training.types import Dataset, Predictor, Responses, Split
 
 from .compare_fit import FIT_NAME, FitHeldOutRun, FitRun, FitVoteSpaceRun, FitWithoutVotesRun
-from .compare_report import reuse_rows, seeds_markdown, summarise_seeds, to_markdown, write_report
+from .compare_report import reuse_rows, seeds_markdown, splits_of, summarise_seeds, to_markdown, write_report
 from .routing_eval import cost_proxies
 from .routing_metrics import router_metrics
 
@@ -239,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.merge:
         runs = [json.loads(path.read_text()) for path in args.merge]
-        per_seed = {int(run["settings"]["seed"]): run for run in runs}
+        per_seed = {seed: split for run in runs for seed, split in splits_of(run).items()}
         if len(args.reuse) != len(args.reuse_methods):
             parser.error(f"{len(args.reuse)} --reuse but {len(args.reuse_methods)} --reuse-methods: give one each")
         for path, names in zip(args.reuse, args.reuse_methods):

@@ -177,6 +177,21 @@ def to_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def splits_of(run: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """The splits a result file holds, by seed: a one-split run as it is; a several-split run (`--seeds`) as its
+    first split in detail plus, for each other split, the summarised rows `per_seed` kept (their test metrics,
+    validation loss and choices), enough for the summary over splits and for --reuse."""
+    own = int(run["settings"]["seed"])
+    splits = {own: run}
+    for seed, rows in run.get("per_seed", {}).items():
+        if int(seed) != own:
+            cells = {row["test"].get("n") for row in rows.values()}
+            splits[int(seed)] = {"split": {"test_cells": cells.pop() if len(cells) == 1 else None},
+                                 "methods": {m: {"fit_seconds": float("nan"), "tuned": row["tuned"], "val": row["val"],
+                                                 "test": {"overall": row["test"]}} for m, row in rows.items()}}
+    return splits
+
+
 def reuse_rows(per_seed: dict[int, dict[str, Any]], earlier: dict[str, Any], methods: Sequence[str],
                source: str) -> None:
     """Add `methods`' per-split test rows from an earlier summarised result to the splits that lack them (a

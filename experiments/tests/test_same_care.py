@@ -371,3 +371,24 @@ def test_merge_reuses_rows_from_several_earlier_results(tmp_path) -> None:  # ty
     assert result["over_seeds"]["methods"]["mirt_text_same_care"]["paired"]["auc"]["mean"] == pytest.approx(-0.01)
     with pytest.raises(SystemExit):  # a --reuse without its --reuse-methods
         main([*merged, "--reuse", str(fit), "--reuse", str(static), "--reuse-methods", "fit"])
+
+
+def test_merge_takes_every_split_of_a_several_split_result(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from experiments.compare import main, write_report
+
+    def several(name: str, **aucs: float) -> object:  # what `--seeds 0,1,2` writes
+        runs = {s: _run(s, **{m: a + 0.01 * s for m, a in aucs.items()}) for s in (0, 1, 2)}
+        write_report(dict(runs[0]), runs, tmp_path / name, "none")  # type: ignore[arg-type]
+        return tmp_path / name / "toy.json"
+
+    new, plain = several("new", new=0.80), several("plain", plain=0.79)
+    assert main(["--merge", str(new), "--reuse", str(plain), "--reuse-methods", "plain", "--reference", "new",
+                 "--out", str(tmp_path / "out")]) == 0
+    result = json.loads((tmp_path / "out" / "toy.json").read_text())
+    assert sorted(result["per_seed"]) == ["0", "1", "2"]
+    assert result["per_seed"]["2"]["new"]["test"]["auc"] == pytest.approx(0.82)
+    assert result["per_seed"]["2"]["plain"]["reused_from"] == str(plain)
+    paired = result["over_seeds"]["methods"]["plain"]["paired"]["auc"]
+    assert paired["mean"] == pytest.approx(0.01) and paired["reference_better"] == 3
