@@ -72,10 +72,6 @@ class JeirtConfig:
     # experiment on the within-question order of the LLMs (docs/research/routing.md, "A per-LLM residual"): routers cannot
     # store it, so jeirt_lite_training.pipeline.export_trained refuses a model that has one.
     feature_residual: float | None = None
-    # A per-question discrimination s ∈ (0, 1) beside q (network.DiscriminatingAdapter: logit s·q̂·m − ‖q‖, MIRT's
-    # per-question scale of the abilities, written as one more coordinate of q): an experiment against the plain
-    # geometry, which holds the same scale as the share of q̂ in the LLMs' span (docs/research/baselines-same-care.md).
-    discrimination: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

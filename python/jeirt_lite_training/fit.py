@@ -68,7 +68,7 @@ def llm_accuracies(train: Responses, n_llms: int, prior: float = 1.0) -> np.ndar
 def init_llm_vectors(
     model: JeirtModel, train: Responses, n_llms: int, how: str, gen: torch.Generator
 ) -> None:
-    dim = model.adapter.dim
+    dim = model.llms.embedding_dim
     with torch.no_grad():
         if how == "random":
             model.llms.weight.normal_(0.0, 1.0 / math.sqrt(dim), generator=gen)
@@ -77,14 +77,13 @@ def init_llm_vectors(
             u /= u.norm()
             acc = torch.from_numpy(llm_accuracies(train, n_llms)).float()
             scale = torch.log(acc / (1 - acc)) + WARM_NORM
-            model.llms.weight[:, :dim] = scale[:, None] * u[None, :]
+            model.llms.weight.copy_(scale[:, None] * u[None, :])
             last = model.adapter.net[-1]
             assert isinstance(last, nn.Linear)
             last.weight.mul_(WARM_WEIGHT_SCALE)
             last.bias.copy_(WARM_NORM * u)
         else:
             raise ValueError(f"llm_init must be 'accuracy' or 'random', got {how!r}")
-    model.zero_fixed_columns()
 
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
@@ -231,7 +230,7 @@ def _start(
         torch.from_numpy(np.ascontiguousarray(embeddings, dtype=np.float32))
         if isinstance(embeddings, np.ndarray) else embeddings
     )
-    model = JeirtModel(emb.shape[1], n_llms, cfg.dim, cfg.dropout, cfg.discrimination)
+    model = JeirtModel(emb.shape[1], n_llms, cfg.dim, cfg.dropout)
     init_llm_vectors(model, train, n_llms, cfg.llm_init, gen)
     groups: list[dict[str, Any]] = [
         {"params": model.adapter.parameters()},

@@ -9,7 +9,6 @@ strength along that direction. jeirt_lite_training.fit trains it; jeirt_lite_tra
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
@@ -32,40 +31,6 @@ class Adapter(nn.Module):
 
     def forward(self, embeddings: torch.Tensor) -> torch.Tensor:
         return self.net(embeddings)
-
-    @property
-    def dim(self) -> int:
-        """d: the width of the question vectors this adapter's last layer writes (before any appended coordinate)."""
-        last = self.net[-1]
-        assert isinstance(last, nn.Linear)
-        return last.out_features
-
-
-# The discrimination head's start: sigmoid(-2.2) ≈ 0.1 of a right angle, cos ≈ 0.99, so training starts from
-# (nearly) the plain geometry and its warm start.
-DISCRIMINATION_START = -2.2
-
-
-class DiscriminatingAdapter(Adapter):
-    """The adapter with a per-question discrimination s ∈ (0, 1) (JeirtConfig's discrimination), read from the same
-    hidden layer as q, written into the geometry: the output is ‖q‖·[s·q̂, √(1 − s²)] in R^{d+1}, beside LLM vectors
-    whose last coordinate stays 0 (JeirtModel), so that its logit is s·q̂·m − ‖q‖: MIRT's per-question scale of the
-    abilities, bounded by the LLM vectors' norms, stored and scored as any router's vector of width d + 1."""
-
-    def __init__(self, in_dim: int, dim: int, dropout: float = 0.1) -> None:
-        super().__init__(in_dim, dim, dropout)
-        self.discrimination = nn.Linear(2 * in_dim, 1)
-        with torch.no_grad():
-            self.discrimination.weight.zero_()
-            self.discrimination.bias.fill_(DISCRIMINATION_START)
-
-    def forward(self, embeddings: torch.Tensor) -> torch.Tensor:
-        hidden = self.net[:-1](embeddings)
-        q = self.net[-1](hidden)
-        # s = cos(angle), the angle in (0, π/2): smooth at both ends, where √(1 − s²) of a raw s would not be.
-        angle = (0.5 * math.pi) * torch.sigmoid(self.discrimination(hidden))
-        unit = q / q.norm(dim=-1, keepdim=True).clamp(min=NORM_EPS)
-        return q.norm(dim=-1, keepdim=True) * torch.cat([torch.cos(angle) * unit, torch.sin(angle)], dim=-1)
 
 
 def jeirt_logits(q: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
@@ -101,22 +66,11 @@ class FeatureResidual(nn.Module):
 
 
 class JeirtModel(nn.Module):
-    def __init__(self, in_dim: int, n_llms: int, dim: int, dropout: float, discrimination: bool = False) -> None:
+    def __init__(self, in_dim: int, n_llms: int, dim: int, dropout: float) -> None:
         super().__init__()
-        self.adapter = DiscriminatingAdapter(in_dim, dim, dropout) if discrimination else Adapter(in_dim, dim, dropout)
-        self.llms = nn.Embedding(n_llms, dim + 1 if discrimination else dim)
-        if discrimination:  # the appended coordinate is the question's alone: no LLM moves along it
-            self.llms.weight.register_hook(self._without_fixed_columns)
-            self.zero_fixed_columns()
+        self.adapter = Adapter(in_dim, dim, dropout)
+        self.llms = nn.Embedding(n_llms, dim)
         self.residual: FeatureResidual | None = None  # set by jeirt_lite_training.fit when JeirtConfig.feature_residual is
-
-    def _without_fixed_columns(self, gradient: torch.Tensor) -> torch.Tensor:
-        return torch.cat([gradient[:, : self.adapter.dim], torch.zeros_like(gradient[:, self.adapter.dim :])], dim=1)
-
-    def zero_fixed_columns(self) -> None:
-        """LLM coordinates beyond the adapter's d (the discriminating adapter's appended one) set to 0."""
-        with torch.no_grad():
-            self.llms.weight[:, self.adapter.dim :] = 0.0
 
     def forward(self, embeddings: torch.Tensor, llm: torch.Tensor) -> torch.Tensor:
         logits = jeirt_logits(self.adapter(embeddings), self.llms(llm))
