@@ -1,4 +1,5 @@
-"""experiments.llm_subset: only LLMs that answered every benchmark, spread over accuracy, the rest of the folder kept."""
+"""experiments.data_subset: only LLMs that answered every benchmark, spread over accuracy; only the questions of some
+subjects and their answers; the rest of the folder kept; unknown subjects and too many LLMs refused."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.llm_subset import write_subset
+from experiments.data_subset import write_subset
 
 
 def _folder(path: Path) -> Path:
@@ -24,7 +25,7 @@ def _folder(path: Path) -> Path:
 
 def test_keeps_complete_llms_at_spread_ranks_and_only_their_rows(tmp_path: Path) -> None:
     source = _folder(tmp_path / "source")
-    keep = write_subset(source, tmp_path / "out", 2)
+    keep = write_subset(source, tmp_path / "out", n_llms=2)
     assert keep == [0, 3]  # the least and the most accurate of the four complete ones; LLM 4 is not among them
     assert (tmp_path / "out" / "questions.csv").read_bytes() == (source / "questions.csv").read_bytes()
     assert pd.read_csv(tmp_path / "out" / "models.csv")["name"].tolist() == ["m0", "m3"]
@@ -33,5 +34,16 @@ def test_keeps_complete_llms_at_spread_ranks_and_only_their_rows(tmp_path: Path)
 
 def test_asking_for_more_than_answered_everything_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="only 4 LLMs answered every benchmark"):
-        write_subset(_folder(tmp_path / "source"), tmp_path / "out", 5)
+        write_subset(_folder(tmp_path / "source"), tmp_path / "out", n_llms=5)
     assert not (tmp_path / "out").exists()
+
+
+def test_keeps_the_questions_of_some_subjects_and_only_their_answers(tmp_path: Path) -> None:
+    source = _folder(tmp_path / "source")
+    keep = write_subset(source, tmp_path / "out", subjects=["b"])
+    assert keep == [0, 1, 2, 3]  # LLM 4 answered no question of subject b
+    assert pd.read_csv(tmp_path / "out" / "questions.csv")["question_id"].tolist() == ["q2", "q3"]
+    answers = pd.read_csv(tmp_path / "out" / "responses.csv")
+    assert set(answers["question_id"]) == {"q2", "q3"} and len(answers) == 8
+    with pytest.raises(ValueError, match=r"no questions of subject\(s\) \['c'\]"):
+        write_subset(source, tmp_path / "other", subjects=["c"])
