@@ -22,7 +22,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, encode_batch, get_spec, user_cache_home
+from .encoders import (
+    DEFAULT_ENCODER,
+    DEFAULT_MAX_LENGTH,
+    encode_batch,
+    get_spec,
+    load_tokenizer,
+    user_cache_home,
+)
 from .types import Dataset
 
 
@@ -58,6 +65,19 @@ def _write_shard(directory: Path, keys: list[str], vectors: np.ndarray) -> None:
     os.replace(tmp, directory / name)
 
 
+def same_length_batches(texts: dict[str, str], encoder: str, max_length: int, batch_size: int) -> list[list[str]]:
+    """The keys of `texts` in batches of at most `batch_size` texts of exactly the same number of tokens, shortest
+    first. A padded batch moves a text's vector by about 1e-7 against encoding it alone, so a cache filled in other
+    company (another data folder, a subset) would differ in the last bits, enough to turn near-tied choices of a
+    training run; without padding each vector is the one the text gets alone, and batching by length pads nothing."""
+    lengths = [sum(e.attention_mask) for e in load_tokenizer(encoder, max_length).encode_batch(list(texts.values()))]
+    by_length: dict[int, list[str]] = {}
+    for key, n in zip(texts, lengths):
+        by_length.setdefault(n, []).append(key)
+    return [keys[start : start + batch_size] for n in sorted(by_length) for keys in [by_length[n]]
+            for start in range(0, len(keys), batch_size)]
+
+
 def embed_texts(
     texts: Sequence[str],
     encoder: str = DEFAULT_ENCODER,
@@ -68,8 +88,9 @@ def embed_texts(
 ) -> np.ndarray:
     """(n, D) float32 embeddings of `texts`, reading the cache and computing (and caching) only what is missing.
 
-    Missing texts are encoded sorted by length so each batch pads little; a shard is saved every `shard_size`
-    texts so an interrupted run loses at most that much.
+    Missing texts are encoded in batches of one token length (same_length_batches: no padding, so a text's vector
+    does not depend on what else was encoded with it); a shard is saved every `shard_size` texts so an interrupted
+    run loses at most that much.
     """
     if isinstance(texts, str):
         raise TypeError("embed_texts takes a list of texts, not one string")
@@ -82,16 +103,14 @@ def embed_texts(
         if key not in cached and key not in todo:
             todo[key] = text
     if todo:
-        order = sorted(todo, key=lambda k: len(todo[k]))
         bar = None
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(order), desc=f"encoding with {encoder}", unit="text")
+            bar = tqdm(total=len(todo), desc=f"encoding with {encoder}", unit="text")
         pending_keys: list[str] = []
         pending_vecs: list[np.ndarray] = []
-        for start in range(0, len(order), batch_size):
-            batch_keys = order[start : start + batch_size]
+        for batch_keys in same_length_batches(todo, encoder, max_length, batch_size):
             vecs = encode_batch([todo[k] for k in batch_keys], encoder, max_length).numpy()
             pending_keys += batch_keys
             pending_vecs.append(vecs)
