@@ -94,7 +94,9 @@ def test_a_vector_does_not_depend_on_what_it_was_encoded_with(tmp_path: Path, mo
     assert np.array_equal(together, np.stack(alone))
 
 
-def test_batches_hold_one_token_length_each(texts: list[str]) -> None:
+@pytest.mark.parametrize("chunk", [3, 4096])  # lengths counted a few texts at a time, or all at once
+def test_batches_hold_one_token_length_each(texts: list[str], chunk: int, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(embeddings, "LENGTH_CHUNK", chunk)
     keyed = {f"k{i}": text for i, text in enumerate(texts + texts[:2])}
     batches = embeddings.same_length_batches(keyed, "all-MiniLM-L6-v2", 256, batch_size=3)
     assert sorted(key for batch in batches for key in batch) == sorted(keyed)

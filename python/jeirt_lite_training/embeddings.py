@@ -65,17 +65,25 @@ def _write_shard(directory: Path, keys: list[str], vectors: np.ndarray) -> None:
     os.replace(tmp, directory / name)
 
 
+LENGTH_CHUNK = 4096  # texts tokenised at once to count their tokens
+
+
 def same_length_batches(texts: dict[str, str], encoder: str, max_length: int, batch_size: int) -> list[list[str]]:
     """The keys of `texts` in batches of at most `batch_size` texts of exactly the same number of tokens, shortest
     first. A padded batch moves a text's vector by about 1e-7 against encoding it alone, so a cache filled in other
     company (another data folder, a subset) would differ in the last bits, enough to turn near-tied choices of a
     training run; without padding each vector is the one the text gets alone, and batching by length pads nothing."""
-    lengths = [sum(e.attention_mask) for e in load_tokenizer(encoder, max_length).encode_batch(list(texts.values()))]
+    tokenizer, keys = load_tokenizer(encoder, max_length), list(texts)
     by_length: dict[int, list[str]] = {}
-    for key, n in zip(texts, lengths):
-        by_length.setdefault(n, []).append(key)
-    return [keys[start : start + batch_size] for n in sorted(by_length) for keys in [by_length[n]]
-            for start in range(0, len(keys), batch_size)]
+    for start in range(0, len(keys), LENGTH_CHUNK):  # in chunks: the tokenizer pads each call to its longest text
+        chunk = keys[start : start + LENGTH_CHUNK]
+        for key, encoding in zip(chunk, tokenizer.encode_batch([texts[k] for k in chunk])):
+            by_length.setdefault(sum(encoding.attention_mask), []).append(key)
+    batches = []
+    for length in sorted(by_length):
+        same = by_length[length]
+        batches += [same[start : start + batch_size] for start in range(0, len(same), batch_size)]
+    return batches
 
 
 def embed_texts(
