@@ -10,10 +10,13 @@ For every question this measures, on a router's question vectors and LLM table:
 - `spread`: the standard deviation over the LLMs of q̂·m_k (a 2PL's |a_q| on its standardised θ scale),
 - `in_span`: ‖P q̂‖, P the projection on the span of the centred LLM vectors (1: the whole direction orders LLMs),
 - `ability_correlation`: the correlation over the LLMs of q̂·m_k with the 2PL's θ (its sign against a_q's),
-and compares them with the 2PL fitted to the same questions' answers. A ceiling (many questions at in_span ≈ 1)
-would say an explicit scale could add what the geometry cannot; none says it is already there.
+and compares them with the 2PL fitted to the same questions' answers. A share near 1 on every question says the
+router does not use that freedom (its per-question scale is then the spread of q̂·m within the span alone); a spread
+that does not follow the 2PL's |a_q| says its scale does not track the 2PL's.
 
     python -m experiments.discrimination_eval --data data/mmlu_pro --json docs/research/analysis_discrimination.json
+    python -m experiments.discrimination_eval --data data/zeroeval_crux_gsm_math --router zeroeval_router \
+        --json docs/research/analysis_discrimination_zeroeval.json
 """
 
 from __future__ import annotations
