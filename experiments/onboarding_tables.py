@@ -11,6 +11,7 @@ fitted with other care, in one table, each baseline paired with add_llm draw by 
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -131,11 +132,15 @@ def weighting_table(results: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    paths = argv if argv is not None else sys.argv[1:]
-    if paths[:1] == ["--baselines"]:
-        print(baselines_table([json.loads(Path(path).read_text()) for path in paths[1:]]))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", nargs="+", type=Path, help="results JSONs of onboarding_ood / onboarding_suggest_eval")
+    parser.add_argument("--baselines", action="store_true",
+                        help="one table of runs on the same draws, each baseline paired with add_llm draw by draw")
+    args = parser.parse_args(argv)
+    if args.baselines:
+        print(baselines_table([json.loads(path.read_text()) for path in args.results]))
         return 0
-    results = [(path, json.loads(Path(path).read_text())) for path in paths]
+    results = [(str(path), json.loads(path.read_text())) for path in args.results]
     weighting = [result for _, result in results if "rules" in result["setup"]]
     if weighting:
         print(weighting_table(weighting) + "\n")
