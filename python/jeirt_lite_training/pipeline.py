@@ -318,11 +318,11 @@ def choose_refit_and_export(
     log(f"choosing d x dropout on {f'{folds} folds' if folds > 1 else 'a held-out part'} ...")
     selection = choose(prep.embeddings, parts, prep.data.n_llms, dims=dims, dropouts=dropouts, log=log, **hyper)
     all_cells = cells_of(prep.data, pool)
+    answered = np.unique(all_cells.question)  # the pool's questions with answers (the others' texts teach a static table)
     frozen = prep.embeddings  # what the held-out runs read (the router's table below changes prep's)
     table_choice = None
     if prep.static is not None and len(table_pulls):
         from .static_finetune import choose_table_pull
-
         table_choice = choose_table_pull(prep, parts, selection, table_pulls, log=log)
     prep = _table_for_router(prep, pool, log)
     if table_choice is not None and table_choice.pull is not None:
@@ -330,7 +330,7 @@ def choose_refit_and_export(
 
         prep, predictor = refit_fine_tuned(prep, all_cells, selection, table_choice, log=log, progress=progress)
     else:
-        log(f"refitting d={selection.hyper['dim']} dropout={selection.hyper['dropout']} on all {len(pool)} "
+        log(f"refitting d={selection.hyper['dim']} dropout={selection.hyper['dropout']} on all {len(answered)} "
             f"questions for {len(selection.schedule)} epochs ...")
         predictor = refit(prep.embeddings, all_cells, prep.data.n_llms, selection, progress=progress)
     heldout = selection.heldout_metrics()
@@ -346,7 +346,7 @@ def choose_refit_and_export(
         result.test = raw_test if fitted is None else all_metrics(
             prep.test.correct, apply_calibration(logits, prep.test.llm, fitted))
         result.floor_test = all_metrics(prep.test.correct, acc[prep.test.llm])
-    record = selection_record(selection, folds=folds, n_questions=len(pool), n_cells=len(all_cells))
+    record = selection_record(selection, folds=folds, n_questions=len(answered), n_cells=len(all_cells))
     if table_choice is not None:
         record["static_table"] = table_choice.record()
     if prep.table_fitted_to is not None:
@@ -359,7 +359,7 @@ def choose_refit_and_export(
         training["selection"] = record
         result.router_path, result.parity = export_trained(
             prep, predictor, out_dir, metrics=_metrics_record(prep, result, fitted is not None), training=training,
-            reference_parts=(prep.split.train, prep.split.val), learned_from=pool, label=label,
+            reference_parts=(prep.split.train, prep.split.val), learned_from=answered, label=label,
             overwrite=overwrite,
         )
         if fitted is not None or costs is not None or result.votes is not None:
