@@ -7,6 +7,7 @@ LLMs' rows):
 
     python -m experiments.data_subset data/zeroeval_crux_gsm_math zeroeval_11 --llms 11
     python -m experiments.data_subset data/mmlu_pro mmlu_pro_chemistry --subjects chemistry
+    python -m experiments.data_subset data/mmlu_pro mmlu_pro_chem_answers --subjects chemistry --answers-only
 """
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ def spread_by_accuracy(responses: pd.DataFrame, questions: pd.DataFrame, n: int)
     return [int(i) for i in accuracy.index[ranks]]
 
 
-def write_subset(source: Path, out: Path, n_llms: int | None = None, subjects: list[str] | None = None) -> list[int]:
+def write_subset(source: Path, out: Path, n_llms: int | None = None, subjects: list[str] | None = None,
+                 answers_only: bool = False) -> list[int]:
     """`out` gets `source`'s questions of `subjects` (None: all) and, of those questions' answers, the ones of
-    n_llms LLMs spread over accuracy (None: every LLM); returns the model ids kept."""
+    n_llms LLMs spread over accuracy (None: every LLM); returns the model ids kept. answers_only: every question
+    stays, the others unanswered (their texts are still there for a static table to read)."""
     questions = pd.read_csv(source / "questions.csv")
     responses = pd.read_csv(source / "responses.csv")
     models = pd.read_csv(source / "models.csv")
@@ -41,12 +44,13 @@ def write_subset(source: Path, out: Path, n_llms: int | None = None, subjects: l
         unknown = sorted(set(subjects) - set(questions["subject"]))
         if unknown:
             raise ValueError(f"no questions of subject(s) {unknown}; the folder has {sorted(set(questions['subject']))}")
-        questions = questions[questions["subject"].isin(subjects)]
-        responses = responses[responses["question_id"].isin(questions["question_id"])]
+        chosen = questions[questions["subject"].isin(subjects)]
+        responses = responses[responses["question_id"].isin(chosen["question_id"])]
+        questions = questions if answers_only else chosen
     keep = spread_by_accuracy(responses, questions, n_llms) if n_llms is not None else sorted(
         int(i) for i in responses["model_id"].unique())
     out.mkdir(parents=True, exist_ok=False)
-    if subjects is None:  # the file as it is, byte for byte
+    if subjects is None or answers_only:  # the file as it is, byte for byte
         (out / "questions.csv").write_bytes((source / "questions.csv").read_bytes())
     else:
         questions.to_csv(out / "questions.csv", index=False)
@@ -61,9 +65,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="new folder to write (must not exist)")
     parser.add_argument("--llms", type=int, default=None, help="how many LLMs to keep (default: all)")
     parser.add_argument("--subjects", default=None, help="comma list of the subjects whose questions to keep")
+    parser.add_argument("--answers-only", action="store_true",
+                        help="with --subjects: keep every question, but only the answers to those subjects' questions")
     args = parser.parse_args(argv)
     subjects = [s for s in args.subjects.split(",") if s] if args.subjects else None
-    keep = write_subset(args.source, args.out, args.llms, subjects)
+    if args.answers_only and subjects is None:
+        parser.error("--answers-only needs --subjects")
+    keep = write_subset(args.source, args.out, args.llms, subjects, args.answers_only)
     print(f"{args.out}: {len(keep)} LLMs (model ids {keep})")
     return 0
 

@@ -47,3 +47,10 @@ def test_keeps_the_questions_of_some_subjects_and_only_their_answers(tmp_path: P
     assert set(answers["question_id"]) == {"q2", "q3"} and len(answers) == 8
     with pytest.raises(ValueError, match=r"no questions of subject\(s\) \['c'\]"):
         write_subset(source, tmp_path / "other", subjects=["c"])
+
+
+def test_answers_only_keeps_every_question_and_the_subjects_answers(tmp_path: Path) -> None:
+    source = _folder(tmp_path / "source")
+    write_subset(source, tmp_path / "out", subjects=["b"], answers_only=True)
+    assert (tmp_path / "out" / "questions.csv").read_bytes() == (source / "questions.csv").read_bytes()
+    assert set(pd.read_csv(tmp_path / "out" / "responses.csv")["question_id"]) == {"q2", "q3"}
