@@ -187,9 +187,13 @@ def splits_of(run: dict[str, Any]) -> dict[int, dict[str, Any]]:
         if int(seed) != own:
             cells = {row["test"].get("n") for row in rows.values()}
             splits[int(seed)] = {"split": {"test_cells": cells.pop() if len(cells) == 1 else None},
-                                 "methods": {m: {"fit_seconds": float("nan"), "tuned": row["tuned"], "val": row["val"],
-                                                 "test": {"overall": row["test"]}} for m, row in rows.items()}}
+                                 "methods": {m: _method_of_summary(row) for m, row in rows.items()}}
     return splits
+
+
+def _method_of_summary(row: dict[str, Any]) -> dict[str, Any]:
+    """A method's entry of one split, from the row a summarised result keeps of it (per_seed): no fit time."""
+    return {"fit_seconds": float("nan"), "tuned": row["tuned"], "val": row["val"], "test": {"overall": row["test"]}}
 
 
 def reuse_rows(per_seed: dict[int, dict[str, Any]], earlier: dict[str, Any], methods: Sequence[str],
@@ -210,8 +214,7 @@ def reuse_rows(per_seed: dict[int, dict[str, Any]], earlier: dict[str, Any], met
             if row["test"].get("n") != run["split"]["test_cells"]:
                 raise SystemExit(f"{source}: split seed {seed} has {row['test'].get('n')} test cells, this run "
                                  f"{run['split']['test_cells']}: not the same split")
-            run["methods"][method] = {"fit_seconds": float("nan"), "tuned": row["tuned"], "val": row["val"],
-                                      "test": {"overall": row["test"]}, "reused_from": source}
+            run["methods"][method] = {**_method_of_summary(row), "reused_from": source}
 
 
 def write_report(result: dict[str, Any], per_seed: dict[int, dict[str, Any]], out: Path, reference: str) -> int:

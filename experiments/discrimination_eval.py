@@ -40,8 +40,7 @@ def span_basis(llm_vectors: np.ndarray, tolerance: float = 1e-6) -> np.ndarray:
     """Orthonormal rows spanning the centred LLM vectors (at most L − 1 of them)."""
     centred = llm_vectors - llm_vectors.mean(axis=0)
     _, singular, right = np.linalg.svd(centred, full_matrices=False)
-    keep = singular > tolerance * max(float(singular[0]), 1e-30) if len(singular) else singular > 0
-    return np.asarray(right[keep])
+    return np.asarray(right[singular > tolerance * max(float(singular[0]), 1e-30)])
 
 
 def discrimination_measures(question_vectors: np.ndarray, llm_vectors: np.ndarray) -> dict[str, np.ndarray]:
