@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     import torch
-    from jeirt_lite_training.pipeline import prepare
+    from jeirt_lite_training.prepared import prepare
 
     torch.set_num_threads(args.threads)
     seed = args.split_seed if args.seed is None else args.seed

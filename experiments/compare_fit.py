@@ -64,7 +64,8 @@ class FitRun:
     def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> FitRun:
         """Run fit on the split, unless it has already run on these very cells (its held-out row asked first)."""
         from jeirt_lite_training.__main__ import fit_options
-        from jeirt_lite_training.pipeline import choose_refit_and_export, prepare_split
+        from jeirt_lite_training.pipeline import choose_refit_and_export
+        from jeirt_lite_training.prepared import prepare_split
         from jeirt_lite_training.splits import make_split
 
         if self.fitted_on is not None and self.fitted_on[0] is train and self.fitted_on[1] is val:

@@ -70,7 +70,7 @@ def adaptive_rows(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jeirt_lite_training.pipeline import prepare
+    from jeirt_lite_training.prepared import prepare
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)

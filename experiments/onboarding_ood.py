@@ -237,7 +237,7 @@ def question_side(
         return q, f, router.llm_vectors.mean(axis=0), dropped, setup, flags, learned
     other = load_dataset(train_on) if train_on is not None else data
     if held_out:
-        from jeirt_lite_training.pipeline import Prepared
+        from jeirt_lite_training.prepared import Prepared
 
         from .onboarding_runs import held_out_llms
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from jeirt_lite_training.pipeline import Prepared, prepare
+from jeirt_lite_training.prepared import Prepared, prepare
 from jeirt_lite_training.types import Responses
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -107,7 +107,7 @@ def _setup_draws(setup: str, seeds: list[int], fractions: list[float]):  # type:
     from .onboarding_ood import _cells, question_side
 
     if setup == "in_domain":
-        from jeirt_lite_training.pipeline import prepare
+        from jeirt_lite_training.prepared import prepare
 
         from .onboarding_methods import alignment_flags
         from .onboarding_runs import REPO_ROOT

@@ -26,7 +26,7 @@ from jeirt_lite import _alignment as alignment
 from jeirt_lite.analysis._stats import spearman
 from jeirt_lite_training.metrics import all_metrics
 from jeirt_lite_training.model import PUBLISHED_SCHEDULE, JeirtPredictor
-from jeirt_lite_training.pipeline import Prepared, prepare
+from jeirt_lite_training.prepared import Prepared, prepare
 from jeirt_lite_training.types import Responses, Split
 
 # JE-IRT hyper-parameters for every run (short runs: max_epochs, patience); the published runs' schedule.

@@ -116,7 +116,7 @@ def evaluate(prep, question_vectors: np.ndarray, llm_vectors: np.ndarray, open_o
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jeirt_lite_training.pipeline import prepare
+    from jeirt_lite_training.prepared import prepare
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from jeirt_lite_training.encoders import DEFAULT_ENCODER, load_tokenizer
     from jeirt_lite_training.model import JeirtPredictor
-    from jeirt_lite_training.pipeline import STATIC, prepare
+    from jeirt_lite_training.prepared import STATIC, prepare
     from jeirt_lite_training.static_encoder import embed_texts
     from jeirt_lite_training.static_finetune import TABLE_LR_SCALE, rounded, token_bags, train_table
 

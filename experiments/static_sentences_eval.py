@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown tables {unknown}: choose from {', '.join(TABLES)}")
     import torch
     from jeirt_lite_training.encoders import DEFAULT_ENCODER, load_tokenizer
-    from jeirt_lite_training.pipeline import STATIC, prepare
+    from jeirt_lite_training.prepared import STATIC, prepare
     from jeirt_lite_training.static_finetune import rounded, token_bags
 
     torch.set_num_threads(args.threads)

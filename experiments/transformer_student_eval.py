@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     from jeirt_lite_training.embeddings import embed_texts as transformer_embed
     from jeirt_lite_training.encoders import DEFAULT_ENCODER, load_tokenizer
     from jeirt_lite_training.model import JeirtPredictor
-    from jeirt_lite_training.pipeline import STATIC, prepare
+    from jeirt_lite_training.prepared import STATIC, prepare
     from jeirt_lite_training.static_finetune import rounded, token_bags
     from jeirt_lite_training.types import Responses
 

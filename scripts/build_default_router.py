@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 
 from jeirt_lite_training.__main__ import _set_threads, cmd_fit, fit_parser
-from jeirt_lite_training.pipeline import STATIC
+from jeirt_lite_training.prepared import STATIC
 
 from scripts.cost_proxies import cost_proxies
 

@@ -92,7 +92,8 @@ def graph_outputs(path: Path, encoder: str, max_length: int, texts: list[str]) -
 
 
 def build_transformer(out: Path, data: Path, variants: list[str], threads: int) -> dict[str, Any]:
-    from jeirt_lite_training.pipeline import fit_and_export, prepare
+    from jeirt_lite_training.pipeline import fit_and_export
+    from jeirt_lite_training.prepared import prepare
 
     from .quantize import cosine_rows, fuse_bert, quantize_int8
 

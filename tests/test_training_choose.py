@@ -20,7 +20,9 @@ from jeirt_lite_training.choose import (
     schedule_counts,
 )
 from jeirt_lite_training.metrics import roc_auc
-from jeirt_lite_training.pipeline import Prepared, choose_refit_and_export, parity_texts
+from jeirt_lite_training.pipeline import choose_refit_and_export
+from jeirt_lite_training.prepared import Prepared
+from jeirt_lite_training.router_writer import parity_texts
 from jeirt_lite_training.splits import make_folds, text_groups
 from jeirt_lite_training.types import Dataset, Responses, Split
 
@@ -341,7 +343,7 @@ def test_a_router_trained_on_this_repositorys_data_names_it_relative_to_the_repo
 ) -> None:
     # router.json's training.data: relative to where training ran, never a machine's absolute path (the shipped
     # router is tracked), however the package is installed (editable or not).
-    from jeirt_lite_training.pipeline import _display_path
+    from jeirt_lite_training.router_writer import _display_path
 
     repo = Path(__file__).resolve().parents[1]
     monkeypatch.chdir(repo)

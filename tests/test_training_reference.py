@@ -11,7 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from jeirt_lite import Router  # noqa: E402
-from jeirt_lite_training.pipeline import fit_and_export, prepare  # noqa: E402
+from jeirt_lite_training.pipeline import fit_and_export  # noqa: E402
+from jeirt_lite_training.prepared import prepare  # noqa: E402
 from jeirt_lite_training.reference import alignment_reference  # noqa: E402
 from test_training_end_to_end import write_slice  # noqa: E402
 

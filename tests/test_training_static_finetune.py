@@ -122,7 +122,7 @@ def test_fit_with_a_fine_tuned_table_exports_that_table(
     from jeirt_lite_training.add_static_encoder import graph_tensors
     from jeirt_lite_training.data import load_dataset
     from jeirt_lite_training.encoders import DEFAULT_ENCODER, load_tokenizer
-    from jeirt_lite_training.pipeline import STATIC, prepare
+    from jeirt_lite_training.prepared import STATIC, prepare
     from jeirt_lite_training.static_router import static_embeddings
     from make_data_slice import write_slice
     from safetensors.numpy import load_file

@@ -90,7 +90,7 @@ def test_the_projection_commutes_with_the_mean_of_rows() -> None:
 def test_fit_fits_the_table_to_the_training_texts_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """The validation texts are held out from the fitted table, so `fit`'s held-out part does not over-rate it."""
     from jeirt_lite_training import embeddings, static_encoder, static_router, static_sentences
-    from jeirt_lite_training.pipeline import STATIC, prepare_split
+    from jeirt_lite_training.prepared import STATIC, prepare_split
     from jeirt_lite_training.splits import make_split
     from test_training_splits import synthetic
 

@@ -14,7 +14,7 @@ pytest.importorskip("torch")
 import torch
 from jeirt_lite_training.fit import mean_bce
 from jeirt_lite_training.model import JeirtPredictor
-from jeirt_lite_training.pipeline import export_trained
+from jeirt_lite_training.router_writer import export_trained
 from jeirt_lite_training.types import Responses
 
 from experiments.ensemble_eval import logit_grid

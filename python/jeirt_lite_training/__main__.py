@@ -88,7 +88,7 @@ def _fmt(m: dict[str, float]) -> str:
 
 
 def _prepare(args: argparse.Namespace) -> Any:
-    from .pipeline import prepare
+    from .prepared import prepare
 
     prep = prepare(
         args.data,
@@ -145,7 +145,8 @@ def cmd_fit(
 ) -> int:
     """`fit` from parsed options. overwrite: replace an existing --out; costs: the LLMs' costs from their names."""
     from .data import DataError
-    from .pipeline import choose_refit_and_export, folder_size_mb
+    from .pipeline import choose_refit_and_export
+    from .router_writer import folder_size_mb
 
     if args.out is not None:  # say so before the training, not after it
         check_output_folder(args.out)  # the rule of every command: a missing parent folder is refused, not made

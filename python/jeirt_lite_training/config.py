@@ -70,7 +70,7 @@ class JeirtConfig:
     # Ridge strength α of a per-LLM linear residual on the standardised embedding (FeatureResidual), trained with
     # the rest under ½α‖W‖² on the summed log-likelihood; None: none (the default, and what a router stores). An
     # experiment on the within-question order of the LLMs (docs/research/routing.md, "A per-LLM residual"): routers cannot
-    # store it, so jeirt_lite_training.pipeline.export_trained refuses a model that has one.
+    # store it, so jeirt_lite_training.router_writer.export_trained refuses a model that has one.
     feature_residual: float | None = None
 
     def to_dict(self) -> dict[str, Any]:

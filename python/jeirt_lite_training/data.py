@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Union
 
 import numpy as np
 import pandas as pd
 
-from ._runtime import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS, JeirtError, read_table, table_format
 from .config import (  # the accepted column names, listed by `jeirt-lite train --help` (no pandas needed there)
     DEFAULT_BENCHMARK_COLUMNS,
     DEFAULT_CORRECT_COLUMNS,
@@ -39,152 +37,23 @@ from .config import (  # the accepted column names, listed by `jeirt-lite train 
     DEFAULT_SUBJECT_COLUMNS,
     DEFAULT_TEXT_COLUMNS,
 )
+from .data_rows import (
+    ROW_NOTES,
+    Columns,
+    DataError,
+    LazyDetail,
+    LoadReport,
+    RowChecker,
+    as_str,
+    parse_labels,
+    read_frame,
+)
 from .types import Dataset, Responses
 
 logger = logging.getLogger(__name__)
 
 PathLike = Union[str, Path]
 Layout = Literal["auto", "folder", "long", "wide"]
-
-
-
-# How each format's data rows are counted, said in every bad-row message (the same words as jeirt_lite._io).
-ROW_NOTES = {"csv": "1-based, header not counted", "jsonl": "1-based, blank lines not counted", "parquet": "1-based"}
-
-
-class DataError(ValueError):
-    """The input data is malformed; the message names the file, the row and the problem."""
-
-
-@dataclass
-class LoadReport:
-    """What happened while loading: counts of everything that was merged, dropped or skipped."""
-
-    source: str
-    layout: str
-    rows_read: int = 0  # response rows (long/folder) or question x LLM cells (wide) read
-    cells: int = 0  # observed (question, LLM) cells in the returned Dataset
-    empty_labels: int = 0  # rows/cells with an empty label: treated as missing
-    duplicate_cells: int = 0  # (question, LLM) cells given by more than one row
-    duplicate_rows: int = 0  # rows beyond the first for those cells
-    ties_dropped: int = 0  # duplicate cells whose rows split evenly: dropped
-    duplicate_question_rows: int = 0  # repeated question rows with the same text (merged)
-    skipped: dict[str, int] = field(default_factory=dict)  # reason -> rows skipped (skip_bad=True only)
-
-    @property
-    def rows_skipped(self) -> int:
-        return sum(self.skipped.values())
-
-    def summary(self) -> str:
-        parts = [f"{self.source} ({self.layout}): {self.rows_read} rows read, {self.cells} cells kept"]
-        if self.empty_labels:
-            parts.append(f"{self.empty_labels} empty labels treated as missing")
-        if self.duplicate_cells:
-            parts.append(
-                f"{self.duplicate_cells} duplicate cells ({self.duplicate_rows} extra rows) resolved by majority, "
-                f"{self.ties_dropped} ties dropped"
-            )
-        if self.duplicate_question_rows:
-            parts.append(f"{self.duplicate_question_rows} repeated question rows merged")
-        for reason, n in sorted(self.skipped.items()):
-            parts.append(f"skipped {n} rows: {reason}")
-        return "; ".join(parts)
-
-
-@dataclass(frozen=True)
-class Columns:
-    """Column names for the long and wide layouts. None means: the first default name present."""
-
-    question: str | None = None
-    text: str | None = None
-    llm: str | None = None  # long layout only
-    correct: str | None = None  # long layout only
-    subject: str | None = None
-    benchmark: str | None = None
-    llm_columns: Sequence[str] | None = None  # wide layout only; default: every other column
-
-
-class _Checker:
-    """Raises on the first bad row, or drops bad rows and counts them (skip_bad)."""
-
-    def __init__(self, file: str, kind: str, skip_bad: bool, report: LoadReport) -> None:
-        self.file, self.kind, self.skip_bad, self.report = file, kind, skip_bad, report
-
-    def row_name(self, position: int) -> str:
-        """Data rows numbered as every command numbers them (the number `score` would name)."""
-        return f"data row {position + 1} ({ROW_NOTES.get(self.kind, '1-based')})"
-
-    def check(self, bad: np.ndarray, rows: np.ndarray, reason: str, detail: Sequence[str]) -> np.ndarray:
-        """Return the keep-mask (~bad). `detail[i]` describes bad row i (only the first one is formatted)."""
-        bad = np.asarray(bad, dtype=bool)
-        if not bad.any():
-            return ~bad
-        first = int(np.flatnonzero(bad)[0])
-        if not self.skip_bad:
-            raise DataError(f"{self.file}: {self.row_name(int(rows[first]))}: {reason}: {detail[first]}")
-        n = int(bad.sum())
-        self.report.skipped[reason] = self.report.skipped.get(reason, 0) + n
-        logger.warning("%s: skipped %d rows (%s), first at %s", self.file, n, reason,
-                       self.row_name(int(rows[first])))
-        return ~bad
-
-
-class _LazyDetail(Sequence[str]):
-    """Formats the message for one bad row only when it is needed (keeps the checks vectorised)."""
-
-    def __init__(self, fmt: str, *columns: np.ndarray) -> None:
-        self.fmt, self.columns = fmt, columns
-
-    def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
-        return self.fmt.format(*(c[i] for c in self.columns))
-
-    def __len__(self) -> int:
-        return len(self.columns[0]) if self.columns else 0
-
-
-# ----------------------------------------------------------------------------------------------------------- readers
-
-
-def _read_table(path: Path, skip_bad: bool = False, skipped: dict[str, int] | None = None) -> tuple[pd.DataFrame, str]:
-    """Read a table with the package's reader (CSV values stay strings: "007" is not 7); say which kind it was.
-
-    Rows the format cannot read (a ragged CSV row, a line that is not JSON) stop with `DataError`, or with
-    `skip_bad` are dropped and counted in `skipped` under "unreadable row".
-    """
-    if not path.exists():
-        raise DataError(f"{path}: file not found")
-    try:
-        kind = table_format(path).name
-    except JeirtError as exc:
-        raise DataError(f"{path}: unsupported file type {path.suffix!r} ({exc})") from exc
-    try:
-        table = read_table(path, skip_bad=skip_bad)
-    except JeirtError as exc:
-        raise DataError(str(exc)) from exc
-    if table.skipped:
-        if skipped is not None:
-            skipped["unreadable row"] = skipped.get("unreadable row", 0) + table.skipped
-        logger.warning("%s: skipped %d unreadable rows, first: %s", path, table.skipped, table.problems[0])
-    frame = pd.DataFrame({name: pd.Series(table.values[name], dtype=object) for name in table.columns})
-    return frame, "csv" if kind == "tsv" else kind
-
-
-def _as_str(values: pd.Series) -> np.ndarray:
-    """Strings with missing values as "" (ids, texts, names)."""
-    out = values.astype(object).where(values.notna(), "")
-    return out.astype(str).str.strip().to_numpy(dtype=object)
-
-
-def _parse_labels(values: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return (label as float32, empty mask, bad mask); 0/1/0.0/1.0/true/false in any case, vectorised."""
-    if pd.api.types.is_bool_dtype(values):
-        return values.to_numpy(dtype=np.float32), np.zeros(len(values), bool), np.zeros(len(values), bool)
-    text = values.astype(object).where(values.notna(), "").astype(str).str.strip().str.lower()
-    is_true = text.isin(TRUE_LABELS).to_numpy()
-    is_false = text.isin(FALSE_LABELS).to_numpy()
-    empty = text.isin(EMPTY_LABELS).to_numpy()
-    bad = ~(is_true | is_false | empty)
-    return is_true.astype(np.float32), empty, bad
 
 
 def _pick(frame: pd.DataFrame, given: str | None, defaults: Sequence[str], role: str, file: str,
@@ -206,14 +75,14 @@ def _pick(frame: pd.DataFrame, given: str | None, defaults: Sequence[str], role:
 
 
 def _questions(qid: np.ndarray, text: np.ndarray, subject: np.ndarray, benchmark: np.ndarray, rows: np.ndarray,
-               check: _Checker, report: LoadReport) -> tuple[pd.DataFrame, np.ndarray]:
+               check: RowChecker, report: LoadReport) -> tuple[pd.DataFrame, np.ndarray]:
     """One row per question id in first-appearance order, plus the keep-mask over the input rows.
 
     Rows with an empty id or text are bad; an id given with two different texts is bad (all its rows).
     """
-    keep = check.check(qid == "", rows, "empty question id", _LazyDetail("question id is empty", qid))
+    keep = check.check(qid == "", rows, "empty question id", LazyDetail("question id is empty", qid))
     keep &= check.check(keep & (text == ""), rows, "empty question text",
-                        _LazyDetail("question {!r} has an empty text", qid))
+                        LazyDetail("question {!r} has an empty text", qid))
     frame = pd.DataFrame({"qid": qid, "text": text, "subject": subject, "benchmark": benchmark, "row": rows})
     n_texts = frame[keep].groupby("qid", sort=False)["text"].transform("nunique").to_numpy()
     conflict = np.zeros(len(qid), dtype=bool)
@@ -223,7 +92,7 @@ def _questions(qid: np.ndarray, text: np.ndarray, subject: np.ndarray, benchmark
         where = frame.loc[conflict & (qid == first_qid), "row"].to_numpy()
         names = ", ".join(check.row_name(int(r)) for r in where[:4])
         keep &= check.check(conflict, rows, "conflicting texts for one question id",
-                            _LazyDetail("question {!r} has different texts (at " + names + ")", qid))
+                            LazyDetail("question {!r} has different texts (at " + names + ")", qid))
     unique = frame[keep].drop_duplicates("qid", keep="first")
     return unique.reset_index(drop=True), keep
 
@@ -267,22 +136,22 @@ def _load_folder(folder: Path, name: str, skip_bad: bool, report: LoadReport) ->
         if not p.exists():
             raise DataError(f"{p}: missing (a data folder holds questions.csv, models.csv and responses.csv)")
 
-    qf, _ = _read_table(q_path, skip_bad, report.skipped)
+    qf, _ = read_frame(q_path, skip_bad, report.skipped)
     for col in ("question_id", "text"):
         if col not in qf.columns:
             raise DataError(f"{q_path}: no {col!r} column (columns: {list(qf.columns)})")
-    qcheck = _Checker(str(q_path), "csv", skip_bad, report)
-    qid = _as_str(qf["question_id"])
-    subject = _as_str(qf["subject"]) if "subject" in qf.columns else np.full(len(qf), "", dtype=object)
-    bench = _as_str(qf["benchmark"]) if "benchmark" in qf.columns else np.full(len(qf), "", dtype=object)
-    questions, qkeep = _questions(qid, _as_str(qf["text"]), subject, bench, np.arange(len(qf)), qcheck, report)
+    qcheck = RowChecker(str(q_path), "csv", skip_bad, report)
+    qid = as_str(qf["question_id"])
+    subject = as_str(qf["subject"]) if "subject" in qf.columns else np.full(len(qf), "", dtype=object)
+    bench = as_str(qf["benchmark"]) if "benchmark" in qf.columns else np.full(len(qf), "", dtype=object)
+    questions, qkeep = _questions(qid, as_str(qf["text"]), subject, bench, np.arange(len(qf)), qcheck, report)
     report.duplicate_question_rows += int(qkeep.sum() - len(questions))
 
-    mf, _ = _read_table(m_path, skip_bad, report.skipped)
+    mf, _ = read_frame(m_path, skip_bad, report.skipped)
     for col in ("model_id", "name"):
         if col not in mf.columns:
             raise DataError(f"{m_path}: no {col!r} column (columns: {list(mf.columns)})")
-    model_id, model_name = _as_str(mf["model_id"]), _as_str(mf["name"])
+    model_id, model_name = as_str(mf["model_id"]), as_str(mf["name"])
     model_name = np.where(model_name == "", model_id, model_name)
     for values, what in ((model_id, "model_id"), (model_name, "name")):
         dup = pd.Series(values).duplicated().to_numpy()
@@ -290,23 +159,23 @@ def _load_folder(folder: Path, name: str, skip_bad: bool, report: LoadReport) ->
             i = int(np.flatnonzero(dup)[0])
             raise DataError(f"{m_path}: data row {i + 1} ({ROW_NOTES['csv']}): {what} {values[i]!r} appears twice")
 
-    rf, _ = _read_table(r_path, skip_bad, report.skipped)
+    rf, _ = read_frame(r_path, skip_bad, report.skipped)
     for col in ("question_id", "model_id", "correct"):
         if col not in rf.columns:
             raise DataError(f"{r_path}: no {col!r} column (columns: {list(rf.columns)})")
     report.rows_read = len(rf)
-    rcheck = _Checker(str(r_path), "csv", skip_bad, report)
+    rcheck = RowChecker(str(r_path), "csv", skip_bad, report)
     rows = np.arange(len(rf))
-    r_qid, r_mid = _as_str(rf["question_id"]), _as_str(rf["model_id"])
+    r_qid, r_mid = as_str(rf["question_id"]), as_str(rf["model_id"])
     q_index = pd.Index(questions["qid"]).get_indexer(r_qid)
     m_index = pd.Index(model_id).get_indexer(r_mid)
     keep = rcheck.check(q_index < 0, rows, "unknown question id",
-                        _LazyDetail("question id {!r} is not in questions.csv", r_qid))
+                        LazyDetail("question id {!r} is not in questions.csv", r_qid))
     keep &= rcheck.check(keep & (m_index < 0), rows, "unknown model id",
-                         _LazyDetail("model id {!r} is not in models.csv", r_mid))
-    label, empty, bad = _parse_labels(rf["correct"])
+                         LazyDetail("model id {!r} is not in models.csv", r_mid))
+    label, empty, bad = parse_labels(rf["correct"])
     keep &= rcheck.check(keep & bad, rows, "label not 0/1/true/false",
-                         _LazyDetail("correct = {!r} is not 0/1/true/false", rf["correct"].to_numpy()))
+                         LazyDetail("correct = {!r} is not 0/1/true/false", rf["correct"].to_numpy()))
     report.empty_labels += int((keep & empty).sum())
     keep &= ~empty
     responses = _resolve_cells(q_index[keep], m_index[keep], label[keep], len(model_id), report)
@@ -323,19 +192,19 @@ def _load_long(frame: pd.DataFrame, kind: str, file: str, name: str, cols: Colum
     bcol = _pick(frame, cols.benchmark, DEFAULT_BENCHMARK_COLUMNS, "benchmark", file, required=False)
     assert qcol and tcol and lcol and ccol
     report.rows_read = len(frame)
-    check = _Checker(file, kind, skip_bad, report)
+    check = RowChecker(file, kind, skip_bad, report)
     rows = np.arange(len(frame))
     empty_col = np.full(len(frame), "", dtype=object)
-    qid, llm = _as_str(frame[qcol]), _as_str(frame[lcol])
-    keep = check.check(llm == "", rows, "empty LLM name", _LazyDetail("LLM name is empty", llm))
-    label, empty, bad = _parse_labels(frame[ccol])
+    qid, llm = as_str(frame[qcol]), as_str(frame[lcol])
+    keep = check.check(llm == "", rows, "empty LLM name", LazyDetail("LLM name is empty", llm))
+    label, empty, bad = parse_labels(frame[ccol])
     keep &= check.check(keep & bad, rows, "label not 0/1/true/false",
-                        _LazyDetail("{} = {!r} is not 0/1/true/false", np.full(len(frame), ccol, dtype=object),
+                        LazyDetail("{} = {!r} is not 0/1/true/false", np.full(len(frame), ccol, dtype=object),
                                     frame[ccol].to_numpy()))
-    subject = _as_str(frame[scol]) if scol else empty_col
-    bench = _as_str(frame[bcol]) if bcol else empty_col
+    subject = as_str(frame[scol]) if scol else empty_col
+    bench = as_str(frame[bcol]) if bcol else empty_col
     sub = np.flatnonzero(keep)
-    questions, qkeep = _questions(qid[sub], _as_str(frame[tcol])[sub], subject[sub], bench[sub], rows[sub],
+    questions, qkeep = _questions(qid[sub], as_str(frame[tcol])[sub], subject[sub], bench[sub], rows[sub],
                                   check, report)
     keep[sub] = qkeep
     report.empty_labels += int((keep & empty).sum())
@@ -359,28 +228,28 @@ def _load_wide(frame: pd.DataFrame, kind: str, file: str, name: str, cols: Colum
         raise DataError(f"{file}: LLM columns {missing} not in the table")
     if not llm_cols:
         raise DataError(f"{file}: no LLM columns (a wide table has one column per LLM besides id and text)")
-    check = _Checker(file, kind, skip_bad, report)
+    check = RowChecker(file, kind, skip_bad, report)
     n = len(frame)
     rows = np.arange(n)
     empty_col = np.full(n, "", dtype=object)
-    subject = _as_str(frame[scol]) if scol else empty_col
-    bench = _as_str(frame[bcol]) if bcol else empty_col
+    subject = as_str(frame[scol]) if scol else empty_col
+    bench = as_str(frame[bcol]) if bcol else empty_col
     assert qcol and tcol
-    qid = _as_str(frame[qcol])
-    questions, qkeep = _questions(qid, _as_str(frame[tcol]), subject, bench, rows, check, report)
+    qid = as_str(frame[qcol])
+    questions, qkeep = _questions(qid, as_str(frame[tcol]), subject, bench, rows, check, report)
     report.duplicate_question_rows += int(qkeep.sum() - len(questions))
     q_index = pd.Index(questions["qid"]).get_indexer(qid)  # -1 for skipped rows
 
     # Column-major cells: cell c belongs to LLM c // n and row c % n.
     labels = pd.concat([frame[c].reset_index(drop=True) for c in llm_cols], ignore_index=True)
     report.rows_read = len(labels)
-    label, empty, bad = _parse_labels(labels)
+    label, empty, bad = parse_labels(labels)
     cell_row = np.tile(rows, len(llm_cols))
     cell_llm = np.repeat(np.arange(len(llm_cols)), n)
     keep = np.tile(qkeep, len(llm_cols))
     col_names = np.asarray([str(c) for c in llm_cols], dtype=object)[cell_llm]
     keep &= check.check(keep & bad, cell_row, "label not 0/1/true/false",
-                        _LazyDetail("column {!r}: {!r} is not 0/1/true/false", col_names, labels.to_numpy()))
+                        LazyDetail("column {!r}: {!r} is not 0/1/true/false", col_names, labels.to_numpy()))
     report.empty_labels += int((keep & empty).sum())
     keep &= ~empty
     responses = _resolve_cells(q_index[cell_row[keep]], cell_llm[keep], label[keep], len(llm_cols), report)
@@ -427,7 +296,7 @@ def load_dataset_with_report(path: PathLike, *, layout: Layout = "auto", columns
         report = LoadReport(source=str(p), layout="folder")
         return _load_folder(p, name or p.name, skip_bad, report), report
     unreadable: dict[str, int] = {}
-    frame, kind = _read_table(p, skip_bad, unreadable)
+    frame, kind = read_frame(p, skip_bad, unreadable)
     if layout == "auto":
         has_llm = cols.llm in frame.columns if cols.llm else any(c in frame.columns for c in DEFAULT_LLM_COLUMNS)
         has_correct = (cols.correct in frame.columns if cols.correct

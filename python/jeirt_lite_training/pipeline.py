@@ -1,5 +1,5 @@
-"""One JE-IRT router end to end, the same way for every encoder kind: load data, split, embed (a cached frozen
-transformer, or a static token table distilled from it), train, evaluate, export.
+"""One JE-IRT router end to end, the same way for every encoder kind: train on a prepared dataset
+(jeirt_lite_training.prepared), evaluate, write the router (jeirt_lite_training.router_writer).
 
 `choose_refit_and_export` is what `python -m jeirt_lite_training fit` does (see jeirt_lite_training.choose); `fit_and_export` trains one
 fixed setting on the training part (the published experiments and build_variants use it).
@@ -7,7 +7,6 @@ fixed setting on the training part (the published experiments and build_variants
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,110 +16,16 @@ import numpy as np
 
 from .calibration import apply_calibration, fit_calibration, store_calibration
 from .choose import DEFAULT_DIMS, DEFAULT_DROPOUTS, Selection, choose, refit, selection_record
-from .config import FIT_SENTENCES
-from .config import STATIC as STATIC  # the encoder choice: a distilled token table (static_encoder.py)
-from .data import Columns, load_dataset
-from .embeddings import embed_dataset
-from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, get_spec
 from .fit import llm_accuracies
 from .metrics import all_metrics
 from .model import JeirtPredictor
-from .splits import make_folds, make_split
-from .types import Dataset, Responses, Split
+from .prepared import Prepared
+from .router_writer import export_trained, training_summary
+from .splits import make_folds
+from .types import Dataset, Responses
 
 if TYPE_CHECKING:
     from ._runtime import NeighbourVotes
-
-
-@dataclass
-class Prepared:
-    """A dataset with its split, cells per part and frozen embeddings: everything a fit needs."""
-
-    data: Dataset
-    split: Split
-    split_seed: int
-    train: Responses
-    val: Responses
-    test: Responses
-    embeddings: np.ndarray
-    encoder: str
-    max_length: int
-    source: str = ""
-    static: Any = None  # jeirt_lite_training.static_encoder.StaticTable when the encoder is the static one
-    # A table fitted to the teacher's sentence embeddings: the questions whose texts it read (None: any other table)
-    table_fitted_to: np.ndarray | None = None
-    teacher: str = DEFAULT_ENCODER
-
-
-def _quiet(_: str) -> None:
-    pass
-
-
-def prepare(
-    data_dir: Path | str,
-    *,
-    split_seed: int = 0,
-    val_fraction: float = 0.1,
-    test_fraction: float = 0.2,
-    encoder: str = DEFAULT_ENCODER,
-    max_length: int = DEFAULT_MAX_LENGTH,
-    progress: bool = True,
-    teacher: str = DEFAULT_ENCODER,
-    columns: Columns | None = None,
-    fit_sentences: bool = FIT_SENTENCES,
-) -> Prepared:
-    """Load, split (test = the untouched part), embed. encoder STATIC distils the token table from `teacher` over
-    the default transformer's vocabulary, its token frequencies read from the texts of the training and validation
-    parts (never the test part); or (fit_sentences) fits it to the teacher's sentence embeddings of the training
-    part's texts, its token frequencies read from those alone (static_sentences); and reads up to STATIC_MAX_LENGTH
-    tokens (`max_length` applies to transformers)."""
-    data = load_dataset(data_dir, columns=columns)
-    split = make_split(data, seed=split_seed, val_fraction=val_fraction, test_fraction=test_fraction)
-    return prepare_split(data, split, split_seed=split_seed, encoder=encoder, max_length=max_length,
-                         progress=progress, source=str(data_dir), teacher=teacher, fit_sentences=fit_sentences)
-
-
-def prepare_split(
-    data: Dataset,
-    split: Split,
-    *,
-    split_seed: int,
-    encoder: str = DEFAULT_ENCODER,
-    max_length: int = DEFAULT_MAX_LENGTH,
-    progress: bool = True,
-    source: str = "",
-    teacher: str = DEFAULT_ENCODER,
-    fit_sentences: bool = FIT_SENTENCES,
-) -> Prepared:
-    """`prepare` for a dataset already loaded and split (experiments.compare runs `fit` on its own splits this way)."""
-    static, fitted_to = None, None
-    if encoder == STATIC:
-        from .static_router import STATIC_MAX_LENGTH, fits_sentences, static_embeddings
-
-        max_length, encoder = STATIC_MAX_LENGTH, DEFAULT_ENCODER  # the tokenizer's model; static.source: the teacher
-        # A table fitted to sentence embeddings reads the training texts alone: fitted to the validation texts as
-        # well, it encodes them better than unseen ones and the held-out part over-rates it (docs/research/encoders.md).
-        learn_from = np.concatenate([split.train, split.val])
-        static, emb = static_embeddings(data, learn_from, max_length, teacher, fit_sentences=fit_sentences,
-                                         log=print if progress else _quiet, fit_on=split.train)
-        fitted_to = split.train if fits_sentences(teacher, fit_sentences) else None
-    else:
-        emb = embed_dataset(data, encoder=encoder, max_length=max_length, progress=progress)
-    return Prepared(
-        data=data,
-        split=split,
-        split_seed=split_seed,
-        train=split.responses(data, "train"),
-        val=split.responses(data, "val"),
-        test=split.responses(data, "test"),
-        embeddings=emb,
-        encoder=encoder,
-        max_length=max_length,
-        source=source,
-        static=static,
-        table_fitted_to=fitted_to,
-        teacher=teacher,
-    )
 
 
 def evaluate(predictor: Any, prep: Prepared, part: str) -> dict[str, float]:
@@ -159,97 +64,6 @@ class FitResult:
         asked, rows = np.unique(question, return_inverse=True)
         offsets = self.votes.offsets(self.embeddings[asked], self.votes.llms, len(asked))
         return np.asarray(logits + offsets[rows, llm], dtype=np.float64)
-
-
-def _display_path(source: str) -> str:
-    """Relative to the working folder when the data lies under it (a repository's own data, trained from its root),
-    so a router written there does not record a machine's paths; else as given."""
-    try:
-        return str(Path(source).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(source)
-
-
-def training_summary(prep: Prepared, predictor: JeirtPredictor) -> dict[str, Any]:
-    return {
-        "method": "JE-IRT (frozen encoder + 2-layer MLP adapter, LLM vectors; logit = q·m/|q| - |q|)",
-        "data": _display_path(prep.source),
-        "dataset": prep.data.name,
-        "n_questions": prep.data.n_questions,
-        "n_llms": prep.data.n_llms,
-        "split": {
-            "seed": prep.split_seed,
-            "n_train_questions": len(prep.split.train),
-            "n_val_questions": len(prep.split.val),
-            "n_test_questions": len(prep.split.test),
-            "n_train_cells": len(prep.train),
-            "n_val_cells": len(prep.val),
-            "n_test_cells": len(prep.test),
-        },
-        "hyper_parameters": predictor.config.to_dict(),
-        "best_epoch": predictor.best_epoch,
-        "best_val_loss": predictor.best_val_loss,
-        "train_seconds": round(predictor.train_seconds, 1),
-        "encoder_source": get_spec(prep.encoder).source(),
-        "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-
-
-def parity_texts(prep: Prepared, n: int = 4) -> list[str]:
-    """Short, middle and long real questions for the export's parity check: from the test part, or from all
-    questions when there is none."""
-    rows = prep.split.test if len(prep.split.test) else np.arange(prep.data.n_questions)
-    by_len = sorted((prep.data.texts[i] for i in rows), key=len)
-    mid = len(by_len) // 2
-    return by_len[:n] + by_len[mid : mid + n] + by_len[-n:]
-
-
-def export_trained(
-    prep: Prepared,
-    predictor: JeirtPredictor,
-    out_dir: Path,
-    *,
-    metrics: dict[str, Any],
-    training: dict[str, Any],
-    reference_parts: tuple[np.ndarray, np.ndarray],
-    learned_from: np.ndarray,
-    label: str | None = None,
-    overwrite: bool = False,
-) -> tuple[Path, float | None]:
-    """Write the router folder for whichever encoder `prep` used; returns (path, ONNX parity or None).
-
-    reference_parts: (questions whose vectors are the alignment reference, questions that set its threshold).
-    learned_from: the questions whose answers the predictor was trained on (training_questions.npy records their
-    texts' hashes; add_llm reads it)."""
-    from ._runtime import training_question_set
-    from .reference import alignment_reference
-
-    if predictor.config.feature_residual is not None:
-        raise ValueError(
-            "a model trained with feature_residual cannot be written as a router: a router stores the joint "
-            "geometry only (the residual is an evaluation setting; see JeirtConfig.feature_residual)"
-        )
-    reference, center, alignment = alignment_reference(
-        predictor.question_vectors(prep.embeddings[reference_parts[0]]),
-        predictor.question_vectors(prep.embeddings[reference_parts[1]]),
-    )
-    extras = {"reference_directions": reference, "reference_center": center, "alignment": alignment,
-              "training_questions": training_question_set(prep.data.texts[i] for i in learned_from)}
-    if prep.static is not None:
-        from .static_router import export_static_router
-
-        path = export_static_router(
-            prep.static, predictor, out_dir, prep.data.llm_names, max_length=prep.max_length, training=training,
-            metrics=metrics, label=label, overwrite=overwrite, **extras,
-        )
-        return path, None
-    from .export import export_router
-
-    return export_router(
-        predictor, out_dir, prep.data.llm_names, encoder=prep.encoder, max_length=prep.max_length,
-        parity_texts=parity_texts(prep), training=training, metrics=metrics, label=label, overwrite=overwrite,
-        **extras,
-    )
 
 
 def fit_and_export(
@@ -445,6 +259,3 @@ def _metrics_record(prep: Prepared, result: FitResult, calibrated: bool) -> dict
 def cells_of(data: Dataset, questions: np.ndarray) -> Responses:
     return data.responses.subset(np.isin(data.responses.question, questions))
 
-
-def folder_size_mb(path: Path) -> float:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6

@@ -5,7 +5,7 @@ a question's mean of rows keeps only part of what the transformer says about the
 moved so that each training text's normalised mean of rows comes as close as it can to the transformer's own
 normalised embedding of that text (the squared distance of the two unit vectors, 2 − 2·cosine), as model2vec's
 "tokenlearn" does. Only the texts are read, never the answers: it is part of building the encoder, like the SIF
-token frequencies. `fit` gives it the training part's texts alone (pipeline.prepare_split): a table fitted to the
+token frequencies. `fit` gives it the training part's texts alone (prepared.prepare_split): a table fitted to the
 validation texts too encodes them better than unseen ones, and the held-out part then over-rates it
 (docs/research/encoders.md).
 

@@ -1,0 +1,109 @@
+"""The data side of a fit: a dataset loaded, split (the test part untouched) and embedded by the chosen encoder (a
+cached frozen transformer, or a static token table distilled from it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import FIT_SENTENCES, STATIC
+from .data import Columns, load_dataset
+from .embeddings import embed_dataset
+from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH
+from .splits import make_split
+from .types import Dataset, Responses, Split
+
+
+@dataclass
+class Prepared:
+    """A dataset with its split, cells per part and frozen embeddings: everything a fit needs."""
+
+    data: Dataset
+    split: Split
+    split_seed: int
+    train: Responses
+    val: Responses
+    test: Responses
+    embeddings: np.ndarray
+    encoder: str
+    max_length: int
+    source: str = ""
+    static: Any = None  # jeirt_lite_training.static_encoder.StaticTable when the encoder is the static one
+    # A table fitted to the teacher's sentence embeddings: the questions whose texts it read (None: any other table)
+    table_fitted_to: np.ndarray | None = None
+    teacher: str = DEFAULT_ENCODER
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def prepare(
+    data_dir: Path | str,
+    *,
+    split_seed: int = 0,
+    val_fraction: float = 0.1,
+    test_fraction: float = 0.2,
+    encoder: str = DEFAULT_ENCODER,
+    max_length: int = DEFAULT_MAX_LENGTH,
+    progress: bool = True,
+    teacher: str = DEFAULT_ENCODER,
+    columns: Columns | None = None,
+    fit_sentences: bool = FIT_SENTENCES,
+) -> Prepared:
+    """Load, split (test = the untouched part), embed. encoder STATIC distils the token table from `teacher` over
+    the default transformer's vocabulary, its token frequencies read from the texts of the training and validation
+    parts (never the test part); or (fit_sentences) fits it to the teacher's sentence embeddings of the training
+    part's texts, its token frequencies read from those alone (static_sentences); and reads up to STATIC_MAX_LENGTH
+    tokens (`max_length` applies to transformers)."""
+    data = load_dataset(data_dir, columns=columns)
+    split = make_split(data, seed=split_seed, val_fraction=val_fraction, test_fraction=test_fraction)
+    return prepare_split(data, split, split_seed=split_seed, encoder=encoder, max_length=max_length,
+                         progress=progress, source=str(data_dir), teacher=teacher, fit_sentences=fit_sentences)
+
+
+def prepare_split(
+    data: Dataset,
+    split: Split,
+    *,
+    split_seed: int,
+    encoder: str = DEFAULT_ENCODER,
+    max_length: int = DEFAULT_MAX_LENGTH,
+    progress: bool = True,
+    source: str = "",
+    teacher: str = DEFAULT_ENCODER,
+    fit_sentences: bool = FIT_SENTENCES,
+) -> Prepared:
+    """`prepare` for a dataset already loaded and split (experiments.compare runs `fit` on its own splits this way)."""
+    static, fitted_to = None, None
+    if encoder == STATIC:
+        from .static_router import STATIC_MAX_LENGTH, fits_sentences, static_embeddings
+
+        max_length, encoder = STATIC_MAX_LENGTH, DEFAULT_ENCODER  # the tokenizer's model; static.source: the teacher
+        # A table fitted to sentence embeddings reads the training texts alone: fitted to the validation texts as
+        # well, it encodes them better than unseen ones and the held-out part over-rates it (docs/research/encoders.md).
+        learn_from = np.concatenate([split.train, split.val])
+        static, emb = static_embeddings(data, learn_from, max_length, teacher, fit_sentences=fit_sentences,
+                                         log=print if progress else _quiet, fit_on=split.train)
+        fitted_to = split.train if fits_sentences(teacher, fit_sentences) else None
+    else:
+        emb = embed_dataset(data, encoder=encoder, max_length=max_length, progress=progress)
+    return Prepared(
+        data=data,
+        split=split,
+        split_seed=split_seed,
+        train=split.responses(data, "train"),
+        val=split.responses(data, "val"),
+        test=split.responses(data, "test"),
+        embeddings=emb,
+        encoder=encoder,
+        max_length=max_length,
+        source=source,
+        static=static,
+        table_fitted_to=fitted_to,
+        teacher=teacher,
+    )
+
