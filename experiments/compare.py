@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -137,10 +138,12 @@ def run_comparison(data: Dataset, split: Split, embeddings: np.ndarray, predicto
 
 
 def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str, Any] | None = None, *,
-                    data: Dataset | None = None, threads: int = 1, log: Any = lambda _: None) -> list[Predictor]:
+                    data: Dataset | None = None, threads: int = 1, log: Any = lambda _: None,
+                    fit_args: Sequence[str] = ()) -> list[Predictor]:
     """The methods' predictors for split `seed`. The fit rows (jeirt_fit, jeirt_fit_static) run `python -m jeirt_lite_training
-    fit` on `data` (experiments.compare_fit); with jeirt_fit asked for and no `jeirt_hyper`, the tuned row (jeirt) is
-    fit's own held-out run of the chosen setting instead of a second choice."""
+    fit` on `data` (experiments.compare_fit), with `fit_args` after their own options (the rows' names carry them);
+    with jeirt_fit asked for and no `jeirt_hyper`, the tuned row (jeirt) is fit's own held-out run of the chosen
+    setting instead of a second choice."""
     from jeirt_lite_training.choose import TunedJeirt
 
     from .baselines import EmbedLlmMF, KnnPerLlm, LlmAccuracy, TextMirt
@@ -157,7 +160,8 @@ def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str
         if {method, *(f"{method}_{rows}_votes" for rows in ("no", "short", "feature"))} & set(methods):
             if data is None:
                 raise ValueError(f"{method} runs fit on the dataset: pass data")
-            fit_runs[method] = FitRun(data, seed, test_fraction=TEST_FRACTION, threads=threads, extra=extra, log=log)
+            fit_runs[method] = FitRun(data, seed, test_fraction=TEST_FRACTION, threads=threads,
+                                      extra=(*extra, *fit_args), log=log)
     made: list[Predictor] = []
     for method in methods:
         if method == "llm_accuracy":
@@ -225,6 +229,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--random-embeddings", type=int, default=0, help="D: random embeddings (plumbing tests)")
     parser.add_argument("--no-2pl", action="store_true", help="skip the plain 2PL diagnostic")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--fit-args", default="", metavar="OPTIONS",
+                        help='options of `fit` for the fit rows, as one string, e.g. "--folds 5"; the rows are named '
+                        'with them ("JE-IRT fit --folds 5")')
     parser.add_argument("--jeirt-hyper", help='extra JE-IRT settings as JSON, e.g. \'{"llm_lr_scale": 30}\'')
     parser.add_argument("--checkpoint", type=Path, help="rewrite the results so far to this JSON after each method")
     parser.add_argument("--reference", default=FIT_NAME, help="the method the summary compares the others with")
@@ -272,7 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for seed in seeds:
         log(f"split seed {seed}:")
         split = make_split(data, seed=seed, test_fraction=TEST_FRACTION)
-        predictors = make_predictors(methods, seed, jeirt_hyper, data=data, threads=args.threads, log=log)
+        predictors = make_predictors(methods, seed, jeirt_hyper, data=data, threads=args.threads, log=log,
+                                     fit_args=shlex.split(args.fit_args))
         per_seed[seed] = run_comparison(data, split, get_embeddings(data, args, split) if embeddings is None
                                         else embeddings, predictors, log=log, costs=costs, checkpoint=args.checkpoint)
     result = per_seed[seeds[0]]  # the first split, in full detail

@@ -58,6 +58,12 @@ def test_the_tuned_row_is_fits_held_out_run_unless_settings_are_given() -> None:
     assert [p.space for p in spaces] == ["short", "features"] and "," not in spaces[0].name + spaces[1].name
     with pytest.raises(ValueError, match="space must be one of"):
         FitVoteSpaceRun(spaces[0].run, "wide")
+    # --fit-args: fit's own options after each fit row's, named in the row, parsed by fit's own parser.
+    folds = make_predictors(["jeirt_fit", "jeirt_fit_static"], seed=2, data=object(),  # type: ignore[arg-type]
+                            fit_args=["--folds", "5"])
+    assert [p.name for p in folds] == ["JE-IRT fit --folds 5", "JE-IRT fit --encoder static --folds 5"]
+    parsed = fit_arguments(2, 0.2, 1, folds[1].extra)
+    assert (parsed.folds, parsed.encoder) == (5, "static")
     with pytest.raises(SystemExit, match="unknown method"):
         make_predictors(["jeirt_fitt"])
     with pytest.raises(ValueError, match="pass data"):
