@@ -30,7 +30,7 @@ from jeirt_lite_training.metrics import ECE_BINS, all_metrics, metrics_by_group,
 from jeirt_lite_training.splits import make_split
 from jeirt_lite_training.types import Dataset, Predictor, Responses, Split
 
-from .compare_fit import FIT_NAME, FitHeldOutRun, FitRun, FitVoteSpaceRun, FitWithoutVotesRun
+from .compare_fit import FIT_NAME, FitHeldOutRun, FitRun, FitVoteSpaceRun, FitWithoutVotesRun, fit_folds
 from .compare_report import reuse_rows, seeds_markdown, splits_of, summarise_seeds, to_markdown, write_report
 from .routing_eval import cost_proxies
 from .routing_metrics import router_metrics
@@ -38,7 +38,7 @@ from .routing_metrics import router_metrics
 METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "logreg", "embedllm_mf_same_care",
            "mirt_text_same_care", "jeirt_fit", "jeirt", "jeirt_fit_static", "jeirt_fit_no_votes",
            "jeirt_fit_static_no_votes", "embedllm_mf_same_care_refit", "mirt_text_same_care_refit",
-           "jeirt_fit_static_short_votes", "jeirt_fit_static_feature_votes")
+           "jeirt_fit_static_short_votes", "jeirt_fit_static_feature_votes", "mirt_text_same_care_refit_auto_folds")
 # embedllm_mf and mirt_text train at the constant rate the published tables used until the baselines got the same
 # care as fit; the *_same_care rows choose their schedule (decay, drops, averaging) and model on validation loss
 # (experiments/baselines/torch_fit.py, docs/research/baselines-same-care.md); the *_same_care_refit rows make the
@@ -47,7 +47,7 @@ METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "logreg", "embedll
 # The *_no_votes rows are the same fit runs' routers without their neighbour votes (compare_fit.FitWithoutVotesRun),
 # the *_short_votes and *_feature_votes rows with one search space's votes (compare_fit.FitVoteSpaceRun).
 # The *_refit rows repeat their *_same_care row's choice (the whole grid again): asked for, not by default.
-DEFAULT_METHODS = tuple(m for m in METHODS if not m.startswith("jeirt_fit_static") and not m.endswith("_refit"))
+DEFAULT_METHODS = tuple(m for m in METHODS if not m.startswith("jeirt_fit_static") and "_refit" not in m)
 TEST_FRACTION = 0.2  # each split's test part (make_split's default), also `fit`'s --holdout in the fit rows
 
 
@@ -67,7 +67,7 @@ def tuned_settings(predictor: Predictor) -> dict[str, Any]:
     """Whatever a method chose on validation (best effort; for the record only)."""
     out: dict[str, Any] = {}
     for attr in ("strength", "k", "alpha", "tau", "config", "epochs", "val_log_loss", "best_epoch", "best_val_loss",
-                 "candidates", "selection", "calibration", "refit_path"):
+                 "candidates", "selection", "calibration", "refit_path", "folds"):
         value = getattr(predictor, attr, None)
         if value is None:
             continue
@@ -182,6 +182,10 @@ def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str
             made.append(same_care_mf_refit(seed))
         elif method == "mirt_text_same_care_refit":
             made.append(same_care_mirt_refit(seed))
+        elif method == "mirt_text_same_care_refit_auto_folds":  # chosen on the folds fit --folds auto takes
+            if data is None:
+                raise ValueError(f"{method} makes fit's folds of the dataset: pass data")
+            made.append(same_care_mirt_refit(seed, fit_folds(data, seed, TEST_FRACTION)))
         elif method == "jeirt":
             made.append(FitHeldOutRun(fit_runs["jeirt_fit"]) if "jeirt_fit" in fit_runs and not jeirt_hyper
                         else TunedJeirt(seed=seed, **(jeirt_hyper or {})))

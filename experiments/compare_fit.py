@@ -44,6 +44,28 @@ def fit_arguments(split_seed: int, test_fraction: float, threads: int, extra: Se
                               "--seed", str(split_seed), "--threads", str(threads)])
 
 
+def fit_folds(data: Dataset, split_seed: int, test_fraction: float) -> Callable[[Responses, Responses], list[Any]]:
+    """For a baseline's choice: the folds `fit --folds auto` chooses on for this comparison split (the same questions
+    in the same folds: fit's rule and fit's make_folds over the split's training and validation questions), as
+    (train, validation) cell pairs; none where fit chooses on its one validation part."""
+    from jeirt_lite_training.pipeline import auto_folds, cells_of
+    from jeirt_lite_training.splits import make_folds, make_split
+
+    def folds_of(train: Responses, val: Responses) -> list[Any]:
+        split = make_split(data, seed=split_seed, test_fraction=test_fraction)
+        pool = np.sort(np.concatenate([split.train, split.val]))
+        if len(cells_of(data, pool)) != len(train) + len(val):
+            raise ValueError("the cells given are not this split's training and validation cells")
+        k = auto_folds(len(train) + len(val))
+        if k == 1:
+            return []
+        questions = make_folds(data, pool, k, seed=split_seed)
+        return [(cells_of(data, np.concatenate(questions[:j] + questions[j + 1 :])), cells_of(data, questions[j]))
+                for j in range(k)]
+
+    return folds_of
+
+
 class FitRun:
     """A Predictor for experiments.compare that runs fit (see the module's docstring)."""
 
@@ -99,7 +121,7 @@ class FitRun:
 
             if self.result is None:
                 raise RuntimeError("fit first")
-            if self.options.get("folds", 1) != 1:
+            if self.selection.get("folds", 1) != 1:  # as fit resolved it (`--folds auto` follows the data's size)
                 raise ValueError("the vote-space rows restate fit's single held-out part; run them without --folds")
             selection = self.result.selection
             features = selection.heldout_embeddings or self.prep.embeddings  # what fit's held-out votes compare
@@ -123,6 +145,10 @@ class FitHeldOutRun:
 
     def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> FitHeldOutRun:
         self.run.fit(embeddings, train, val, n_llms)
+        if self.run.selection.get("folds", 1) != 1:
+            raise ValueError(f"the held-out row is the run of fit's one held-out part, but fit chose on "
+                             f"{self.run.selection['folds']} folds here (--folds auto on a small set): run the "
+                             "comparison with --fit-args '--folds 1'")
         self.config = self.run.result.selection.predictors[0].config
         return self
 

@@ -54,5 +54,6 @@ def test_train_writes_a_router_that_routes(
     assert code == 0
     router = Router.load(tmp_path / "my_router", threads=1)
     assert router.manifest["label"] == "cli test" and router.dim == 8 and len(router.llms) == 32
+    assert router.manifest["training"]["selection"]["folds"] == 5  # --folds auto on a small slice, the transformer
     assert router.manifest["training"]["data"].endswith("slice") and data.is_dir()
     assert router.route(["Which enzyme unwinds DNA during replication?"], k=2).indices.shape == (1, 2)

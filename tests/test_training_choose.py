@@ -113,7 +113,7 @@ def test_the_calibration_is_fitted_on_the_held_out_predictions_not_the_refit(
         return real_fit(logits, correct, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(pipeline, "fit_calibration", spy)
-    res = choose_refit_and_export(prep, None, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
+    res = choose_refit_and_export(prep, None, folds=1, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
                                   neighbours=False, log=lambda _: None)
     (logits, correct), = seen
     # Exactly the validation cells, scored by the run that did not train on them (not by the refitted router).
@@ -128,13 +128,13 @@ def test_the_calibration_is_fitted_on_the_held_out_predictions_not_the_refit(
     # The test part: scored by the calibrated router, and recorded without the calibration too.
     assert res.test["n"] == len(prep.test) and res.extra["test_uncalibrated"]["auc"] == pytest.approx(res.test["auc"])
     assert res.test["log_loss"] != res.extra["test_uncalibrated"]["log_loss"]
-    none = choose_refit_and_export(prep, None, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, calibration=None,
+    none = choose_refit_and_export(prep, None, folds=1, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, calibration=None,
                                    progress=False, neighbours=False, log=lambda _: None)
     assert none.extra["calibration"] is None and none.test == none.extra["test_uncalibrated"]
     # With neighbour votes (kept here: the short runs leave the geometry weak), the calibration is fitted on the
     # same held-out logits plus the weighted held-out votes, and the test part is scored with the votes.
     seen.clear()
-    voting = choose_refit_and_export(prep, None, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
+    voting = choose_refit_and_export(prep, None, folds=1, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
                                      log=lambda _: None)
     record = voting.extra["selection"]["neighbours"]
     assert record["kept"] and voting.votes is not None and voting.votes.weight == record["weight"]
@@ -171,7 +171,7 @@ def test_a_table_fitted_to_the_training_texts_is_fitted_again_to_all_of_them_for
         return SimpleNamespace(source="all texts"), refitted
 
     monkeypatch.setattr(static_router, "static_embeddings", fitted_again)
-    res = choose_refit_and_export(prep, None, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
+    res = choose_refit_and_export(prep, None, folds=1, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
                                   neighbours=False, calibration=None, log=lambda _: None)
     (fit_on, teacher, fit_sentences), = calls
     np.testing.assert_array_equal(fit_on, np.arange(200))
@@ -188,7 +188,7 @@ def test_a_table_fitted_to_the_training_texts_is_fitted_again_to_all_of_them_for
     # A table already fitted to every text of the pool is not fitted again.
     calls.clear()
     whole = dataclasses.replace(prep, table_fitted_to=np.arange(200))
-    res = choose_refit_and_export(whole, None, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
+    res = choose_refit_and_export(whole, None, folds=1, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
                                   neighbours=False, calibration=None, log=lambda _: None)
     assert not calls and res.embeddings is emb
 
@@ -199,7 +199,7 @@ def test_votes_are_left_out_above_the_number_of_questions_a_router_stores(monkey
     emb, cells = _synthetic(seed=3)
     prep = _prepared(emb, cells, 6, (np.arange(150), np.arange(150, 200), np.arange(200, 240)))
     monkeypatch.setattr(blend, "MAX_STORED_QUESTIONS", 199)  # the pool holds 200
-    res = choose_refit_and_export(prep, None, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
+    res = choose_refit_and_export(prep, None, folds=1, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
                                   log=lambda _: None)
     record = res.extra["selection"]["neighbours"]
     assert res.votes is None and record["kept"] is False and "200 questions" in record["why"]
@@ -252,6 +252,7 @@ def test_static_fit_end_to_end_on_real_data(
     manifest = json.loads((tmp_path / "router" / "router.json").read_text())
     selection = manifest["training"]["selection"]
     assert selection["protocol"] == "choose-then-refit" and len(selection["candidates"]) == 2
+    assert selection["folds"] == 1 and "held-out part" in selection["chosen_on"]  # auto: static keeps one part
     assert selection["chosen"]["dim"] in (16, 32)
     n_test = manifest["training"]["split"]["n_test_questions"]
     assert selection["refit_on"]["questions"] == 300 - n_test and n_test > 0

@@ -27,7 +27,8 @@ from jeirt_lite.cli import main
         (["--lr", "0"], "argument --lr: must be a finite number in (0, inf], got 0"),
         (["--weight-decay=-1e-3"], "argument --weight-decay: must be a finite number in [0, inf]"),
         (["--ema-epochs", "inf"], "argument --ema-epochs: must be a finite number"),
-        (["--folds", "0"], "argument --folds: must be at least 1"),
+        (["--folds", "0"], "argument --folds: must be at least 1, got 0 (or auto)"),
+        (["--folds", "five"], "argument --folds: 'five' is not a whole number (or auto)"),
         (["--max-length", "0"], "argument --max-length: must be at least 1"),
         (["--seed", "1" * 30], "argument --seed: must be at most"),
         (["--table-pulls", "1"], "'1': must be a finite number in [0, 1)"),
@@ -71,3 +72,19 @@ def test_help_and_bounds_work_without_torch() -> None:
     assert "Traceback" not in done.stderr, done.stderr
     assert "usage: jeirt-lite train" in done.stdout and "help 0 False" in done.stdout
     assert "argument --threads: must be at least 1" in done.stderr
+
+
+def test_folds_are_auto_unless_given_and_auto_follows_the_number_of_answers() -> None:
+    from jeirt_lite_training.config import AUTO_FOLDS, AUTO_FOLDS_MAX_CELLS
+    from jeirt_lite_training.options import AUTO, fit_parser
+
+    parser = fit_parser("fit")
+    assert parser.parse_args(["--data", "d", "--out", "r"]).folds == AUTO
+    assert parser.parse_args(["--data", "d", "--out", "r", "--folds", " Auto "]).folds == AUTO
+    assert parser.parse_args(["--data", "d", "--out", "r", "--folds", "1"]).folds == 1
+    pytest.importorskip("torch")
+    from jeirt_lite_training.pipeline import auto_folds
+
+    assert AUTO_FOLDS > 1
+    assert auto_folds(AUTO_FOLDS_MAX_CELLS) == AUTO_FOLDS and auto_folds(AUTO_FOLDS_MAX_CELLS + 1) == 1
+    assert auto_folds(100, static=True) == 1

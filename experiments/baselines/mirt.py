@@ -12,7 +12,7 @@ schedule (torch_fit.SAME_CARE: per-epoch decay, fit's drops, weight averaging) c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,8 @@ from jeirt_lite_training.types import Responses
 from torch import nn
 
 from .torch_fit import SAME_CARE, FitSettings, choose_on_grid, predict_cells, with_seed
+
+FoldsOf = Callable[[Responses, Responses], list[tuple[Responses, Responses]]]
 
 GRID: tuple[dict[str, Any], ...] = ({"dim": 2}, {"dim": 8}, {"dim": 32})
 # The leading recipe's d in {4, 16}, and wider: on zeroeval 16 won on every split, the top of that grid.
@@ -51,15 +53,19 @@ class TextMirt:
 
     def __init__(self, grid: tuple[dict[str, Any], ...] = GRID,
                  settings: FitSettings | Sequence[FitSettings] | None = None, name: str = "mirt_text",
-                 refit: bool = False) -> None:
+                 refit: bool = False, folds_of: FoldsOf | None = None) -> None:
         self.grid, self.settings, self.name, self.refit = grid, settings or FitSettings(), name, refit
+        self.folds_of = folds_of  # (train, val) -> the folds to choose on, as fit's (none: on val)
+        self.folds = 1
 
     def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> TextMirt:
         def build(config: dict[str, Any]) -> nn.Module:
             return _TextMirt(embeddings.shape[1], n_llms, int(config["dim"]), str(config.get("activation", "gelu")),
                              float(config.get("theta_sd", 0.5)))
 
-        choice = choose_on_grid(self.grid, build, embeddings, train, val, self.settings, self.refit)
+        folds = self.folds_of(train, val) if self.folds_of is not None else []
+        self.folds = len(folds) or 1
+        choice = choose_on_grid(self.grid, build, embeddings, train, val, self.settings, self.refit, folds)
         self.val_log_loss, self.model, self.config, self.epochs = (choice.val_loss, choice.model, choice.config,
                                                                    choice.epochs)
         # For the record (compare's tuned settings): the rates the refit replayed on training + validation.
@@ -76,7 +82,9 @@ def same_care_mirt(seed: int = 0) -> TextMirt:
     return TextMirt(SAME_CARE_GRID, with_seed(SAME_CARE, seed), name="mirt_text_same_care")
 
 
-def same_care_mirt_refit(seed: int = 0) -> TextMirt:
+def same_care_mirt_refit(seed: int = 0, folds_of: FoldsOf | None = None) -> TextMirt:
     """`same_care_mirt` refitted as `fit` is: the same choice on validation, then the chosen setting trained afresh on
-    training + validation cells for the learning-rate path that led to its best weights."""
-    return TextMirt(SAME_CARE_GRID, with_seed(SAME_CARE, seed), name="mirt_text_same_care_refit", refit=True)
+    training + validation cells for the learning-rate path that led to its best weights. With `folds_of`, chosen on
+    the folds it gives, as `fit --folds auto` chooses (experiments.compare_fit.fit_folds)."""
+    name = "mirt_text_same_care_refit" + ("" if folds_of is None else "_auto_folds")
+    return TextMirt(SAME_CARE_GRID, with_seed(SAME_CARE, seed), name=name, refit=True, folds_of=folds_of)

@@ -15,6 +15,9 @@ schedule are chosen on validation exactly as without it, then a fresh model of t
 training + validation cells for the learning-rate path that led to the chosen run's best weights (`fit_cells`'s
 `path`; epochs undone by a drop's restore are not on it), with no validation and no early stopping
 (`train_on_path`).
+
+Folds (`choose_on_grid(..., folds=...)`), as `fit --folds K` (what `--folds auto` takes on small sets): every setting
+and schedule trained on each fold, chosen on the validation loss over all folds' cells, refitted for the median path.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, TypeVar
 
 import numpy as np
 import torch
 from jeirt_lite_training.averaging import WeightAverage, ema_decay
+from jeirt_lite_training.choose import median_schedule
 from jeirt_lite_training.types import Responses
 from torch import nn
 
@@ -208,20 +213,51 @@ class GridChoice:
     refitted: bool = False  # the model is the chosen setting refitted on training + validation cells
 
 
+def median_path(paths: Sequence[Sequence[float]], schedule: FitSettings) -> list[float]:
+    """The path of several held-out runs of one schedule, as `fit` takes its folds' (jeirt_lite_training.choose):
+    the median number of epochs at each rate of the drops, or the median number of epochs of the per-epoch decay."""
+    if schedule.lr_decay == 1.0:
+        return median_schedule(paths, schedule.lr, schedule.lr_drops + 1)
+    epochs = max(1, int(np.floor(np.median([len(path) for path in paths]) + 0.5)))
+    return [schedule.lr * schedule.lr_decay**epoch for epoch in range(epochs)]
+
+
+def _held_out_runs(model: Callable[[], nn.Module], embeddings: np.ndarray,
+                   parts: Sequence[tuple[Responses, Responses]],
+                   schedule: FitSettings) -> tuple[nn.Module, float, int, list[float]]:
+    """One setting trained on each (train, validation) pair: (the first pair's model, the validation loss over all
+    pairs' cells, the median best epoch, the median path)."""
+    runs, paths = [], []
+    for train, val in parts:
+        path: list[float] = []
+        runs.append(fit_cells(model(), embeddings, train, val, schedule, path=path))
+        paths.append(path)
+    n_val = np.array([len(val) for _, val in parts], dtype=np.float64)
+    loss = float(np.dot([run[1] for run in runs], n_val) / n_val.sum())
+    epochs = int(np.floor(np.median([run[2] for run in runs]) + 0.5))
+    return runs[0][0], loss, epochs, paths[0] if len(parts) == 1 else median_path(paths, schedule)
+
+
 def choose_on_grid(
     grid: Sequence[ConfigT], build: Callable[[ConfigT], nn.Module], embeddings: np.ndarray, train: Responses,
     val: Responses, settings: FitSettings | Sequence[FitSettings], refit: bool = False,
+    folds: Sequence[tuple[Responses, Responses]] = (),
 ) -> GridChoice:
     """Fits `build(config)` for every grid setting and every schedule in `settings` and keeps the lowest validation
     loss. With `refit`, the winner is then trained afresh on training + validation cells for its path (as `fit`
-    refits its chosen setting): the choice is the same, only the returned model differs."""
+    refits its chosen setting): the choice is the same, only the returned model differs.
+
+    `folds`, (train, validation) pairs over the training and validation cells: choose on all of them as `fit
+    --folds K` does (the validation loss over every pair's cells, the median path), then refit (needs `refit`)."""
+    if folds and not refit:
+        raise ValueError("a choice on folds has no one model to return: it needs refit")
+    parts = list(folds) or [(train, val)]
     schedules = [settings] if isinstance(settings, FitSettings) else list(settings)
     best = GridChoice(np.inf, None, {}, 0)
     winner: tuple[ConfigT, FitSettings] | None = None
     for schedule in schedules:
         for config in grid:
-            path: list[float] = []
-            model, loss, epochs = fit_cells(build(config), embeddings, train, val, schedule, path=path)
+            model, loss, epochs, path = _held_out_runs(partial(build, config), embeddings, parts, schedule)
             if loss < best.val_loss:
                 chosen = config if len(schedules) == 1 else {"schedule": schedule.name, **dict(config)}  # type: ignore[call-overload]
                 best, winner = GridChoice(loss, model, chosen, epochs, path), (config, schedule)

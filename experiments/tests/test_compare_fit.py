@@ -23,7 +23,8 @@ from experiments.compare import TEST_FRACTION, make_predictors
 from experiments.compare_fit import FitHeldOutRun, FitRun, FitVoteSpaceRun, FitWithoutVotesRun, fit_arguments
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "zeroeval_crux_gsm_math"
-SMALL = ["--dims", "8", "--dropouts", "0.5", "--max-epochs", "12"]  # fit's options, made small for a test
+# fit's options, made small for a test; one held-out part (the rows below restate it; --folds auto would take five)
+SMALL = ["--dims", "8", "--dropouts", "0.5", "--max-epochs", "12", "--folds", "1"]
 
 
 def test_fit_rows_take_fits_defaults_as_they_are(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -58,6 +59,15 @@ def test_the_tuned_row_is_fits_held_out_run_unless_settings_are_given() -> None:
     assert [p.space for p in spaces] == ["short", "features"] and "," not in spaces[0].name + spaces[1].name
     with pytest.raises(ValueError, match="space must be one of"):
         FitVoteSpaceRun(spaces[0].run, "wide")
+    # A fit that chose on folds has no one held-out run to report: the held-out row refuses it.
+    class ChoseOnFolds:
+        selection = {"folds": 5}
+
+        def fit(self, *_: object) -> ChoseOnFolds:
+            return self
+
+    with pytest.raises(ValueError, match="chose on 5 folds.*--fit-args '--folds 1'"):
+        FitHeldOutRun(ChoseOnFolds()).fit(np.empty((0, 0)), None, None, 2)  # type: ignore[arg-type]
     # --fit-args: fit's own options after each fit row's, named in the row, parsed by fit's own parser.
     folds = make_predictors(["jeirt_fit", "jeirt_fit_static"], seed=2, data=object(),  # type: ignore[arg-type]
                             fit_args=["--folds", "5"])
@@ -153,6 +163,30 @@ def test_the_vote_space_rows_restate_fits_choice(tmp_path: Path, monkeypatch: py
     assert (choice["difference"] < -choice["standard_error"]) == (picked == "features")  # fit's rule
     assert choice["difference"] == pytest.approx(choice["features"]["crossfit_with_votes"]
                                                  - choice["short"]["crossfit_with_votes"], abs=1e-9)
+
+
+def test_a_baselines_folds_are_the_ones_fit_auto_chooses_on(tmp_path: Path) -> None:
+    from jeirt_lite_training.config import AUTO_FOLDS
+    from jeirt_lite_training.pipeline import cells_of
+    from jeirt_lite_training.splits import make_folds
+    from make_data_slice import write_slice
+
+    from experiments.compare_fit import fit_folds
+
+    data = load_dataset(write_slice(DATA, tmp_path / "slice", 120, seed=2))
+    split = make_split(data, seed=3, test_fraction=TEST_FRACTION)
+    train, val = split.responses(data, "train"), split.responses(data, "val")
+    folds = fit_folds(data, 3, TEST_FRACTION)(train, val)
+    pool = np.sort(np.concatenate([split.train, split.val]))
+    expected = make_folds(data, pool, AUTO_FOLDS, seed=3)  # what pipeline.choose_refit_and_export makes
+    assert len(folds) == AUTO_FOLDS
+    for (fold_train, fold_val), questions in zip(folds, expected):
+        assert np.array_equal(np.unique(fold_val.question), np.unique(cells_of(data, questions).question))
+        assert len(fold_train) + len(fold_val) == len(train) + len(val)
+    with pytest.raises(ValueError, match="not this split's"):
+        fit_folds(data, 3, TEST_FRACTION)(train, train)
+    made = make_predictors(["mirt_text_same_care_refit_auto_folds"], seed=3, data=data)
+    assert made[0].name == "mirt_text_same_care_refit_auto_folds" and made[0].folds_of is not None
 
 
 def test_reused_rows_fill_only_missing_methods_of_the_same_split() -> None:

@@ -392,3 +392,34 @@ def test_merge_takes_every_split_of_a_several_split_result(tmp_path) -> None:  #
     assert result["per_seed"]["2"]["plain"]["reused_from"] == str(plain)
     paired = result["over_seeds"]["methods"]["plain"]["paired"]["auc"]
     assert paired["mean"] == pytest.approx(0.01) and paired["reference_better"] == 3
+
+
+def test_the_path_of_several_folds_is_their_median_as_fits() -> None:
+    drops = replace(SAME_CARE[1], lr=1e-3)
+    paths = [[1e-3, 1e-3, 1e-4], [1e-3, 1e-4, 1e-4, 1e-5], [1e-3, 1e-3, 1e-3]]  # 2-1-0, 1-2-1, 3-0-0 epochs a rate
+    assert torch_fit.median_path(paths, drops) == pytest.approx([1e-3, 1e-3, 1e-4])
+    decay = replace(SAME_CARE[0], lr=1e-3)
+    assert torch_fit.median_path([[1e-3] * 2, [1e-3] * 5, [1e-3] * 3], decay) == pytest.approx(
+        [1e-3, 7e-4, 4.9e-4])
+
+
+def test_a_choice_on_folds_weighs_every_folds_cells_and_refits_on_all(
+    world: tuple[np.ndarray, Responses, Responses],
+) -> None:
+    emb, train, val = world
+    cells = Responses.concatenate([train, val])
+    third = cells.question % 3 == 0  # folds of unequal size: a plain mean of their losses would differ
+    folds = [(cells.subset(~third), cells.subset(third)), (cells.subset(third), cells.subset(~third))]
+    schedule = FitSettings(lr=1e-2, max_epochs=8, patience=2, batch_size=128)
+    with pytest.raises(ValueError, match="needs refit"):
+        choose_on_grid([{}], lambda _: _Linear(), emb, train, val, schedule, folds=folds)
+    torch.manual_seed(0)
+    choice = choose_on_grid([{}], lambda _: _Linear(), emb, train, val, schedule, refit=True, folds=folds)
+    losses = []
+    for fold_train, fold_val in folds:
+        torch.manual_seed(0)
+        losses.append(fit_cells(_Linear(), emb, fold_train, fold_val, schedule)[1])
+    n = [len(fold_val) for _, fold_val in folds]
+    assert choice.val_loss == pytest.approx(np.dot(losses, n) / sum(n)) and n[0] != n[1]
+    assert choice.val_loss != pytest.approx(np.mean(losses))
+    assert choice.refitted and len(choice.path) >= 1

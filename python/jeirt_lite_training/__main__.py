@@ -20,7 +20,7 @@ from typing import Any
 from ._runtime import check_output_folder, refuse_inputs
 from ._runtime import cli_options as opt  # the command line's converters and parser class
 from .config import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, DEFAULT_TABLE_PULLS, ENCODER_NAMES, STATIC
-from .options import COLUMN_OPTIONS, DEFAULTS, common_arguments, fit_arguments
+from .options import AUTO, COLUMN_OPTIONS, DEFAULTS, common_arguments, fit_arguments
 from .options import FIT_DESCRIPTION as FIT_DESCRIPTION
 from .options import fit_parser as fit_parser  # where scripts and `jeirt-lite train` find it
 
@@ -119,8 +119,8 @@ def fit_options(args: argparse.Namespace) -> dict[str, Any]:
     by experiments.compare's `fit` rows, so that a change to fit's defaults reaches both."""
     from .data import DataError
 
-    if args.folds < 1:
-        raise DataError(f"--folds must be >= 1, got {args.folds}")
+    if args.folds != AUTO and args.folds < 1:
+        raise DataError(f"--folds must be >= 1 or auto, got {args.folds}")
     if not args.dims or not args.dropouts:
         raise DataError("--dims and --dropouts need at least one value each")
     if args.table_pulls and args.encoder != STATIC:
@@ -130,7 +130,7 @@ def fit_options(args: argparse.Namespace) -> dict[str, Any]:
     if not args.ema_epochs >= 0:
         raise DataError(f"--ema-epochs must be >= 0 (0: no weight averaging), got {args.ema_epochs}")
     return {
-        "folds": args.folds,
+        "folds": None if args.folds == AUTO else args.folds,  # None: pipeline.choose_refit_and_export decides
         "dims": args.dims,
         "dropouts": args.dropouts,
         "calibration": None if args.calibration == "none" else args.calibration,

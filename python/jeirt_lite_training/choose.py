@@ -157,6 +157,7 @@ def selection_record(selection: Selection, *, folds: int, n_questions: int, n_ce
     base_lr = config.lr if config else selection.schedule[0]
     return {
         "protocol": "choose-then-refit",
+        "folds": folds,
         "chosen_on": (
             "validation loss of a held-out part (grouped by text, stratified by subject)"
             if folds == 1 else f"mean validation loss over {folds} folds (grouped by text, stratified by subject)"

@@ -13,6 +13,8 @@ from typing import Any
 
 from ._runtime import cli_options as opt  # the command line's converters and parser class
 from .config import (
+    AUTO_FOLDS,
+    AUTO_FOLDS_MAX_CELLS,
     DEFAULT_CORRECT_COLUMNS,
     DEFAULT_DIMS,
     DEFAULT_DROPOUTS,
@@ -38,6 +40,17 @@ COLUMN_OPTIONS = (
     ("--correct-column", "correct", DEFAULT_CORRECT_COLUMNS),
 )
 dropout = opt.fraction  # a dropout rate, in [0, 1)
+AUTO = "auto"  # --folds: the count follows the data's size (config.AUTO_FOLDS_MAX_CELLS)
+
+
+def folds(text: str) -> int | str:
+    """--folds: "auto", or a whole number of folds in [1, MAX_FOLDS]."""
+    if text.strip().lower() == AUTO:
+        return AUTO
+    try:
+        return opt.int_in(1, MAX_FOLDS)(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(f"{exc} (or auto)") from None
 
 
 def _names(names: tuple[str, ...]) -> str:
@@ -101,8 +114,10 @@ def fit_arguments(p: argparse.ArgumentParser, out_required: bool, data_required:
         help="fraction of questions kept out of everything, for a report on untouched questions, in [0, 1) "
         "(default 0)",
     )
-    p.add_argument("--folds", type=opt.int_in(1, MAX_FOLDS), default=1,
-                   help="k > 1: choose by k-fold cross-validation instead")
+    p.add_argument("--folds", type=folds, default=AUTO, metavar="K|auto",
+                   help=f"k > 1: choose by k-fold cross-validation; 1: on one held-out part (--val-fraction); auto "
+                   f"(default): {AUTO_FOLDS} folds when the questions learned from hold at most "
+                   f"{AUTO_FOLDS_MAX_CELLS:,} answers and the encoder is a transformer, else 1")
     p.add_argument("--dims", "--dim", type=opt.list_of(opt.dimension), default=list(DEFAULT_DIMS),
                    help="candidate d (comma list)")
     p.add_argument("--dropouts", "--dropout", type=opt.list_of(dropout), default=list(DEFAULT_DROPOUTS),

@@ -16,6 +16,7 @@ import numpy as np
 
 from .calibration import apply_calibration, fit_calibration, store_calibration
 from .choose import DEFAULT_DIMS, DEFAULT_DROPOUTS, Selection, choose, refit, selection_record
+from .config import AUTO_FOLDS, AUTO_FOLDS_MAX_CELLS
 from .fit import llm_accuracies
 from .metrics import all_metrics
 from .model import JeirtPredictor
@@ -99,7 +100,7 @@ def choose_refit_and_export(
     prep: Prepared,
     out_dir: Path | None,
     *,
-    folds: int = 1,
+    folds: int | None = None,
     dims: Sequence[int] = DEFAULT_DIMS,
     dropouts: Sequence[float] = DEFAULT_DROPOUTS,
     calibration: str | None = "global",
@@ -121,8 +122,13 @@ def choose_refit_and_export(
     same held-out parts against the frozen table (jeirt_lite_training.static_finetune); empty: the distilled table stays.
 
     neighbours: weigh the training questions' answers into the router as neighbour votes, kept only when the
-    held-out parts say they help (jeirt_lite_training.neighbour_blend); False: the joint geometry alone."""
+    held-out parts say they help (jeirt_lite_training.neighbour_blend); False: the joint geometry alone.
+
+    folds: K > 1 chooses by K-fold cross-validation over the training and validation questions, 1 on the validation
+    part; None (fit's default): `auto_folds` of their answers."""
     pool = np.sort(np.concatenate([prep.split.train, prep.split.val]))
+    if folds is None:
+        folds = auto_folds(len(prep.train) + len(prep.val), static=prep.static is not None)
     if folds == 1:
         parts = [(prep.train, prep.val)]
     else:
@@ -180,6 +186,13 @@ def choose_refit_and_export(
             store_calibration(result.router_path, fitted, costs(list(prep.data.llm_names)) if costs else None,
                               neighbours=result.votes)
     return result
+
+
+def auto_folds(n_cells: int, static: bool = False) -> int:
+    """`--folds auto`: AUTO_FOLDS folds for at most AUTO_FOLDS_MAX_CELLS answers to learn from, else 1; always 1 for
+    the static encoder, whose table is fitted to the training part's texts so that the held-out part stays unread
+    (on folds most held-out questions would be ones it read)."""
+    return AUTO_FOLDS if n_cells <= AUTO_FOLDS_MAX_CELLS and not static else 1
 
 
 def _table_for_router(prep: Prepared, pool: np.ndarray, log: Callable[[str], None]) -> Prepared:
