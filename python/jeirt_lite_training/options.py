@@ -77,7 +77,8 @@ def common_arguments(p: argparse.ArgumentParser, data_required: bool = True) -> 
     p.add_argument("--max-length", type=opt.tokens, default=DEFAULT_MAX_LENGTH, help="encoder truncation, in tokens")
     p.add_argument("--split-seed", type=opt.seed, default=0)
     p.add_argument("--val-fraction", type=opt.open_fraction, default=0.1,
-                   help="held-out part for the choices (of all questions), in (0, 1)")
+                   help="held-out part for the choices (of all questions), in (0, 1); fit chooses on it when it "
+                   "chooses on one part (--folds 1, or auto on a large set)")
     p.add_argument("--threads", type=opt.threads, default=2, help="torch threads, 1..256")
     p.add_argument("--lr", type=opt.positive, default=DEFAULTS.lr)
     p.add_argument("--batch-size", type=opt.positive_int, default=DEFAULTS.batch_size)
