@@ -98,6 +98,15 @@ def _prepared(emb: np.ndarray, cells: Responses, k: int, parts: tuple[np.ndarray
                     "synthetic", 0)
 
 
+@pytest.mark.parametrize("folds", [None, 1, 3])
+def test_a_set_too_small_for_a_validation_part_is_refused_before_training(folds: int | None) -> None:
+    emb, cells = _synthetic(seed=3)
+    prep = _prepared(emb, cells, 6, (np.arange(200), np.arange(0), np.arange(200, 240)))
+    with pytest.raises(ValueError, match="validation part holds no answers .*200 questions.*--val-fraction"):
+        choose_refit_and_export(prep, None, folds=folds, dims=(8,), dropouts=(0.5,), max_epochs=2, progress=False,
+                                log=lambda _: None)
+
+
 def test_the_calibration_is_fitted_on_the_held_out_predictions_not_the_refit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -127,6 +127,9 @@ def choose_refit_and_export(
     folds: K > 1 chooses by K-fold cross-validation over the training and validation questions, 1 on the validation
     part; None (fit's default): `auto_folds` of their answers."""
     pool = np.sort(np.concatenate([prep.split.train, prep.split.val]))
+    if not len(prep.val):  # the alignment reference's threshold reads it, whatever the choices are made on
+        raise ValueError(f"the validation part holds no answers ({len(np.unique(prep.train.question))} questions "
+                         "answered in all): too few questions to choose on; give more, or a larger --val-fraction")
     if folds is None:
         folds = auto_folds(len(prep.train) + len(prep.val), static=prep.static is not None)
     if folds == 1:
