@@ -46,7 +46,8 @@ METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "logreg", "embedll
 # jeirt_fit_static (fit --encoder static, the shipped router's recipe) fine-tunes a token table: slow, so asked for.
 # The *_no_votes rows are the same fit runs' routers without their neighbour votes (compare_fit.FitWithoutVotesRun),
 # the *_short_votes and *_feature_votes rows with one search space's votes (compare_fit.FitVoteSpaceRun).
-# The *_refit rows repeat their *_same_care row's choice (the whole grid again): asked for, not by default.
+# The *_refit rows repeat their *_same_care row's choice (the whole grid again): asked for, not by default;
+# mirt_text_same_care_refit_auto_folds makes it on the folds `fit --folds auto` takes (compare_fit.fit_folds).
 DEFAULT_METHODS = tuple(m for m in METHODS if not m.startswith("jeirt_fit_static") and "_refit" not in m)
 TEST_FRACTION = 0.2  # each split's test part (make_split's default), also `fit`'s --holdout in the fit rows
 
