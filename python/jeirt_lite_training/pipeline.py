@@ -129,15 +129,14 @@ def choose_refit_and_export(
     pool = np.sort(np.concatenate([prep.split.train, prep.split.val]))
     if not len(prep.val):  # the alignment reference's threshold reads it, whatever the choices are made on
         raise ValueError(f"the validation part holds no answers ({len(np.unique(prep.train.question))} questions "
-                         "answered in all): too few questions to choose on; give more, or a larger --val-fraction")
+                         "with answers to learn from): too few questions to choose on; give more, or a larger "
+                         "--val-fraction")
     if folds is None:
         folds = auto_folds(len(prep.train) + len(prep.val), static=prep.static is not None)
     if folds == 1:
         parts = [(prep.train, prep.val)]
     else:
-        fold_questions = make_folds(prep.data, pool, folds, seed=prep.split_seed)
-        parts = [(cells_of(prep.data, np.concatenate(fold_questions[:j] + fold_questions[j + 1 :])),
-                  cells_of(prep.data, fold_questions[j])) for j in range(folds)]
+        parts = fold_parts(prep.data, pool, folds, seed=prep.split_seed)
     log(f"choosing d x dropout on {f'{folds} folds' if folds > 1 else 'a held-out part'} ...")
     selection = choose(prep.embeddings, parts, prep.data.n_llms, dims=dims, dropouts=dropouts, log=log, **hyper)
     all_cells = cells_of(prep.data, pool)
@@ -196,6 +195,14 @@ def auto_folds(n_cells: int, static: bool = False) -> int:
     the static encoder, whose table is fitted to the training part's texts so that the held-out part stays unread
     (on folds most held-out questions would be ones it read)."""
     return AUTO_FOLDS if n_cells <= AUTO_FOLDS_MAX_CELLS and not static else 1
+
+
+def fold_parts(data: Dataset, pool: np.ndarray, k: int, seed: int) -> list[tuple[Responses, Responses]]:
+    """The (train, validation) cells of each of k folds of the questions `pool` (splits.make_folds: grouped by text,
+    stratified by subject), each fold held out once."""
+    questions = make_folds(data, pool, k, seed=seed)
+    return [(cells_of(data, np.concatenate(questions[:j] + questions[j + 1 :])), cells_of(data, questions[j]))
+            for j in range(k)]
 
 
 def _table_for_router(prep: Prepared, pool: np.ndarray, log: Callable[[str], None]) -> Prepared:
