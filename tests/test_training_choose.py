@@ -19,6 +19,7 @@ from jeirt_lite_training.choose import (
     refit,
     schedule_counts,
 )
+from jeirt_lite_training.config import AUTO_FOLDS
 from jeirt_lite_training.metrics import roc_auc
 from jeirt_lite_training.pipeline import choose_refit_and_export
 from jeirt_lite_training.prepared import Prepared
@@ -257,11 +258,12 @@ def test_static_fit_end_to_end_on_real_data(
     torch.set_num_threads(2)
     data = _slice(tmp_path / "slice", 300)
     argv = ["fit", "--data", str(data), "--encoder", "static", "--dropouts", "0.7", "--threads", "2"]
-    assert main([*argv, "--dims", "16,32", "--max-epochs", "12", "--holdout", "0.2", "--out", str(tmp_path / "router")]) == 0
+    one_part = ["--dims", "16,32", "--max-epochs", "12", "--folds", "1"]
+    assert main([*argv, *one_part, "--holdout", "0.2", "--out", str(tmp_path / "router")]) == 0
     manifest = json.loads((tmp_path / "router" / "router.json").read_text())
     selection = manifest["training"]["selection"]
     assert selection["protocol"] == "choose-then-refit" and len(selection["candidates"]) == 2
-    assert selection["folds"] == 1 and "held-out part" in selection["chosen_on"]  # auto: static keeps one part
+    assert selection["folds"] == 1 and "held-out part" in selection["chosen_on"]  # --folds 1 (auto takes five)
     assert selection["chosen"]["dim"] in (16, 32)
     n_test = manifest["training"]["split"]["n_test_questions"]
     assert selection["refit_on"]["questions"] == 300 - n_test and n_test > 0
@@ -279,6 +281,7 @@ def test_static_fit_end_to_end_on_real_data(
     everything = json.loads((tmp_path / "all" / "router.json").read_text())
     assert everything["training"]["selection"]["refit_on"]["questions"] == 300
     assert len(everything["training"]["selection"]["candidates"]) == 1
+    assert everything["training"]["selection"]["folds"] == AUTO_FOLDS  # auto: a small set is chosen on folds
     assert everything["metrics"]["test"] is None
 
 

@@ -87,4 +87,3 @@ def test_folds_are_auto_unless_given_and_auto_follows_the_number_of_answers() ->
 
     assert AUTO_FOLDS > 1
     assert auto_folds(AUTO_FOLDS_MAX_CELLS) == AUTO_FOLDS and auto_folds(AUTO_FOLDS_MAX_CELLS + 1) == 1
-    assert auto_folds(100, static=True) == 1

@@ -132,7 +132,7 @@ def choose_refit_and_export(
                          "with answers to learn from): too few questions to choose on; give more, or a larger "
                          "--val-fraction")
     if folds is None:
-        folds = auto_folds(len(prep.train) + len(prep.val), static=prep.static is not None)
+        folds = auto_folds(len(prep.train) + len(prep.val))
     if folds == 1:
         parts = [(prep.train, prep.val)]
     else:
@@ -190,11 +190,9 @@ def choose_refit_and_export(
     return result
 
 
-def auto_folds(n_cells: int, static: bool = False) -> int:
-    """`--folds auto`: AUTO_FOLDS folds for at most AUTO_FOLDS_MAX_CELLS answers to learn from, else 1; always 1 for
-    the static encoder, whose table is fitted to the training part's texts so that the held-out part stays unread
-    (on folds most held-out questions would be ones it read)."""
-    return AUTO_FOLDS if n_cells <= AUTO_FOLDS_MAX_CELLS and not static else 1
+def auto_folds(n_cells: int) -> int:
+    """`--folds auto`: AUTO_FOLDS folds for at most AUTO_FOLDS_MAX_CELLS answers to learn from, else 1."""
+    return AUTO_FOLDS if n_cells <= AUTO_FOLDS_MAX_CELLS else 1
 
 
 def fold_parts(data: Dataset, pool: np.ndarray, k: int, seed: int) -> list[tuple[Responses, Responses]]:
