@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 from jeirt_lite_training.averaging import WeightAverage, ema_decay
-from jeirt_lite_training.choose import median_schedule
+from jeirt_lite_training.choose import median_schedule, parts_loss
 from jeirt_lite_training.types import Responses
 from torch import nn
 
@@ -232,8 +232,7 @@ def _held_out_runs(model: Callable[[], nn.Module], embeddings: np.ndarray,
         path: list[float] = []
         runs.append(fit_cells(model(), embeddings, train, val, schedule, path=path))
         paths.append(path)
-    n_val = np.array([len(val) for _, val in parts], dtype=np.float64)
-    loss = float(np.dot([run[1] for run in runs], n_val) / n_val.sum())
+    loss = parts_loss([run[1] for run in runs], parts)
     epochs = int(np.floor(np.median([run[2] for run in runs]) + 0.5))
     return runs[0][0], loss, epochs, paths[0] if len(parts) == 1 else median_path(paths, schedule)
 

@@ -84,6 +84,12 @@ def median_schedule(schedules: Sequence[Sequence[float]], base_lr: float, levels
     return out or [base_lr]
 
 
+def parts_loss(losses: Sequence[float], parts: Sequence[tuple[Responses, Responses]]) -> float:
+    """The validation loss over the cells of all (train, validation) `parts`: each part's loss weighted by its cells."""
+    n_val = np.array([len(val) for _, val in parts], dtype=np.float64)
+    return float(np.dot(losses, n_val) / n_val.sum())
+
+
 def _floor_p(train: Responses, cells: Responses, n_llms: int) -> np.ndarray:
     from .fit import llm_accuracies
 
@@ -111,8 +117,7 @@ def choose(
     for dim, dropout in itertools.product(dims, dropouts):
         setting = {**hyper, "dim": int(dim), "dropout": float(dropout)}
         runs = [JeirtPredictor(**setting).fit(embeddings, train, val, n_llms) for train, val in parts]
-        n_val = np.array([len(val) for _, val in parts], dtype=np.float64)
-        loss = float(np.dot([r.best_val_loss for r in runs], n_val) / n_val.sum())
+        loss = parts_loss([r.best_val_loss for r in runs], parts)
         candidates.append(
             {"dim": int(dim), "dropout": float(dropout), "val_loss": loss,
              "best_epochs": [r.best_epoch for r in runs]}

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .choose import Selection, median_schedule
+from .choose import Selection, median_schedule, parts_loss
 from .config import DEFAULT_TABLE_PULLS as DEFAULT_TABLE_PULLS  # fit's default, importable without torch
 from .model import NORM_EPS, JeirtPredictor
 from .types import Responses
@@ -172,15 +172,14 @@ def choose_table(
     with the lowest validation loss if it beats the frozen table's, else keep the frozen table.
 
     embeddings_of(table) gives every question's embedding with a table (to predict the held-out cells)."""
-    n_val = np.array([len(val) for _, val in parts], dtype=np.float64)
-    frozen = float(np.dot([p.best_val_loss for p in selection.predictors], n_val) / n_val.sum())
+    frozen = parts_loss([p.best_val_loss for p in selection.predictors], parts)
     choice = TableChoice(None, lr_scale, list(selection.schedule),
                          [{"pull": None, "val_loss": frozen, "what": "distilled table, frozen"}])
     best_loss = frozen
     for pull in pulls:
         runs = [train_table(start, bags, selection.hyper, train, val, n_llms, pull=pull, lr_scale=lr_scale)
                 for train, val in parts]
-        loss = float(np.dot([r.best_val_loss for r, _ in runs], n_val) / n_val.sum())
+        loss = parts_loss([r.best_val_loss for r, _ in runs], parts)
         choice.candidates.append({"pull": pull, "val_loss": loss, "best_epochs": [r.best_epoch for r, _ in runs]})
         log(f"  table fine-tuned, pull {pull:g}: validation log-loss {loss:.4f} (frozen {frozen:.4f})")
         if loss < best_loss:
