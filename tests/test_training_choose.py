@@ -90,6 +90,14 @@ def test_choose_over_folds_weights_every_fold() -> None:
     assert len(sel.schedule) in range(epochs[0], epochs[-1] + 1)
 
 
+def test_choose_names_settings_that_reach_no_finite_loss() -> None:
+    emb, cells = _synthetic()
+    train, val = _part(cells, np.arange(180)), _part(cells, np.arange(180, 240))
+    huge = emb * np.float32(1e30)  # finite, but the question vectors' norms overflow float32
+    with pytest.raises(ValueError, match="no setting reached a finite validation loss"):
+        choose(huge, [(train, val)], 6, dims=(4,), dropouts=(0.0,), max_epochs=2, seed=0)
+
+
 def _prepared(emb: np.ndarray, cells: Responses, k: int, parts: tuple[np.ndarray, ...]) -> Prepared:
     n = emb.shape[0]
     data = Dataset("synthetic", [str(i) for i in range(n)], [f"q{i}" for i in range(n)], np.array(["b"] * n),

@@ -175,6 +175,10 @@ def test_bad_inputs_raise_clear_errors() -> None:
     bad = Responses(train.question, train.llm, np.where(train.correct > 0, 2.0, 0.0).astype(np.float32))
     with pytest.raises(ValueError, match="0 or 1"):
         JeirtPredictor(max_epochs=1).fit(emb, bad, val, k)
+    holed = emb.copy()
+    holed[3, 1] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or infinite values in 1 rows \(first: \[3\]\)"):
+        JeirtPredictor(max_epochs=1).fit(holed, train, val, k)
     p = JeirtPredictor(dim=4, max_epochs=1).fit(emb, train, val, k)
     with pytest.raises(IndexError, match="llm index out of range"):
         p.predict_proba(emb, np.array([0]), np.array([k]))

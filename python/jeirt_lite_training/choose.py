@@ -132,7 +132,9 @@ def choose(
                 schedule=median_schedule([r.schedule for r in runs], config.lr, config.lr_drops + 1),
                 predictors=runs,
             )
-    assert best is not None
+    if best is None:
+        raise ValueError(f"no setting reached a finite validation loss ({candidates}): check the features and the "
+                         "learning rate")
     best.candidates = candidates
     vals = [val for _, val in parts]
     best.heldout = Responses.concatenate(vals)

@@ -46,6 +46,9 @@ RESIDUAL_STD_FLOOR = 1e-6
 def _check_inputs(embeddings: Questions, cells: Responses, n_llms: int, what: str, soft: bool = False) -> None:
     if embeddings.ndim != 2:
         raise ValueError(f"embeddings must be 2-D (n_questions, D), got shape {embeddings.shape}")
+    if isinstance(embeddings, np.ndarray) and not np.isfinite(embeddings).all():
+        rows = np.flatnonzero(~np.isfinite(embeddings).all(axis=1))
+        raise ValueError(f"embeddings hold NaN or infinite values in {len(rows)} rows (first: {rows[:5].tolist()})")
     if len(cells) == 0:
         raise ValueError(f"{what} has no cells")
     if cells.question.min() < 0 or cells.question.max() >= embeddings.shape[0]:
