@@ -11,16 +11,12 @@ from jeirt_lite_training import choose as choose_module
 from jeirt_lite_training.types import Responses
 
 from experiments.fold_choice import first_fold_choose
+from experiments.tests.synthetic import embedding_cells
 
 
 def _folds(n_q: int = 180, n_llms: int = 5, dim: int = 8, seed: int = 3) -> tuple[np.ndarray, list[tuple[Responses, Responses]]]:
     """Three folds of questions whose correctness depends on their embedding, every LLM answering each."""
-    rng = np.random.default_rng(seed)
-    emb = rng.standard_normal((n_q, dim)).astype(np.float32)
-    skill = rng.standard_normal((n_llms, dim))
-    q, llm = np.repeat(np.arange(n_q), n_llms), np.tile(np.arange(n_llms), n_q)
-    p = 1 / (1 + np.exp(-(emb[q] * skill[llm]).sum(axis=1)))
-    cells = Responses(q, llm, (rng.random(len(q)) < p).astype(np.float32))
+    emb, cells = embedding_cells(n_q, n_llms, dim, seed)
     held = [np.arange(j, n_q, 3) for j in range(3)]
     parts = [(cells.subset(~np.isin(cells.question, h)), cells.subset(np.isin(cells.question, h))) for h in held]
     return emb, parts

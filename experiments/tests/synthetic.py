@@ -1,0 +1,16 @@
+"""Small synthetic answer matrices for the laboratory's tests."""
+
+from __future__ import annotations
+
+import numpy as np
+from jeirt_lite_training.types import Responses
+
+
+def embedding_cells(n_q: int, n_llms: int, dim: int, seed: int) -> tuple[np.ndarray, Responses]:
+    """Questions whose correctness depends on their embedding (a signal to learn), every LLM answering each."""
+    rng = np.random.default_rng(seed)
+    emb = rng.standard_normal((n_q, dim)).astype(np.float32)
+    skill = rng.standard_normal((n_llms, dim))
+    q, llm = np.repeat(np.arange(n_q), n_llms), np.tile(np.arange(n_llms), n_q)
+    p = 1 / (1 + np.exp(-(emb[q] * skill[llm]).sum(axis=1)))
+    return emb, Responses(q, llm, (rng.random(len(q)) < p).astype(np.float32))
