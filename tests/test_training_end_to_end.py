@@ -183,3 +183,22 @@ def test_a_graph_giving_nan_has_nan_parity_and_is_refused(slice_run, tmp_path, m
             max_length=prep.max_length, parity_texts=texts,
         )
     assert not (tmp_path / "router").exists()
+
+
+def test_the_export_keeps_the_tracers_warnings_off_the_terminal(slice_run, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """transformers' mask arithmetic and the index operator make torch's tracer warn; export_router checks the graph
+    itself (parity), so a user's `train` should not print them."""
+    import warnings
+
+    import jeirt_lite_training.export as export
+
+    prep, result, _ = slice_run
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        export.export_router(
+            result.predictor, tmp_path / "router", prep.data.llm_names, encoder=prep.encoder,
+            max_length=prep.max_length, parity_texts=[prep.data.texts[0]],
+        )
+    assert (tmp_path / "router" / "router.json").exists()
+    noisy = [w for w in caught if issubclass(w.category, torch.jit.TracerWarning) or "aten::index" in str(w.message)]
+    assert noisy == []

@@ -10,6 +10,7 @@ go next to it via `jeirt_lite.artifact.save_artifact`.
 from __future__ import annotations
 
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -56,7 +57,12 @@ def copy_module(adapter: Adapter) -> Adapter:
 def export_onnx(graph: QuestionVectorGraph, path: Path) -> Path:
     ids = torch.tensor([[101, 2054, 2003, 1037, 3160, 102], [101, 7592, 102, 0, 0, 0]], dtype=torch.int64)
     mask = (ids != 0).to(torch.int64)
-    with torch.inference_mode():
+    # The tracer warns about transformers' mask arithmetic and about indexing with negative indices; token ids and
+    # positions are never negative, and export_router checks the written graph against torch on real texts (parity),
+    # so on a user's terminal the warnings would only alarm.
+    with torch.inference_mode(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        warnings.filterwarnings("ignore", message="Exporting aten::index operator", category=UserWarning)
         torch.onnx.export(
             graph,
             (ids, mask),
