@@ -43,12 +43,16 @@ WARM_WEIGHT_SCALE = 0.1
 RESIDUAL_STD_FLOOR = 1e-6
 
 
-def _check_inputs(embeddings: Questions, cells: Responses, n_llms: int, what: str, soft: bool = False) -> None:
+def _check_embeddings(embeddings: Questions) -> None:
+    """Once per run: the question features every part's cells index into."""
     if embeddings.ndim != 2:
         raise ValueError(f"embeddings must be 2-D (n_questions, D), got shape {embeddings.shape}")
     if isinstance(embeddings, np.ndarray) and not np.isfinite(embeddings).all():
         rows = np.flatnonzero(~np.isfinite(embeddings).all(axis=1))
         raise ValueError(f"embeddings hold NaN or infinite values in {len(rows)} rows (first: {rows[:5].tolist()})")
+
+
+def _check_inputs(embeddings: Questions, cells: Responses, n_llms: int, what: str, soft: bool = False) -> None:
     if len(cells) == 0:
         raise ValueError(f"{what} has no cells")
     if cells.question.min() < 0 or cells.question.max() >= embeddings.shape[0]:
@@ -306,6 +310,7 @@ def train_model(
 
     soft_targets: train's `correct` may be any probability (a teacher's, experiments.ensemble_eval distils one); the
     loss is the same BCE, and `val` keeps 0/1 answers."""
+    _check_embeddings(embeddings)
     _check_inputs(embeddings, train, n_llms, "train", soft=soft_targets)
     _check_inputs(embeddings, val, n_llms, "val")
     _check_config(cfg)
@@ -360,6 +365,7 @@ def train_on_schedule(
     soft_targets: bool = False,
 ) -> TrainOutcome:
     """Training without validation data: one epoch per entry of `schedule`, at that (adapter) learning rate."""
+    _check_embeddings(embeddings)
     _check_inputs(embeddings, train, n_llms, "train", soft=soft_targets)
     _check_config(cfg)
     if len(schedule) == 0 or not all(lr > 0 for lr in schedule):
