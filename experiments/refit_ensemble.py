@@ -24,24 +24,23 @@ import shlex
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-METRICS = ("auc", "log_loss", "accuracy", "ece")
+# Each metric, and whether higher is better.
+METRICS = {"auc": True, "log_loss": False, "accuracy": True, "ece": False}
 
 
 def seed_refits(result: Any, cells: Any, n_llms: int, members: int, seed: int) -> list[Any]:
     """`members` − 1 more refits of `result`'s chosen setting and schedule on `cells`, seeds seed + 1000·k."""
-    from jeirt_lite_training.model import JeirtPredictor
+    from jeirt_lite_training.choose import refit
 
     selection = result.selection
-    return [
-        JeirtPredictor(**{**selection.hyper, "seed": seed + 1000 * k}).fit_schedule(
-            result.embeddings, cells, n_llms, selection.schedule)
-        for k in range(1, members)
-    ]
+    reseeded = [replace(selection, hyper={**selection.hyper, "seed": seed + 1000 * k}) for k in range(1, members)]
+    return [refit(result.embeddings, cells, n_llms, s) for s in reseeded]
 
 
 def ensemble_logits(result: Any, extra: Sequence[Any], question: np.ndarray, llm: np.ndarray) -> list[np.ndarray]:
@@ -53,40 +52,29 @@ def ensemble_logits(result: Any, extra: Sequence[Any], question: np.ndarray, llm
     return [np.mean(geometry[:k], axis=0) + votes for k in range(1, len(geometry) + 1)]
 
 
-def calibrated_metrics(logits: np.ndarray, cells: Any, calibration: dict[str, Any] | None) -> dict[str, float]:
-    from jeirt_lite_training.calibration import apply_calibration
-    from jeirt_lite_training.metrics import all_metrics
-
-    p = 1.0 / (1.0 + np.exp(-logits)) if calibration is None else apply_calibration(logits, cells.llm, calibration)
-    m = all_metrics(cells.correct, p)
-    return {key: float(m[key]) for key in METRICS}
-
-
-def run_split(data: Any, source: str, split_seed: int, members: int, threads: int, fit_args: Sequence[str],
+def run_split(data: Any, split_seed: int, members: int, threads: int, fit_args: Sequence[str],
               test_fraction: float = 0.2) -> dict[str, Any]:
-    from jeirt_lite_training.__main__ import fit_options
-    from jeirt_lite_training.pipeline import cells_of, choose_refit_and_export
-    from jeirt_lite_training.prepared import prepare_split
+    from jeirt_lite_training.metrics import all_metrics
+    from jeirt_lite_training.pipeline import cells_of
     from jeirt_lite_training.splits import make_split
 
-    from .compare_fit import fit_arguments
+    from .compare_fit import FitRun, _calibrated
 
-    args = fit_arguments(split_seed, test_fraction, threads, fit_args)
-    split = make_split(data, seed=split_seed, val_fraction=args.val_fraction, test_fraction=test_fraction)
-    prep = prepare_split(data, split, split_seed=split_seed, encoder=args.encoder, max_length=args.max_length,
-                         progress=False, source=source)
+    split = make_split(data, seed=split_seed, test_fraction=test_fraction)
+    run = FitRun(data, split_seed, test_fraction=test_fraction, threads=threads, extra=fit_args)
     t0 = time.perf_counter()
-    result = choose_refit_and_export(prep, None, log=lambda _: None, progress=False, **fit_options(args))
+    run.fit(None, split.responses(data, "train"), split.responses(data, "val"), data.n_llms)
     t1 = time.perf_counter()
     pool = np.sort(np.concatenate([split.train, split.val]))
-    extra = seed_refits(result, cells_of(data, pool), data.n_llms, members, split_seed)
+    extra = seed_refits(run.result, cells_of(data, pool), data.n_llms, members, split_seed)
     t2 = time.perf_counter()
-    calibration = result.extra["calibration"]
-    rows = [calibrated_metrics(z, prep.test, calibration)
-            for z in ensemble_logits(result, extra, prep.test.question, prep.test.llm)]
-    return {"split_seed": split_seed, "chosen": result.extra["selection"]["chosen"],
-            "folds": result.extra["selection"]["folds"], "schedule_epochs": len(result.selection.schedule),
-            "fit_seconds": t1 - t0, "refit_seconds": t2 - t1,
+    test = run.prep.test
+    rows = []
+    for z in ensemble_logits(run.result, extra, test.question, test.llm):
+        m = all_metrics(test.correct, _calibrated(z, test.llm, run.calibration))
+        rows.append({key: float(m[key]) for key in METRICS})
+    return {"split_seed": split_seed, "chosen": run.selection["chosen"], "folds": run.selection["folds"],
+            "schedule_epochs": len(run.result.selection.schedule), "fit_seconds": t1 - t0, "refit_seconds": t2 - t1,
             "member": rows[0], "ensembles": {str(k): rows[k - 1] for k in range(2, members + 1)}}
 
 
@@ -95,9 +83,9 @@ def paired(splits: list[dict[str, Any]], members: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k in range(2, members + 1):
         out[str(k)] = {}
-        for key in METRICS:
+        for key, higher_better in METRICS.items():
             d = np.array([s["ensembles"][str(k)][key] - s["member"][key] for s in splits])
-            better = int((d > 0).sum() if key in ("auc", "accuracy") else (d < 0).sum())
+            better = int((d > 0).sum() if higher_better else (d < 0).sum())
             out[str(k)][key] = {"mean": float(d.mean()), "sd": float(d.std(ddof=1)) if len(d) > 1 else 0.0,
                                 "better": better, "splits": len(d)}
     return out
@@ -121,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = load_dataset(args.data)
     splits = []
     for seed in (int(s) for s in args.seeds.split(",")):
-        splits.append(run_split(data, str(args.data), seed, args.members, args.threads, shlex.split(args.fit_args)))
+        splits.append(run_split(data, seed, args.members, args.threads, shlex.split(args.fit_args)))
         print(json.dumps({"split_seed": seed, "member": splits[-1]["member"],
                           "ensemble": splits[-1]["ensembles"][str(args.members)]}), flush=True)
     args.out.write_text(json.dumps({"data": Path(args.data).name, "members": args.members, "fit_args": args.fit_args,
