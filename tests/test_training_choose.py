@@ -26,6 +26,7 @@ from jeirt_lite_training.prepared import Prepared
 from jeirt_lite_training.router_writer import parity_texts
 from jeirt_lite_training.splits import make_folds, text_groups
 from jeirt_lite_training.types import Dataset, Responses, Split
+from synthetic_answers import embedding_cells
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "zeroeval_crux_gsm_math"
 MMLU_PRO = Path(__file__).resolve().parent.parent / "data" / "mmlu_pro"
@@ -40,14 +41,9 @@ def test_schedule_counts_and_median() -> None:
         schedule_counts([3e-4], 1e-3, 3)
 
 
-def _synthetic(n_q: int = 240, k: int = 6, dim: int = 8, seed: int = 0) -> tuple[np.ndarray, Responses]:
-    """Questions whose correctness depends on their embedding (a real signal to learn), every LLM on each."""
-    rng = np.random.default_rng(seed)
-    emb = rng.standard_normal((n_q, dim)).astype(np.float32)
-    skill = rng.standard_normal((k, dim))
-    q, llm = np.repeat(np.arange(n_q), k), np.tile(np.arange(k), n_q)
-    p = 1 / (1 + np.exp(-(emb[q] * skill[llm]).sum(axis=1)))
-    return emb, Responses(q, llm, (rng.random(len(q)) < p).astype(np.float32))
+def _synthetic(seed: int = 0) -> tuple[np.ndarray, Responses]:
+    """240 questions whose correctness depends on their embedding (a real signal to learn), six LLMs on each."""
+    return embedding_cells(240, 6, 8, seed)
 
 
 def _part(cells: Responses, questions: np.ndarray) -> Responses:

@@ -9,9 +9,9 @@ torch = pytest.importorskip("torch")
 
 from jeirt_lite_training import choose as choose_module
 from jeirt_lite_training.types import Responses
+from synthetic_answers import embedding_cells
 
 from experiments.fold_choice import first_fold_choose
-from experiments.tests.synthetic import embedding_cells
 
 
 def _folds(n_q: int = 180, n_llms: int = 5, dim: int = 8, seed: int = 3) -> tuple[np.ndarray, list[tuple[Responses, Responses]]]:

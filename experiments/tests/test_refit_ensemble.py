@@ -10,9 +10,9 @@ torch = pytest.importorskip("torch")
 from jeirt_lite_training.choose import choose, refit
 from jeirt_lite_training.pipeline import FitResult
 from jeirt_lite_training.types import Responses
+from synthetic_answers import embedding_cells
 
 from experiments.refit_ensemble import ensemble_logits, paired, seed_refits
-from experiments.tests.synthetic import embedding_cells
 
 
 def _fitted(n_q: int = 150, n_llms: int = 4, dim: int = 6, seed: int = 2) -> tuple[FitResult, Responses, int]:

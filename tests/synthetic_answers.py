@@ -1,4 +1,4 @@
-"""Small synthetic answer matrices for the laboratory's tests."""
+"""Small synthetic answer matrices for the training tests and the laboratory's."""
 
 from __future__ import annotations
 
