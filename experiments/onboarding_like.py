@@ -11,7 +11,7 @@ spans strong to weak); for each group JE-IRT (the published fixed setting, PUBLI
 transformer's embeddings is trained on split 0's training part without that group's LLMs. Each of them is then
 onboarded from a random `--fractions` share of its answers to split 0's test questions and scored on its other test
 answers. Compared on the same draws: add_llm as it ships, the ways of weighing its fits of
-experiments.onboarding_weighting (`simplest`, `average`, `hybrid`), the vector alone, and the per-LLM logistic
+experiments.onboarding_weighting (`simplest`, `average`, `hybrid`, the averages with more prior on the vector alone), the vector alone, and the per-LLM logistic
 regression on the same embeddings with the same care (single best and evidence-weighted; the issue's baseline).
 Needs the train extra (torch) for the question sides, trained once and cached.
 """
@@ -36,7 +36,8 @@ from .onboarding_ood import _cells, train_question_side
 from .onboarding_tables import paired
 from .onboarding_weighting import _seeds, grid_draw, rule_weights
 
-RULES = ("simplest", "average", "hybrid")
+RULES = ("simplest", "average", "hybrid", "average_half_alone", "average_alone_0.9", "average_alone_0.99")
+# add_llm (METHODS) is the product's own fit: since 2026-12-04 the `add_llm` rule of experiments.onboarding_weighting.
 METHODS = ("vector", "add_llm", *RULES, "logistic", "logistic_average")
 
 

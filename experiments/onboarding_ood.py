@@ -17,7 +17,9 @@ Every method of experiments.onboarding_methods gets the same answers. `--encoder
 and the baselines read (and JE-IRT is trained over): the router's encoder (static, the default) or the MiniLM
 transformer's embeddings (minilm, which needs `--train-on` or `--held-out`). `--baseline-features minilm` has the
 baselines read the MiniLM transformer's embeddings whatever the correction reads (the kept-back comparison's
-baseline features), and `--logistic-care` how carefully the logistic regression is fitted
+baseline features), `--in-distribution-only` draws only from the questions the router counts as in distribution
+(where add_llm's rule for the router's own kind applies), and `--logistic-care` how carefully the logistic
+regression is fitted
 (experiments.onboarding_methods.LOGISTIC_CARES); the defaults give the published rows. Each row records the setting
 each baseline's cross-validation chose (`chosen`). Needs the train extra (torch) for the runs.
 
@@ -129,11 +131,15 @@ def evaluate_draw(
 def out_of_domain(  # type: ignore[no-untyped-def]
     data: Dataset, q: np.ndarray, f: np.ndarray, prior: np.ndarray, fraction: float, seeds: list[int],
     flags: np.ndarray | None = None, learned: np.ndarray | None = None, baselines: Baselines = Baselines(),
+    flagged_only: bool = False,
 ):
+    """`flagged_only`: draw from the questions the router's alignment counts as in distribution only."""
     rows = []
     r = data.responses
     for llm in range(data.n_llms):
         questions, y = _cells(r, llm)
+        if flagged_only and flags is not None:
+            questions, y = questions[flags[questions]], y[flags[questions]]
         for seed in seeds:
             order = np.random.default_rng(seed).permutation(len(y))
             n = max(2, round(fraction * len(y)))
@@ -303,9 +309,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-on", type=Path, default=None, help="train the question side on this data instead")
     parser.add_argument("--held-out", action="store_true", help="in domain: hold LLMs of --data out of training")
     parser.add_argument("--fraction", type=float, default=0.10)
+    parser.add_argument("--in-distribution-only", action="store_true",
+                        help="out of domain: draw from the questions the router counts as in distribution only")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    if args.in_distribution_only and args.held_out:
+        parser.error("--in-distribution-only is for the out-of-domain runs, not --held-out")
     seeds = [int(s) for s in args.seeds.split(",")]
     data = load_dataset(args.data)
     router = Router.load(args.router, threads=1) if args.encoder == "static" else None
@@ -320,8 +330,9 @@ def main(argv: list[str] | None = None) -> int:
         rows = in_domain(data, q, f, prior, dropped, seeds, flags, learned, baselines)
         result = {"setup": setup, "summary": summary(rows, "fraction"), "rows": rows}
     else:
-        setup["fraction"] = args.fraction
-        rows = out_of_domain(data, q, f, prior, args.fraction, seeds, flags, learned, baselines)
+        setup.update(fraction=args.fraction, in_distribution_only=args.in_distribution_only)
+        rows = out_of_domain(data, q, f, prior, args.fraction, seeds, flags, learned, baselines,
+                             args.in_distribution_only)
         result = {"setup": setup, "summary": summary(rows), "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")

@@ -116,7 +116,7 @@ def suggest_table(result: dict[str, Any]) -> str:
 
 
 RULE_NAMES = {"simplest": "simplest within 1 (own kind: 2) SE", "average": "average", "average_half_alone":
-              "average, half the prior on the vector alone", "hybrid": "hybrid (add_llm)"}
+              "average, half the prior on the vector alone", "hybrid": "hybrid (add_llm until 2026-12-04)"}
 
 
 def weighting_table(results: list[dict[str, Any]]) -> str:

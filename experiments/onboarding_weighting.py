@@ -13,12 +13,18 @@ error over the draws):
 
 * `simplest`: the simplest fit within one standard error of the best (two for the router's own kind of question);
 * `average`: every fit weighted by exp of its held-out log-likelihood (pseudo-Bayesian model averaging);
-* `average_half_alone`: the same with half the prior mass on the vector alone;
-* `hybrid` (add_llm's rule): `simplest` for the router's own kind of question, `average` otherwise.
+* `average_half_alone`, `average_alone_0.9`, `average_alone_0.99`: the same with that prior mass on the vector alone;
+* `hybrid` (add_llm's rule until 2026-12-04): `simplest` for the router's own kind of question, `average` otherwise;
+* `add_llm` (its rule since): `average`, with LIKE_ROUTER_ALONE_PRIOR of the prior on the vector alone for the
+  router's own kind of question.
 
-Setups: static_zeroeval (the shipped router → zeroeval), static_mmlu (JE-IRT on zeroeval over the shipped encoder →
-MMLU-Pro), minilm_zeroeval (JE-IRT on MMLU-Pro over MiniLM → zeroeval), in_domain (the held-out MMLU-Pro LLMs of
-experiments.onboarding_runs, whose runs must exist).
+Setups: static_zeroeval (the shipped router → zeroeval; `--in-distribution-only`: only the questions it counts as in
+distribution, so that nearly every draw counts as its own kind), static_mmlu (JE-IRT on zeroeval over the shipped
+encoder → MMLU-Pro), minilm_zeroeval (JE-IRT on MMLU-Pro over MiniLM → zeroeval), in_domain (the held-out MMLU-Pro
+LLMs of experiments.onboarding_runs, whose runs must exist).
+
+    python -m experiments.onboarding_weighting --setup static_zeroeval --in-distribution-only --seeds 3,4,5 \
+        --out docs/results/weighting_static_zeroeval_flagged_kept_apart.json
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from jeirt_lite._corrections import (
     DEFAULT_FOLDS,
     DEFAULT_ROUTER_SCALES,
     DEFAULT_STRENGTHS,
+    LIKE_ROUTER_ALONE_PRIOR,
     VECTOR_ALONE,
     Choice,
     _cross_validated,
@@ -45,12 +52,15 @@ from jeirt_lite._corrections import (
     log_likelihoods,
     ridge_logistic,
     sigmoid,
-    simplest_within,
 )
 from jeirt_lite._onboarding import DEFAULT_L2, fit_llm_vector
 from jeirt_lite_training.metrics import roc_auc
 
 RULES = ("simplest", "average", "average_half_alone", "hybrid")
+# Rules compared since (their rows lack in the results written before): the average with this much prior mass on
+# the vector alone, and add_llm's rule now (the average, with LIKE_ROUTER_ALONE_PRIOR on the vector alone for the
+# router's own kind of question).
+EXTRA_RULES = ("average_alone_0.9", "average_alone_0.99", "add_llm")
 
 
 def grid_draw(q: np.ndarray, f: np.ndarray, y: np.ndarray, prior: np.ndarray, q2: np.ndarray, f2: np.ndarray,
@@ -70,36 +80,65 @@ def grid_draw(q: np.ndarray, f: np.ndarray, y: np.ndarray, prior: np.ndarray, q2
     return held_out, test
 
 
+def _simplicity(choice: Choice) -> tuple[float, float]:
+    """Sort key, simplest first: the vector alone, then s = 1 from the strongest penalty down, then smaller s."""
+    scale, strength = choice
+    return (-1.0 if np.isinf(strength) else 1.0 - scale, -strength)
+
+
+def simplest_within(y: np.ndarray, held_out: dict[Choice, np.ndarray], margin: float) -> Choice:
+    """The simplest choice whose held-out log-loss is within `margin` standard errors (of the paired per-answer
+    differences) of the best one's (add_llm's rule for the router's own kind of question until 2026-12-04)."""
+    losses = {c: -log_likelihoods(y, z) for c, z in held_out.items()}
+    best = min(losses, key=lambda c: (float(losses[c].mean()), _simplicity(c)))
+    for choice in sorted(losses, key=_simplicity):
+        gap = losses[choice] - losses[best]
+        if gap.mean() <= margin * gap.std(ddof=1) / np.sqrt(len(y)):
+            return choice
+    return best
+
+
 def rule_weights(rule: str, y: np.ndarray, held_out: dict[Choice, np.ndarray], like: bool) -> dict[Choice, float]:
+    if rule == "add_llm":
+        return evidence_weights(y, held_out, LIKE_ROUTER_ALONE_PRIOR if like else None)
     if rule == "simplest" or (rule == "hybrid" and like):
         return {simplest_within(y, held_out, 2.0 if like else 1.0): 1.0}
     if rule in ("average", "hybrid"):
         return evidence_weights(y, held_out)
     if rule == "average_half_alone":
-        choices = list(held_out)
-        prior = np.array([0.5 if c == VECTOR_ALONE else 0.5 / (len(choices) - 1) for c in choices])
-        evidence = np.array([log_likelihoods(y, held_out[c]).sum() for c in choices]) + np.log(prior)
-        weights = np.exp(evidence - evidence.max())
-        return dict(zip(choices, (weights / weights.sum()).tolist()))
+        return average_with_alone_prior(y, held_out, 0.5)
+    if rule.startswith("average_alone_"):
+        return average_with_alone_prior(y, held_out, float(rule.removeprefix("average_alone_")))
     raise ValueError(f"unknown rule {rule!r}")
 
 
-def draws(setup: str, seeds: list[int], fractions: list[float]) -> list[dict[str, Any]]:
+def average_with_alone_prior(y: np.ndarray, held_out: dict[Choice, np.ndarray], alone: float) -> dict[Choice, float]:
+    """The evidence-weighted average with the prior mass `alone` on the vector alone, the rest shared evenly."""
+    choices = list(held_out)
+    prior = np.array([alone if c == VECTOR_ALONE else (1 - alone) / (len(choices) - 1) for c in choices])
+    evidence = np.array([log_likelihoods(y, held_out[c]).sum() for c in choices]) + np.log(prior)
+    weights = np.exp(evidence - evidence.max())
+    return dict(zip(choices, (weights / weights.sum()).tolist()))
+
+
+def draws(setup: str, seeds: list[int], fractions: list[float], flagged_only: bool = False) -> list[dict[str, Any]]:
     """Per draw: the rules' AUC on the scored questions and the vector alone's."""
     out = []
-    for key, q, f, y, flags, q2, f2, y2, prior, seed in _setup_draws(setup, seeds, fractions):
+    for key, q, f, y, flags, q2, f2, y2, prior, seed in _setup_draws(setup, seeds, fractions, flagged_only):
         held_out, test = grid_draw(q, f, y, prior, q2, f2, seed)
         like = bool(np.mean(flags) >= like_the_routers_share(len(y)))
         row: dict[str, Any] = {"draw": key, "answers": len(y), "like_router": like,
                                "vector": roc_auc(y2, sigmoid(test[VECTOR_ALONE]))}
-        for rule in RULES:
+        for rule in RULES + EXTRA_RULES:
             weights = rule_weights(rule, y.astype(np.float64), held_out, like)
             row[rule] = roc_auc(y2, sigmoid(sum(w * test[c] for c, w in weights.items())))  # type: ignore[arg-type]
         out.append(row)
     return out
 
 
-def _setup_draws(setup: str, seeds: list[int], fractions: list[float]):  # type: ignore[no-untyped-def]
+def _setup_draws(  # type: ignore[no-untyped-def]
+    setup: str, seeds: list[int], fractions: list[float], flagged_only: bool = False
+):
     from jeirt_lite import Router
     from jeirt_lite_training.data import load_dataset
     from jeirt_lite_training.splits import make_split
@@ -137,6 +176,8 @@ def _setup_draws(setup: str, seeds: list[int], fractions: list[float]):  # type:
     q, f, prior, _, _, flags, _ = question_side(router, data, train_on, False, encoder)
     for llm in range(data.n_llms):
         questions, y = _cells(data.responses, llm)
+        if flagged_only:  # only the questions the router's alignment counts as in distribution
+            questions, y = questions[flags[questions]], y[flags[questions]]
         for seed in seeds:
             order = np.random.default_rng(seed).permutation(len(y))
             n = max(2, round(0.1 * len(y)))
@@ -149,7 +190,7 @@ def _setup_draws(setup: str, seeds: list[int], fractions: list[float]):  # type:
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"draws": len(rows), "vector": float(np.mean([r["vector"] for r in rows]))}
-    for rule in RULES:
+    for rule in (r for r in RULES + EXTRA_RULES if r in rows[0]):
         diff = np.array([r[rule] - r["vector"] for r in rows])
         se = float(diff.std(ddof=1) / np.sqrt(len(diff))) if len(diff) > 1 else float("nan")
         out[rule] = {"auc": float(np.mean([r[rule] for r in rows])), "minus_vector": float(diff.mean()), "se": se}
@@ -169,14 +210,19 @@ def main(argv: list[str] | None = None) -> int:
                         required=True)
     parser.add_argument("--seeds", required=True, help="draw seeds: 3,4,5 or 14-45 (keep them apart from the reported)")
     parser.add_argument("--fractions", default="0.05,0.1,0.25", help="in_domain only: fractions of the answers")
+    parser.add_argument("--in-distribution-only", action="store_true",
+                        help="out of domain only: draw from the questions the router counts as in distribution")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    if args.in_distribution_only and args.setup == "in_domain":
+        parser.error("--in-distribution-only is for the out-of-domain setups")
     fractions = [float(x) for x in args.fractions.split(",")]
-    rows = draws(args.setup, _seeds(args.seeds), fractions)
+    rows = draws(args.setup, _seeds(args.seeds), fractions, args.in_distribution_only)
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         groups.setdefault(f"{row['draw'][1]:g}" if args.setup == "in_domain" else "all", []).append(row)
-    result = {"setup": {"setup": args.setup, "seeds": args.seeds, "rules": list(RULES)},
+    result = {"setup": {"setup": args.setup, "seeds": args.seeds, "rules": list(RULES),
+                        "in_distribution_only": args.in_distribution_only},
               "summary": {name: summary(group) for name, group in groups.items()}, "rows": rows}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")

@@ -165,3 +165,30 @@ def test_the_baselines_table_pairs_runs_on_the_same_draws() -> None:
     assert table.endswith("| cosine KNN, MiniLM embeddings | 0.6000 | 0.5000 | +0.1000 ± 0.0000 | -0.0500 ± 0.0000 | 2/2 |")
     with pytest.raises(SystemExit, match="cannot be paired"):
         baselines_table([_result(None, 0.6), _result("minilm", 0.6, add_llm_auc=0.71)])
+
+
+def test_in_distribution_only_draws_from_the_flagged_questions(world: dict[str, np.ndarray]) -> None:
+    from jeirt_lite_training.types import Dataset, Responses
+
+    from experiments.onboarding_ood import out_of_domain
+
+    y = world["y"]
+    questions = np.tile(np.arange(N), 2)
+    data = Dataset("toy", [f"q{i}" for i in range(N)], [f"text {i}" for i in range(N)], np.array(["b"] * N),
+                   np.array(["s"] * N), ["a", "b"], Responses(questions, np.repeat([0, 1], N), np.tile(y, 2)))
+    flags = np.arange(N) < 300
+    every = out_of_domain(data, world["q"], world["f"], np.zeros(D), 0.1, [0], flags)
+    flagged = out_of_domain(data, world["q"], world["f"], np.zeros(D), 0.1, [0], flags, flagged_only=True)
+    assert [row["answers"] for row in every] == [60, 60] and [row["answers"] for row in flagged] == [30, 30]
+
+
+def test_in_distribution_only_is_refused_in_domain(capsys: pytest.CaptureFixture[str]) -> None:
+    from experiments import onboarding_weighting
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--data", "data/none", "--out", "none.json", "--held-out", "--in-distribution-only"])
+    assert exit_info.value.code == 2 and "not --held-out" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        onboarding_weighting.main(["--setup", "in_domain", "--seeds", "1", "--out", "none.json",
+                                   "--in-distribution-only"])
+    assert exit_info.value.code == 2 and "out-of-domain setups" in capsys.readouterr().err

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from jeirt_lite._corrections import VECTOR_ALONE, evidence_weights, simplest_within
+from jeirt_lite._corrections import LIKE_ROUTER_ALONE_PRIOR, VECTOR_ALONE, evidence_weights
 
-from experiments.onboarding_weighting import rule_weights, summary
+from experiments.onboarding_weighting import rule_weights, simplest_within, summary
 
 
 def _held_out() -> tuple[np.ndarray, dict[tuple[float, float], np.ndarray]]:
@@ -26,8 +26,26 @@ def test_the_hybrid_rule_is_add_llms() -> None:
     plain = rule_weights("average", y, held_out, like=False)
     assert sum(half.values()) == pytest.approx(1.0)
     assert half[VECTOR_ALONE] > plain.get(VECTOR_ALONE, 0.0)  # the half prior moves weight to the vector alone
+    assert rule_weights("add_llm", y, held_out, like=True) == evidence_weights(y, held_out, LIKE_ROUTER_ALONE_PRIOR)
+    assert rule_weights("add_llm", y, held_out, like=False) == plain
+    strong = rule_weights("average_alone_0.99", y, held_out, like=False)
+    assert strong[VECTOR_ALONE] > rule_weights("average_alone_0.9", y, held_out, like=False)[VECTOR_ALONE]
     with pytest.raises(ValueError, match="unknown rule"):
         rule_weights("best", y, held_out, like=False)
+
+
+def test_the_simplest_fit_must_beat_the_vector_alone_by_the_margin() -> None:
+    # Held-out losses where the correction beats the vector alone by 1.5 standard errors: enough at one standard
+    # error, not at two.
+    n = 400
+    e = np.random.default_rng(9).normal(size=n)
+    gap = (e - e.mean()) / e.std(ddof=1) * 0.2  # per-answer loss differences, standard deviation 0.2
+    gap += -1.5 * 0.2 / np.sqrt(n) - gap.mean()
+    y = np.ones(n)
+    # held-out logits whose losses log(1 + e^-z) are log 2 and log 2 + gap
+    held_out = {(1.0, float("inf")): np.zeros(n), (1.0, 100.0): -np.log(np.expm1(np.log(2.0) + gap))}
+    assert simplest_within(y, held_out, 1.0) == (1.0, 100.0)
+    assert simplest_within(y, held_out, 2.0) == (1.0, float("inf"))
 
 
 def test_the_summary_is_the_mean_difference_to_the_vector_alone_with_its_standard_error() -> None:

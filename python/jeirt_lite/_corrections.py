@@ -11,15 +11,16 @@ that is linear in the encoder's features f (the embedding before the router's ad
 regression with s times m's logits as a fixed offset and a ridge penalty ½α‖w̃‖² on the standardised weights.
 s ≤ 1 is how much of the router's own logit the fit keeps (stacking): where the router's space says nothing about
 the new questions, its logit is noise that a correction fitted around it cannot remove, and a smaller s lets the
-features carry the fit (s = 1 is the plain correction). Out of the router's domain the fit is an average over
+features carry the fit (s = 1 is the plain correction). The fit is an average over
 the grid of (s, α), the vector alone (α = ∞, s = 1) included, each fit weighted by exp of its cross-validated
 log-likelihood of the answers (pseudo-Bayesian model averaging): with a few hundred answers the held-out log-loss
 of neighbouring pairs differs by less than its noise, and picking one pair by it left AUC on the table
 (docs/research/onboarding.md). The average of the fits' logits has the form above again (s̄ = the weights' mean
 s), so it is stored like a single fit. When the router's alignment counts the answered questions as its own kind
-(`like_the_routers_share`), the fit is instead the single simplest pair whose held-out log-loss is within two
-standard errors of the best (the vector alone first, then s = 1 from the strongest penalty down): there the router's
-space already explains most of what the answers say, and with few answers averaging was measured to lose.
+(`like_the_routers_share`), the vector alone starts with most of the prior weight (LIKE_ROUTER_ALONE_PRIOR) instead
+of an equal share: on new questions of the router's kind its space explains most of what the answers say, and with
+few answers the plain average was measured to lose there; yet the alignment flag is coarse, and questions it passes
+can still need the correction (docs/research/onboarding.md).
 Answers on questions the router learned from (its training_questions.npy) join the fit of m but not the
 correction's fit or its cross-validation: there the question vectors were fitted to the other LLMs' answers, so the
 router's logit looks better than it will on unseen questions and a correction's measured gain need not carry over.
@@ -130,8 +131,9 @@ def mean_log_loss(y: np.ndarray, p: np.ndarray) -> float:
 
 Choice = tuple[float, float]  # (router scale s, ridge strength α); (1, inf) is the vector alone
 VECTOR_ALONE: Choice = (1.0, float("inf"))
-# Questions of the router's own kind: the single simplest fit within this many standard errors of the best.
-LIKE_ROUTER_MARGIN = 2.0
+# Questions of the router's own kind: the prior weight of the vector alone in the average (the other fits share the
+# rest evenly); otherwise every fit of the grid is equally likely beforehand.
+LIKE_ROUTER_ALONE_PRIOR = 0.9
 
 
 def log_likelihoods(y: np.ndarray, logits: np.ndarray) -> np.ndarray:
@@ -140,35 +142,21 @@ def log_likelihoods(y: np.ndarray, logits: np.ndarray) -> np.ndarray:
     return out
 
 
-def evidence_weights(y: np.ndarray, held_out: dict[Choice, np.ndarray]) -> dict[Choice, float]:
-    """Each choice's weight ∝ exp(its held-out log-likelihood of the answers) (pseudo-Bayesian model averaging over
-    the grid, every choice equally likely before the answers), those below MIN_WEIGHT left out and the rest
-    renormalised."""
+def evidence_weights(
+    y: np.ndarray, held_out: dict[Choice, np.ndarray], alone_prior: Optional[float] = None
+) -> dict[Choice, float]:
+    """Each choice's weight ∝ its prior × exp(its held-out log-likelihood of the answers) (pseudo-Bayesian model
+    averaging over the grid), those below MIN_WEIGHT left out and the rest renormalised. The prior: `alone_prior` on
+    the vector alone and the rest shared evenly by the other choices, or (None) every choice equally likely."""
     choices = list(held_out)
     evidence = np.array([log_likelihoods(y, held_out[c]).sum() for c in choices])
+    if alone_prior is not None and VECTOR_ALONE in held_out and len(choices) > 1:
+        others = (1.0 - alone_prior) / (len(choices) - 1)
+        evidence += np.log([alone_prior if c == VECTOR_ALONE else others for c in choices])
     weights = np.exp(evidence - evidence.max())
     weights /= weights.sum()
     kept = weights >= MIN_WEIGHT
     return {c: float(w) for c, w, k in zip(choices, weights / weights[kept].sum(), kept) if k}
-
-
-def _simplicity(choice: Choice) -> tuple[float, float]:
-    """Sort key, simplest first: the vector alone, then s = 1 from the strongest penalty down, then smaller s."""
-    scale, strength = choice
-    return (-1.0 if np.isinf(strength) else 1.0 - scale, -strength)
-
-
-def simplest_within(y: np.ndarray, held_out: dict[Choice, np.ndarray], margin: float) -> Choice:
-    """The simplest choice whose held-out log-loss is within `margin` standard errors (of the paired per-answer
-    differences) of the best one's: a correction, and a turned-down router logit, must earn their place beyond
-    the noise of the folds."""
-    losses = {c: -log_likelihoods(y, z) for c, z in held_out.items()}
-    best = min(losses, key=lambda c: (float(losses[c].mean()), _simplicity(c)))
-    for choice in sorted(losses, key=_simplicity):
-        gap = losses[choice] - losses[best]
-        if gap.mean() <= margin * gap.std(ddof=1) / np.sqrt(len(y)):
-            return choice
-    return best
 
 
 def _auc(y: np.ndarray, score: np.ndarray) -> Optional[float]:
@@ -300,8 +288,8 @@ def fit_onboarding(
         folds, seed: the cross-validation.
         in_distribution: (n,) the router's in-distribution flag of each answered question, or None (unknown):
             when their share is not significantly below the router's own (`like_the_routers_share`), they count as
-            the router's own kind (`like_router`) and the single simplest fit within two standard errors of the best
-            is kept instead of the average.
+            the router's own kind (`like_router`) and the vector alone starts the average with
+            LIKE_ROUTER_ALONE_PRIOR of the prior weight.
         percentile: the share of its own validation questions the router's alignment threshold flags, in %.
         learned: (n,) bool, which answered questions the router learned from (its training_questions.npy), or None
             (unknown: every answer counts as new to it). m is fitted on every answer; the correction is fitted and
@@ -344,7 +332,7 @@ def fit_onboarding(
         q[rows], design, y[rows], prior, l2, grid, tuple(router_scales), folds, seed, (q[~rows], y[~rows])
     )
     yr = y[rows]
-    weights = {simplest_within(yr, held_out, LIKE_ROUTER_MARGIN): 1.0} if like_router else evidence_weights(yr, held_out)
+    weights = evidence_weights(yr, held_out, LIKE_ROUTER_ALONE_PRIOR if like_router else None)
     averaged = np.sum([weight * held_out[c] for c, weight in weights.items()], axis=0)
     alone = VECTOR_ALONE
     report.update(cv_answers=int(rows.sum()), **_cv_scores(yr, averaged, held_out[alone]))
@@ -358,7 +346,7 @@ def fit_onboarding(
     ]
     if set(weights) <= {alone}:
         report.update(router_scale=1.0, correction="off: cross-validation prefers the vector alone" + (
-            " (the questions look like the router's training questions: a correction needs two standard errors)"
+            " (the questions look like the router's training questions: the vector alone had most of the prior)"
             if like_router else ""))
         return OnboardingFit(vector.astype(np.float32), None, 0.0, report)
     scale, w = _averaged_weights(design, yr, base_logits(q[rows], vector), weights)
