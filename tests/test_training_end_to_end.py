@@ -202,3 +202,19 @@ def test_the_export_keeps_the_tracers_warnings_off_the_terminal(slice_run, tmp_p
     assert (tmp_path / "router" / "router.json").exists()
     noisy = [w for w in caught if issubclass(w.category, torch.jit.TracerWarning) or "aten::index" in str(w.message)]
     assert noisy == []
+
+
+def test_loading_the_encoder_draws_no_progress_bar_and_leaves_the_users_setting(capfd) -> None:  # type: ignore[no-untyped-def]
+    """transformers draws a "Loading weights" bar on stderr whenever the encoder loads (every `train` export)."""
+    from jeirt_lite_training.encoders import load_encoder
+    from transformers.utils import logging as transformers_logging
+
+    before = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.enable_progress_bar()  # as a user's process has them, unless its environment turns them off
+    try:
+        load_encoder.__wrapped__()  # past the cache: a real load
+        assert "Loading weights" not in capfd.readouterr().err
+        assert transformers_logging.is_progress_bar_enabled()  # a user's own bars stay on
+    finally:
+        if not before:
+            transformers_logging.disable_progress_bar()

@@ -152,11 +152,19 @@ class SentenceEncoder(torch.nn.Module):
 def load_encoder(name: str = DEFAULT_ENCODER) -> SentenceEncoder:
     """The frozen encoder in eval mode, eager attention (exportable to ONNX)."""
     from transformers import AutoModel
+    from transformers.utils import logging as transformers_logging
 
     spec = get_spec(name)
-    transformer = AutoModel.from_pretrained(
-        str(spec.model_dir()), attn_implementation="eager", local_files_only=True
-    )
+    # transformers draws a "Loading weights" bar on stderr: noise in every `train` run, whose own bars say what runs.
+    bars = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        transformer = AutoModel.from_pretrained(
+            str(spec.model_dir()), attn_implementation="eager", local_files_only=True
+        )
+    finally:
+        if bars:
+            transformers_logging.enable_progress_bar()
     model = SentenceEncoder(transformer, normalize=spec.normalize).eval()
     for p in model.parameters():
         p.requires_grad_(False)
