@@ -307,6 +307,9 @@ def test_questions_like_the_routers_start_the_average_with_most_of_the_prior_on_
     assert evidence_weights(y, held_out) == pytest.approx({c: 1 / 3 for c in held_out})
     assert evidence_weights(y, held_out, 0.9) == pytest.approx(
         {VECTOR_ALONE: 0.9, (1.0, 100.0): 0.05, (0.5, 100.0): 0.05})
+    for bad in (0.0, 1.0, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="prior weight must be in"):
+            evidence_weights(y, held_out, bad)
 
     q, f, _, y = _problem(1, 400, 0.0)  # no feature effect: the prior decides how much the vector alone keeps
     assert like_the_routers_share(400) == pytest.approx(0.95 - 2 * np.sqrt(0.95 * 0.05 / 400))  # 0.928

@@ -148,6 +148,8 @@ def evidence_weights(
     """Each choice's weight ∝ its prior × exp(its held-out log-likelihood of the answers) (pseudo-Bayesian model
     averaging over the grid), those below MIN_WEIGHT left out and the rest renormalised. The prior: `alone_prior` on
     the vector alone and the rest shared evenly by the other choices, or (None) every choice equally likely."""
+    if alone_prior is not None and not 0.0 < alone_prior < 1.0:
+        raise ValueError(f"the vector alone's prior weight must be in (0, 1), got {alone_prior!r}")
     choices = list(held_out)
     evidence = np.array([log_likelihoods(y, held_out[c]).sum() for c in choices])
     if alone_prior is not None and VECTOR_ALONE in held_out and len(choices) > 1:
