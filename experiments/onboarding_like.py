@@ -19,7 +19,6 @@ Needs the train extra (torch) for the question sides, trained once and cached.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ from jeirt_lite_training.types import Dataset
 
 from .onboarding_methods import alignment_flags, cache_dir, fit_baseline, fit_method, minilm_features
 from .onboarding_ood import _cells, train_question_side
-from .onboarding_tables import paired
+from .onboarding_tables import paired, write_result
 from .onboarding_weighting import _seeds, grid_draw, rule_weights
 
 RULES = ("simplest", "average", "hybrid", "average_half_alone", "average_alone_0.9", "average_alone_0.99")
@@ -138,9 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = draws(data, args.groups, fractions, _seeds(args.seeds))
     result = {"setup": {"data": data.name, "groups": args.groups, "fractions": fractions, "seeds": args.seeds},
               "summary": summary(rows), "rows": rows}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result["summary"], indent=1))
+    write_result(args.out, result)
     return 0
 
 

@@ -42,6 +42,13 @@ def methods_table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def write_result(out: Path, result: dict[str, Any]) -> None:
+    """A run's results JSON written to `out` (its folder made), and its summary printed."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps(result["summary"], indent=1))
+
+
 def paired(rows: list[dict[str, Any]], a: str, b: str) -> dict[str, float]:
     """Method a's AUC and log-loss minus b's over the same draws: mean, standard error, and the draws a's AUC is above."""
     out: dict[str, float] = {}

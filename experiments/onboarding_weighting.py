@@ -30,7 +30,6 @@ LLMs of experiments.onboarding_runs, whose runs must exist).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -55,6 +54,8 @@ from jeirt_lite._corrections import (
 )
 from jeirt_lite._onboarding import DEFAULT_L2, fit_llm_vector
 from jeirt_lite_training.metrics import roc_auc
+
+from .onboarding_tables import write_result
 
 RULES = ("simplest", "average", "average_half_alone", "hybrid")
 # Rules compared since (their rows lack in the results written before): the average with this much prior mass on
@@ -224,9 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"setup": {"setup": args.setup, "seeds": args.seeds, "rules": list(RULES),
                         "in_distribution_only": args.in_distribution_only},
               "summary": {name: summary(group) for name, group in groups.items()}, "rows": rows}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps(result["summary"], indent=1))
+    write_result(args.out, result)
     return 0
 
 
