@@ -11,8 +11,9 @@ spans strong to weak); for each group JE-IRT (the published fixed setting, PUBLI
 transformer's embeddings is trained on split 0's training part without that group's LLMs. Each of them is then
 onboarded from a random `--fractions` share of its answers to split 0's test questions and scored on its other test
 answers. Compared on the same draws: add_llm as it ships, the ways of weighing its fits of
-experiments.onboarding_weighting (`simplest`, `average`, `hybrid`, the averages with more prior on the vector alone), the vector alone, and the per-LLM logistic
-regression on the same embeddings with the same care (single best and evidence-weighted; the issue's baseline).
+experiments.onboarding_weighting (`simplest`, `average`, `hybrid`, the averages with more prior on the vector
+alone), the vector alone, and the per-LLM logistic regression on the same embeddings with the same care (single
+best and evidence-weighted; the issue's baseline).
 Needs the train extra (torch) for the question sides, trained once and cached.
 """
 

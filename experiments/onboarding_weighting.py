@@ -114,7 +114,8 @@ def rule_weights(rule: str, y: np.ndarray, held_out: dict[Choice, np.ndarray], l
 
 
 def average_with_alone_prior(y: np.ndarray, held_out: dict[Choice, np.ndarray], alone: float) -> dict[Choice, float]:
-    """The evidence-weighted average with the prior mass `alone` on the vector alone, the rest shared evenly."""
+    """The evidence-weighted average with the prior mass `alone` on the vector alone, the rest shared evenly: the
+    product's evidence_weights(..., alone_prior) without its MIN_WEIGHT cut, as the stored results were computed."""
     choices = list(held_out)
     prior = np.array([alone if c == VECTOR_ALONE else (1 - alone) / (len(choices) - 1) for c in choices])
     evidence = np.array([log_likelihoods(y, held_out[c]).sum() for c in choices]) + np.log(prior)

@@ -11,9 +11,9 @@ that is linear in the encoder's features f (the embedding before the router's ad
 regression with s times m's logits as a fixed offset and a ridge penalty ½α‖w̃‖² on the standardised weights.
 s ≤ 1 is how much of the router's own logit the fit keeps (stacking): where the router's space says nothing about
 the new questions, its logit is noise that a correction fitted around it cannot remove, and a smaller s lets the
-features carry the fit (s = 1 is the plain correction). The fit is an average over
-the grid of (s, α), the vector alone (α = ∞, s = 1) included, each fit weighted by exp of its cross-validated
-log-likelihood of the answers (pseudo-Bayesian model averaging): with a few hundred answers the held-out log-loss
+features carry the fit (s = 1 is the plain correction). The fit is an average over the grid of (s, α), the vector
+alone (α = ∞, s = 1) included, each fit weighted by exp of its cross-validated log-likelihood of the answers
+(pseudo-Bayesian model averaging): with a few hundred answers the held-out log-loss
 of neighbouring pairs differs by less than its noise, and picking one pair by it left AUC on the table
 (docs/research/onboarding.md). The average of the fits' logits has the form above again (s̄ = the weights' mean
 s), so it is stored like a single fit. When the router's alignment counts the answered questions as its own kind
