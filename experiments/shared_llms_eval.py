@@ -34,13 +34,14 @@ def shared_llms(router_llms: Sequence[str], data_llms: Sequence[str]) -> dict[st
     return {name: keyed[name_key(name)] for name in router_llms if name_key(name) in keyed}
 
 
-def shared_metrics(router: Any, data: Any, pairs: dict[str, str]) -> dict[str, Any]:
-    """The router's P(correct) for each shared LLM on every question of `data` that LLM answered, scored."""
+def shared_metrics(router: Any, data: Any, pairs: dict[str, str], encoded: Any = None) -> dict[str, Any]:
+    """The router's P(correct) for each shared LLM on every question of `data` that LLM answered, scored;
+    `encoded`: `data`'s texts encoded by the router before (None: encoded here)."""
     from jeirt_lite_training.metrics import all_metrics
 
     if not pairs:
         raise ValueError("the router and the data share no LLM")
-    probabilities = router.predict_proba(list(data.texts))
+    probabilities = router.predict_proba(list(data.texts) if encoded is None else encoded)
     cells = data.responses
     p_all, y_all, per_llm = [], [], {}
     for router_name, data_name in pairs.items():
@@ -62,9 +63,10 @@ def evaluate(router_path: str, data: Any) -> dict[str, Any]:
     router = Router.load(None if router_path == "shipped" else router_path)
     pairs = shared_llms(router.llms, data.llm_names)
     out: dict[str, Any] = {"router": router_path, "shared_llms": pairs}
+    encoded = router.encode(list(data.texts))  # once: with and without the votes read the same vectors and features
     if router.neighbours is not None:
-        out["with_votes"] = shared_metrics(router, data, pairs)
-    out["without_votes"] = shared_metrics(router.with_neighbours(None), data, pairs)
+        out["with_votes"] = shared_metrics(router, data, pairs, encoded)
+    out["without_votes"] = shared_metrics(router.with_neighbours(None), data, pairs, encoded)
     return out
 
 

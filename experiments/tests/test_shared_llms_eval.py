@@ -50,6 +50,8 @@ def test_the_scores_are_the_routers_probabilities_on_the_shared_llms_answers(tmp
     cells = data.responses.subset(data.responses.llm == data.llm_names.index("Model.A-1"))
     expected = roc_auc(cells.correct, p[cells.question])
     assert out["per_llm"]["model_a-1"]["auc"] == pytest.approx(expected)
+    # Encoded before: the same scores.
+    assert shared_metrics(router, data, pairs, router.encode(TEXTS)) == out
     with pytest.raises(ValueError, match="share no LLM"):
         shared_metrics(router, data, {})
 
