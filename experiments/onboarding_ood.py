@@ -134,11 +134,13 @@ def out_of_domain(  # type: ignore[no-untyped-def]
     flagged_only: bool = False,
 ):
     """`flagged_only`: draw from the questions the router's alignment counts as in distribution only."""
+    if flagged_only and flags is None:
+        raise ValueError("drawing from the in-distribution questions needs the router's flags")
     rows = []
     r = data.responses
     for llm in range(data.n_llms):
         questions, y = _cells(r, llm)
-        if flagged_only and flags is not None:
+        if flagged_only:
             questions, y = questions[flags[questions]], y[flags[questions]]
         for seed in seeds:
             order = np.random.default_rng(seed).permutation(len(y))

@@ -180,6 +180,8 @@ def test_in_distribution_only_draws_from_the_flagged_questions(world: dict[str, 
     every = out_of_domain(data, world["q"], world["f"], np.zeros(D), 0.1, [0], flags)
     flagged = out_of_domain(data, world["q"], world["f"], np.zeros(D), 0.1, [0], flags, flagged_only=True)
     assert [row["answers"] for row in every] == [60, 60] and [row["answers"] for row in flagged] == [30, 30]
+    with pytest.raises(ValueError, match="needs the router's flags"):
+        out_of_domain(data, world["q"], world["f"], np.zeros(D), 0.1, [0], None, flagged_only=True)
 
 
 def test_in_distribution_only_is_refused_in_domain(capsys: pytest.CaptureFixture[str]) -> None:
