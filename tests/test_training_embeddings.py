@@ -83,7 +83,7 @@ def test_cache_lives_in_the_users_cache_folder(tmp_path: Path, monkeypatch) -> N
 
 def test_a_vector_does_not_depend_on_what_it_was_encoded_with(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The data's first 64 texts encoded together into one cache and each alone into its own: the same bits, so that
-    a training run reads the same vectors whatever filled its cache before (padded batches moved some by ~1e-7)."""
+    a training run reads the same vectors whatever filled its cache before (batches moved some by ~1e-7)."""
     texts = pd.read_csv(DATA / "questions.csv", usecols=["text"])["text"].astype(str).tolist()[:64]
     monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / "together"))
     together = embeddings.embed_texts(texts)
@@ -92,16 +92,3 @@ def test_a_vector_does_not_depend_on_what_it_was_encoded_with(tmp_path: Path, mo
         monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / f"alone{i}"))
         alone.append(embeddings.embed_texts([text])[0])
     assert np.array_equal(together, np.stack(alone))
-
-
-@pytest.mark.parametrize("chunk", [3, 4096])  # lengths counted a few texts at a time, or all at once
-def test_batches_hold_one_token_length_each(texts: list[str], chunk: int, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(embeddings, "LENGTH_CHUNK", chunk)
-    keyed = {f"k{i}": text for i, text in enumerate(texts + texts[:2])}
-    batches = embeddings.same_length_batches(keyed, "all-MiniLM-L6-v2", 256, batch_size=3)
-    assert sorted(key for batch in batches for key in batch) == sorted(keyed)
-    tok = load_tokenizer(max_length=256)
-    lengths = [[sum(e.attention_mask) for e in tok.encode_batch([keyed[k] for k in batch])] for batch in batches]
-    assert all(len(set(batch)) == 1 and len(batch) <= 3 for batch in lengths)
-    firsts = [batch[0] for batch in lengths]
-    assert firsts == sorted(firsts) and firsts[-1] == 256  # shortest first; the long ones truncated alike

@@ -27,7 +27,6 @@ from .encoders import (
     DEFAULT_MAX_LENGTH,
     encode_batch,
     get_spec,
-    load_tokenizer,
     user_cache_home,
 )
 from .types import Dataset
@@ -65,40 +64,20 @@ def _write_shard(directory: Path, keys: list[str], vectors: np.ndarray) -> None:
     os.replace(tmp, directory / name)
 
 
-LENGTH_CHUNK = 4096  # texts tokenised at once to count their tokens
-
-
-def same_length_batches(texts: dict[str, str], encoder: str, max_length: int, batch_size: int) -> list[list[str]]:
-    """The keys of `texts` in batches of at most `batch_size` texts of exactly the same number of tokens, shortest
-    first. A padded batch moves a text's vector by about 1e-7 against encoding it alone, so a cache filled in other
-    company (another data folder, a subset) would differ in the last bits, enough to turn near-tied choices of a
-    training run; without padding each vector is the one the text gets alone, and batching by length pads nothing."""
-    tokenizer, keys = load_tokenizer(encoder, max_length), list(texts)
-    by_length: dict[int, list[str]] = {}
-    for start in range(0, len(keys), LENGTH_CHUNK):  # in chunks: the tokenizer pads each call to its longest text
-        chunk = keys[start : start + LENGTH_CHUNK]
-        for key, encoding in zip(chunk, tokenizer.encode_batch([texts[k] for k in chunk])):
-            by_length.setdefault(sum(encoding.attention_mask), []).append(key)
-    batches = []
-    for length in sorted(by_length):
-        same = by_length[length]
-        batches += [same[start : start + batch_size] for start in range(0, len(same), batch_size)]
-    return batches
-
-
 def embed_texts(
     texts: Sequence[str],
     encoder: str = DEFAULT_ENCODER,
     max_length: int = DEFAULT_MAX_LENGTH,
-    batch_size: int = 16,
     shard_size: int = 512,
     progress: bool = False,
 ) -> np.ndarray:
     """(n, D) float32 embeddings of `texts`, reading the cache and computing (and caching) only what is missing.
 
-    Missing texts are encoded in batches of one token length (same_length_batches: no padding, so a text's vector
-    does not depend on what else was encoded with it); a shard is saved every `shard_size` texts so an interrupted
-    run loses at most that much.
+    Missing texts are encoded one at a time, so a text's vector never depends on what else was missing from the
+    cache: in a batch, padding moves a vector by about 1e-7, and on some CPUs (AMX, AVX-512) so does the number of
+    rows the matrix products hold even without padding; differences in the last bits are enough to turn near-tied
+    choices of a training run. A shard is saved every `shard_size` texts so an interrupted run loses at most that
+    much.
     """
     if isinstance(texts, str):
         raise TypeError("embed_texts takes a list of texts, not one string")
@@ -118,19 +97,18 @@ def embed_texts(
             bar = tqdm(total=len(todo), desc=f"encoding with {encoder}", unit="text")
         pending_keys: list[str] = []
         pending_vecs: list[np.ndarray] = []
-        for batch_keys in same_length_batches(todo, encoder, max_length, batch_size):
-            vecs = encode_batch([todo[k] for k in batch_keys], encoder, max_length).numpy()
-            pending_keys += batch_keys
-            pending_vecs.append(vecs)
-            for k, v in zip(batch_keys, vecs):
-                cached[k] = v
+        for key, text in todo.items():
+            vector = encode_batch([text], encoder, max_length).numpy()[0]
+            pending_keys.append(key)
+            pending_vecs.append(vector)
+            cached[key] = vector
             if bar is not None:
-                bar.update(len(batch_keys))
+                bar.update(1)
             if len(pending_keys) >= shard_size:
-                _write_shard(directory, pending_keys, np.concatenate(pending_vecs))
+                _write_shard(directory, pending_keys, np.stack(pending_vecs))
                 pending_keys, pending_vecs = [], []
         if pending_keys:
-            _write_shard(directory, pending_keys, np.concatenate(pending_vecs))
+            _write_shard(directory, pending_keys, np.stack(pending_vecs))
         if bar is not None:
             bar.close()
     out = np.stack([cached[k] for k in keys]) if keys else np.zeros((0, spec.embedding_dim), np.float32)
