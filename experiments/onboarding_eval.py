@@ -30,13 +30,13 @@ from pathlib import Path
 import numpy as np
 from jeirt_lite import kernels
 from jeirt_lite._onboarding import fit_llm_vector
-from jeirt_lite._suggest import suggest_indices
 from jeirt_lite_training.metrics import accuracy, log_loss, roc_auc
 
 from .onboarding_methods import alignment_flags, learned_flags
 from .onboarding_ood import in_domain, summary
 from .onboarding_runs import DEFAULT_DATA, REPO_ROOT
 from .onboarding_tables import methods_table
+from .suggest_questions import suggest_indices
 
 FRACTIONS = (0.01, 0.05, 0.10, 0.25, 1.0)
 CURVE_FRACTIONS = (0.0025, 0.005, 0.01, 0.02, 0.05, 0.10)

@@ -1,4 +1,5 @@
-"""suggest_questions on real data: the same label budgets picked adaptively or at random, then add_llm.
+"""Adaptive question picks (experiments.suggest_questions) on real data: the same label budgets picked adaptively or
+at random, then add_llm.
 
     python -m experiments.onboarding_suggest_eval --data data/zeroeval_crux_gsm_math --out docs/results/suggest_zeroeval_unlike.json
     python -m experiments.onboarding_suggest_eval --data data/mmlu_pro --train-on data/zeroeval_crux_gsm_math \
@@ -12,8 +13,8 @@ JE-IRT trained on the other dataset; like them: JE-IRT trained on the same datas
 For each new LLM its answered questions are split at random (seed 0): a pool the labels are bought from (the
 held-out LLMs' training questions, in the like-setting) and the questions it is scored on (the rest; their test
 questions). Each budget is bought at random (`--seeds` draws) or in 4 rounds of `suggest_indices` (answers revealed
-between rounds, the way `Router.suggest_questions(..., known=...)` is used); the LLM is then added both ways
-(`vector`: its vector alone; `add_llm`: with the feature correction) and scored: mean AUC and log-loss.
+between rounds); the LLM is then added both ways (`vector`: its vector alone; `add_llm`: with the feature
+correction) and scored: mean AUC and log-loss.
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ from typing import Any
 
 import numpy as np
 from jeirt_lite import Router
-from jeirt_lite._suggest import suggest_indices
 from jeirt_lite_training.data import load_dataset
 from jeirt_lite_training.metrics import log_loss, roc_auc
 from jeirt_lite_training.splits import make_split
 
 from .onboarding_methods import fit_method
 from .onboarding_ood import question_side
+from .suggest_questions import suggest_indices
 
 BUDGETS = (20, 50, 100, 200)
 ROUNDS = 4

@@ -1,7 +1,12 @@
-"""Which questions to ask a new LLM so that its vector is learned from few answers.
+"""Which questions to ask a new LLM so that its vector is learned from few answers (the laboratory's).
 
-The MAP fit of a new LLM vector m (onboarding.fit_llm_vector) is a logistic regression on the unit question
-directions u_i = q_i/‖q_i‖ with curvature Σ w_i u_i u_iᵀ + λI, w_i = p_i(1 − p_i). Greedy D-optimal design picks,
+Shipped until 2026-12-04 as `Router.suggest_questions` and `jeirt-lite suggest`; moved here because on real data it
+no longer paid for itself: with the shipped router, adaptive picks were below a random sample of the same size for
+an LLM added by add_llm in every measured setting, and even for the vector alone on questions unlike the router's
+(docs/research/onboarding.md, "suggest_questions on real data"). experiments.onboarding_suggest_eval measures it.
+
+The MAP fit of a new LLM vector m (jeirt_lite._onboarding.fit_llm_vector) is a logistic regression on the unit
+question directions u_i = q_i/‖q_i‖ with curvature Σ w_i u_i u_iᵀ + λI, w_i = p_i(1 − p_i). Greedy D-optimal design picks,
 one at a time, the question that most increases log det of that matrix: argmax_i log(1 + w_i u_iᵀ A⁻¹ u_i),
 where p_i is predicted with the current estimate of m (the prior mean, a typical LLM, before any answer). After
 each pick A⁻¹ gets a rank-one (Sherman–Morrison) update and every candidate's u_iᵀA⁻¹u_i is updated in O(d),
@@ -18,9 +23,8 @@ from collections.abc import Mapping
 from typing import Optional
 
 import numpy as np
-
-from ._errors import JeirtError
-from ._onboarding import DEFAULT_L2, check_labels, fit_llm_vector
+from jeirt_lite import JeirtError
+from jeirt_lite._onboarding import DEFAULT_L2, check_labels, fit_llm_vector
 
 
 def _directions(questions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

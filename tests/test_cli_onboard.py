@@ -1,4 +1,4 @@
-"""`jeirt-lite add-llm` and `jeirt-lite suggest` through a subprocess, on the tiny router."""
+"""`jeirt-lite add-llm` through a subprocess, on the tiny router."""
 
 from __future__ import annotations
 
@@ -118,28 +118,6 @@ def test_add_llm_errors_are_clear(tiny_router_path: Path, tmp_path: Path, setup:
     assert done.returncode == 1
     assert message in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
-
-
-def test_suggest_prints_and_writes_picks(tiny_router_path: Path, tmp_path: Path) -> None:
-    bank = _answers(tmp_path / "bank.jsonl")
-    done = run_cli("suggest", "--router", str(tiny_router_path), "--questions", str(bank), "--budget", "5")
-    assert done.returncode == 0, done.stderr
-    picks = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [p["rank"] for p in picks] == [1, 2, 3, 4, 5]
-    assert len({p["row"] for p in picks}) == 5 and all(p["id"] == f"q{p['row'] - 1}" for p in picks)  # 1-based
-    done = run_cli(
-        "suggest",
-        str(tiny_router_path),
-        "--questions",
-        str(bank),
-        "--budget",
-        "3",
-        "-o",
-        str(tmp_path / "ask.jsonl"),
-    )
-    assert done.returncode == 0 and len((tmp_path / "ask.jsonl").read_text().splitlines()) == 3
-    done = run_cli("suggest", str(tiny_router_path), "--questions", str(bank), "--budget", "99")
-    assert done.returncode == 1 and "budget must be an integer in 1..24" in done.stderr
 
 
 def test_the_fit_summary_says_how_the_correction_was_averaged() -> None:

@@ -136,8 +136,7 @@ CASES = [
     Case("chunk-zero", [*SCORE, "--chunk-size", "0"], "--chunk-size: must be at least 1", code=2,
          files={"bank": BANK.encode()}),
     Case("cost-nan", ["route", "q", "--cost-weight", "nan"], "--cost-weight: must be a finite number", code=2),
-    Case("budget-huge", ["suggest", "--questions", "b.csv", "--budget", "1e9"], "--budget: '1e9' is not a whole",
-         code=2),
+    Case("k-float", ["route", "q", "--k", "1e9"], "--k: '1e9' is not a whole", code=2),
     Case("k-more-than-llms", ["route", "what is the price", "--k", "9", "--router", "{tiny}"],
          "--k 9 is more than the router's 5 LLMs"),
     Case("train-threads-huge", [*TRAIN, "--threads", "100000"], "--threads: must be at most 256", code=2),
@@ -210,9 +209,6 @@ CASES = [
          files={"a.csv": b"text,correct\nwhat is the price,1\n"}),
     Case("score-missing-parent", ["score", "{tmp}/bank", "-o", "{tmp}/a/b/out.csv", "--router", "{tiny}"],
          "no such folder for the output", files={"bank": BANK.encode()}),
-    Case("suggest-missing-parent", ["suggest", "--router", "{tiny}", "--questions", "{tmp}/bank", "--budget", "1",
-                                    "-o", "{tmp}/a/b/pick.csv"], "no such folder for the output",
-         files={"bank": BANK.encode()}),
 ]
 
 

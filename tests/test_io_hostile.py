@@ -58,7 +58,7 @@ def test_an_unclosed_quote_is_an_error_naming_its_row_never_a_merge(router: Rout
     with pytest.raises(JeirtError, match=r"bank\.csv: data row 20 \(.*\) .*starting on line 21 is never closed"):
         score_file(router, input_path=bank, output=output, options=ScoreOptions(chunk_size=7, skip_bad=True))
     assert not output.exists()
-    with pytest.raises(JeirtError, match="data row 20"):  # the same reader for add-llm and suggest
+    with pytest.raises(JeirtError, match="data row 20"):  # the same reader for add-llm and score
         read_question_table(bank)
 
 
@@ -146,7 +146,7 @@ def _jsonl_bank(path: Path, n: int = 40) -> Path:
     return path
 
 
-def test_suggest_onto_its_own_bank_is_refused(
+def test_score_onto_its_own_bank_is_refused_under_any_name(
     tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bank = _jsonl_bank(tmp_path / "bank.jsonl")
@@ -156,11 +156,11 @@ def test_suggest_onto_its_own_bank_is_refused(
     hard = tmp_path / "hard.jsonl"
     os.link(bank, hard)
     for target in (bank, link, hard, tmp_path / "." / "bank.jsonl"):
-        code, err = _cli(capsys, "suggest", tiny_router_path, "--questions", bank, "--budget", 3, "-o", target)
+        code, err = _cli(capsys, "score", bank, "-o", target, "--router", tiny_router_path)
         assert code == 1 and "is also the input" in err, err
     assert bank.read_bytes() == before
-    code, _ = _cli(capsys, "suggest", tiny_router_path, "--questions", bank, "--budget", 3, "-o", tmp_path / "p.jsonl")
-    assert code == 0 and len((tmp_path / "p.jsonl").read_text().splitlines()) == 3
+    code, _ = _cli(capsys, "score", bank, "-o", tmp_path / "p.jsonl", "--router", tiny_router_path)
+    assert code == 0 and len((tmp_path / "p.jsonl").read_text().splitlines()) == 40
 
 
 def test_add_llm_onto_its_answers_or_a_folder_holding_them_is_refused(

@@ -1,6 +1,6 @@
 """Hostile input to the library: unbounded numbers, texts the tokenizer refuses, giant texts, extreme cost
 weights; and tests that pin rules a small bug would break silently (threshold equality, calibration rows of a
-subset, the p(1 - p) weight of suggest, the extreme-norm rescaling)."""
+subset, the extreme-norm rescaling)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from jeirt_lite import EncodedQuestions, JeirtError, Router
 from jeirt_lite._limits import MAX_CHARS_PER_TOKEN, MAX_THREADS
-from jeirt_lite._suggest import suggest_indices
 from jeirt_lite.kernels import probabilities
 
 COSTS = {"llm-0": 70.0, "llm-1": 7.0, "llm-2": 7.0, "llm-3": 1.5, "llm-4": 1.5}
@@ -113,35 +112,6 @@ def test_subset_routing_on_a_calibrated_router_uses_each_llms_own_calibration(ro
     np.testing.assert_array_equal(
         got.probabilities, np.take_along_axis(want, got.indices.astype(np.int64), axis=1)
     )
-
-
-def _greedy_log_det(q: np.ndarray, prior_mean: np.ndarray, budget: int, l2: float) -> list[int]:
-    """The D-optimal greedy rule by brute force: each step, the question that most increases log det."""
-    norms = np.linalg.norm(q, axis=1)
-    u = q / norms[:, None]
-    p = 1.0 / (1.0 + np.exp(-(u @ prior_mean - norms)))
-    w = p * (1.0 - p)
-    information = l2 * np.eye(q.shape[1])
-    picks: list[int] = []
-    for _ in range(budget):
-        gains = [
-            -np.inf if i in picks else np.linalg.slogdet(information + w[i] * np.outer(u[i], u[i]))[1]
-            for i in range(len(q))
-        ]
-        best = int(np.argmax(gains))
-        picks.append(best)
-        information = information + w[best] * np.outer(u[best], u[best])
-    return picks
-
-
-def test_suggest_weighs_each_question_by_p_times_one_minus_p() -> None:
-    rng = np.random.default_rng(4)
-    q = rng.normal(size=(40, 5)) * rng.uniform(0.1, 4.0, size=(40, 1))  # norms (difficulty) spread widely
-    prior = rng.normal(size=5)
-    assert suggest_indices(q, 8, prior_mean=prior, l2=1.0).tolist() == _greedy_log_det(q, prior, 8, 1.0)
-    # Two orthogonal questions: the certain one (P near 0) teaches nothing, the uncertain one is asked first.
-    pair = np.array([[8.0, 0.0], [0.0, 0.01]])
-    assert suggest_indices(pair, 1, prior_mean=np.zeros(2)).tolist() == [1]
 
 
 def test_extreme_question_norms_stay_finite_and_accurate_from_python() -> None:

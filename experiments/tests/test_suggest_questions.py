@@ -1,15 +1,14 @@
-"""suggest_questions: budget respected, no repeats, known answers honoured, better than random where the truth is
-known."""
+"""suggest_indices, the laboratory's adaptive question picks: budget respected, no repeats, known answers honoured,
+better than random where the truth is known, the p(1 - p) weight of each question."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
-from jeirt_lite import JeirtError, Router
+from jeirt_lite import JeirtError
 from jeirt_lite._onboarding import fit_llm_vector
-from jeirt_lite._suggest import suggest_indices
+
+from experiments.suggest_questions import suggest_indices
 
 
 def _pool(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
@@ -67,14 +66,30 @@ def test_adaptive_questions_estimate_the_true_vector_better_than_random() -> Non
     assert np.mean(errors_adaptive) < 0.9 * np.mean(errors_random), (errors_adaptive, errors_random)
 
 
-def test_router_suggest_questions_on_texts(tiny_router_path: Path) -> None:
-    router = Router.load(tiny_router_path, threads=1)
-    texts = [
-        f"what is the {w} of a {v}"
-        for w in ("derivative", "integral", "price", "mass")
-        for v in ("cell", "market", "circuit", "king", "war")
-    ]
-    picks = router.suggest_questions(texts, 5)
-    assert len(picks) == 5 and len(set(picks)) == 5 and all(0 <= i < len(texts) for i in picks)
-    again = router.suggest_questions(texts, 5, known={i: 1 for i in picks})
-    assert not set(again) & set(picks)
+def _greedy_log_det(q: np.ndarray, prior_mean: np.ndarray, budget: int, l2: float) -> list[int]:
+    """The D-optimal greedy rule by brute force: each step, the question that most increases log det."""
+    norms = np.linalg.norm(q, axis=1)
+    u = q / norms[:, None]
+    p = 1.0 / (1.0 + np.exp(-(u @ prior_mean - norms)))
+    w = p * (1.0 - p)
+    information = l2 * np.eye(q.shape[1])
+    picks: list[int] = []
+    for _ in range(budget):
+        gains = [
+            -np.inf if i in picks else np.linalg.slogdet(information + w[i] * np.outer(u[i], u[i]))[1]
+            for i in range(len(q))
+        ]
+        best = int(np.argmax(gains))
+        picks.append(best)
+        information = information + w[best] * np.outer(u[best], u[best])
+    return picks
+
+
+def test_suggest_weighs_each_question_by_p_times_one_minus_p() -> None:
+    rng = np.random.default_rng(4)
+    q = rng.normal(size=(40, 5)) * rng.uniform(0.1, 4.0, size=(40, 1))  # norms (difficulty) spread widely
+    prior = rng.normal(size=5)
+    assert suggest_indices(q, 8, prior_mean=prior, l2=1.0).tolist() == _greedy_log_det(q, prior, 8, 1.0)
+    # Two orthogonal questions: the certain one (P near 0) teaches nothing, the uncertain one is asked first.
+    pair = np.array([[8.0, 0.0], [0.0, 0.01]])
+    assert suggest_indices(pair, 1, prior_mean=np.zeros(2)).tolist() == [1]

@@ -22,7 +22,6 @@ from ._results import RouteResult
 from ._router_tables import RouterTables
 from ._routing import route_rows
 from ._static_path import StaticEncoder
-from ._suggest import suggest_indices
 from .artifact import load_artifact, save_artifact
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -106,7 +105,7 @@ class Router(RouterTables):
 
     def _vectors_of(self, questions: Questions) -> np.ndarray:
         """Checked question vectors of texts (encoded here, without features) or of questions encoded before; for
-        the methods that read the vectors only (difficulty, alignment, suggestions)."""
+        the methods that read the vectors only (difficulty, alignment)."""
         if not isinstance(questions, EncodedQuestions):
             questions = self.encode(questions, features=False)
         return self._check_vectors(questions.vectors)
@@ -314,35 +313,6 @@ class Router(RouterTables):
         from ._training_questions import seen_mask
 
         return seen_mask(record, check_texts(texts))
-
-    def suggest_questions(
-        self,
-        questions: Questions,
-        budget: int,
-        *,
-        known: Optional[Mapping[int, int]] = None,
-        l2: float = DEFAULT_L2,
-    ) -> list[int]:
-        """Which of the questions to ask a new LLM first, so `add_llm` learns its vector from few answers.
-
-        Greedy D-optimal design on the question directions, weighted by p(1 − p) under the current estimate of
-        the new LLM (the mean LLM before any answer; see `jeirt_lite._suggest`). To work in rounds, ask the
-        suggested questions, then call again with `known={index: 0 or 1}`: the estimate is refitted and asked
-        questions are never suggested again. The picks serve the vector; on real data an LLM added with its
-        feature correction did as well or better from a random sample of the same size
-        (docs/research/onboarding.md).
-
-        Returns:
-            `budget` indices into the questions, most informative first.
-        """
-        picks = suggest_indices(
-            self._vectors_of(questions),
-            budget,
-            prior_mean=self._llm_vectors.mean(axis=0),
-            known=known,
-            l2=l2,
-        )
-        return [int(i) for i in picks]
 
     # -- persistence -------------------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@
 - `vocabulary`: column names (text, ids, labels, the `p[<llm>]` output columns) and the 0/1 label vocabulary.
 - `records`: one strict reader per table format (CSV/TSV, JSONL, Parquet), yielding numbered rows in chunks.
 - `texts`: what the commands read from a table: question texts with ids (`score`), texts with labels
-  (`add-llm`, `suggest`); `tables`: whole tables, every column (the report, training).
+  (`add-llm`); `tables`: whole tables, every column (the report, training).
 - `vectors`: `.npy` question vectors and their ids.
 - `writers`: the scored-bank writers; `outputs`: output paths (never an input, written atomically).
 

@@ -119,7 +119,7 @@ def read_question_table(
     label_column: Optional[str] = None,
     id_column: Optional[str] = None,
 ) -> QuestionTable:
-    """All texts (and labels) of a table file of any format, for `add-llm` and `suggest`; bad rows stop."""
+    """All texts (and labels) of a table file of any format, for `add-llm`; bad rows stop."""
     return read_questions(
         open_text_reader(path, text_column=text_column, id_column=id_column, label_column=label_column)
     )

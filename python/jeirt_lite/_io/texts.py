@@ -1,6 +1,6 @@
 """What the commands read from a table: question texts with their ids (and labels), chunk by chunk.
 
-`score` streams a `TextReader`; `add-llm` and `suggest` read a whole table with `read_questions`.
+`score` streams a `TextReader`; `add-llm` reads a whole table with `read_questions`.
 
 Built on the record readers of `records`; a bad row (no text, an empty or non-text value, bytes that are not
 UTF-8, a line that is not JSON) either stops the run with an error naming that row, or, with `skip_bad`, is
@@ -175,7 +175,7 @@ class QuestionTable:
 
 
 def read_questions(reader: TextReader) -> QuestionTable:
-    """Every row of an open `TextReader` in memory (`add-llm` answers, `suggest` banks); closes the reader."""
+    """Every row of an open `TextReader` in memory (`add-llm` answers); closes the reader."""
     table = QuestionTable([], [], [] if reader.label_column is not None else None)
     with reader:
         for chunk in reader:

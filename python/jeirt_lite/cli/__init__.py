@@ -20,7 +20,7 @@ from types import FrameType
 from typing import Any, Optional, Protocol
 
 from .._errors import JeirtError, error_text
-from . import add_llm, info, report, route, score, serve, suggest, train
+from . import add_llm, info, report, route, score, serve, train
 from ._options import OptionParser
 from ._shared import FORMATTER, PROG, Console, Terminated, flag_for
 
@@ -38,7 +38,6 @@ COMMANDS: dict[str, Command] = {
     "score": score,
     "info": info,
     "add-llm": add_llm,
-    "suggest": suggest,
     "report": report,
     "serve": serve,
     "train": train,

@@ -90,7 +90,7 @@ def add_no_neighbours(parser: argparse.ArgumentParser) -> None:
 
 
 def add_router_arguments(parser: argparse.ArgumentParser) -> None:
-    """The older positional ROUTER of info, suggest, add-llm and report, still accepted and hidden from --help:
+    """The older positional ROUTER of info, add-llm and report, still accepted and hidden from --help:
     `--router PATH` (router_option) is the one documented form, the same in every command."""
     parser.add_argument("router_positional", nargs="?", type=Path, default=None, help=argparse.SUPPRESS)
 
