@@ -59,6 +59,25 @@ def test_help_lists_the_column_options_and_the_accepted_names(capsys: pytest.Cap
         assert name in out
 
 
+def test_help_explains_every_option_and_states_each_default() -> None:
+    import argparse
+
+    from jeirt_lite_training.options import fit_parser
+
+    parser = fit_parser("jeirt-lite train")
+    formatter = parser._get_formatter()
+    for action in parser._actions:
+        if not action.option_strings or isinstance(action, argparse._HelpAction):
+            continue
+        text = formatter._get_help_string(action) % vars(action)  # what --help prints for it, unwrapped
+        assert action.help, f"{action.option_strings[0]} has no help"
+        if action.default is not None and not isinstance(action.default, bool):
+            assert "default" in text, f"{action.option_strings[0]}: {text!r} states no default"
+    out = " ".join(parser.format_help().split())  # the lines as argparse wraps them, joined
+    assert "the adapter's learning rate (AdamW) (default: 0.001)" in out
+    assert "(default: 64,128,256)" in out and "(default: 0.3,0.7)" in out and "(default: 2)" in out
+
+
 def test_help_and_bounds_work_without_torch() -> None:
     code = (
         "import sys; sys.modules['torch'] = None; sys.modules['pandas'] = None\n"

@@ -20,7 +20,7 @@ from typing import Any
 from ._runtime import check_output_folder, refuse_inputs
 from ._runtime import cli_options as opt  # the command line's converters and parser class
 from .config import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, DEFAULT_TABLE_PULLS, ENCODER_NAMES, STATIC
-from .options import AUTO, COLUMN_OPTIONS, DEFAULTS, common_arguments, fit_arguments
+from .options import AUTO, COLUMN_OPTIONS, DEFAULTS, DefaultsFormatter, common_arguments, fit_arguments
 from .options import FIT_DESCRIPTION as FIT_DESCRIPTION
 from .options import fit_parser as fit_parser  # where scripts and `jeirt-lite train` find it
 
@@ -43,16 +43,22 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     fit = sub.add_parser(
-        "fit", help="choose d, dropout and the schedule on held-out data, train the router on all of it, export it"
+        "fit", help="choose d, dropout and the schedule on held-out data, train the router on all of it, export it",
+        formatter_class=DefaultsFormatter,
     )
     fit_arguments(fit, out_required=False)
 
-    sweep = sub.add_parser("sweep", help="validation curve over d (and optional regularisation grids)")
+    sweep = sub.add_parser("sweep", help="validation curve over d (and optional regularisation grids)",
+                           formatter_class=DefaultsFormatter)
     common_arguments(sweep)
-    sweep.add_argument("--test-fraction", type=opt.fraction, default=0.2)
-    sweep.add_argument("--dims", type=opt.list_of(opt.dimension), default=[32, 64, 128, 256, 512])
-    sweep.add_argument("--dropouts", type=opt.list_of(opt.fraction), default=[DEFAULTS.dropout])
-    sweep.add_argument("--weight-decays", type=opt.list_of(opt.non_negative), default=[DEFAULTS.weight_decay])
+    sweep.add_argument("--test-fraction", type=opt.fraction, default=0.2,
+                       help="fraction of questions kept out for the test metrics, in [0, 1)")
+    sweep.add_argument("--dims", type=opt.list_of(opt.dimension), default=[32, 64, 128, 256, 512],
+                       help="d to try (comma list)")
+    sweep.add_argument("--dropouts", type=opt.list_of(opt.fraction), default=[DEFAULTS.dropout],
+                       help="dropouts to try (comma list)")
+    sweep.add_argument("--weight-decays", type=opt.list_of(opt.non_negative), default=[DEFAULTS.weight_decay],
+                       help="weight decays to try (comma list)")
     sweep.add_argument("--lrs", type=opt.list_of(opt.positive), default=None, help="overrides --lr with a grid")
     sweep.add_argument("--json", type=Path, help="write every run's validation metrics here")
 

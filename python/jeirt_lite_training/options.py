@@ -75,21 +75,25 @@ def common_arguments(p: argparse.ArgumentParser, data_required: bool = True) -> 
         help=f"frozen transformer, or {STATIC!r}: a token table distilled from {DEFAULT_ENCODER} (far faster)",
     )
     p.add_argument("--max-length", type=opt.tokens, default=DEFAULT_MAX_LENGTH, help="encoder truncation, in tokens")
-    p.add_argument("--split-seed", type=opt.seed, default=0)
+    p.add_argument("--split-seed", type=opt.seed, default=0,
+                   help="seed of the random split of the questions (the held-out part, the folds, --holdout's part)")
     p.add_argument("--val-fraction", type=opt.open_fraction, default=0.1,
                    help="held-out part for the choices (of all questions), in (0, 1); fit chooses on it when it "
                    "chooses on one part (--folds 1, or auto on a large set)")
     p.add_argument("--threads", type=opt.threads, default=2, help="torch threads, 1..256")
-    p.add_argument("--lr", type=opt.positive, default=DEFAULTS.lr)
-    p.add_argument("--batch-size", type=opt.positive_int, default=DEFAULTS.batch_size)
-    p.add_argument("--max-epochs", type=opt.epochs, default=DEFAULTS.max_epochs)
+    p.add_argument("--lr", type=opt.positive, default=DEFAULTS.lr, help="the adapter's learning rate (AdamW)")
+    p.add_argument("--batch-size", type=opt.positive_int, default=DEFAULTS.batch_size,
+                   help="answers per training step, about (a step takes every answer to a few questions)")
+    p.add_argument("--max-epochs", type=opt.epochs, default=DEFAULTS.max_epochs,
+                   help="the most passes over the training answers (early stopping usually ends sooner)")
     p.add_argument("--patience", type=opt.count, default=DEFAULTS.patience,
                    help="epochs without a lower validation loss before stopping")
     p.add_argument(
         "--lr-drops", type=opt.count, default=DEFAULTS.lr_drops,
         help="times the learning rate is divided by 10 at a validation plateau before stopping",
     )
-    p.add_argument("--lr-drop-patience", type=opt.epochs, default=DEFAULTS.lr_drop_patience)
+    p.add_argument("--lr-drop-patience", type=opt.epochs, default=DEFAULTS.lr_drop_patience,
+                   help="epochs without a lower validation loss before the learning rate is divided by 10")
     p.add_argument(
         "--llm-lr-scale", type=opt.positive, default=DEFAULTS.llm_lr_scale,
         help="learning rate of the LLM vectors, as a multiple of the adapter's",
@@ -99,8 +103,11 @@ def common_arguments(p: argparse.ArgumentParser, data_required: bool = True) -> 
         help="time constant, in epochs, of a moving average of the trained weights that is validated and "
         "exported instead of the raw weights (0: off)",
     )
-    p.add_argument("--seed", type=opt.seed, default=DEFAULTS.seed)
-    p.add_argument("--llm-init", default=DEFAULTS.llm_init, choices=["accuracy", "random"])
+    p.add_argument("--seed", type=opt.seed, default=DEFAULTS.seed,
+                   help="seed of the initial weights and of the order of the training answers")
+    p.add_argument("--llm-init", default=DEFAULTS.llm_init, choices=["accuracy", "random"],
+                   help="how the LLM vectors start: along one shared direction at lengths that give each LLM its "
+                   "training accuracy, or at random")
 
 
 def fit_arguments(p: argparse.ArgumentParser, out_required: bool, data_required: bool = True) -> None:
@@ -112,8 +119,7 @@ def fit_arguments(p: argparse.ArgumentParser, out_required: bool, data_required:
     )
     p.add_argument(
         "--holdout", "--test-fraction", dest="holdout", type=opt.fraction, default=0.0,
-        help="fraction of questions kept out of everything, for a report on untouched questions, in [0, 1) "
-        "(default 0)",
+        help="fraction of questions kept out of everything, for a report on untouched questions, in [0, 1)",
     )
     p.add_argument("--folds", type=folds, default=AUTO, metavar="K|auto",
                    help=f"k > 1: choose by k-fold cross-validation; 1: on one held-out part (--val-fraction); auto "
@@ -123,7 +129,8 @@ def fit_arguments(p: argparse.ArgumentParser, out_required: bool, data_required:
                    help="candidate d (comma list)")
     p.add_argument("--dropouts", "--dropout", type=opt.list_of(dropout), default=list(DEFAULT_DROPOUTS),
                    help="candidate dropouts, each in [0, 1) (comma list)")
-    p.add_argument("--weight-decay", type=opt.non_negative, default=DEFAULTS.weight_decay)
+    p.add_argument("--weight-decay", type=opt.non_negative, default=DEFAULTS.weight_decay,
+                   help="AdamW's weight decay")
     p.add_argument(
         "--calibration", choices=CALIBRATIONS, default="global",
         help="temperature and bias on the logit, fitted on the held-out predictions of the chosen setting: one "
@@ -162,6 +169,25 @@ DATA_NOTE = (
 )
 
 
+class DefaultsFormatter(argparse.RawDescriptionHelpFormatter):
+    """Each option's help ends with its default, unless the help states it already or there is none to state
+    (a flag, an option whose absence means "not given")."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (not action.option_strings or default is None or default is argparse.SUPPRESS
+                or isinstance(default, bool) or "default" in text):
+            return text
+        if isinstance(default, (list, tuple)):
+            default = ",".join(f"{value:g}" if isinstance(value, float) else str(value) for value in default)
+        elif isinstance(default, float):
+            default = f"{default:g}"
+        elif isinstance(default, Path) and default.is_absolute() and default.is_relative_to(Path.cwd()):
+            default = default.relative_to(Path.cwd())  # a preset's folder, as the user would type it
+        return f"{text} (default: {str(default).replace('%', '%%')})"
+
+
 def fit_parser(
     prog: str, description: str = FIT_DESCRIPTION, epilog: str | None = None, preset: dict[str, Any] | None = None
 ) -> argparse.ArgumentParser:
@@ -171,7 +197,7 @@ def fit_parser(
         prog=prog,
         description=description,
         epilog=(epilog or f"example:\n  {prog} --data data/mmlu_pro --out my_router") + "\n\n" + DATA_NOTE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=DefaultsFormatter,
     )
     preset = preset or {}
     fit_arguments(parser, out_required="out" not in preset, data_required="data" not in preset)
