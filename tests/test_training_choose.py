@@ -13,6 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from jeirt_lite_training.__main__ import fit_summary
 from jeirt_lite_training.choose import (
     choose,
     median_schedule,
@@ -160,6 +161,10 @@ def test_the_calibration_is_fitted_on_the_held_out_predictions_not_the_refit(
     plain = voting.predictor.predict_logits(emb, prep.test.question, prep.test.llm)
     assert not np.allclose(test_logits, plain)
     assert voting.extra["test_uncalibrated"]["auc"] == pytest.approx(roc_auc(prep.test.correct, 1 / (1 + np.exp(-test_logits))))
+    # What fit prints: the test part before calibration only where the calibration is not part of the votes' blend.
+    assert "test, before calibration" in fit_summary(res)
+    assert "test, before calibration" not in fit_summary(voting) and "test, before calibration" not in fit_summary(none)
+    assert all("test (untouched)" in fit_summary(r) for r in (res, voting, none))
 
 
 def test_a_table_fitted_to_the_training_texts_is_fitted_again_to_all_of_them_for_the_router(

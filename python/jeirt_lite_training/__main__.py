@@ -15,7 +15,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._runtime import check_output_folder, refuse_inputs
 from ._runtime import cli_options as opt  # the command line's converters and parser class
@@ -23,6 +23,9 @@ from .config import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, DEFAULT_TABLE_PULLS, EN
 from .options import AUTO, COLUMN_OPTIONS, DEFAULTS, DefaultsFormatter, common_arguments, fit_arguments
 from .options import FIT_DESCRIPTION as FIT_DESCRIPTION
 from .options import fit_parser as fit_parser  # where scripts and `jeirt-lite train` find it
+
+if TYPE_CHECKING:
+    from .pipeline import FitResult
 
 __all__ = ["FIT_DESCRIPTION", "cmd_fit", "fit_main", "fit_options", "fit_parser", "main", "run_fit"]
 
@@ -152,7 +155,6 @@ def cmd_fit(
     """`fit` from parsed options. overwrite: replace an existing --out; costs: the LLMs' costs from their names."""
     from .data import DataError
     from .pipeline import choose_refit_and_export
-    from .router_writer import folder_size_mb
 
     if args.out is not None:  # say so before the training, not after it
         check_output_folder(args.out)  # the rule of every command: a missing parent folder is refused, not made
@@ -162,22 +164,30 @@ def cmd_fit(
     options = fit_options(args)
     prep = _prepare(args)
     res = choose_refit_and_export(prep, args.out, costs=costs, label=args.label, overwrite=overwrite, **options)
+    print(fit_summary(res))
+    return 0
+
+
+def fit_summary(res: FitResult) -> str:
+    """What fit prints when it is done: the chosen setting, the held-out and test metrics, the router written."""
+    from .router_writer import folder_size_mb
+
     p, chosen = res.predictor, res.extra["selection"]
-    print(
+    lines = [
         f"\nJE-IRT d={p.config.dim} dropout={p.config.dropout} (chosen on held-out data), trained on "
-        f"{chosen['refit_on']['questions']} questions for {len(p.schedule)} epochs in {p.train_seconds:.0f}s"
-    )
-    print(f"  held out                 {_fmt(res.val)}")
-    print(f"  held out, per-LLM floor  {_fmt(res.extra['heldout']['per_llm_accuracy_baseline'])}")
+        f"{chosen['refit_on']['questions']} questions for {len(p.schedule)} epochs in {p.train_seconds:.0f}s",
+        f"  held out                 {_fmt(res.val)}",
+        f"  held out, per-LLM floor  {_fmt(res.extra['heldout']['per_llm_accuracy_baseline'])}",
+    ]
     if res.test:
-        print(f"  test (untouched)         {_fmt(res.test)}")
-        if res.extra["calibration"] is not None:
-            print(f"  test, before calibration {_fmt(res.extra['test_uncalibrated'])}")
-        print(f"  test, per-LLM floor      {_fmt(res.floor_test)}")
+        lines.append(f"  test (untouched)         {_fmt(res.test)}")
+        if res.extra["calibration"] is not None and res.votes is None:  # with votes the map is part of the blend
+            lines.append(f"  test, before calibration {_fmt(res.extra['test_uncalibrated'])}")
+        lines.append(f"  test, per-LLM floor      {_fmt(res.floor_test)}")
     if res.router_path is not None:
         parity = "" if res.parity is None else f", ONNX parity max abs diff {res.parity:.2e}"
-        print(f"  router: {res.router_path} ({folder_size_mb(res.router_path):.1f} MB){parity}")
-    return 0
+        lines.append(f"  router: {res.router_path} ({folder_size_mb(res.router_path):.1f} MB){parity}")
+    return "\n".join(lines)
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

@@ -263,7 +263,9 @@ def _metrics_record(prep: Prepared, result: FitResult, calibrated: bool) -> dict
         + (("The neighbour votes (training.selection.neighbours) were chosen on them too and are not in heldout"
             + ("; test has them. " if len(prep.test) else ". ")) if result.votes is not None else "")
         + (f"test: the written router{' (calibrated)' if calibrated else ''} on {len(prep.split.test)} questions "
-           "kept out of everything (--holdout); test_uncalibrated: the same without the calibration."
+           "kept out of everything (--holdout); test_uncalibrated: the same without the calibration"
+           + (" (the calibration was fitted on logit + weight * vote, so without it the votes are not scaled as "
+              "chosen: not a model to use)." if result.votes is not None else ".")
            if len(prep.test) else "No test part (--holdout 0): every question was learned from.")
     )
     heldout = result.extra["heldout"]
