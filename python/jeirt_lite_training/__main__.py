@@ -27,7 +27,7 @@ from .options import fit_parser as fit_parser  # where scripts and `jeirt-lite t
 if TYPE_CHECKING:
     from .pipeline import FitResult
 
-__all__ = ["FIT_DESCRIPTION", "cmd_fit", "fit_main", "fit_options", "fit_parser", "main", "run_fit"]
+__all__ = ["FIT_DESCRIPTION", "cmd_fit", "fit_main", "fit_options", "fit_parser", "fit_summary", "main", "run_fit"]
 
 
 def fit_main(argv: list[str] | None = None, prog: str = "jeirt-lite train") -> int:
