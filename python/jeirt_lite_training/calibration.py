@@ -154,17 +154,20 @@ def main(argv: list[str] | None = None) -> int:
     calibrated = router.predict_proba(texts)[cells.question, cells.llm].astype(np.float64)
     # With neighbour votes the map was fitted on logit + weight * vote: without it the votes are not weighed as
     # chosen, so the raw row is the geometry alone.
-    plain = router if router.neighbours is None else router.with_neighbours(None)
+    votes = router.neighbours is not None
+    plain = router.with_neighbours(None) if votes else router
     raw = plain.without_calibration().predict_proba(texts)[cells.question, cells.llm].astype(np.float64)
-    raw_name = "raw model" if router.neighbours is None else "raw model, the geometry alone (no votes)"
     kind = router.manifest["calibration"]["kind"]
     scale = np.asarray(router.calibration.scale)
     print(f"{kind}: scale {scale.min():.3f}..{scale.max():.3f}, bias {np.min(router.calibration.bias):.3f}.."
           f"{np.max(router.calibration.bias):.3f}")
     print(f"\ntest split, {len(texts)} questions, {len(cells)} cells\n")
     print("| probabilities | ECE | log-loss | Brier | AUC |\n|---|---:|---:|---:|---:|")
-    votes = "" if router.neighbours is None else ", with the neighbour votes"
-    rows = [(raw_name, raw), (f"{kind} temperature + bias (stored, fitted on held-out predictions){votes}", calibrated)]
+    rows = [
+        ("raw model, the geometry alone (no votes)" if votes else "raw model", raw),
+        (f"{kind} temperature + bias (stored, fitted on held-out predictions)"
+         + (", with the neighbour votes" if votes else ""), calibrated),
+    ]
     for name, p in rows:
         m = all_metrics(cells.correct, p)
         print(f"| {name} | {m['ece']:.3f} | {m['log_loss']:.3f} | {m['brier']:.3f} | {m['auc']:.3f} |")
