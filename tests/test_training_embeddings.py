@@ -92,3 +92,22 @@ def test_a_vector_does_not_depend_on_what_it_was_encoded_with(tmp_path: Path, mo
         monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / f"alone{i}"))
         alone.append(embeddings.embed_texts([text])[0])
     assert np.array_equal(together, np.stack(alone))
+
+
+def test_a_vector_does_not_depend_on_how_many_threads_encoded_it(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The data's first 64 texts encoded into one cache with torch at one thread and into another at two: the same
+    bits, so that a cache filled by a run with other `--threads` gives a training run the same vectors (torch's
+    own threads split a text's matrix products differently and moved some by ~1e-7); torch's setting is restored."""
+    torch = pytest.importorskip("torch")
+    texts = pd.read_csv(DATA / "questions.csv", usecols=["text"])["text"].astype(str).tolist()[:64]
+    before = torch.get_num_threads()
+    encoded = {}
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / f"threads{threads}"))
+            encoded[threads] = embeddings.embed_texts(texts)
+            assert torch.get_num_threads() == threads
+    finally:
+        torch.set_num_threads(before)
+    assert np.array_equal(encoded[1], encoded[2])

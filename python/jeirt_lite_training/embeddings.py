@@ -27,6 +27,9 @@ from .encoders import (
     DEFAULT_MAX_LENGTH,
     encode_batch,
     get_spec,
+    load_encoder,
+    load_tokenizer,
+    one_torch_thread_each,
     user_cache_home,
 )
 from .types import Dataset
@@ -73,11 +76,12 @@ def embed_texts(
 ) -> np.ndarray:
     """(n, D) float32 embeddings of `texts`, reading the cache and computing (and caching) only what is missing.
 
-    Missing texts are encoded one at a time, so a text's vector never depends on what else was missing from the
-    cache: in a batch, padding moves a vector by about 1e-7, and on some CPUs (AMX, AVX-512) so does the number of
-    rows the matrix products hold even without padding; differences in the last bits are enough to turn near-tied
-    choices of a training run. A shard is saved every `shard_size` texts so an interrupted run loses at most that
-    much.
+    Missing texts are encoded one at a time, each on one torch thread, so a text's vector depends neither on what
+    else was missing from the cache nor on the threads of the run that filled it: in a batch, padding moves a vector
+    by about 1e-7, and on some CPUs (AMX, AVX-512) so does the number of rows the matrix products hold even without
+    padding, or the number of threads that split them; differences in the last bits are enough to turn near-tied
+    choices of a training run. The run's torch threads (`torch.get_num_threads()`) encode that many texts at once
+    instead. A shard is saved every `shard_size` texts so an interrupted run loses at most that much.
     """
     if isinstance(texts, str):
         raise TypeError("embed_texts takes a list of texts, not one string")
@@ -95,20 +99,21 @@ def embed_texts(
             from tqdm import tqdm
 
             bar = tqdm(total=len(todo), desc=f"encoding with {encoder}", unit="text")
-        pending_keys: list[str] = []
-        pending_vecs: list[np.ndarray] = []
-        for key, text in todo.items():
-            vector = encode_batch([text], encoder, max_length).numpy()[0]
-            pending_keys.append(key)
-            pending_vecs.append(vector)
-            cached[key] = vector
-            if bar is not None:
-                bar.update(1)
-            if len(pending_keys) >= shard_size:
-                _write_shard(directory, pending_keys, np.stack(pending_vecs))
-                pending_keys, pending_vecs = [], []
-        if pending_keys:
-            _write_shard(directory, pending_keys, np.stack(pending_vecs))
+        load_tokenizer(encoder, max_length)  # loaded once, before the workers ask for them
+        load_encoder(encoder)
+        missing = list(todo.items())
+        with one_torch_thread_each() as pool:
+            for start in range(0, len(missing), shard_size):
+                shard = missing[start : start + shard_size]
+                encoded = pool.map(lambda text: encode_batch([text], encoder, max_length).numpy()[0],
+                                   [text for _, text in shard])
+                vectors = []
+                for (key, _), vector in zip(shard, encoded):
+                    cached[key] = vector
+                    vectors.append(vector)
+                    if bar is not None:
+                        bar.update(1)
+                _write_shard(directory, [key for key, _ in shard], np.stack(vectors))
         if bar is not None:
             bar.close()
     out = np.stack([cached[k] for k in keys]) if keys else np.zeros((0, spec.embedding_dim), np.float32)
