@@ -37,6 +37,63 @@ def test_fit_is_the_exact_optimum() -> None:
     assert np.max(np.abs(gradient)) < 1e-3  # float32 rounding of the returned vector only
 
 
+def _gradient(questions: np.ndarray, correct: np.ndarray, m: np.ndarray, prior: np.ndarray, l2: float) -> np.ndarray:
+    """The MAP objective's gradient, written out independently of the fit."""
+    q = questions.astype(np.float64)
+    norms = np.linalg.norm(q, axis=1)
+    u = q / norms[:, None]
+    p = 1 / (1 + np.exp(-(u @ m - norms)))
+    return u.T @ (p - correct) + l2 * (m - prior)
+
+
+@pytest.mark.parametrize(
+    ("seed", "n", "d", "l2", "far", "separable"),
+    [
+        (0, 200, 5, 1e-3, 5.0, True),  # answers split exactly by a direction: the optimum far out, held by the prior
+        (1, 40, 8, 1e-2, 10.0, True),
+        (2, 500, 16, 1e-4, 20.0, True),
+        (3, 100, 4, 1e-3, 30.0, False),  # a prior mean far from the answers: full Newton steps overshoot from there
+        (4, 300, 8, 1e-2, 100.0, False),
+        (5, 60, 3, 1e-4, 10.0, False),
+    ],
+)
+def test_hard_fits_still_reach_the_exact_optimum(
+    seed: int, n: int, d: int, l2: float, far: float, separable: bool
+) -> None:
+    """A weak prior on separable answers, and a start (the prior mean) far from the optimum: the backtracking line
+    search, the Hessian and the objective it checks steps with must all be right for Newton to get there."""
+    rng = np.random.default_rng(seed)
+    questions = (rng.normal(size=(n, d)) * 0.7).astype(np.float32)
+    norms = np.linalg.norm(questions.astype(np.float64), axis=1)
+    direction = rng.normal(size=d)
+    if separable:
+        prior = np.zeros(d)
+        correct = (questions @ (direction * far) / norms - norms > 0).astype(np.float64)
+    else:
+        prior = direction * far / np.linalg.norm(direction)
+        chance = 1 / (1 + np.exp(-(questions @ rng.normal(size=d) / norms - norms)))
+        correct = (rng.random(n) < chance).astype(np.float64)
+    m = fit_llm_vector(questions, correct, prior_mean=prior, l2=l2).astype(np.float64)
+    assert np.max(np.abs(_gradient(questions, correct, m, prior, l2))) < 1e-5
+
+
+def test_a_zero_question_vector_changes_nothing() -> None:
+    """It has no direction (the kernels give it logit 0): the fit with it is the fit without it."""
+    rng = np.random.default_rng(6)
+    questions, correct = _simulate(rng, 80, 4, rng.normal(size=4))
+    with_zero = fit_llm_vector(np.vstack([questions, np.zeros((1, 4), np.float32)]), np.append(correct, 1))
+    np.testing.assert_allclose(with_zero, fit_llm_vector(questions, correct), rtol=1e-6, atol=1e-6)
+
+
+def test_bad_question_vectors_are_named() -> None:
+    with pytest.raises(JeirtError, match="must be 2-D"):
+        fit_llm_vector(np.ones(3), [1, 0, 1])
+    questions = np.ones((4, 2))
+    questions[2, 1] = np.nan
+    with pytest.raises(JeirtError, match="question row 2 contains NaN"):
+        fit_llm_vector(questions, [1, 0, 1, 0])
+
+
 def test_all_correct_answers_stay_finite_thanks_to_the_prior() -> None:
     rng = np.random.default_rng(2)
     questions = rng.normal(size=(50, 4)).astype(np.float32)
@@ -48,6 +105,7 @@ def test_all_correct_answers_stay_finite_thanks_to_the_prior() -> None:
     ("correct", "message"),
     [
         ([1, 0, 2], "label 2 is 2"),
+        ([3, 0, 2], "label 0 is 3"),  # the first bad label is named
         ([1, 0], "got 3 questions but 2 labels"),
         (["yes", "no", "yes"], "labels must be 0/1"),
         ([[1, 0, 1]], "must be 1-D"),
