@@ -190,10 +190,10 @@ def encode_batch(
 def one_torch_thread_each() -> Iterator[ThreadPoolExecutor]:
     """A pool of as many workers as torch has threads, with torch itself at one thread meanwhile (restored after).
 
-    What a worker computes, a text or a batch, then runs on one thread whatever the run's thread count: torch's own
-    threads split a matrix product's work, and the split moves the last bits of the result (by about 1e-7 for
-    MiniLM), which cached vectors must not carry from one run into another. Many small inputs side by side also
-    keep the cores busier than one input split across them. Interrupted, it waits only for the inputs running.
+    Each text a worker encodes then runs on one thread whatever the run's thread count: torch's own threads split a
+    matrix product's work, and the split moves the last bits of the result (by about 1e-7 for MiniLM), which cached
+    vectors must not carry from one run into another. Texts side by side also keep the cores busier than one text
+    split across them. Interrupted, it waits only for the texts already running.
     """
     workers = torch.get_num_threads()
     torch.set_num_threads(1)
