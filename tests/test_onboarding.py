@@ -86,12 +86,20 @@ def test_a_zero_question_vector_changes_nothing() -> None:
 
 
 def test_bad_question_vectors_are_named() -> None:
-    with pytest.raises(JeirtError, match="must be 2-D"):
-        fit_llm_vector(np.ones(3), [1, 0, 1])
+    for shape in [(3,), (3, 2, 1)]:
+        with pytest.raises(JeirtError, match="must be 2-D"):
+            fit_llm_vector(np.ones(shape), [1, 0, 1])
     questions = np.ones((4, 2))
     questions[2, 1] = np.nan
-    with pytest.raises(JeirtError, match="question row 2 contains NaN"):
+    questions[3, 0] = np.inf
+    with pytest.raises(JeirtError, match="question row 2 contains NaN"):  # the first bad row
         fit_llm_vector(questions, [1, 0, 1, 0])
+
+
+@pytest.mark.parametrize("l2", [0.0, -1.0])
+def test_a_prior_strength_that_is_not_positive_is_refused(l2: float) -> None:
+    with pytest.raises(JeirtError, match="l2 must be a positive number"):
+        fit_llm_vector(np.ones((3, 2)), [1, 0, 1], l2=l2)
 
 
 def test_all_correct_answers_stay_finite_thanks_to_the_prior() -> None:
@@ -109,6 +117,10 @@ def test_all_correct_answers_stay_finite_thanks_to_the_prior() -> None:
         ([1, 0], "got 3 questions but 2 labels"),
         (["yes", "no", "yes"], "labels must be 0/1"),
         ([[1, 0, 1]], "must be 1-D"),
+        (1, "must be 1-D"),
+        ([1, 0, 1, 1], "got 3 questions but 4 labels"),
+        ([1, -1, 0], "label 1 is -1"),
+        ([1, 0.5, 0], "label 1 is 0.5"),
     ],
 )
 def test_bad_labels(correct: object, message: str) -> None:
@@ -119,6 +131,7 @@ def test_bad_labels(correct: object, message: str) -> None:
 def test_too_few_answers() -> None:
     with pytest.raises(JeirtError, match="at least 2 answers"):
         fit_llm_vector(np.ones((1, 2)), [1])
+    assert np.isfinite(fit_llm_vector(np.eye(2), [1, 0])).all()  # two are enough
 
 
 @pytest.fixture(scope="module")
