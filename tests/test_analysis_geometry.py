@@ -122,3 +122,65 @@ def test_alignment_scores_threshold_and_flags() -> None:
 def test_alignment_dimension_mismatch() -> None:
     with pytest.raises(JeirtError, match="dimension"):
         alignment_scores(np.ones((2, 3)), np.ones((4, 5)))
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_alignment_scores_are_the_mean_of_the_top_k_cosines_around_the_centre() -> None:
+    """Brute force on more questions than one chunk of the loop holds (4096): centre, unit, every cosine, sort."""
+    rng = np.random.default_rng(1)
+    questions, reference, center = rng.normal(size=(5000, 8)), rng.normal(size=(600, 8)), rng.normal(size=8)
+    cosines = _unit(questions - center) @ _unit(reference).T
+    ranked = -np.sort(-cosines, axis=1)
+    scores = alignment_scores(questions, reference, top_k=3, center=center)
+    np.testing.assert_allclose(scores, ranked[:, :3].mean(axis=1), atol=1e-6)
+    np.testing.assert_allclose(alignment_scores(questions, reference, top_k=0, center=center), ranked[:, 0], atol=1e-6)
+    np.testing.assert_allclose(  # more neighbours asked for than there are: all of them
+        alignment_scores(questions, reference, top_k=1000, center=center), ranked.mean(axis=1), atol=1e-6
+    )
+
+
+def test_alignment_refuses_what_it_cannot_compare() -> None:
+    with pytest.raises(JeirtError, match="question vectors have dimension 5, reference directions 3"):
+        alignment_scores(np.ones((2, 5)), np.ones((4, 3)))
+    with pytest.raises(JeirtError, match="no reference directions"):
+        alignment_scores(np.ones((2, 3)), np.ones((0, 3)))
+    for shape in [(3,), (2, 3, 1)]:
+        with pytest.raises(JeirtError, match="2-D"):
+            alignment_scores(np.ones(shape), np.ones((4, 3)))
+    for shape in [(0, 3), (3,), (2, 3, 1)]:
+        with pytest.raises(JeirtError, match="non-empty"):
+            reference_directions(np.ones(shape))
+
+
+def test_reference_directions_sample_distinct_rows_in_order_and_keep_all_when_few() -> None:
+    rng = np.random.default_rng(2)
+    train = rng.normal(size=(10, 4))
+    expected = _unit(train - train.mean(axis=0))
+    for size in (10, 20):  # as many rows as asked for, or fewer
+        everything, center = reference_directions(train, size=size)
+        np.testing.assert_allclose(everything, expected, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(center, train.mean(axis=0), rtol=1e-5)
+    sample, _ = reference_directions(train, size=8, seed=3)
+    rows = [int(np.argmin(np.abs(expected - row).sum(axis=1))) for row in sample]
+    np.testing.assert_allclose(sample, expected[rows], rtol=1e-5, atol=1e-6)
+    assert len(set(rows)) == 8 and rows == sorted(rows)
+    assert np.array_equal(reference_directions(train, size=8, seed=3)[0], sample)  # seeded
+
+
+@pytest.mark.parametrize("percentile", [-0.5, 100.5])
+def test_a_percentile_outside_0_to_100_is_refused(percentile: float) -> None:
+    with pytest.raises(JeirtError, match="percentile"):
+        validation_threshold(np.eye(3), np.eye(3), percentile=percentile)
+
+
+def test_the_threshold_spans_the_validation_scores_and_a_score_on_it_is_in_distribution() -> None:
+    rng = np.random.default_rng(4)
+    val, reference = rng.normal(size=(30, 5)), rng.normal(size=(20, 5))
+    scores = alignment_scores(val, reference)
+    assert validation_threshold(val, reference, percentile=0.0) == pytest.approx(float(scores.min()))
+    assert validation_threshold(val, reference, percentile=100.0) == pytest.approx(float(scores.max()))
+    result = align(val, reference, float(scores[7]))
+    assert result.in_distribution[7] and result.in_distribution.sum() == (scores >= scores[7]).sum()
