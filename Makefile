@@ -42,14 +42,16 @@ default-router: ## rebuild the router shipped in the package from data/ (needs t
 # edits a file in place and runs the tests named here, so run it on a clean tree. Narrow the scope with the variables.
 MUTATE ?= python/jeirt_lite/_routing.py
 MUTATION_TESTS ?= tests/test_routing_costs.py tests/test_router_hostile.py
+# Seconds before a mutant's test run counts as caught: a mutant that makes a loop endless waits this long.
+MUTATION_TIMEOUT ?= 600
 RUST_MUTATE ?= rust/src/kernels/adjust.rs
 
 mutants: mutants-python mutants-rust
 
 mutants-python: ## cosmic-ray (dev extra) on MUTATE with MUTATION_TESTS; the report's last lines are the score
 	mkdir -p .mutants
-	printf '[cosmic-ray]\nmodule-path = "%s"\ntimeout = 600.0\nexcluded-modules = []\ntest-command = "python -m pytest -x -q -p no:cacheprovider %s"\n\n[cosmic-ray.distributor]\nname = "local"\n' \
-		"$(MUTATE)" "$(MUTATION_TESTS)" > .mutants/cosmic-ray.toml
+	printf '[cosmic-ray]\nmodule-path = "%s"\ntimeout = %s\nexcluded-modules = []\ntest-command = "python -m pytest -x -q -p no:cacheprovider %s"\n\n[cosmic-ray.distributor]\nname = "local"\n' \
+		"$(MUTATE)" "$(MUTATION_TIMEOUT)" "$(MUTATION_TESTS)" > .mutants/cosmic-ray.toml
 	cosmic-ray init .mutants/cosmic-ray.toml .mutants/session.sqlite --force
 	cosmic-ray exec .mutants/cosmic-ray.toml .mutants/session.sqlite
 	cr-report .mutants/session.sqlite --show-pending | tail -n 3
