@@ -32,16 +32,40 @@ def changed_lines(diff: str) -> str:
     return " => ".join(lines)
 
 
+def apply_diff(diff: str, root: Path) -> None:
+    """Apply a cosmic-ray diff (one file, one-line hunks) under `root`. Done here rather than with `patch`: the
+    diffs can carry a context line past the end of the file."""
+    lines = diff.splitlines()
+    target = next(line[len("+++ b/"):] for line in lines if line.startswith("+++ b/"))
+    path = root / target
+    source = path.read_text().splitlines(keepends=True)
+    out: list[str] = []
+    position = 0
+    for i, line in enumerate(lines):
+        if not line.startswith("@@"):
+            continue
+        start = int(line.split()[1].lstrip("-").split(",")[0]) - 1
+        out += source[position:start]
+        position = start
+        for body in lines[i + 1 :]:
+            if body.startswith("@@"):
+                break
+            if body.startswith("+"):
+                out.append(body[1:] + "\n")
+            elif position < len(source):  # a context or removed line: it must be the file's
+                if source[position].rstrip("\n") != body[1:]:
+                    raise SystemExit(f"the mutant's diff does not match {target} at line {position + 1}")
+                if body.startswith(" "):
+                    out.append(source[position])
+                position += 1
+    path.write_text("".join(out + source[position:]))
+
+
 def caught(diff: str, tests: list[str], timeout: float) -> bool:
     """Whether `tests` fail (or run past `timeout` seconds) with the mutant applied to a copy of python/."""
-    body = diff.split("\n", 1)[1] if diff.startswith("--- mutation diff") else diff
-    body = body if body.endswith("\n") else body + "\n"  # cosmic-ray's diffs can end mid-line
     with tempfile.TemporaryDirectory() as scratch:
         shutil.copytree(REPO / "python", Path(scratch) / "python")
-        patch = subprocess.run(["patch", "-s", "-p1", "-d", scratch, "--no-backup-if-mismatch"], input=body,
-                               text=True, capture_output=True)
-        if patch.returncode != 0:
-            raise SystemExit(f"the mutant's diff does not apply to python/ as it is now:\n{patch.stdout}{patch.stderr}")
+        apply_diff(diff, Path(scratch))
         env = dict(os.environ, PYTHONPATH=str(Path(scratch) / "python"))
         try:
             run = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
