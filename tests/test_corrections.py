@@ -19,6 +19,7 @@ from jeirt_lite._corrections import (
     like_the_routers_share,
     ridge_logistic,
 )
+from jeirt_lite._feature_offsets import FeatureCorrections, parse_corrections
 from jeirt_lite._onboarding import fit_llm_vector
 
 
@@ -148,6 +149,60 @@ def test_corrections_survive_save_and_load_and_are_hash_checked(
     (path / "corrections.safetensors").write_bytes(b"not a tensor file")
     with pytest.raises(JeirtError, match="corrections.safetensors: sha256"):
         Router.load(path)
+
+
+def test_a_second_corrected_llm_keeps_the_first_ones_correction(
+    grown: tuple[Router, np.ndarray, np.ndarray], tmp_path: Path
+) -> None:
+    router, vectors, features = grown
+    y = (features[:, 1] > np.median(features[:, 1])).astype(int)
+    twice = router.add_llm("feature-llm-2", EncodedQuestions(vectors, features), y)
+    assert twice.corrections is not None and twice.corrections.llms == ("feature-llm", "feature-llm-2")
+    assert twice.manifest["onboarded"][-1]["correction"] == "on"
+    np.testing.assert_array_equal(twice.corrections.weights[0], router.corrections.weights[0])  # type: ignore[union-attr]
+    before = router.predict_proba(EncodedQuestions(vectors, features))
+    after = Router.load(twice.save(tmp_path / "twice"), threads=1).predict_proba(EncodedQuestions(vectors, features))
+    np.testing.assert_allclose(after[:, :-1], before, atol=1e-6)
+
+
+def _parsed(weights: np.ndarray, bias: np.ndarray, names: tuple[str, ...] = ("a", "b")) -> FeatureCorrections:
+    return parse_corrections({"llms": list(names), "feature_dim": 3}, {"weights": weights, "bias": bias},
+                             ["a", "b", "c"], 3, "corrections.safetensors")
+
+
+def test_stored_corrections_are_read_only_and_checked() -> None:
+    parsed = _parsed(np.ones((2, 3), np.float32), np.zeros(2, np.float32))
+    assert not parsed.weights.flags.writeable and not parsed.bias.flags.writeable
+    bad = {
+        "one row per corrected LLM": [(np.ones((1, 3), np.float32), np.zeros(2, np.float32)),
+                                      (np.ones((3, 3), np.float32), np.zeros(2, np.float32)),
+                                      (np.ones((2, 3), np.float32), np.zeros(1, np.float32)),
+                                      (np.ones((2, 3), np.float32), np.zeros((2, 1), np.float32)),
+                                      (np.ones((2, 3, 1), np.float32), np.zeros(2, np.float32)),
+                                      (np.ones(2, np.float32), np.zeros(2, np.float32))],
+        "must be float32": [(np.ones((2, 3)), np.zeros(2, np.float32)), (np.ones((2, 3), np.float32), np.zeros(2)),
+                            (np.ones((2, 3), np.float16), np.zeros(2, np.float32)),
+                            (np.ones((2, 3), np.float32), np.zeros(2, np.float16))],
+        "must be finite": [(np.full((2, 3), np.nan, np.float32), np.zeros(2, np.float32)),
+                           (np.ones((2, 3), np.float32), np.array([0.0, np.inf], np.float32))],
+    }
+    for message, cases in bad.items():
+        for weights, bias in cases:
+            with pytest.raises(JeirtError, match=message):
+                _parsed(weights, bias)
+
+
+def test_features_of_the_wrong_shape_or_with_nan_are_named() -> None:
+    corrections = _parsed(np.ones((2, 3), np.float32), np.zeros(2, np.float32))
+    wrong = [np.ones((4, 2)), np.ones((4, 4)), np.ones((3, 3)), np.ones((5, 3)), np.ones(12), np.ones((4, 3, 1)),
+             np.full((4, 3), "x")]
+    for features in wrong:
+        with pytest.raises(JeirtError, match=r"features must have shape \(4, 3\)"):
+            corrections.offsets(features, ["a", "b", "c"], 4)
+    features = np.ones((4, 3))
+    features[1, 0], features[3, 2] = np.nan, np.inf
+    with pytest.raises(JeirtError, match="features row 1 contains NaN or inf"):
+        corrections.offsets(features, ["a", "b", "c"], 4)
 
 
 def test_a_corrections_file_without_its_manifest_block_is_refused(
