@@ -21,20 +21,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from jeirt_lite._alignment import unit_rows
+
+from .routing_eval import answer_matrix
 
 BANDS = ((0.99, 1.01), (0.97, 0.99), (0.95, 0.97), (0.90, 0.95), (0.80, 0.90), (-1.01, 0.80))
 
 
-def answer_matrix(question: np.ndarray, llm: np.ndarray, correct: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    """(questions, LLMs) float: 1 right, 0 wrong, NaN where the LLM did not answer."""
-    out = np.full(shape, np.nan)
-    out[question, llm] = correct
-    return out
-
-
 def nearest_training(features: np.ndarray, learned: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(test rows, each one's most similar training row, that cosine similarity)."""
-    unit = features / np.maximum(np.linalg.norm(features, axis=1, keepdims=True), 1e-12)
+    unit = unit_rows(features)
     test, train = np.flatnonzero(~learned), np.flatnonzero(learned)
     if not len(test) or not len(train):
         raise ValueError("the router must have learned from some of the data's questions and not from others")
@@ -99,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if learned is None:
         raise SystemExit("the router does not record the questions it learned from")
     cells = data.responses
-    answers = answer_matrix(cells.question, cells.llm, cells.correct, (data.n_questions, data.n_llms))
+    answers = answer_matrix(cells.question, cells.llm, cells.correct, np.arange(data.n_questions), data.n_llms)
     test, twin, similarity = nearest_training(np.asarray(encoded.features, dtype=np.float64), learned)
     order = [router.llms.index(name) for name in data.llm_names]
     probabilities = router.predict_proba(encoded)[test][:, order]

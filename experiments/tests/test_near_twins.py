@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from experiments.near_twins import answer_matrix, band_rows, exact_repeats, nearest_training
+from experiments.near_twins import band_rows, exact_repeats, nearest_training
+from experiments.routing_eval import answer_matrix
 
 
 def test_the_twin_is_the_most_similar_training_question_whatever_its_length() -> None:
@@ -23,7 +24,7 @@ def test_a_router_that_learned_from_everything_is_refused() -> None:
 
 def test_bands_count_only_answers_on_both_questions_and_score_the_router_on_the_same_ones() -> None:
     answers = answer_matrix(np.array([0, 0, 1, 1, 2]), np.array([0, 1, 0, 1, 0]),
-                            np.array([1.0, 0.0, 1.0, 1.0, 0.0]), (3, 2))
+                            np.array([1.0, 0.0, 1.0, 1.0, 0.0]), np.arange(3), 2)
     assert np.isnan(answers[2, 1])
     # test questions 1 (twin 0, similarity 0.995) and 2 (twin 0, similarity 0.5); question 2's LLM 1 did not answer
     probabilities = np.array([[0.9, 0.2], [0.3, 0.8]])
