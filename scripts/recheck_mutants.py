@@ -3,9 +3,10 @@
     python -m scripts.recheck_mutants --tests "tests/test_onboarding.py tests/test_corrections.py"
 
 After a mutation round, tests are written for the survivors worth one; this says which survivors the new tests
-catch, without a whole new round: each survivor's diff is applied to a copy of `python/` (the built extension
-included) in a temporary folder, the tests run from the checkout with that copy first on the path, and the copy is
-removed. Prints one line per survivor (caught or survives) and the count; exits 0 either way.
+catch, without a whole new round: each survivor's diff is applied in turn to one copy of `python/` (the built
+extension included) in a temporary folder, the tests run from the checkout with that copy first on the path, and
+the mutated file is restored before the next. Prints one line per survivor (caught or survives) and the count;
+exits 0 either way.
 """
 
 from __future__ import annotations
@@ -32,11 +33,16 @@ def changed_lines(diff: str) -> str:
     return " => ".join(lines)
 
 
+def mutated_file(diff: str) -> str:
+    """The path, relative to the checkout, of the file a cosmic-ray diff changes."""
+    return next(line[len("+++ b/") :] for line in diff.splitlines() if line.startswith("+++ b/"))
+
+
 def apply_diff(diff: str, root: Path) -> None:
     """Apply a cosmic-ray diff (one file, one-line hunks) under `root`. Done here rather than with `patch`: the
     diffs can carry a context line past the end of the file."""
     lines = diff.splitlines()
-    target = next(line[len("+++ b/"):] for line in lines if line.startswith("+++ b/"))
+    target = mutated_file(diff)
     path = root / target
     source = path.read_text().splitlines(keepends=True)
     out: list[str] = []
@@ -61,18 +67,22 @@ def apply_diff(diff: str, root: Path) -> None:
     path.write_text("".join(out + source[position:]))
 
 
-def caught(diff: str, tests: list[str], timeout: float) -> bool:
-    """Whether `tests` fail (or run past `timeout` seconds) with the mutant applied to a copy of python/."""
-    with tempfile.TemporaryDirectory() as scratch:
-        shutil.copytree(REPO / "python", Path(scratch) / "python")
-        apply_diff(diff, Path(scratch))
-        env = dict(os.environ, PYTHONPATH=str(Path(scratch) / "python"))
-        try:
-            run = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
-                                 cwd=REPO, env=env, capture_output=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return True
-        return run.returncode != 0
+def caught(diff: str, copy: Path, tests: list[str], timeout: float) -> bool:
+    """Whether `tests` fail (or run past `timeout` seconds) with the mutant applied to `copy` (a copy of the
+    checkout's python/ folder under a scratch root), which is restored after."""
+    path = copy / mutated_file(diff)
+    original = path.read_text()
+    apply_diff(diff, copy)
+    # No bytecode written: a mutant of the original's size within the same second could otherwise run stale.
+    env = dict(os.environ, PYTHONPATH=str(copy / "python"), PYTHONDONTWRITEBYTECODE="1")
+    try:
+        run = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+                             cwd=REPO, env=env, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return True
+    finally:
+        path.write_text(original)
+    return run.returncode != 0
 
 
 def main() -> int:
@@ -87,11 +97,13 @@ def main() -> int:
     with sqlite3.connect(args.session) as db:
         survivors = db.execute(SURVIVORS).fetchall()
     still = 0
-    for row, operator, diff in survivors:
-        now_caught = caught(diff, args.tests.split(), args.timeout)
-        still += not now_caught
-        print(f"{'caught  ' if now_caught else 'SURVIVES'} line {row} {operator.split('/')[-1]}: "
-              f"{changed_lines(diff)[:160]}", flush=True)
+    with tempfile.TemporaryDirectory() as scratch:  # one copy (the built extension in it), each mutant undone after
+        shutil.copytree(REPO / "python", Path(scratch) / "python", ignore=shutil.ignore_patterns("__pycache__"))
+        for row, operator, diff in survivors:
+            now_caught = caught(diff, Path(scratch), args.tests.split(), args.timeout)
+            still += not now_caught
+            print(f"{'caught  ' if now_caught else 'SURVIVES'} line {row} {operator.split('/')[-1]}: "
+                  f"{changed_lines(diff)[:160]}", flush=True)
     print(f"{len(survivors)} survivors in the session; {still} survive the tests as they are now")
     return 0
 
