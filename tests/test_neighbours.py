@@ -12,10 +12,14 @@ import pytest
 from jeirt_lite import EncodedQuestions, JeirtError, Router
 from jeirt_lite._neighbours import (
     CANDIDATES_PER_K,
+    COARSE_CANDIDATES,
+    COARSE_DIMS,
     NOT_ASKED,
     NeighbourVotes,
+    coarse_projection,
     neighbour_sums,
     parse_neighbours,
+    smoothed,
     unit_rows,
     vote_logits,
 )
@@ -86,6 +90,55 @@ def test_an_empty_table_or_no_queries_give_the_prior() -> None:
     sums, counts = neighbour_sums(np.zeros((0, 3), np.float32), np.zeros((0, 2), np.int8),
                                   np.ones((4, 3), np.float32), (5,), None)
     assert sums.shape == (1, 4, 2) and not counts.any()
+
+
+def test_queries_past_the_first_block_are_voted_as_in_a_block_of_their_own() -> None:
+    rng = np.random.default_rng(3)
+    keys = unit_rows(rng.normal(size=(300, 8)))
+    answers = rng.integers(-1, 2, size=(300, 4)).astype(np.int8)
+    queries = unit_rows(rng.normal(size=(700, 8)))  # blocks of QUERY_CHUNK: 0-255, 256-511, 512-699
+    whole = neighbour_sums(keys, answers, queries, (5,), None)
+    parts = [neighbour_sums(keys, answers, queries[i:i + 100], (5,), None) for i in range(0, 700, 100)]
+    for got, want in zip(whole, (np.concatenate([p[j] for p in parts], axis=1) for j in (0, 1))):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+    assert whole[1][0, 256:].min() > 0  # every query past the first block was voted on
+
+
+def test_the_shortlist_of_full_width_keys_is_their_leading_principal_directions() -> None:
+    rng = np.random.default_rng(4)
+    spread = np.concatenate([[10.0], np.linspace(2.0, 0.1, 199)])  # each coordinate's spread, largest first
+    keys = unit_rows(rng.normal(size=(COARSE_CANDIDATES + 1, 200)) * spread)
+    projection = coarse_projection(keys)
+    assert projection.shape == (200, COARSE_DIMS) and projection.dtype == np.float32
+    # The first direction is the first coordinate's axis, and the directions are orthonormal.
+    assert abs(projection[0, 0]) > 0.9 and np.argmax(np.abs(projection[:, 0])) == 0
+    np.testing.assert_allclose(projection.T @ projection, np.eye(COARSE_DIMS), atol=1e-4)
+    explained = np.linalg.norm(keys @ projection, axis=0)
+    assert (np.diff(explained) <= 1e-3).all()  # largest first
+    # No shortlist where scoring every key costs as much: few keys, or keys no wider than the shortlist's space.
+    assert coarse_projection(keys[:COARSE_CANDIDATES]).shape == (200, 0)
+    assert coarse_projection(keys[:100]).shape == (200, 0)
+    assert coarse_projection(keys[:, :50]).shape == (50, 0)
+    assert coarse_projection(keys[:, :COARSE_DIMS]).shape == (COARSE_DIMS, 0)
+    assert coarse_projection(keys[:, :COARSE_DIMS + 1]).shape == (COARSE_DIMS + 1, COARSE_DIMS)
+
+
+def test_a_unanimous_vote_stays_a_finite_logit() -> None:
+    counts = np.full((1, 2), 40.0, np.float32)
+    p = smoothed(counts, counts, np.array([0.999999, 0.5], np.float32), 1e-9)
+    assert p[0, 0] == np.float32(1.0 - 1e-6) and np.isfinite(vote_logits(p)).all()
+    p = smoothed(np.zeros((1, 2), np.float32), counts, np.array([1e-7, 0.5], np.float32), 1e-9)
+    assert p[0, 0] == np.float32(1e-6) and np.isfinite(vote_logits(p)).all()
+    np.testing.assert_allclose(vote_logits(np.array([0.5, 0.8, 0.2])), [0.0, np.log(4.0), -np.log(4.0)], atol=1e-12)
+
+
+def test_the_first_row_with_nan_or_inf_features_is_named() -> None:
+    votes = NeighbourVotes(("a",), np.ones((3, 4), np.float16), np.zeros((3, 1), np.int8),
+                           np.full(1, 0.5, np.float32), 2, 1.0, None, 0.5)
+    features = np.ones((5, 4), np.float32)
+    features[2, 0], features[4, 3] = np.nan, np.inf
+    with pytest.raises(JeirtError, match="features row 2 contains NaN or inf"):
+        votes.offsets(features, ["a"], 5)
 
 
 @pytest.fixture(scope="module")
@@ -211,6 +264,26 @@ def _block_and_tensors(votes: NeighbourVotes) -> tuple[dict[str, object], dict[s
         (lambda b, t: t["answers"].__setitem__((0, 0), 2), "answers -1, 0 or 1"),
         (lambda b, t: t["prior"].__setitem__(0, 1.0), "strictly between 0 and 1"),
         (lambda b, t: t.pop("prior"), "no tensor 'prior'"),
+        (lambda b, t: b.update(k=True), "k must be a positive integer"),
+        (lambda b, t: b.update(k="3"), "k must be a positive integer"),
+        (lambda b, t: b.update(k=2.0), "k must be a positive integer"),
+        (lambda b, t: b.update(weight=0), "weight must be a finite number > 0"),
+        (lambda b, t: b.update(weight=-0.5), "weight must be a finite number > 0"),
+        (lambda b, t: b.update(weight="1"), "weight must be a finite number > 0"),
+        (lambda b, t: b.update(smoothing=0.0), "smoothing must be a finite number > 0"),
+        (lambda b, t: b.update(smoothing=-0.5), "smoothing must be a finite number > 0"),
+        (lambda b, t: b.update(smoothing=True), "smoothing must be a finite number > 0"),
+        (lambda b, t: b.update(temperature=0.0), "temperature must be null or"),
+        (lambda b, t: b.update(temperature="0.1"), "temperature must be null or"),
+        (lambda b, t: b.update(temperature=float("inf")), "temperature must be null or"),
+        (lambda b, t: b.update(temperature=True), "temperature must be null or"),
+        (lambda b, t: t.update(answers=t["answers"].astype(np.int16)), "answers int8"),
+        (lambda b, t: t.update(prior=t["prior"].astype(np.float64)), "prior float32"),
+        (lambda b, t: t.update(keys=t["keys"][None]), "must be \\(n, p\\)"),
+        (lambda b, t: t.update(answers=np.zeros((4, 2), np.int8)), "must be \\(n, p\\)"),
+        (lambda b, t: t.update(prior=t["prior"][:1]), "must be \\(n, p\\)"),
+        (lambda b, t: t["prior"].__setitem__(0, 0.0), "strictly between 0 and 1"),
+        (lambda b, t: t["prior"].__setitem__(0, -0.5), "strictly between 0 and 1"),
     ],
 )
 def test_a_bad_neighbour_table_is_refused_by_name(change, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -222,6 +295,16 @@ def test_a_bad_neighbour_table_is_refused_by_name(change, message: str) -> None:
         parse_neighbours(block, tensors, ["a", "b"], 4, "neighbours.safetensors")
     with pytest.raises(JeirtError, match="features of size 4, the encoder gives none"):
         parse_neighbours(*_block_and_tensors(votes), ["a", "b"], None, "neighbours.safetensors")
+
+
+def test_the_smallest_settings_are_accepted_and_the_tables_come_back_read_only() -> None:
+    votes = NeighbourVotes(("a", "b"), np.ones((3, 4), np.float16), np.zeros((3, 2), np.int8),
+                           np.full(2, 0.5, np.float32), 1, 1e-6, 1e-6, 1e-6)
+    parsed = parse_neighbours(*_block_and_tensors(votes), ["b", "a"], 4, "neighbours.safetensors")
+    assert (parsed.k, parsed.smoothing, parsed.temperature, parsed.weight) == (1, 1e-6, 1e-6, 1e-6)
+    for table in (parsed.keys, parsed.answers, parsed.prior):
+        with pytest.raises(ValueError, match="read-only"):
+            table[0] = 0
 
 
 def test_a_router_folder_whose_votes_do_not_match_is_refused(router: Router, tmp_path: Path) -> None:

@@ -147,6 +147,8 @@ def _block_and_tensors(votes: NeighbourVotes) -> tuple[dict[str, object], dict[s
         (lambda t: t.update(centre=t["centre"][:-1]), "must be \\(p,\\) and \\(p, 3\\)"),
         (lambda t: t["projection"].__setitem__((0, 0), np.nan), "must be finite"),
         (lambda t: t.update(centre=t["centre"].astype(np.float64)), "must be float32"),
+        (lambda t: t.update(projection=t["projection"].astype(np.float64)), "must be float32"),
+        (lambda t: t.update(centre=t["centre"][:, None]), "must be \\(p,\\) and \\(p, 3\\)"),
     ],
 )
 def test_a_bad_short_space_is_refused_by_name(change, message: str) -> None:  # type: ignore[no-untyped-def]

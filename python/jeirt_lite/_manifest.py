@@ -273,7 +273,8 @@ def parse_encoder(value: Any, where: str) -> EncoderSpec:
         feature_output = _text(feature_output, "encoder.feature_output", where)
         if feature_output in (ids_name, mask_name, output):
             raise JeirtError(f"{where}: encoder.feature_output must be another output, got {feature_output!r}")
-    feature_dim = _int(block.get("feature_dim", 0), "encoder.feature_dim", where, 0, MAX_DIM) if feature_output else 0
+    # A graph with a features output states their width: the tables read on the features are checked against it.
+    feature_dim = _int(block.get("feature_dim"), "encoder.feature_dim", where, 1, MAX_DIM) if feature_output else 0
     return EncoderSpec(
         name=_text(block["name"], "encoder.name", where),
         max_seq_length=_int(block["max_seq_length"], "encoder.max_seq_length", where, 1, MAX_SEQ_LENGTH),
