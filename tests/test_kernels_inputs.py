@@ -44,6 +44,7 @@ KERNELS: list[Callable[..., Any]] = [probabilities, mean_probability, lambda q, 
         ({"scale": np.float32(1.0)}, r"scale must have one entry per LLM \(shape \(2,\)\), got shape \(\)"),
         ({"scale": np.ones(3, np.float32)}, r"scale must have one entry per LLM .*got shape \(3,\)"),
         ({"bias": np.ones(1, np.float32)}, r"bias must have one entry per LLM .*got shape \(1,\)"),
+        ({"bias": np.ones((2, 1), np.float32)}, r"bias must have one entry per LLM .*got shape \(2, 1\)"),
         ({"bias": _RaisesTypeError()}, "bias must be a numeric 1-D array: no array here"),
         ({"scale": np.array(["a", "b"])}, "scale must hold real numbers"),
         ({"threads": "2"}, "threads must be an int or None, got str"),
@@ -87,10 +88,11 @@ def test_top_k_with_offsets_or_a_penalty_ranks_by_them_at_either_precision(preci
     np.testing.assert_array_equal(idx[:, 0], [1, 0, 1])
     np.testing.assert_allclose(p[:, 0], _sigmoid(_logits(Q, M) + offsets)[[0, 1, 2], [1, 0, 1]], rtol=1e-5)
     plain = _sigmoid(_logits(Q, M))
-    penalty = np.array([0.0, 1.0], np.float32)  # the second LLM can never win
+    assert (plain[:, 0] >= plain[:, 1]).all()  # without a penalty the first LLM wins every question
+    penalty = np.array([1.0, 0.0], np.float32)  # with this one it can never win
     idx, p = top_k(Q, M, k=1, penalty=penalty, precision=precision, threads=1)
-    np.testing.assert_array_equal(idx[:, 0], [0, 0, 0])
-    np.testing.assert_allclose(p[:, 0], plain[:, 0], rtol=1e-5)
+    np.testing.assert_array_equal(idx[:, 0], [1, 1, 1])
+    np.testing.assert_allclose(p[:, 0], plain[:, 1], rtol=1e-5)
 
 
 def test_top_k_gives_the_best_llm_by_default_and_refuses_k_outside_1_to_k() -> None:

@@ -284,6 +284,7 @@ def _block_and_tensors(votes: NeighbourVotes) -> tuple[dict[str, object], dict[s
         (lambda b, t: t.update(prior=t["prior"][:1]), "must be \\(n, p\\)"),
         (lambda b, t: t["prior"].__setitem__(0, 0.0), "strictly between 0 and 1"),
         (lambda b, t: t["prior"].__setitem__(0, -0.5), "strictly between 0 and 1"),
+        (lambda b, t: t["prior"].__setitem__(0, 1.5), "strictly between 0 and 1"),
     ],
 )
 def test_a_bad_neighbour_table_is_refused_by_name(change, message: str) -> None:  # type: ignore[no-untyped-def]
