@@ -10,18 +10,10 @@ import numpy as np
 import pytest
 from jeirt_lite import JeirtError
 from jeirt_lite.kernels import mean_probability, probabilities, top_k
+from test_kernels import ATOL, RTOL, reference_logits, sigmoid
 
 Q = np.array([[1.0, 0.5, 0.0, 2.0], [0.0, 1.0, 1.0, 0.0], [3.0, -1.0, 0.5, 1.0]], np.float32)  # N 3, d 4
 M = np.array([[1.0, 0.0, 2.0, 1.0], [0.5, 2.0, 0.0, -1.0]], np.float32)  # K 2
-
-
-def _logits(q: np.ndarray, m: np.ndarray) -> np.ndarray:
-    norm = np.linalg.norm(q, axis=1, keepdims=True)
-    return (q @ m.T) / norm - norm
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 class _RaisesTypeError:
@@ -70,14 +62,14 @@ def test_questions_that_are_no_array_are_refused_naming_them(kernel: Callable[..
 def test_offsets_are_added_to_each_logit_before_the_calibration() -> None:
     offsets = np.array([[0.5, -1.0], [2.0, 0.0], [-0.25, 1.5]], np.float32)  # N (3) differs from d (4)
     scale, bias = np.array([2.0, 0.5], np.float32), np.array([0.1, -0.3], np.float32)
-    want = _sigmoid(scale * (_logits(Q, M) + offsets) + bias)
+    want = sigmoid(scale * (reference_logits(Q, M) + offsets) + bias)
     got = probabilities(Q, M, scale=scale, bias=bias, offsets=offsets, threads=1)
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(mean_probability(Q, M, scale=scale, bias=bias, offsets=offsets, threads=1),
-                               want.mean(axis=0), rtol=1e-5, atol=1e-6)
+                               want.mean(axis=0), rtol=RTOL, atol=ATOL)
     idx, p = top_k(Q, M, k=2, scale=scale, bias=bias, offsets=offsets, threads=1)
     np.testing.assert_array_equal(idx, np.argsort(-want, axis=1, kind="stable"))
-    np.testing.assert_allclose(p, np.take_along_axis(want, idx.astype(np.int64), axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(p, np.take_along_axis(want, idx.astype(np.int64), axis=1), rtol=RTOL, atol=ATOL)
 
 
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])
@@ -86,19 +78,19 @@ def test_top_k_with_offsets_or_a_penalty_ranks_by_them_at_either_precision(preci
     offsets = np.array([[-9.0, 9.0], [9.0, -9.0], [-9.0, 9.0]], np.float32)
     idx, p = top_k(Q, M, k=1, offsets=offsets, precision=precision, threads=1)
     np.testing.assert_array_equal(idx[:, 0], [1, 0, 1])
-    np.testing.assert_allclose(p[:, 0], _sigmoid(_logits(Q, M) + offsets)[[0, 1, 2], [1, 0, 1]], rtol=1e-5)
-    plain = _sigmoid(_logits(Q, M))
+    np.testing.assert_allclose(p[:, 0], sigmoid(reference_logits(Q, M) + offsets)[[0, 1, 2], [1, 0, 1]], rtol=RTOL)
+    plain = sigmoid(reference_logits(Q, M))
     assert (plain[:, 0] >= plain[:, 1]).all()  # without a penalty the first LLM wins every question
     penalty = np.array([1.0, 0.0], np.float32)  # with this one it can never win
     idx, p = top_k(Q, M, k=1, penalty=penalty, precision=precision, threads=1)
     np.testing.assert_array_equal(idx[:, 0], [1, 1, 1])
-    np.testing.assert_allclose(p[:, 0], plain[:, 1], rtol=1e-5)
+    np.testing.assert_allclose(p[:, 0], plain[:, 1], rtol=RTOL)
 
 
 def test_top_k_gives_the_best_llm_by_default_and_refuses_k_outside_1_to_k() -> None:
     idx, p = top_k(Q, M, threads=1)
     assert idx.shape == p.shape == (3, 1)
-    np.testing.assert_array_equal(idx[:, 0], np.argmax(_logits(Q, M), axis=1))
+    np.testing.assert_array_equal(idx[:, 0], np.argmax(reference_logits(Q, M), axis=1))
     for k in (0, 3):
         with pytest.raises(JeirtError, match=rf"k must be in 1..=K \(K = 2\), got {k}"):
             top_k(Q, M, k=k)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -24,14 +23,14 @@ from jeirt_lite._manifest import (
     check_llm_names,
     parse_manifest,
 )
+from jeirt_lite._router import DEFAULT_ROUTER_PATH
 
-SHIPPED = Path(__file__).resolve().parents[1] / "python" / "jeirt_lite" / "default_router" / "router.json"
 WHERE = "r/router.json"
 
 
 @pytest.fixture(scope="module")
 def shipped_raw() -> dict[str, Any]:
-    raw: dict[str, Any] = json.loads(SHIPPED.read_text())
+    raw: dict[str, Any] = json.loads((DEFAULT_ROUTER_PATH / "router.json").read_text())
     return raw
 
 
@@ -43,11 +42,6 @@ def raw(shipped_raw: dict[str, Any]) -> dict[str, Any]:
     out["onboarded"] = [{"name": out["llms"][-1], "answers": 12}]
     out["corrections"] = {"llms": [out["llms"][-1]], "rank": 2}
     return out
-
-
-def _refused(raw: dict[str, Any], message: str) -> None:
-    with pytest.raises(JeirtError, match=message):
-        parse_manifest(raw, WHERE)
 
 
 def test_what_is_accepted_comes_back_unchanged(raw: dict[str, Any]) -> None:
@@ -125,7 +119,8 @@ def test_a_field_out_of_range_is_refused_naming_it(
     raw: dict[str, Any], edit: Callable[[dict[str, Any]], None], message: str
 ) -> None:
     edit(raw)
-    _refused(raw, message)
+    with pytest.raises(JeirtError, match=message):
+        parse_manifest(raw, WHERE)
 
 
 def test_values_just_inside_the_ranges_are_accepted(raw: dict[str, Any]) -> None:
