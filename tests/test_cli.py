@@ -353,6 +353,20 @@ def test_bad_row_exits_1_without_traceback_and_skip_bad_counts(
     assert len((tmp_path / "s.csv").read_text().splitlines()) == 3
 
 
+def test_one_question_and_one_skipped_row_are_counted_in_the_singular(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bank = tmp_path / "bank.csv"
+    bank.write_text('text\nwhat is the price\n""\n')
+    code = main(["score", str(bank), "-o", str(tmp_path / "s.csv"), "--forecast", "--skip-bad",
+                 "--router", str(tiny_router_path)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert captured.out.startswith("expected accuracy on 1 question (mean P(correct)):")
+    assert f"scored 1 question to {tmp_path / 's.csv'} in " in captured.err
+    assert "skipped 1 bad row (--skip-bad)" in captured.err
+
+
 def test_argparse_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["score", "bank.csv", "--k", "0"])

@@ -118,9 +118,14 @@ def short(text: str, width: int = 100) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def counted(n: int, noun: str) -> str:
+    """`n` and `noun`, plural unless n is 1: "1 question", "12,288 questions"."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def print_forecast(out: TextIO, rows: int, forecast: dict[str, float]) -> None:
     """Each LLM's expected accuracy, best first."""
-    out.write(f"expected accuracy on {rows:,} questions (mean P(correct)):\n")
+    out.write(f"expected accuracy on {counted(rows, 'question')} (mean P(correct)):\n")
     width = max(len(name) for name in forecast)
     out.writelines(
         f"  {name:<{width}}  {value:.6f}\n"
@@ -136,10 +141,10 @@ def print_score_summary(console: Console, summary: ScoreSummary, *, quiet: bool,
         rate = summary.rows / summary.seconds if summary.seconds > 0 else float("inf")
         target = f" to {summary.output}" if summary.output is not None else ""
         console.err.write(
-            f"scored {summary.rows:,} questions{target}{where} in {summary.seconds:.2f} s ({rate:,.0f} rows/s)\n"
+            f"scored {counted(summary.rows, 'question')}{target}{where} in {summary.seconds:.2f} s ({rate:,.0f} rows/s)\n"
         )
     if summary.skipped:
-        console.err.write(f"skipped {summary.skipped:,} bad rows (--skip-bad)\n")
+        console.err.write(f"skipped {counted(summary.skipped, 'bad row')} (--skip-bad)\n")
 
 
 def stderr_is_terminal() -> bool:

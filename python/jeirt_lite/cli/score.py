@@ -15,6 +15,7 @@ from ._shared import (
     FORMATTER,
     PROG,
     Console,
+    counted,
     load_router,
     positive_int,
     print_score_summary,
@@ -178,7 +179,7 @@ def _stopped_note(state: ScoreState, output: Optional[Path], how: str) -> str:
     target = f"; no output was written ({output} left untouched)" if output is not None else ""
     if state.rows_scored == 0:  # stopped within the first chunk: its rows were never counted as read
         return f"{PROG}: {how} before any row was scored{target}\n"
-    return f"{PROG}: {how} after scoring {state.rows_scored:,} rows (of {state.rows_read:,} read){target}\n"
+    return f"{PROG}: {how} after scoring {counted(state.rows_scored, 'row')} (of {state.rows_read:,} read){target}\n"
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
