@@ -1,0 +1,96 @@
+"""What a router holds and the copies that change its LLMs (jeirt_lite._router_tables), at the edges a mutation
+round found untested: the cores a process may use, keyword-only options, shapes of vectors passed in, selecting
+an LLM twice, merging or replacing costs, removing one LLM from the middle, and read-only tables."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from jeirt_lite import EncodedQuestions, JeirtError, Router
+from jeirt_lite._router import DEFAULT_ROUTER_PATH
+from jeirt_lite._router_tables import usable_cores
+from jeirt_lite.artifact import load_artifact
+
+
+@pytest.fixture(scope="module")
+def router(tiny_router_path: Path) -> Router:
+    return Router.load(tiny_router_path, threads=1)
+
+
+def test_usable_cores_counts_the_affinity_mask_not_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    # pid 0 is this process; another pid's mask would be another process's cores.
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3, 5} if pid == 0 else set(range(64)), raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    assert usable_cores() == 3
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(), raising=False)
+    assert usable_cores() == 1
+
+
+def test_usable_cores_without_an_affinity_mask_falls_back_to_cpu_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    assert usable_cores() == 6
+    monkeypatch.setattr(os, "cpu_count", lambda: None)  # "undetermined", as os.cpu_count documents
+    assert usable_cores() == 1
+
+
+def test_options_after_the_first_argument_are_keyword_only(router: Router, tiny_router_path: Path) -> None:
+    artifact = load_artifact(tiny_router_path)
+    with pytest.raises(TypeError):
+        Router(artifact, 1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        router.with_calibration([1.0] * 5, [0.0] * 5, "global")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        router.with_costs({"llm-0": 1.0}, True)  # type: ignore[call-arg]
+
+
+def test_a_static_router_built_from_its_artifact_encodes_in_rust_by_default() -> None:
+    router = Router(load_artifact(DEFAULT_ROUTER_PATH), threads=1)
+    assert router.fast_path is True
+    assert router.path == DEFAULT_ROUTER_PATH
+
+
+def test_path_is_the_folder_it_was_loaded_from(router: Router, tiny_router_path: Path) -> None:
+    assert router.path == tiny_router_path
+    assert router.fast_path is False  # a graph without a static table: encoded by ONNX Runtime
+
+
+@pytest.mark.parametrize("shape", [(2, 5), (2, 3), (2, 4, 1), (4,)])
+def test_question_vectors_of_another_shape_are_refused_by_shape(router: Router, shape: tuple[int, ...]) -> None:
+    with pytest.raises(JeirtError, match=rf"question vectors must have shape \(N, 4\), got \({shape[0]},"):
+        router.predict_proba(EncodedQuestions(np.ones(shape, np.float32)))
+
+
+def test_selecting_an_llm_twice_is_refused(router: Router) -> None:
+    with pytest.raises(JeirtError, match="each LLM may be selected once"):
+        router.select_llms(["llm-2", "llm-0", "llm-2"])
+
+
+def test_costs_merge_over_the_stored_ones_unless_replaced(router: Router) -> None:
+    priced = router.with_costs({"llm-0": 1.0, "llm-1": 2.0})
+    assert priced.with_costs({"llm-1": 5.0}).costs == {"llm-0": 1.0, "llm-1": 5.0}
+    assert priced.with_costs({"llm-1": 5.0}, replace=True).costs == {"llm-1": 5.0}
+    assert priced.with_costs({"llm-1": 5.0}, replace=True).priced_llms == ("llm-1",)
+
+
+def test_removing_an_llm_from_the_middle_keeps_every_other_row(router: Router) -> None:
+    smaller = router.remove_llm("llm-2")
+    assert smaller.llms == ("llm-0", "llm-1", "llm-3", "llm-4")
+    np.testing.assert_array_equal(smaller.llm_vectors, router.llm_vectors[[0, 1, 3, 4]])
+
+
+def test_every_derived_router_keeps_its_llm_table_read_only(router: Router) -> None:
+    derived = [
+        router.select_llms(["llm-3", "llm-1"]),
+        router.remove_llm("llm-0"),
+        router.with_costs({"llm-0": 1.0}),
+        router.rename_llms({"llm-0": "renamed"}),
+        router.with_calibration([1.0] * 5, [0.0] * 5),
+    ]
+    for copy in derived:
+        assert not copy.llm_vectors.flags.writeable
+        with pytest.raises(ValueError):
+            copy.llm_vectors[0, 0] = 1.0
