@@ -149,7 +149,7 @@ def test_info(tiny_router_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["info", str(tiny_router_path)]) == 0
     out = capsys.readouterr().out
     assert "tiny test router built in code" in out
-    assert "d = 4" in out and "tiny-word-mean (max 16 tokens, mean pooling)" in out
+    assert "d = 4" in out and "tiny-word-mean (max 16 tokens; pooling: mean)" in out
     assert "LLMs (5):" in out and "  llm-4\n" in out
     assert main(["info", "--router", str(tiny_router_path), "--json"]) == 0  # the documented form
     manifest = json.loads(capsys.readouterr().out)

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         (
             "encoder",
             f"{encoder.get('name')} (max {encoder.get('max_seq_length')} tokens"
-            + (f", {encoder['pooling']} pooling" if encoder.get("pooling") else "")
+            + (f"; pooling: {encoder['pooling']}" if encoder.get("pooling") else "")
             + ")",
         ),
     ]
