@@ -325,7 +325,8 @@ mod tests {
             Precision::Bf16.is_supported(),
             "this CPU has no AVX-512 BF16"
         );
-        let (n, d, k_llms) = (150, 40, 45);
+        // Three chunks of rows, the last one partial: each chunk's rows land in its own slice of the output.
+        let (n, d, k_llms) = (2 * crate::kernels::engine::CHUNK_ROWS + 150, 40, 45);
         let values = |len: usize, seed: u32| -> Vec<f32> {
             (0..len)
                 .map(|i| {
