@@ -12,14 +12,18 @@ from typing import Any
 import numpy as np
 import pytest
 from jeirt_lite import JeirtError
+from jeirt_lite._manifest import STATIC_ROLE
 from jeirt_lite._router import DEFAULT_ROUTER_PATH
 from jeirt_lite._static_path import (
     PROBE_TEXTS,
     PROBE_TOLERANCE,
+    STATIC_ENCODER_FILE,
     StaticEncoder,
     Unsupported,
+    _checked,
     check_agreement,
     read_static_tensors,
+    static_encoder_for,
     tokenizer_settings,
 )
 from safetensors.numpy import save_file
@@ -36,11 +40,11 @@ def _tokenizer(tmp_path: Path, **changes: Any) -> Path:
     return path
 
 
-def _tensors(**changes: np.ndarray) -> dict[str, np.ndarray]:
+def _tensors(width: int = WIDTH, **changes: np.ndarray) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(0)
     tensors = {
-        "table": rng.normal(size=(VOCAB, WIDTH)).astype(np.float32),
-        "w1": rng.normal(size=(HIDDEN, WIDTH)).astype(np.float32),
+        "table": rng.normal(size=(VOCAB, width)).astype(np.float32),
+        "w1": rng.normal(size=(HIDDEN, width)).astype(np.float32),
         "b1": np.zeros(HIDDEN, np.float32),
         "w2": rng.normal(size=(DIM, HIDDEN)).astype(np.float32),
         "b2": np.zeros(DIM, np.float32),
@@ -48,14 +52,16 @@ def _tensors(**changes: np.ndarray) -> dict[str, np.ndarray]:
     return {**tensors, **changes}
 
 
-def _tensor_file(tmp_path: Path, **changes: np.ndarray) -> Path:
-    path = tmp_path / "static_encoder.safetensors"
-    save_file(_tensors(**changes), str(path))
+def _tensor_file(tmp_path: Path, width: int = WIDTH, **changes: np.ndarray) -> Path:
+    path = tmp_path / STATIC_ENCODER_FILE
+    save_file(_tensors(width, **changes), str(path))
     return path
 
 
-def _encoder(tmp_path: Path, *, dim: int = DIM, feature_dim: int = 0, **changes: np.ndarray) -> StaticEncoder:
-    return StaticEncoder(SHIPPED_TOKENIZER, _tensor_file(tmp_path, **changes), 16, dim, 1, feature_dim)
+def _encoder(
+    tmp_path: Path, *, dim: int = DIM, width: int = WIDTH, feature_dim: int = 0, **changes: np.ndarray
+) -> StaticEncoder:
+    return StaticEncoder(SHIPPED_TOKENIZER, _tensor_file(tmp_path, width, **changes), 16, dim, 1, feature_dim)
 
 
 # -- tokenizer.json --------------------------------------------------------------------------------------------
@@ -73,8 +79,11 @@ def test_a_tokenizer_file_that_is_missing_or_not_json_is_named(tmp_path: Path, c
 def test_three_tokens_is_the_shortest_max_length_and_defaults_are_bert_s(tmp_path: Path) -> None:
     model = {key: value for key, value in SPEC["model"].items() if key not in ("max_input_chars_per_word",
                                                                                "continuing_subword_prefix")}
-    settings = tokenizer_settings(_tokenizer(tmp_path, model=model), 3)
+    normalizer = {"type": "BertNormalizer"}  # lowercase, clean_text and handle_chinese_chars default to true
+    settings = tokenizer_settings(_tokenizer(tmp_path, model=model, normalizer=normalizer), 3)
     assert settings["max_length"] == 3
+    assert settings["lowercase"] and settings["clean_text"] and settings["handle_chinese_chars"]
+    assert settings["strip_accents"]  # follows lowercase when not stated
     assert settings["max_input_chars_per_word"] == 100
     assert settings["continuation_prefix"] == "##"
     assert (settings["cls_id"], settings["sep_id"], settings["unk_id"]) == (101, 102, 100)
@@ -83,17 +92,28 @@ def test_three_tokens_is_the_shortest_max_length_and_defaults_are_bert_s(tmp_pat
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
+        ({"normalizer": {**SPEC["normalizer"], "type": "Bert"}}, "normalizer 'Bert'"),  # sorts before BertNormalizer
         ({"pre_tokenizer": {"type": "Bert"}}, "pre-tokenizer 'Bert'"),  # sorts before BertPreTokenizer
+        ({"model": {**SPEC["model"], "type": "WordPieces"}}, "model 'WordPieces'"),  # sorts after WordPiece
+        ({"model": {**SPEC["model"], "unk_token": "[NOT IN VOCAB]"}}, "without a vocabulary that holds its unknown"),
         ({"model": {**SPEC["model"], "type": "BPE"}}, "model 'BPE'"),  # sorts before WordPiece, same vocabulary
         ({"post_processor": {"type": "RobertaProcessing"}}, "post-processor 'RobertaProcessing'"),
         ({"post_processor": {**SPEC["post_processor"], "single": SPEC["post_processor"]["pair"]}},
          r"template other than \[CLS\] \$A \[SEP\]"),
         ({"post_processor": {**SPEC["post_processor"], "single": [SPEC["post_processor"]["single"][i] for i in (0, 2, 1)]}},
          r"template other than \[CLS\] \$A \[SEP\]"),
+        ({"post_processor": {**SPEC["post_processor"], "single": [SPEC["post_processor"]["single"][i] for i in (1, 1, 2)]}},
+         r"template other than \[CLS\] \$A \[SEP\]"),
+        ({"post_processor": {**SPEC["post_processor"], "single": SPEC["post_processor"]["single"][:2]}},
+         r"template other than \[CLS\] \$A \[SEP\]"),
         ({"post_processor": {**SPEC["post_processor"],
                              "special_tokens": {**SPEC["post_processor"]["special_tokens"],
                                                 "[SEP]": {"id": "[SEP]", "ids": [102, 0], "tokens": ["[SEP]"]}}}},
          r"special token '\[SEP\]' is not one id"),
+        ({"post_processor": {**SPEC["post_processor"],
+                             "special_tokens": {**SPEC["post_processor"]["special_tokens"],
+                                                "[CLS]": {"id": "[CLS]", "ids": [], "tokens": []}}}},
+         r"special token '\[CLS\]' is not one id"),
     ],
 )
 def test_tokenizers_the_rust_path_does_not_reproduce_are_named(
@@ -143,6 +163,10 @@ def test_a_file_without_one_of_its_tensors_is_named(tmp_path: Path) -> None:
         {"w1": np.ones((HIDDEN, WIDTH + 1), np.float32)},
         {"w1": np.ones((HIDDEN, WIDTH - 1), np.float32)},
         {"w2": np.ones((DIM, HIDDEN + 1), np.float32)},
+        {"w2": np.ones((DIM, HIDDEN - 1), np.float32)},
+        {"table": np.ones((VOCAB, WIDTH, 1), np.float32)},
+        {"w1": np.ones((HIDDEN, WIDTH, 1), np.float32)},
+        {"w2": np.ones((DIM, HIDDEN, 1), np.float32)},
     ],
 )
 def test_tensors_that_do_not_chain_are_refused(tmp_path: Path, changes: dict[str, np.ndarray]) -> None:
@@ -154,6 +178,7 @@ def test_tensors_that_do_not_chain_are_refused(tmp_path: Path, changes: dict[str
     "changes",
     [
         {"b1": np.zeros(HIDDEN + 1, np.float32)},
+        {"b1": np.zeros(HIDDEN - 1, np.float32)},
         {"b2": np.zeros(DIM + 1, np.float32)},
         {"b2": np.zeros(DIM - 1, np.float32)},
         {"b2": np.zeros((DIM, 1), np.float32)},
@@ -170,11 +195,14 @@ def test_an_adapter_of_another_width_than_d_is_refused(tmp_path: Path, dim: int)
         _encoder(tmp_path, dim=dim)
 
 
-@pytest.mark.parametrize(("feature_dim", "gives"), [(0, False), (WIDTH, True), (WIDTH - 1, False), (WIDTH + 1, False)])
+@pytest.mark.parametrize(
+    ("width", "feature_dim", "gives"),
+    [(WIDTH, 0, False), (WIDTH, WIDTH, True), (WIDTH, WIDTH - 1, False), (WIDTH, WIDTH + 1, False), (1, 1, True)],
+)
 def test_pooled_rows_are_features_only_at_the_graphs_stated_width(
-    tmp_path: Path, feature_dim: int, gives: bool
+    tmp_path: Path, width: int, feature_dim: int, gives: bool
 ) -> None:
-    encoder = _encoder(tmp_path, feature_dim=feature_dim)
+    encoder = _encoder(tmp_path, width=width, feature_dim=feature_dim)
     assert encoder.gives_features is gives
     vectors, features = encoder.encode_with_features(["a question"])
     assert vectors.shape == (1, DIM)
@@ -186,6 +214,60 @@ def test_a_bad_batch_size_is_named(tmp_path: Path, batch_size: object) -> None:
     with pytest.raises(JeirtError, match="batch_size must be an integer of at least 1"):
         _encoder(tmp_path).encode(["a question"], batch_size)  # type: ignore[arg-type]
     assert _encoder(tmp_path).encode(["a question"], 1).shape == (1, DIM)
+    assert _encoder(tmp_path).encode(["a question"], 2).shape == (1, DIM)
+
+
+def test_a_background_encoding_gives_features_only_when_asked(tmp_path: Path) -> None:
+    encoder = _encoder(tmp_path, feature_dim=WIDTH)
+    vectors, features, sums = encoder.encode_start(["a question", "another"]).result()
+    assert features is None and sums is None
+    again, features, _ = encoder.encode_start(["a question", "another"], features=True).result()
+    np.testing.assert_array_equal(again, vectors)
+    assert features is not None and features.shape == (2, WIDTH)
+    with pytest.raises(TypeError):
+        encoder.encode_start(["a question"], True)  # type: ignore[call-arg]
+
+
+def test_a_lone_surrogate_is_named_however_the_texts_are_encoded(tmp_path: Path) -> None:
+    encoder = _encoder(tmp_path)
+    texts = ["fine", "bad \ud800 text", "fine"]
+    with pytest.raises(JeirtError, match="text 1 is not valid Unicode"):
+        encoder.encode(texts)
+    with pytest.raises(JeirtError, match="text 1 is not valid Unicode"):
+        encoder.encode_start(texts).result()
+
+
+def test_the_first_row_that_is_not_finite_is_named() -> None:
+    vectors = np.array([[1.0, 2.0], [3.0, 4.0], [np.nan, 0.0], [np.inf, 1.0]])
+    with pytest.raises(JeirtError, match="encoder produced NaN or inf for text 2"):
+        _checked(vectors)
+    np.testing.assert_array_equal(_checked(vectors[:2]), vectors[:2])
+
+
+def _manifest(**encoder: object) -> dict[str, Any]:
+    return {"files": {STATIC_ROLE: {"path": STATIC_ENCODER_FILE}}, "encoder": {"max_seq_length": 16, **encoder}}
+
+
+@pytest.mark.parametrize(
+    ("encoder", "gives"),
+    [({"feature_output": "features", "feature_dim": 1}, True), ({"feature_dim": 1}, False),
+     ({"feature_output": "features"}, False)],
+)
+def test_the_folder_s_encoder_reads_the_features_width_only_with_a_features_output(
+    tmp_path: Path, encoder: dict[str, object], gives: bool
+) -> None:
+    _tensor_file(tmp_path, width=1)
+    fast = static_encoder_for(tmp_path, _manifest(**encoder), SHIPPED_TOKENIZER, DIM, 1)
+    assert fast is not None and fast.gives_features is gives
+
+
+def test_a_folder_without_the_file_or_with_another_tokenizer_has_no_fast_path(tmp_path: Path) -> None:
+    _tensor_file(tmp_path)
+    assert static_encoder_for(tmp_path, {"files": {}, "encoder": {"max_seq_length": 16}}, SHIPPED_TOKENIZER, DIM,
+                              1) is None
+    other = _tokenizer(tmp_path, normalizer={"type": "NFKC"})
+    assert static_encoder_for(tmp_path, _manifest(), other, DIM, 1) is None
+    assert static_encoder_for(tmp_path, _manifest(), SHIPPED_TOKENIZER, DIM, 1) is not None
 
 
 # -- the fast path against the graph ---------------------------------------------------------------------------
