@@ -40,7 +40,7 @@ def _tokenizer(tmp_path: Path, **changes: Any) -> Path:
     return path
 
 
-def _tensors(width: int = WIDTH, **changes: np.ndarray) -> dict[str, np.ndarray]:
+def _tensors(*, width: int = WIDTH, **changes: np.ndarray) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(0)
     tensors = {
         "table": rng.normal(size=(VOCAB, width)).astype(np.float32),
@@ -52,16 +52,16 @@ def _tensors(width: int = WIDTH, **changes: np.ndarray) -> dict[str, np.ndarray]
     return {**tensors, **changes}
 
 
-def _tensor_file(tmp_path: Path, width: int = WIDTH, **changes: np.ndarray) -> Path:
+def _tensor_file(tmp_path: Path, *, width: int = WIDTH, **changes: np.ndarray) -> Path:
     path = tmp_path / STATIC_ENCODER_FILE
-    save_file(_tensors(width, **changes), str(path))
+    save_file(_tensors(width=width, **changes), str(path))
     return path
 
 
 def _encoder(
     tmp_path: Path, *, dim: int = DIM, width: int = WIDTH, feature_dim: int = 0, **changes: np.ndarray
 ) -> StaticEncoder:
-    return StaticEncoder(SHIPPED_TOKENIZER, _tensor_file(tmp_path, width, **changes), 16, dim, 1, feature_dim)
+    return StaticEncoder(SHIPPED_TOKENIZER, _tensor_file(tmp_path, width=width, **changes), 16, dim, 1, feature_dim)
 
 
 # -- tokenizer.json --------------------------------------------------------------------------------------------
@@ -169,7 +169,7 @@ def test_a_file_without_one_of_its_tensors_is_named(tmp_path: Path) -> None:
         {"w2": np.ones((DIM, HIDDEN, 1), np.float32)},
     ],
 )
-def test_tensors_that_do_not_chain_are_refused(tmp_path: Path, changes: dict[str, np.ndarray]) -> None:
+def test_tensors_that_do_not_chain_are_refused(tmp_path: Path, changes: dict[str, Any]) -> None:
     with pytest.raises(JeirtError, match="do not chain"):
         read_static_tensors(_tensor_file(tmp_path, **changes))
 
@@ -184,7 +184,7 @@ def test_tensors_that_do_not_chain_are_refused(tmp_path: Path, changes: dict[str
         {"b2": np.zeros((DIM, 1), np.float32)},
     ],
 )
-def test_biases_of_another_length_are_refused(tmp_path: Path, changes: dict[str, np.ndarray]) -> None:
+def test_biases_of_another_length_are_refused(tmp_path: Path, changes: dict[str, Any]) -> None:
     with pytest.raises(JeirtError, match="biases .* do not match"):
         read_static_tensors(_tensor_file(tmp_path, **changes))
 
