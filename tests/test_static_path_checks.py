@@ -76,6 +76,11 @@ def test_a_tokenizer_file_that_is_missing_or_not_json_is_named(tmp_path: Path, c
         tokenizer_settings(path, 16)
 
 
+def test_a_max_length_without_room_between_cls_and_sep_is_unsupported() -> None:
+    with pytest.raises(Unsupported, match="max_seq_length 2 leaves no room"):
+        tokenizer_settings(SHIPPED_TOKENIZER, 2)
+
+
 def test_three_tokens_is_the_shortest_max_length_and_defaults_are_bert_s(tmp_path: Path) -> None:
     model = {key: value for key, value in SPEC["model"].items() if key not in ("max_input_chars_per_word",
                                                                                "continuing_subword_prefix")}
@@ -92,11 +97,14 @@ def test_three_tokens_is_the_shortest_max_length_and_defaults_are_bert_s(tmp_pat
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
+        ({"normalizer": {"type": "NFKC"}}, "normalizer 'NFKC'"),
         ({"normalizer": {**SPEC["normalizer"], "type": "Bert"}}, "normalizer 'Bert'"),  # sorts before BertNormalizer
+        ({"pre_tokenizer": {"type": "Whitespace"}}, "pre-tokenizer 'Whitespace'"),
         ({"pre_tokenizer": {"type": "Bert"}}, "pre-tokenizer 'Bert'"),  # sorts before BertPreTokenizer
         ({"model": {**SPEC["model"], "type": "WordPieces"}}, "model 'WordPieces'"),  # sorts after WordPiece
         ({"model": {**SPEC["model"], "unk_token": "[NOT IN VOCAB]"}}, "without a vocabulary that holds its unknown"),
         ({"model": {**SPEC["model"], "type": "BPE"}}, "model 'BPE'"),  # sorts before WordPiece, same vocabulary
+        ({"post_processor": None}, "post-processor None"),
         ({"post_processor": {"type": "RobertaProcessing"}}, "post-processor 'RobertaProcessing'"),
         ({"post_processor": {**SPEC["post_processor"], "single": SPEC["post_processor"]["pair"]}},
          r"template other than \[CLS\] \$A \[SEP\]"),
