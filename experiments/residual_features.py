@@ -64,13 +64,15 @@ def cross_fitted(features: np.ndarray, y: np.ndarray, question: np.ndarray, halv
     return out
 
 
-def predicted_sources(features: np.ndarray, groups: Sequence[str], learned: np.ndarray) -> np.ndarray:
-    """(questions, sources) probabilities of each source, from a classifier fitted on the learned questions only."""
+def predicted_sources(features: np.ndarray, groups: Sequence[str],
+                      learned: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The sources, and the (questions, sources) probabilities of each, from a classifier fitted on the learned
+    questions only."""
     from sklearn.linear_model import LogisticRegression
 
     labels = np.asarray(groups)
     model = LogisticRegression(C=10.0, max_iter=3000).fit(features[learned], labels[learned])
-    return model.predict_proba(features)
+    return [str(name) for name in model.classes_], model.predict_proba(features)
 
 
 def _metrics(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
@@ -127,9 +129,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     length = np.log(_token_counts(args.router, [texts[i] for i in test]))
     length = (length - length.mean())[question]
     groups = source_groups(_sources(args.data, data.question_ids))
-    names = sorted(set(groups))
+    names, guessed = predicted_sources(np.asarray(encoded.features, dtype=np.float64), groups, learned)
+    guessed = guessed[test]
     onehot = (np.asarray(groups)[test][:, None] == np.asarray(names)[None, :]).astype(np.float64)
-    guessed = predicted_sources(np.asarray(encoded.features, dtype=np.float64), groups, learned)[test]
     source_accuracy = float(np.mean(np.asarray(names)[guessed.argmax(axis=1)] == np.asarray(groups)[test]))
     feature_sets = {
         "logit": logit,

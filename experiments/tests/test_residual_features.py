@@ -44,6 +44,6 @@ def test_predicted_sources_learn_from_the_learned_questions_only() -> None:
     learned = np.array([True, True, True, True, False, False])
     # The held-out rows' labels are swapped: a classifier that saw them would be pulled the other way.
     groups = ["a", "a", "b", "b", "b", "a"]
-    probabilities = predicted_sources(features, groups, learned)
-    assert probabilities.shape == (6, 2)
-    assert probabilities[4, 0] > 0.5 and probabilities[5, 1] > 0.5  # columns in sorted order: a, b
+    names, probabilities = predicted_sources(features, groups, learned)
+    assert names == ["a", "b"] and probabilities.shape == (6, 2)
+    assert probabilities[4, 0] > 0.5 and probabilities[5, 1] > 0.5
