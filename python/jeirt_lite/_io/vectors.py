@@ -237,10 +237,9 @@ class IdReader:
                             f"but the vectors have {self.expected} rows"
                         )
                     out.append(line.rstrip("\r\n"))
-            except UnicodeDecodeError as err:
-                raise JeirtError(
-                    f"{self.path}: id line {self.taken + len(out) + 1} is not valid UTF-8"
-                ) from err
+            except UnicodeDecodeError:
+                # The text layer decodes ahead of the line it returns, so the failing line is found in the bytes.
+                raise JeirtError(f"{self.path}: {_first_bad_utf8(self.path.read_bytes())}") from None
         for i, ident in enumerate(out):
             problem = id_problem(ident)
             if problem is not None:
@@ -269,7 +268,17 @@ def read_id_lines(path: Path) -> list[str]:
         raise JeirtError(f"{path}: cannot read it ({err.strerror or err})") from err
     try:
         text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        line = raw.count(b"\n", 0, err.start) + 1
-        raise JeirtError(f"{path}: line {line} (byte {err.start}) is not valid UTF-8") from None
+    except UnicodeDecodeError:
+        raise JeirtError(f"{path}: {_first_bad_utf8(raw)}") from None
     return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _first_bad_utf8(raw: bytes) -> str:
+    """Which line (1-based, \\n, \\r\\n or \\r ending a line) and byte (0-based) of `raw` are not UTF-8."""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        before = raw[: err.start]
+        line = before.count(b"\n") + before.count(b"\r") - before.count(b"\r\n") + 1
+        return f"line {line} (byte {err.start}) is not valid UTF-8"
+    return "is not valid UTF-8"  # the file changed between the two reads
