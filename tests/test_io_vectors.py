@@ -89,6 +89,15 @@ def test_format_3_headers_are_utf8_and_older_ones_latin1(tmp_path: Path) -> None
     assert _header_of(mislabelled)[2].names == ("Ã©",)
 
 
+@pytest.mark.parametrize("descr", [",<f4", "<f4,,", "(,)f4", "(3,f4"])
+def test_a_descr_numpy_cannot_parse_is_named_not_a_crash(tmp_path: Path, descr: str) -> None:
+    # NumPy parses these with ast.literal_eval and raises SyntaxError (found by tests/test_io_fuzz.py).
+    path = tmp_path / "v.npy"
+    path.write_bytes(_npy(_header((1, DIM), descr=descr), data=bytes(4 * DIM)))
+    with pytest.raises(JeirtError, match=rf"v\.npy: not a readable \.npy array \(descr {re.escape(repr(descr))}: "):
+        NpyRows(path)
+
+
 def test_an_empty_array_of_vectors_reads_as_no_chunks(tmp_path: Path) -> None:
     path = _vectors(tmp_path, np.zeros((0, DIM), dtype=np.float32))
     with VectorReader(path, DIM, chunk_size=4, skip_bad=False) as reader:

@@ -65,10 +65,12 @@ def test_a_corrupt_or_invalid_record_is_refused_naming_the_file(tiny_router_path
         edit_and_reseal(folder)  # consistent hashes, wrong content: the record's own check must catch it
         with pytest.raises(JeirtError, match=f"{TRAINING_QUESTIONS_FILE}: .*{message}"):
             load_artifact(folder)
-    path.write_bytes(b"not an npy file")
-    edit_and_reseal(folder)
-    with pytest.raises(JeirtError, match=f"{TRAINING_QUESTIONS_FILE}: not a readable .npy file"):
-        load_artifact(folder)
+    header = b"{'descr': ',<u8', 'fortran_order': False, 'shape': (2,), }\n"  # NumPy raises SyntaxError on it
+    for content in (b"not an npy file", b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + bytes(16)):
+        path.write_bytes(content)
+        edit_and_reseal(folder)
+        with pytest.raises(JeirtError, match=f"{TRAINING_QUESTIONS_FILE}: not a readable .npy file"):
+            load_artifact(folder)
     path.unlink()
     with pytest.raises(JeirtError, match=f"{TRAINING_QUESTIONS_FILE}: missing"):
         load_artifact(folder)

@@ -78,6 +78,6 @@ def write_record(path: Path, record: np.ndarray) -> None:
 def read_record(path: Path) -> np.ndarray:
     try:
         array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as err:
+    except (OSError, ValueError, EOFError, SyntaxError) as err:  # SyntaxError: NumPy parsing a damaged descr
         raise JeirtError(f"{path}: not a readable .npy file ({err})") from err
     return check_record(array, str(path))

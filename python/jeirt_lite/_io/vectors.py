@@ -59,9 +59,9 @@ def read_npy_header(handle: IO[bytes], path: Path) -> tuple[tuple[int, ...], boo
         raise bad(f"shape {shape!r} is not a tuple of sizes")
     if not isinstance(fortran_order, bool):
         raise bad(f"fortran_order {fortran_order!r} is not a bool")
-    try:
+    try:  # NumPy parses parts of a comma-separated descr with ast.literal_eval, hence SyntaxError
         dtype = npy.descr_to_dtype(header["descr"])
-    except (TypeError, ValueError, KeyError, IndexError) as err:
+    except (TypeError, ValueError, KeyError, IndexError, SyntaxError, RecursionError) as err:
         raise bad(f"descr {header['descr']!r}: {err}") from err
     return shape, fortran_order, dtype
 
