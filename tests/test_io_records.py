@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -35,9 +36,14 @@ def test_the_share_read_grows_through_a_large_file_and_ends_at_one(tmp_path: Pat
     assert reader.fraction_read() is None
 
 
-def test_no_share_is_told_for_an_empty_file_or_one_that_is_not_a_regular_file(tmp_path: Path) -> None:
+def test_a_share_is_told_from_one_byte_on_and_none_for_an_empty_or_irregular_file(tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
+    newline = tmp_path / "newline.jsonl"
+    newline.write_bytes(b"\n")
+    reader = JsonlRecords(newline, chunk_size=4)
+    assert reader.fraction_read() == 1.0  # a file of one byte, read ahead when it opened
+    reader.close()
     for path in (empty, Path("/dev/null")):
         reader = JsonlRecords(path, chunk_size=4)
         assert reader.fraction_read() is None
@@ -81,12 +87,53 @@ def test_jsonl_columns_grow_as_rows_bring_new_fields_when_none_are_named(tmp_pat
 
 def test_every_parquet_column_is_read_when_none_is_named(tmp_path: Path) -> None:
     path = tmp_path / "bank.parquet"
-    pq.write_table(pa.table({"id": [1, 2, 3], "text": ["a", "b", "c"], "subject": ["x", "y", "z"]}), path)
-    reader = ParquetRecords(path, chunk_size=2)
+    pq.write_table(pa.table({"id": list(range(7)), "text": list("abcdefg"), "subject": list("xyzxyzx")}), path)
+    reader = ParquetRecords(path, chunk_size=3)
     batches = list(reader.batches(None))
-    assert [batch.first_row for batch in batches] == [1, 3] and reader.total_rows == 3
-    assert batches[0].values == {"id": [1, 2], "text": ["a", "b"], "subject": ["x", "y"]}
+    assert [batch.first_row for batch in batches] == [1, 4, 7] and reader.total_rows == 7
+    assert batches[0].values == {"id": [0, 1, 2], "text": ["a", "b", "c"], "subject": ["x", "y", "z"]}
     reader.close()
+
+
+def test_a_damaged_parquet_page_is_named_with_the_rows_read_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "bank.parquet"
+    texts = [f"question number {i} " * 5 for i in range(600)]
+    pq.write_table(pa.table({"id": list(range(600)), "text": texts}), path, row_group_size=200)
+    page = pq.ParquetFile(path).metadata.row_group(1).column(1).data_page_offset
+    raw = bytearray(path.read_bytes())
+    raw[page : page + 64] = b"\xff" * 64
+    path.write_bytes(bytes(raw))
+    reader = ParquetRecords(path, chunk_size=100)
+    with pytest.raises(JeirtError, match=r"bank\.parquet: cannot read the rows after data row 200 \(damaged file\?"):
+        list(reader.batches(None))
+    reader.close()
+
+
+def test_a_parquet_string_that_is_not_utf8_stops_the_read_naming_the_file(tmp_path: Path) -> None:
+    offsets = pa.py_buffer(np.array([0, 2, 5], dtype=np.int32).tobytes())
+    texts = pa.Array.from_buffers(pa.string(), 2, [None, offsets, pa.py_buffer(b"ok\xffno")])  # unvalidated
+    path = tmp_path / "bank.parquet"
+    pq.write_table(pa.table({"id": [1, 2], "text": texts}), path)
+    reader = ParquetRecords(path, chunk_size=8)
+    with pytest.raises(JeirtError, match=r"bank\.parquet: cannot read the rows after data row 0 .*utf-8"):
+        list(reader.batches(None))
+    reader.close()
+
+
+@pytest.mark.parametrize("reader_class", [CsvRecords, JsonlRecords, ParquetRecords])
+def test_a_chunk_of_no_rows_is_refused(tmp_path: Path, reader_class: type) -> None:
+    path = tmp_path / "bank"
+    with pytest.raises(JeirtError, match="chunk size must be at least 1, got 0"):
+        reader_class(path, 0)
+
+
+@pytest.mark.parametrize(("mark", "name"), [(b"\xff\xfe\x00\x00", "UTF-32"), (b"\xff\xfe", "UTF-16")])
+def test_a_jsonl_file_in_utf16_or_utf32_is_named_as_such(tmp_path: Path, mark: bytes, name: str) -> None:
+    path = tmp_path / "bank.jsonl"
+    encoding = "utf-32-le" if name == "UTF-32" else "utf-16-le"
+    path.write_bytes(mark + '{"id": 1, "text": "a"}\n'.encode(encoding))
+    with pytest.raises(JeirtError, match=rf"bank\.jsonl: is {name} \(byte-order mark"):
+        JsonlRecords(path, chunk_size=4)
 
 
 def test_a_malformed_record_ends_the_file_even_when_it_fills_its_chunk(tmp_path: Path) -> None:
