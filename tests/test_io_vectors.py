@@ -131,8 +131,8 @@ def test_fortran_order_is_refused_only_where_it_changes_the_bytes(tmp_path: Path
 
 def test_extra_bytes_are_counted_in_the_message(tmp_path: Path) -> None:
     path = tmp_path / "v.npy"
-    path.write_bytes(_npy(_header((2, DIM)), data=bytes(2 * DIM * 4 + 6)))
-    with pytest.raises(JeirtError, match=r"v\.npy: has 6 bytes after the array its header declares"):
+    path.write_bytes(_npy(_header((2, DIM)), data=bytes(2 * DIM * 4 + 30)))
+    with pytest.raises(JeirtError, match=r"v\.npy: has 30 bytes after the array its header declares"):
         NpyRows(path)
 
 
@@ -230,10 +230,10 @@ def test_a_line_that_is_not_utf8_is_named_by_its_line_in_the_file(tmp_path: Path
 
 
 def test_a_bad_id_is_numbered_across_chunks(tmp_path: Path) -> None:
-    path = _ids_file(tmp_path, b"a\nb\nc\nd\ne\x00\nf\n")  # the fifth id holds a NUL
+    path = _ids_file(tmp_path, b"a\nb\nc\nd\x00\ne\nf\n")  # the fourth id, first of the second chunk, holds a NUL
     reader = IdReader(path, 6)
     assert reader.take(3) == ["a", "b", "c"]
-    with pytest.raises(JeirtError, match=r"ids\.txt: id 5 \(1-based\): id holds a NUL character"):
+    with pytest.raises(JeirtError, match=r"ids\.txt: id 4 \(1-based\): id holds a NUL character"):
         reader.take(3)
     reader.close()
 
