@@ -76,7 +76,8 @@ def caught(diff: str, copy: Path, tests: list[str], timeout: float) -> bool:
     # No bytecode written: a mutant of the original's size within the same second could otherwise run stale.
     env = dict(os.environ, PYTHONPATH=str(copy / "python"), PYTHONDONTWRITEBYTECODE="1")
     try:
-        run = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+        run = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                              "--hypothesis-seed=0", *tests],
                              cwd=REPO, env=env, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return True
