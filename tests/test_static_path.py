@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import random
 import shutil
 from pathlib import Path
 
@@ -13,28 +12,10 @@ import numpy as np
 import pytest
 from jeirt_lite import EncodedQuestions, JeirtError, Router
 from jeirt_lite._static_path import StaticEncoder
+from unicode_texts import EDGE_TEXTS, random_texts
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "python" / "jeirt_lite" / "default_router"
-
-EDGE_TEXTS = [
-    "Café naïve résumé ÉCOLE Ångström façade Œuvre straße ŉ ǅ",  # accents, ligatures, titlecase
-    "e\u0301 a\u0308\u0323 o\u0323\u0308 \u0301 x\u0334\u0327",  # combining marks, out of canonical order
-    "北京大学 東京 서울 日本語のテキスト 中文，标点。",  # CJK ideographs, Hangul, kana, CJK punctuation
-    "emoji 😀👍🏽 👨‍👩‍👧 🇫🇷 ❤️ 🥰 keycap 1️⃣",  # astral plane, ZWJ sequences, variation selectors
-    "tab\there\nnew\rline\x0b\x0c\x1c\x1d\x1e\x1f\x7f\x00nul \x85 \u200b\u200d\ufeff\ufffd end",  # controls
-    "nbsp\u00a0ideo\u3000thin\u2009line\u2028para\u2029 ogham\u1680",  # Unicode whitespace
-    "\u212a Kelvin \u037e greek question \u1fef varia \u2126 ohm \u0130stanbul \u0131 \uff21\uff42 fullwidth",
-    "हिन्दी ਪੰਜਾਬੀ தமிழ் ภาษาไทย العربية עברית Ελληνικά Кириллица",  # Mc/Mn marks, RTL scripts
-    "private \ue000\uf8ff unassigned \u0378\U000e0001 tags \U000e0041 \U0010fffd end",
-    "[MASK] the [CLS][SEP] x[PAD]y [UNK] [mask] [[MASK]] [MAS K]",  # added tokens in the raw text
-    "a" * 100 + " " + "b" * 101 + " " + "ab" * 60,  # max_input_chars_per_word: 100 passes, 101 is unknown
-    "word " * 700,  # truncated at max_seq_length
-    "x" * 5000,  # one very long word
-    "$100 + 5% = ~€5 <tag> a^b `code` {x|y} @user #hash _under_ ¿¡ «quote» — dash … ellipsis",
-    "\u0300 starts with a mark",
-    "digits ١٢٣ ½ ² ⅷ ① ∑∫√∞ ≠ ≤",
-]
 
 # The router refuses a text holding a NUL, as the table readers do; its encoders are compared on it directly.
 ROUTABLE_EDGE_TEXTS = [text.replace("\x00", "") for text in EDGE_TEXTS]
@@ -53,27 +34,6 @@ def _hf_ids(router: Router, texts: list[str]) -> list[list[int]]:
     tokenizer.enable_truncation(max_length=int(router.manifest["encoder"]["max_seq_length"]))
     tokenizer.no_padding()
     return [encoding.ids for encoding in tokenizer.encode_batch(texts)]
-
-
-def _random_texts(count: int, seed: int) -> list[str]:
-    """Strings over the whole Unicode range (ASCII, controls, every plane), surrogates left out."""
-    rng = random.Random(seed)
-    spans = [
-        (0x20, 0x7F, 0.4),
-        (0x00, 0x20, 0.1),
-        (0x80, 0x3000, 0.2),
-        (0x3000, 0x10000, 0.15),
-        (0x10000, 0x110000, 0.15),
-    ]
-    texts = []
-    while len(texts) < count:
-        chars = []
-        for _ in range(rng.randrange(1, 60)):
-            low, high, _ = rng.choices(spans, weights=[w for *_, w in spans])[0]
-            code = rng.randrange(low, high)
-            chars.append(chr(code) if not 0xD800 <= code <= 0xDFFF else "x")
-        texts.append("".join(chars))
-    return texts
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +69,7 @@ def test_token_ids_equal_tokenizers_on_every_public_question(fast: Router, datas
 
 
 def test_token_ids_equal_tokenizers_on_edge_cases_and_random_unicode(fast: Router) -> None:
-    texts = EDGE_TEXTS + _random_texts(3000, seed=0)
+    texts = EDGE_TEXTS + random_texts(3000, seed=0)
     expected = _hf_ids(fast, texts)
     got = _encoder(fast).token_ids(texts)
     for text, a, b in zip(texts, expected, got):
