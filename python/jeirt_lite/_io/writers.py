@@ -167,7 +167,7 @@ class ParquetWriter(Writer):
         if self.declared_type is not None:
             try:
                 return pa.array(ids, type=self.declared_type)
-            except (pa.ArrowException, TypeError, ValueError) as err:
+            except (pa.ArrowException, TypeError, ValueError, OverflowError) as err:
                 raise JeirtError(f"{self.path}: ids do not fit the input's id type {self.declared_type}: {err}") from err
         if self.integer_ids:
             if all(ident is None or type(ident) is int for ident in ids):

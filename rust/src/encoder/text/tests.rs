@@ -103,3 +103,14 @@ fn empty_and_blank_texts() {
     assert_eq!(ids(&tok, ""), vec![CLS, SEP]);
     assert_eq!(ids(&tok, " \t\u{1}\n"), vec![CLS, SEP]);
 }
+
+#[test]
+fn punctuation_beyond_ascii_is_a_word_of_its_own() {
+    let tok = tokenizer(64, 100);
+    // '¿' and the fullwidth comma are Unicode punctuation: each ends the word before it and is a word (unknown here)
+    assert_eq!(ids(&tok, "cat\u{bf}sat"), vec![CLS, 6, UNK, 7, SEP]);
+    assert_eq!(
+        ids(&tok, "caf\u{e9}\u{ff0c}cat"),
+        vec![CLS, 14, UNK, 6, SEP]
+    );
+}
