@@ -17,6 +17,7 @@ EDGE_TEXTS = [
     "private \ue000\uf8ff unassigned \u0378\U000e0001 tags \U000e0041 \U0010fffd end",
     "[MASK] the [CLS][SEP] x[PAD]y [UNK] [mask] [[MASK]] [MAS K]",  # added tokens in the raw text
     "a" * 100 + " " + "b" * 101 + " " + "ab" * 60,  # max_input_chars_per_word: 100 passes, 101 is unknown
+    "ж" * 100 + " " + "ж" * 101,  # the same limit counts characters, not the 200 bytes
     "word " * 700,  # truncated at max_seq_length
     "x" * 5000,  # one very long word
     "$100 + 5% = ~€5 <tag> a^b `code` {x|y} @user #hash _under_ ¿¡ «quote» — dash … ellipsis",

@@ -114,3 +114,11 @@ fn punctuation_beyond_ascii_is_a_word_of_its_own() {
         vec![CLS, 14, UNK, 6, SEP]
     );
 }
+
+#[test]
+fn the_word_length_limit_counts_characters_not_bytes() {
+    // '中' is one character of three bytes: within a limit of two characters
+    let tok = tokenizer(64, 2);
+    assert_eq!(ids(&tok, "中"), vec![CLS, 15, SEP]);
+    assert_eq!(ids(&tok, "cat"), vec![CLS, UNK, SEP]);
+}
