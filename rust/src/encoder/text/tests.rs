@@ -122,3 +122,31 @@ fn the_word_length_limit_counts_characters_not_bytes() {
     assert_eq!(ids(&tok, "中"), vec![CLS, 15, SEP]);
     assert_eq!(ids(&tok, "cat"), vec![CLS, UNK, SEP]);
 }
+
+#[test]
+fn without_continuation_pieces_a_word_of_several_pieces_is_unknown() {
+    // as in `tokenizers`: after the first piece only "##" pieces may follow, and this vocabulary has none
+    let words = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "cat", "s"];
+    let spec = TokenizerSpec {
+        vocab: words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w.to_string(), i as u32))
+            .collect(),
+        unk_id: UNK,
+        continuation_prefix: "##".into(),
+        max_input_chars_per_word: 100,
+        added_tokens: Vec::new(),
+        normalizer: NormalizerOptions {
+            clean_text: true,
+            handle_chinese_chars: true,
+            strip_accents: true,
+            lowercase: true,
+        },
+        cls_id: CLS,
+        sep_id: SEP,
+        max_length: 64,
+    };
+    let tok = BertTokenizer::new(&spec).expect("valid test vocabulary");
+    assert_eq!(ids(&tok, "cat s cats"), vec![CLS, 4, 5, UNK, SEP]);
+}
