@@ -8,11 +8,17 @@ const SEP: u32 = 2;
 const UNK: u32 = 3;
 const MASK: u32 = 4;
 
+const WORDS: [&str; 20] = [
+    "[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]", "the", "cat", "sat", "un", "##aff", "##able",
+    "##s", "!", ",", "cafe", "中", "$", "k", "##at", "c",
+];
+
 fn tokenizer(max_length: usize, max_chars: usize) -> BertTokenizer {
-    let words = [
-        "[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]", "the", "cat", "sat", "un", "##aff", "##able",
-        "##s", "!", ",", "cafe", "中", "$", "k", "##at", "c",
-    ];
+    tokenizer_of(&WORDS, max_length, max_chars)
+}
+
+/// A tokenizer over `words` (ids in order), every normaliser option on, `[MASK]` and `[SEP]` added tokens.
+fn tokenizer_of(words: &[&str], max_length: usize, max_chars: usize) -> BertTokenizer {
     let vocab = words
         .iter()
         .enumerate()
@@ -126,27 +132,10 @@ fn the_word_length_limit_counts_characters_not_bytes() {
 #[test]
 fn without_continuation_pieces_a_word_of_several_pieces_is_unknown() {
     // as in `tokenizers`: after the first piece only "##" pieces may follow, and this vocabulary has none
-    let words = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "cat", "s"];
-    let spec = TokenizerSpec {
-        vocab: words
-            .iter()
-            .enumerate()
-            .map(|(i, w)| (w.to_string(), i as u32))
-            .collect(),
-        unk_id: UNK,
-        continuation_prefix: "##".into(),
-        max_input_chars_per_word: 100,
-        added_tokens: Vec::new(),
-        normalizer: NormalizerOptions {
-            clean_text: true,
-            handle_chinese_chars: true,
-            strip_accents: true,
-            lowercase: true,
-        },
-        cls_id: CLS,
-        sep_id: SEP,
-        max_length: 64,
-    };
-    let tok = BertTokenizer::new(&spec).expect("valid test vocabulary");
-    assert_eq!(ids(&tok, "cat s cats"), vec![CLS, 4, 5, UNK, SEP]);
+    let tok = tokenizer_of(
+        &["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]", "cat", "s"],
+        64,
+        100,
+    );
+    assert_eq!(ids(&tok, "cat s cats"), vec![CLS, 5, 6, UNK, SEP]);
 }
