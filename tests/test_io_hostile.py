@@ -24,6 +24,7 @@ from jeirt_lite._io.outputs import partial_path, refuse_inputs, remove_stale_par
 from jeirt_lite._io.tables import read_table
 from jeirt_lite.batch import ScoreOptions, score_file
 from jeirt_lite.cli import main
+from npy_bytes import MAGIC, npy_bytes
 
 
 @pytest.fixture(scope="module")
@@ -234,22 +235,17 @@ def test_vectors_in_an_unregistered_format_are_refused(router: Router, tmp_path:
         score_file(router, vectors_path=tmp_path / "v.txt", output=tmp_path / "s.csv")
 
 
-def _npy(header: str, version: bytes = b"\x01\x00", data: bytes = b"") -> bytes:
-    size = len(header).to_bytes(2 if version == b"\x01\x00" else 4, "little")
-    return b"\x93NUMPY" + version + size + header.encode("latin1") + data
-
-
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4), }", b"\x04\x00"), "format version 4.0"),
-        (_npy("[1, 2]"), "not a dict of descr"),
-        (_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 4), }"), "is not a tuple of sizes"),
-        (_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4), }", data=bytes(20)), "bytes after"),
-        (_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }", data=bytes(16)), "file ends early"),
-        (_npy("{'descr': 'zz9', 'fortran_order': False, 'shape': (1, 4), }", data=bytes(16)), "descr 'zz9'"),
-        (_npy("__import__('os')"), "not a Python literal"),
-        (b"\x93NUMPY\x01\x00\xff", "header is cut short"),
+        (npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4), }", 4), "format version 4.0"),
+        (npy_bytes("[1, 2]"), "not a dict of descr"),
+        (npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 4), }"), "is not a tuple of sizes"),
+        (npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4), }", data=bytes(20)), "bytes after"),
+        (npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }", data=bytes(16)), "file ends early"),
+        (npy_bytes("{'descr': 'zz9', 'fortran_order': False, 'shape': (1, 4), }", data=bytes(16)), "descr 'zz9'"),
+        (npy_bytes("__import__('os')"), "not a Python literal"),
+        (MAGIC + b"\x01\x00\xff", "header is cut short"),
     ],
     ids=["version", "not-a-dict", "negative-shape", "extra-bytes", "truncated", "bad-descr", "code", "cut-header"],
 )

@@ -19,14 +19,9 @@ from jeirt_lite._io.vectors import (
     read_id_lines,
     read_npy_header,
 )
+from npy_bytes import MAGIC, npy_bytes
 
 DIM = 3
-
-
-def _npy(header: str, version: int = 1, data: bytes = b"", encoding: str = "latin1") -> bytes:
-    raw = header.encode(encoding)
-    size = len(raw).to_bytes(2 if version == 1 else 4, "little")
-    return b"\x93NUMPY" + bytes([version, 0]) + size + raw + data
 
 
 def _header(shape: tuple[int, ...], descr: object = "<f4", fortran: bool = False, pad_to: int = 0) -> str:
@@ -57,7 +52,7 @@ def _ids_file(tmp_path: Path, content: bytes, name: str = "ids.txt") -> Path:
 @pytest.mark.parametrize("version", [1, 2])
 def test_a_header_size_cut_short_is_refused(tmp_path: Path, version: int) -> None:
     path = tmp_path / "v.npy"
-    path.write_bytes(b"\x93NUMPY" + bytes([version, 0]) + b"\x10")  # one byte of a 2- or 4-byte size
+    path.write_bytes(MAGIC + bytes([version, 0]) + b"\x10")  # one byte of a 2- or 4-byte size
     with pytest.raises(JeirtError, match=r"v\.npy: not a readable \.npy array \(the header is cut short\)"):
         _header_of(path)
 
@@ -65,12 +60,12 @@ def test_a_header_size_cut_short_is_refused(tmp_path: Path, version: int) -> Non
 def test_a_header_of_the_largest_size_numpy_reads_is_read_and_one_byte_more_is_refused(tmp_path: Path) -> None:
     data = np.arange(2 * DIM, dtype=np.float32).tobytes()
     largest = tmp_path / "largest.npy"
-    largest.write_bytes(_npy(_header((2, DIM), pad_to=NPY_MAX_HEADER), version=2, data=data))
+    largest.write_bytes(npy_bytes(_header((2, DIM), pad_to=NPY_MAX_HEADER), version=2, data=data))
     assert _header_of(largest) == ((2, DIM), False, np.dtype("<f4"))
     chunks = list(VectorReader(largest, DIM, chunk_size=8, skip_bad=False))
     np.testing.assert_array_equal(chunks[0].vectors, np.arange(2 * DIM, dtype=np.float32).reshape(2, DIM))
     larger = tmp_path / "larger.npy"
-    larger.write_bytes(_npy(_header((2, DIM), pad_to=NPY_MAX_HEADER + 1), version=2, data=data))
+    larger.write_bytes(npy_bytes(_header((2, DIM), pad_to=NPY_MAX_HEADER + 1), version=2, data=data))
     with pytest.raises(JeirtError, match=r"a header of 10,001 bytes; at most 10,000 are read"):
         _header_of(larger)
 
@@ -79,13 +74,13 @@ def test_format_3_headers_are_utf8_and_older_ones_latin1(tmp_path: Path) -> None
     # A structured dtype's field name is the one place a header holds text beyond ASCII.
     descr = [("é", "<f4")]
     utf8 = tmp_path / "v3.npy"
-    utf8.write_bytes(_npy(_header((1,), descr=descr), version=3, data=bytes(4), encoding="utf-8"))
+    utf8.write_bytes(npy_bytes(_header((1,), descr=descr), version=3, data=bytes(4), encoding="utf-8"))
     assert _header_of(utf8)[2].names == ("é",)
     latin1 = tmp_path / "v2.npy"
-    latin1.write_bytes(_npy(_header((1,), descr=descr), version=2, data=bytes(4), encoding="latin1"))
+    latin1.write_bytes(npy_bytes(_header((1,), descr=descr), version=2, data=bytes(4), encoding="latin1"))
     assert _header_of(latin1)[2].names == ("é",)
     mislabelled = tmp_path / "v1.npy"  # UTF-8 bytes under a 1.0 header read as latin1: another name, not an error
-    mislabelled.write_bytes(_npy(_header((1,), descr=descr), version=1, data=bytes(4), encoding="utf-8"))
+    mislabelled.write_bytes(npy_bytes(_header((1,), descr=descr), version=1, data=bytes(4), encoding="utf-8"))
     assert _header_of(mislabelled)[2].names == ("Ã©",)
 
 
@@ -93,7 +88,7 @@ def test_format_3_headers_are_utf8_and_older_ones_latin1(tmp_path: Path) -> None
 def test_a_descr_numpy_cannot_parse_is_named_not_a_crash(tmp_path: Path, descr: str) -> None:
     # NumPy parses these with ast.literal_eval and raises SyntaxError (found by tests/test_io_fuzz.py).
     path = tmp_path / "v.npy"
-    path.write_bytes(_npy(_header((1, DIM), descr=descr), data=bytes(4 * DIM)))
+    path.write_bytes(npy_bytes(_header((1, DIM), descr=descr), data=bytes(4 * DIM)))
     with pytest.raises(JeirtError, match=rf"v\.npy: not a readable \.npy array \(descr {re.escape(repr(descr))}: "):
         NpyRows(path)
 
@@ -116,22 +111,22 @@ def test_a_scalar_array_has_no_rows(tmp_path: Path) -> None:
 
 def test_fortran_order_is_refused_only_where_it_changes_the_bytes(tmp_path: Path) -> None:
     ids = tmp_path / "ids.npy"  # a 1-D array is the same in either order
-    ids.write_bytes(_npy(_header((3,), descr="<i8", fortran=True), data=np.arange(3, dtype="<i8").tobytes()))
+    ids.write_bytes(npy_bytes(_header((3,), descr="<i8", fortran=True), data=np.arange(3, dtype="<i8").tobytes()))
     reader = IdReader(ids, 3)
     assert reader.take(3) == [0, 1, 2]
     reader.close()
     scalar = tmp_path / "scalar.npy"
-    scalar.write_bytes(_npy(_header((), fortran=True), data=bytes(4)))
+    scalar.write_bytes(npy_bytes(_header((), fortran=True), data=bytes(4)))
     NpyRows(scalar).close()
     square = tmp_path / "square.npy"
-    square.write_bytes(_npy(_header((2, 2), fortran=True), data=bytes(16)))
+    square.write_bytes(npy_bytes(_header((2, 2), fortran=True), data=bytes(16)))
     with pytest.raises(JeirtError, match="Fortran order"):
         NpyRows(square)
 
 
 def test_extra_bytes_are_counted_in_the_message(tmp_path: Path) -> None:
     path = tmp_path / "v.npy"
-    path.write_bytes(_npy(_header((2, DIM)), data=bytes(2 * DIM * 4 + 30)))
+    path.write_bytes(npy_bytes(_header((2, DIM)), data=bytes(2 * DIM * 4 + 30)))
     with pytest.raises(JeirtError, match=r"v\.npy: has 30 bytes after the array its header declares"):
         NpyRows(path)
 

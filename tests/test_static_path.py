@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from jeirt_lite import EncodedQuestions, JeirtError, Router
 from jeirt_lite._static_path import StaticEncoder
+from static_encoder_files import reference_token_ids
 from unicode_texts import EDGE_TEXTS, random_texts
 
 REPO = Path(__file__).resolve().parents[1]
@@ -28,12 +29,7 @@ def _questions(dataset: str) -> list[str]:
 
 
 def _hf_ids(router: Router, texts: list[str]) -> list[list[int]]:
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(router.path / "tokenizer.json"))
-    tokenizer.enable_truncation(max_length=int(router.manifest["encoder"]["max_seq_length"]))
-    tokenizer.no_padding()
-    return [encoding.ids for encoding in tokenizer.encode_batch(texts)]
+    return reference_token_ids(router.path / "tokenizer.json", int(router.manifest["encoder"]["max_seq_length"]), texts)
 
 
 @pytest.fixture(scope="module")

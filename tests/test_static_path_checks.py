@@ -5,7 +5,6 @@ fast path and the graph must agree. Small tensors over the shipped tokenizer's v
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,6 @@ import numpy as np
 import pytest
 from jeirt_lite import JeirtError
 from jeirt_lite._manifest import STATIC_ROLE
-from jeirt_lite._router import DEFAULT_ROUTER_PATH
 from jeirt_lite._static_path import (
     PROBE_TEXTS,
     PROBE_TOLERANCE,
@@ -27,41 +25,23 @@ from jeirt_lite._static_path import (
     tokenizer_settings,
 )
 from safetensors.numpy import save_file
-
-SHIPPED_TOKENIZER = DEFAULT_ROUTER_PATH / "tokenizer.json"
-SPEC = json.loads(SHIPPED_TOKENIZER.read_text(encoding="utf-8"))
-VOCAB = len(SPEC["model"]["vocab"])
-WIDTH, HIDDEN, DIM = 2, 3, 2
-
-
-def _tokenizer(tmp_path: Path, **changes: Any) -> Path:
-    path = tmp_path / "tokenizer.json"
-    path.write_text(json.dumps({**SPEC, **changes}), encoding="utf-8")
-    return path
-
-
-def _tensors(*, width: int = WIDTH, **changes: np.ndarray) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(0)
-    tensors = {
-        "table": rng.normal(size=(VOCAB, width)).astype(np.float32),
-        "w1": rng.normal(size=(HIDDEN, width)).astype(np.float32),
-        "b1": np.zeros(HIDDEN, np.float32),
-        "w2": rng.normal(size=(DIM, HIDDEN)).astype(np.float32),
-        "b2": np.zeros(DIM, np.float32),
-    }
-    return {**tensors, **changes}
-
-
-def _tensor_file(tmp_path: Path, *, width: int = WIDTH, **changes: np.ndarray) -> Path:
-    path = tmp_path / STATIC_ENCODER_FILE
-    save_file(_tensors(width=width, **changes), str(path))
-    return path
+from static_encoder_files import (
+    DIM,
+    HIDDEN,
+    SHIPPED_TOKENIZER,
+    SPEC,
+    VOCAB,
+    WIDTH,
+    static_tensors,
+    tensor_file,
+    tokenizer_file,
+)
 
 
 def _encoder(
     tmp_path: Path, *, dim: int = DIM, width: int = WIDTH, feature_dim: int = 0, **changes: np.ndarray
 ) -> StaticEncoder:
-    return StaticEncoder(SHIPPED_TOKENIZER, _tensor_file(tmp_path, width=width, **changes), 16, dim, 1, feature_dim)
+    return StaticEncoder(SHIPPED_TOKENIZER, tensor_file(tmp_path, width=width, **changes), 16, dim, 1, feature_dim)
 
 
 # -- tokenizer.json --------------------------------------------------------------------------------------------
@@ -85,7 +65,7 @@ def test_three_tokens_is_the_shortest_max_length_and_defaults_are_bert_s(tmp_pat
     model = {key: value for key, value in SPEC["model"].items() if key not in ("max_input_chars_per_word",
                                                                                "continuing_subword_prefix")}
     normalizer = {"type": "BertNormalizer"}  # lowercase, clean_text and handle_chinese_chars default to true
-    settings = tokenizer_settings(_tokenizer(tmp_path, model=model, normalizer=normalizer), 3)
+    settings = tokenizer_settings(tokenizer_file(tmp_path, model=model, normalizer=normalizer), 3)
     assert settings["max_length"] == 3
     assert settings["lowercase"] and settings["clean_text"] and settings["handle_chinese_chars"]
     assert settings["strip_accents"]  # follows lowercase when not stated
@@ -128,19 +108,19 @@ def test_tokenizers_the_rust_path_does_not_reproduce_are_named(
     tmp_path: Path, changes: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(Unsupported, match=message):
-        tokenizer_settings(_tokenizer(tmp_path, **changes), 16)
+        tokenizer_settings(tokenizer_file(tmp_path, **changes), 16)
 
 
 @pytest.mark.parametrize("flag", ["normalized", "lstrip", "rstrip", "single_word"])
 def test_an_added_token_with_any_one_flag_is_unsupported(tmp_path: Path, flag: str) -> None:
     token = {**SPEC["added_tokens"][0], flag: True}
     with pytest.raises(Unsupported, match=r"added token '\[PAD\]'"):
-        tokenizer_settings(_tokenizer(tmp_path, added_tokens=[token, *SPEC["added_tokens"][1:]]), 16)
+        tokenizer_settings(tokenizer_file(tmp_path, added_tokens=[token, *SPEC["added_tokens"][1:]]), 16)
 
 
 def test_a_bert_processing_post_processor_gives_its_ids(tmp_path: Path) -> None:
     post = {"type": "BertProcessing", "cls": ["[CLS]", 7], "sep": ["[SEP]", 9]}
-    settings = tokenizer_settings(_tokenizer(tmp_path, post_processor=post), 16)
+    settings = tokenizer_settings(tokenizer_file(tmp_path, post_processor=post), 16)
     assert (settings["cls_id"], settings["sep_id"]) == (7, 9)
 
 
@@ -155,7 +135,7 @@ def test_a_file_that_is_not_safetensors_is_named(tmp_path: Path) -> None:
 
 
 def test_a_file_without_one_of_its_tensors_is_named(tmp_path: Path) -> None:
-    tensors = _tensors()
+    tensors = static_tensors()
     del tensors["b2"]
     save_file(tensors, str(tmp_path / "s.safetensors"))
     with pytest.raises(JeirtError, match=r"lacks tensors \['b2'\]"):
@@ -179,7 +159,7 @@ def test_a_file_without_one_of_its_tensors_is_named(tmp_path: Path) -> None:
 )
 def test_tensors_that_do_not_chain_are_refused(tmp_path: Path, changes: dict[str, Any]) -> None:
     with pytest.raises(JeirtError, match="do not chain"):
-        read_static_tensors(_tensor_file(tmp_path, **changes))
+        read_static_tensors(tensor_file(tmp_path, **changes))
 
 
 @pytest.mark.parametrize(
@@ -194,7 +174,7 @@ def test_tensors_that_do_not_chain_are_refused(tmp_path: Path, changes: dict[str
 )
 def test_biases_of_another_length_are_refused(tmp_path: Path, changes: dict[str, Any]) -> None:
     with pytest.raises(JeirtError, match="biases .* do not match"):
-        read_static_tensors(_tensor_file(tmp_path, **changes))
+        read_static_tensors(tensor_file(tmp_path, **changes))
 
 
 @pytest.mark.parametrize("dim", [DIM - 1, DIM + 1])
@@ -264,16 +244,16 @@ def _manifest(**encoder: object) -> dict[str, Any]:
 def test_the_folder_s_encoder_reads_the_features_width_only_with_a_features_output(
     tmp_path: Path, encoder: dict[str, object], gives: bool
 ) -> None:
-    _tensor_file(tmp_path, width=1)
+    tensor_file(tmp_path, width=1)
     fast = static_encoder_for(tmp_path, _manifest(**encoder), SHIPPED_TOKENIZER, DIM, 1)
     assert fast is not None and fast.gives_features is gives
 
 
 def test_a_folder_without_the_file_or_with_another_tokenizer_has_no_fast_path(tmp_path: Path) -> None:
-    _tensor_file(tmp_path)
+    tensor_file(tmp_path)
     assert static_encoder_for(tmp_path, {"files": {}, "encoder": {"max_seq_length": 16}}, SHIPPED_TOKENIZER, DIM,
                               1) is None
-    other = _tokenizer(tmp_path, normalizer={"type": "NFKC"})
+    other = tokenizer_file(tmp_path, normalizer={"type": "NFKC"})
     assert static_encoder_for(tmp_path, _manifest(), other, DIM, 1) is None
     assert static_encoder_for(tmp_path, _manifest(), SHIPPED_TOKENIZER, DIM, 1) is not None
 

@@ -6,18 +6,14 @@ Unicode."""
 from __future__ import annotations
 
 import itertools
-import json
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
 import pytest
-from jeirt_lite._router import DEFAULT_ROUTER_PATH
 from jeirt_lite._static_path import StaticEncoder
-from safetensors.numpy import save_file
+from static_encoder_files import DIM, reference_token_ids, tensor_file, tokenizer_file
 from unicode_texts import EDGE_TEXTS, random_texts
 
-SPEC = json.loads((DEFAULT_ROUTER_PATH / "tokenizer.json").read_text(encoding="utf-8"))
 MAX_LENGTH = 512
 # Besides the shared cases: cased words, accents that only lowercasing would strip, CJK beside Latin, controls
 # inside words.
@@ -30,29 +26,15 @@ TEXTS = EDGE_TEXTS + [
 SETTINGS = list(itertools.product([True, False], [True, False], [None, True, False], [True, False]))
 
 
-def _tensors(path: Path) -> Path:
-    vocab = len(SPEC["model"]["vocab"])
-    save_file({"table": np.zeros((vocab, 2), np.float32), "w1": np.zeros((2, 2), np.float32),
-               "b1": np.zeros(2, np.float32), "w2": np.zeros((2, 2), np.float32), "b2": np.zeros(2, np.float32)},
-              str(path))
-    return path
-
-
 @pytest.mark.parametrize(("clean_text", "chinese", "strip_accents", "lowercase"), SETTINGS,
                          ids=[f"clean{int(a)}-chinese{int(b)}-strip{c}-lower{int(d)}" for a, b, c, d in SETTINGS])
 def test_token_ids_equal_tokenizers_under_every_normalizer_setting(
     tmp_path: Path, clean_text: bool, chinese: bool, strip_accents: Optional[bool], lowercase: bool
 ) -> None:
-    from tokenizers import Tokenizer
-
     normalizer = {"type": "BertNormalizer", "clean_text": clean_text, "handle_chinese_chars": chinese,
                   "strip_accents": strip_accents, "lowercase": lowercase}
-    tokenizer_path = tmp_path / "tokenizer.json"
-    tokenizer_path.write_text(json.dumps({**SPEC, "normalizer": normalizer}), encoding="utf-8")
-    reference = Tokenizer.from_file(str(tokenizer_path))
-    reference.enable_truncation(max_length=MAX_LENGTH)
-    reference.no_padding()
-    expected = [encoding.ids for encoding in reference.encode_batch(TEXTS)]
-    fast = StaticEncoder(tokenizer_path, _tensors(tmp_path / "static.safetensors"), MAX_LENGTH, 2, 1)
+    tokenizer_path = tokenizer_file(tmp_path, normalizer=normalizer)
+    expected = reference_token_ids(tokenizer_path, MAX_LENGTH, TEXTS)
+    fast = StaticEncoder(tokenizer_path, tensor_file(tmp_path), MAX_LENGTH, DIM, 1)
     for text, want, got in zip(TEXTS, expected, fast.token_ids(TEXTS)):
         assert got == want, f"{text!r}: tokenizers {want[:20]}..., fast path {got[:20]}..."

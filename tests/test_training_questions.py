@@ -17,6 +17,7 @@ from jeirt_lite._training_questions import (
     training_question_set,
 )
 from jeirt_lite.artifact import load_artifact
+from npy_bytes import npy_bytes
 from tiny_router import edit_and_reseal
 
 from scripts.add_training_questions import learned_from_everything
@@ -65,8 +66,9 @@ def test_a_corrupt_or_invalid_record_is_refused_naming_the_file(tiny_router_path
         edit_and_reseal(folder)  # consistent hashes, wrong content: the record's own check must catch it
         with pytest.raises(JeirtError, match=f"{TRAINING_QUESTIONS_FILE}: .*{message}"):
             load_artifact(folder)
-    header = b"{'descr': ',<u8', 'fortran_order': False, 'shape': (2,), }\n"  # NumPy raises SyntaxError on it
-    for content in (b"not an npy file", b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + bytes(16)):
+    # NumPy's own parser raises SyntaxError on this descr
+    damaged = npy_bytes("{'descr': ',<u8', 'fortran_order': False, 'shape': (2,), }\n", data=bytes(16))
+    for content in (b"not an npy file", damaged):
         path.write_bytes(content)
         edit_and_reseal(folder)
         with pytest.raises(JeirtError, match=f"{TRAINING_QUESTIONS_FILE}: not a readable .npy file"):
