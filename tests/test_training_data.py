@@ -46,7 +46,7 @@ def test_folder_basic_and_missing_cells_stay_missing(tmp_path: Path) -> None:
 def test_folder_ids_stay_strings(tmp_path: Path) -> None:
     questions = [{"question_id": "007", "benchmark": "b", "subject": "s", "text": "t"}]
     responses = [{"question_id": "007", "model_id": 0, "correct": "true"}]
-    data = load_dataset(write_folder(tmp_path / "d", questions, MODELS, responses))
+    data = load_dataset(write_folder(tmp_path / "d", questions, MODELS[:1], responses))
     assert data.question_ids == ["007"]
 
 
@@ -204,7 +204,46 @@ def test_wide_bad_label_names_column_and_row(tmp_path: Path) -> None:
     data = load_dataset(tmp_path / "w.csv", columns=Columns(llm_columns=["m1", "m2"]))
     assert data.llm_names == ["m1", "m2"]
     data, report = load_dataset_with_report(tmp_path / "w.csv", skip_bad=True)
-    assert report.skipped == {"label not 0/1/true/false": 3} and data.llm_names == ["m1", "m2", "answer"]
+    # Every cell of the "answer" column skipped: it is no LLM to learn, and is left out and listed.
+    assert report.skipped == {"label not 0/1/true/false": 3} and data.llm_names == ["m1", "m2"]
+    assert report.llms_left_out == ["answer"] and "left out 1 LLM without answers: answer" in report.summary()
+
+
+def test_an_llm_without_answers_is_refused_in_every_layout(tmp_path: Path) -> None:
+    # A router would rate such an LLM on its initial vector: refused, named, and left out only with skip_bad.
+    wide = WIDE.assign(m3=["", "", ""], m4=[None, None, None])
+    long = pd.concat([LONG, pd.DataFrame({"question_id": ["a", "b"], "text": ["ta", "tb"], "llm": ["m3", "m3"],
+                                          "correct": ["", ""]})], ignore_index=True)
+    folder = write_folder(tmp_path / "d", QUESTIONS, MODELS + [{"model_id": 2, "name": "gamma"}],
+                          [{"question_id": "q1", "model_id": 0, "correct": 1},
+                           {"question_id": "q2", "model_id": 1, "correct": 0},
+                           {"question_id": "q2", "model_id": 2, "correct": 1},
+                           {"question_id": "q2", "model_id": 2, "correct": 0}])  # gamma's one cell is a tie
+    cases = [(write_table(wide, tmp_path / "w.csv"), "w.csv: no answers from 2 LLMs ('m3', 'm4')", ["m3", "m4"]),
+             (write_table(long, tmp_path / "l.jsonl"), "l.jsonl: no answers from 1 LLM ('m3')", ["m3"]),
+             (folder, "responses.csv: no answers from 1 LLM ('gamma')", ["gamma"])]
+    for path, message, silent in cases:
+        with pytest.raises(DataError, match=re.escape(message) + ".*cannot learn an LLM from no answers"):
+            load_dataset(path)
+        data, report = load_dataset_with_report(path, skip_bad=True)
+        assert report.llms_left_out == silent and not set(silent) & set(data.llm_names)
+        assert np.bincount(data.responses.llm, minlength=data.n_llms).min() > 0  # renumbered, none without cells
+        assert len(data.responses) == report.cells
+
+
+def test_the_cells_of_llms_after_one_left_out_keep_their_llm(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"question_id": ["a", "b"], "text": ["ta", "tb"], "m1": [1, 0], "gone": ["", ""],
+                          "m2": [0, 1], "m3": [1, 1]})
+    data, report = load_dataset_with_report(write_table(frame, tmp_path / "w.csv"), skip_bad=True)
+    assert data.llm_names == ["m1", "m2", "m3"] and report.llms_left_out == ["gone"]
+    assert cell_map(data) == {("a", "m1"): 1.0, ("b", "m1"): 0.0, ("a", "m2"): 0.0, ("b", "m2"): 1.0,
+                              ("a", "m3"): 1.0, ("b", "m3"): 1.0}
+
+
+def test_many_llms_without_answers_are_counted_not_all_listed(tmp_path: Path) -> None:
+    frame = WIDE.assign(**{f"x{i}": [""] * 3 for i in range(7)})
+    with pytest.raises(DataError, match=re.escape("no answers from 7 LLMs ('x0', 'x1', 'x2', 'x3', 'x4' and 2 more)")):
+        load_dataset(write_table(frame, tmp_path / "w.csv"))
 
 
 def test_missing_files_and_unsupported_suffix(tmp_path: Path) -> None:

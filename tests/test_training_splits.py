@@ -72,3 +72,19 @@ def test_mmlu_pro_split(mmlu: Dataset) -> None:
     split = make_split(mmlu, seed=0)
     assert len(split.responses(mmlu, "train")) + len(split.responses(mmlu, "val")) + len(
         split.responses(mmlu, "test")) == len(mmlu.responses)
+
+
+def test_an_llm_answering_only_held_out_questions_is_refused() -> None:
+    from jeirt_lite_training.data import DataError
+    from jeirt_lite_training.prepared import prepare_split
+    from jeirt_lite_training.types import Split
+
+    # "late" answered questions 4 and 5 only, both held out: training would never read one of its answers. The
+    # check comes before any encoder loads.
+    data = Dataset("syn", ["1", "2", "3", "4", "5", "6"], [f"question {i}" for i in range(6)], np.full(6, "a"),
+                   np.full(6, "a"), ["early", "late"],
+                   Responses(np.array([0, 1, 2, 3, 4, 5, 4, 5]), np.array([0, 0, 0, 0, 0, 0, 1, 1]),
+                             np.array([1, 0, 1, 0, 1, 0, 1, 1], np.float32)))
+    held_out = Split(train=np.array([0, 1, 2]), val=np.array([3]), test=np.array([4, 5]))
+    with pytest.raises(DataError, match=r"syn: every answer of 1 LLM\(s\) \('late'\) is among the held-out questions"):
+        prepare_split(data, held_out, split_seed=0, progress=False)

@@ -108,6 +108,7 @@ def _prepare(args: argparse.Namespace) -> Any:
         max_length=args.max_length,
         columns=table_columns(args),
     )
+    print(prep.load_report.summary())
     print(
         f"{prep.data.name}: {prep.data.n_questions} questions x {prep.data.n_llms} LLMs; "
         f"cells train {len(prep.train)}, val {len(prep.val)}, test {len(prep.test)}"

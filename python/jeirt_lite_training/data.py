@@ -179,7 +179,7 @@ def _load_folder(folder: Path, name: str, skip_bad: bool, report: LoadReport) ->
     report.empty_labels += int((keep & empty).sum())
     keep &= ~empty
     responses = _resolve_cells(q_index[keep], m_index[keep], label[keep], len(model_id), report)
-    return _dataset(name, questions, [str(x) for x in model_name], responses)
+    return _dataset(name, questions, [str(x) for x in model_name], responses, str(r_path), skip_bad, report)
 
 
 def _load_long(frame: pd.DataFrame, kind: str, file: str, name: str, cols: Columns, skip_bad: bool,
@@ -208,11 +208,14 @@ def _load_long(frame: pd.DataFrame, kind: str, file: str, name: str, cols: Colum
                                   check, report)
     keep[sub] = qkeep
     report.empty_labels += int((keep & empty).sum())
-    keep &= ~empty
+    # Every LLM a good row names is an LLM of the data, answered or not: one whose labels are all empty is refused
+    # (or left out) by _dataset, as in the other layouts, rather than vanish unseen.
     llm_codes, llm_names = pd.factorize(pd.Series(llm[keep]), sort=False)
+    labelled = ~empty[keep]
+    keep &= ~empty
     q_index = pd.Index(questions["qid"]).get_indexer(qid[keep])
-    responses = _resolve_cells(q_index, llm_codes, label[keep], len(llm_names), report)
-    return _dataset(name, questions, [str(x) for x in llm_names], responses)
+    responses = _resolve_cells(q_index, llm_codes[labelled], label[keep], len(llm_names), report)
+    return _dataset(name, questions, [str(x) for x in llm_names], responses, file, skip_bad, report)
 
 
 def _load_wide(frame: pd.DataFrame, kind: str, file: str, name: str, cols: Columns, skip_bad: bool,
@@ -253,10 +256,35 @@ def _load_wide(frame: pd.DataFrame, kind: str, file: str, name: str, cols: Colum
     report.empty_labels += int((keep & empty).sum())
     keep &= ~empty
     responses = _resolve_cells(q_index[cell_row[keep]], cell_llm[keep], label[keep], len(llm_cols), report)
-    return _dataset(name, questions, [str(c) for c in llm_cols], responses)
+    return _dataset(name, questions, [str(c) for c in llm_cols], responses, file, skip_bad, report)
 
 
-def _dataset(name: str, questions: pd.DataFrame, llm_names: list[str], responses: Responses) -> Dataset:
+def _answered_llms(llm_names: list[str], responses: Responses, file: str, skip_bad: bool,
+                   report: LoadReport) -> tuple[list[str], Responses]:
+    """The LLMs with at least one answer left, and their cells renumbered.
+
+    A router cannot learn an LLM from no answers: it would rate it on its initial vector and route to it on an
+    ability nobody measured. So an LLM whose every cell is empty, skipped or a tie is refused, or with skip_bad left
+    out and listed in the report.
+    """
+    answered = np.bincount(responses.llm, minlength=len(llm_names)) > 0
+    if answered.all():
+        return llm_names, responses
+    silent = [llm_names[i] for i in np.flatnonzero(~answered)]
+    if not skip_bad:
+        shown = ", ".join(repr(n) for n in silent[:5]) + (f" and {len(silent) - 5} more" if len(silent) > 5 else "")
+        raise DataError(f"{file}: no answers from {len(silent)} LLM{'s' if len(silent) > 1 else ''} ({shown}): not "
+                        "one labelled cell (or only ties between repeated rows), and a router cannot learn an LLM "
+                        "from no answers; give its answers, or leave it out of the data")
+    report.llms_left_out += silent
+    new_index = np.cumsum(answered) - 1
+    kept = [n for n, a in zip(llm_names, answered) if a]
+    return kept, Responses(responses.question, new_index[responses.llm], responses.correct)
+
+
+def _dataset(name: str, questions: pd.DataFrame, llm_names: list[str], responses: Responses, file: str,
+             skip_bad: bool, report: LoadReport) -> Dataset:
+    llm_names, responses = _answered_llms(llm_names, responses, file, skip_bad, report)
     subject, bench = _strata(questions["subject"].to_numpy(dtype=object), questions["benchmark"].to_numpy(dtype=object),
                              name)
     return Dataset(

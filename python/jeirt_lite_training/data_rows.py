@@ -37,6 +37,7 @@ class LoadReport:
     ties_dropped: int = 0  # duplicate cells whose rows split evenly: dropped
     duplicate_question_rows: int = 0  # repeated question rows with the same text (merged)
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> rows skipped (skip_bad=True only)
+    llms_left_out: list[str] = field(default_factory=list)  # LLMs without a single answer (skip_bad=True only)
 
     @property
     def rows_skipped(self) -> int:
@@ -55,6 +56,9 @@ class LoadReport:
             parts.append(f"{self.duplicate_question_rows} repeated question rows merged")
         for reason, n in sorted(self.skipped.items()):
             parts.append(f"skipped {n} rows: {reason}")
+        if self.llms_left_out:
+            n = len(self.llms_left_out)
+            parts.append(f"left out {n} LLM{'s' if n > 1 else ''} without answers: {', '.join(self.llms_left_out)}")
         return "; ".join(parts)
 
 

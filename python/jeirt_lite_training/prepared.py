@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .config import FIT_SENTENCES, STATIC
-from .data import Columns, load_dataset
+from .data import Columns, DataError, LoadReport, load_dataset_with_report
 from .embeddings import embed_dataset
 from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH
 from .splits import make_split
@@ -35,10 +35,21 @@ class Prepared:
     # A table fitted to the teacher's sentence embeddings: the questions whose texts it read (None: any other table)
     table_fitted_to: np.ndarray | None = None
     teacher: str = DEFAULT_ENCODER
+    load_report: LoadReport | None = None  # what loading the data merged or dropped (prepare only)
 
 
 def _quiet(_: str) -> None:
     pass
+
+
+def _check_every_llm_learnable(data: Dataset, train: Responses, val: Responses) -> None:
+    """An LLM whose every answer fell among the held-out questions has nothing to be learned from."""
+    seen = np.bincount(np.concatenate([train.llm, val.llm]), minlength=data.n_llms) > 0
+    only_held_out = ~seen & (np.bincount(data.responses.llm, minlength=data.n_llms) > 0)
+    if only_held_out.any():
+        names = ", ".join(repr(data.llm_names[i]) for i in np.flatnonzero(only_held_out)[:5])
+        raise DataError(f"{data.name}: every answer of {int(only_held_out.sum())} LLM(s) ({names}) is among the held-out "
+                        "questions, which training never reads: give it more answers, or hold out fewer questions")
 
 
 def prepare(
@@ -59,10 +70,12 @@ def prepare(
     parts (never the test part); or (fit_sentences) fits it to the teacher's sentence embeddings of the training
     part's texts, its token frequencies read from those alone (static_sentences); and reads up to STATIC_MAX_LENGTH
     tokens (`max_length` applies to transformers)."""
-    data = load_dataset(data_dir, columns=columns)
+    data, report = load_dataset_with_report(data_dir, columns=columns)
     split = make_split(data, seed=split_seed, val_fraction=val_fraction, test_fraction=test_fraction)
-    return prepare_split(data, split, split_seed=split_seed, encoder=encoder, max_length=max_length,
+    prep = prepare_split(data, split, split_seed=split_seed, encoder=encoder, max_length=max_length,
                          progress=progress, source=str(data_dir), teacher=teacher, fit_sentences=fit_sentences)
+    prep.load_report = report
+    return prep
 
 
 def prepare_split(
@@ -78,6 +91,8 @@ def prepare_split(
     fit_sentences: bool = FIT_SENTENCES,
 ) -> Prepared:
     """`prepare` for a dataset already loaded and split (experiments.compare runs `fit` on its own splits this way)."""
+    train, val, test = (split.responses(data, part) for part in ("train", "val", "test"))
+    _check_every_llm_learnable(data, train, val)
     static, fitted_to = None, None
     if encoder == STATIC:
         from .static_router import STATIC_MAX_LENGTH, fits_sentences, static_embeddings
@@ -95,9 +110,9 @@ def prepare_split(
         data=data,
         split=split,
         split_seed=split_seed,
-        train=split.responses(data, "train"),
-        val=split.responses(data, "val"),
-        test=split.responses(data, "test"),
+        train=train,
+        val=val,
+        test=test,
         embeddings=emb,
         encoder=encoder,
         max_length=max_length,
