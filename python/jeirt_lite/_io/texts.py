@@ -41,8 +41,6 @@ class TextReader:
         skip_bad: bool,
         label_column: Optional[str] = None,
     ):
-        if chunk_size < 1:
-            raise JeirtError(f"chunk size must be at least 1, got {chunk_size}")
         self.path = path
         self.text_column = text_column
         self.id_column: Optional[str] = id_column
@@ -103,8 +101,9 @@ class TextReader:
         share = self.fraction_read()
         return self.rows_read / share if share and self.rows_read else None
 
-    def bad_row(self, row: int, problem: str, where: str = "", fatal: bool = False) -> None:
-        """Count a bad row when skipping them, else stop with its row number."""
+    def bad_row(self, row: int, problem: str, where: str, fatal: bool) -> None:
+        """Count a bad row when skipping them (unless `fatal`: the rest of the file is unreadable), else stop with
+        its row number."""
         if fatal:
             raise JeirtError(f"{self.path}: data row {row} ({self.row_note}{where}) {problem}")
         if self.skip_bad:

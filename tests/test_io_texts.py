@@ -1,0 +1,89 @@
+"""The question-text reader on its own (`TextReader`, `read_questions`): the row count the progress line extrapolates,
+the id column a JSONL file's first row decides, labels kept in step with their texts when bad rows are skipped, and
+a malformed CSV record that stops even a run that skips bad rows. tests/test_batch.py and tests/test_io_hostile.py
+drive the same reader through `score_file`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from jeirt_lite import JeirtError
+from jeirt_lite._io.formats import open_text_reader
+from jeirt_lite._io.texts import read_questions
+
+
+def _jsonl(path: Path, rows: list[object]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def test_the_row_estimate_grows_from_the_share_read_and_ends_exact(tmp_path: Path) -> None:
+    path = tmp_path / "bank.csv"
+    path.write_text("id,text\n" + "".join(f"q{i},{'what is the price of a market ' * 3}{i}\n" for i in range(20_000)))
+    with open_text_reader(path, chunk_size=100) as reader:
+        assert reader.estimated_rows() is None  # nothing read: no share to extrapolate from
+        estimates = []
+        for _ in reader:
+            estimate = reader.estimated_rows()
+            share = reader.fraction_read()
+            assert isinstance(estimate, float) and share is not None
+            assert estimate == pytest.approx(reader.rows_read / share)  # rows read so far over the share of bytes
+            assert reader.rows_read <= estimate < 21_000  # rows are not all as long, and bytes are read ahead
+            estimates.append(estimate)
+    assert estimates[0] < 20_000 / 2 and estimates[-1] == 20_000.0
+
+
+def test_a_parquet_bank_gives_its_row_count_before_a_row_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "bank.parquet"
+    pq.write_table(pa.table({"id": ["a", "b", "c"], "text": ["one?", "two?", "three?"]}), path)
+    with open_text_reader(path, chunk_size=2) as reader:
+        assert reader.total_rows == 3 and reader.estimated_rows() == 3.0 and reader.rows_read == 0
+
+
+def test_a_jsonl_first_row_decides_the_id_column_for_the_whole_file(tmp_path: Path) -> None:
+    # Row 1 has no id field: every row is named by its row number, even those that carry one later.
+    path = _jsonl(tmp_path / "bank.jsonl", [{"text": "first?"}, {"text": "second?", "id": "x"}, {"text": "third?"}])
+    table = read_questions(open_text_reader(path, chunk_size=1))
+    assert table.ids == [1, 2, 3] and table.texts == ["first?", "second?", "third?"]
+    # Row 1 has one: it is the id column, and a later row without it is bad.
+    path = _jsonl(tmp_path / "ids.jsonl", [{"text": "first?", "question_id": "q1"}, {"text": "second?"}])
+    with pytest.raises(JeirtError, match=r"ids\.jsonl: data row 2 .*has no id"):
+        read_questions(open_text_reader(path, chunk_size=1))
+
+
+def test_a_named_id_column_missing_from_a_jsonl_first_row_is_refused(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "bank.jsonl", [{"text": "first?", "id": 1}])
+    with pytest.raises(JeirtError, match=r"no id column 'key' \(columns: text, id\)"):
+        read_questions(open_text_reader(path, id_column="key"))
+
+
+def test_labels_stay_with_their_texts_when_bad_rows_are_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "answers.csv"
+    path.write_text("id,text,correct\na,one?,1\nb,two?,maybe\nc,,0\nd,four?,false\ne,five?,TRUE\n")
+    reader = open_text_reader(path, chunk_size=2, skip_bad=True, label_column="correct")
+    table = read_questions(reader)
+    assert (table.ids, table.texts, table.labels) == (["a", "d", "e"], ["one?", "four?", "five?"], [1, 0, 1])
+    assert reader.skipped == 2
+    with pytest.raises(JeirtError, match=r"data row 2 .*label 'maybe' is not 0/1"):
+        read_questions(open_text_reader(path, label_column="correct"))
+
+
+def test_a_malformed_csv_record_stops_a_run_that_skips_bad_rows(tmp_path: Path) -> None:
+    # The rest of the file cannot be told apart into records: skipping it would drop rows without counting them.
+    path = tmp_path / "bank.csv"
+    path.write_text('id,text\na,one?\nb,"two?" and more\nc,three?\n')
+    reader = open_text_reader(path, skip_bad=True)
+    with pytest.raises(JeirtError, match=r"bank\.csv: data row 2 \(1-based, header not counted"):
+        read_questions(reader)
+    assert reader.skipped == 0
+
+
+def test_a_bank_with_no_good_row_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "bank.csv"
+    path.write_text("id,text\na,\nb,   \n")
+    with pytest.raises(JeirtError, match=r"bank\.csv: has no rows"):
+        read_questions(open_text_reader(path, skip_bad=True))
