@@ -267,3 +267,66 @@ def test_real_data_folders(folder: str, n_llms: int, n_questions: int, benchmark
     assert data.responses.correct.sum() == raw["correct"].sum()
     assert set(data.benchmarks) == benchmarks
     assert len(data.question_ids) == len(set(data.question_ids))
+
+
+def test_a_question_without_subject_takes_its_benchmark_and_the_reverse(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"question_id": ["a", "b", "c", "d"], "text": ["ta", "tb", "tc", "td"],
+                          "subject": ["law", "", "", "law"], "benchmark": ["", "mmlu", "", "bbh"], "m1": [1, 0, 1, 0]})
+    data = load_dataset(write_table(frame, tmp_path / "w.csv"))
+    assert list(data.subjects) == ["law", "mmlu", "all", "law"]
+    assert list(data.benchmarks) == ["law", "mmlu", "w", "bbh"]  # neither: the data's name stands for the benchmark
+
+
+def test_a_majority_is_more_than_half_of_a_cell_s_rows(tmp_path: Path) -> None:
+    rows = [{"question_id": "q1", "model_id": 0, "correct": c} for c in (1, 1, 0, 0, 0)]  # 2 of 5: wrong
+    rows += [{"question_id": "q2", "model_id": 0, "correct": c} for c in (1, 1, 1, 0, 0)]  # 3 of 5: right
+    data, report = load_dataset_with_report(write_folder(tmp_path / "d", QUESTIONS, MODELS[:1], rows))
+    assert cell_map(data) == {("q1", "alpha"): 0.0, ("q2", "alpha"): 1.0}
+    assert (report.duplicate_cells, report.duplicate_rows, report.ties_dropped) == (2, 8, 0)
+
+
+def test_repeated_question_rows_are_merged_and_counted(tmp_path: Path) -> None:
+    folder = write_folder(tmp_path / "d", QUESTIONS + QUESTIONS[:1], MODELS,
+                          [{"question_id": "q1", "model_id": 0, "correct": 1},
+                           {"question_id": "q2", "model_id": 1, "correct": 0}])
+    data, report = load_dataset_with_report(folder)
+    assert data.question_ids == ["q1", "q2"] and report.duplicate_question_rows == 1
+    assert "1 repeated question rows merged" in report.summary() and data.name == "d"
+    wide = pd.concat([WIDE, WIDE.iloc[[2, 2]]], ignore_index=True)
+    data, report = load_dataset_with_report(write_table(wide, tmp_path / "w.csv"))
+    assert data.question_ids == ["a", "b", "c"] and report.duplicate_question_rows == 2
+    assert cell_map(data) == EXPECTED_LONG and report.duplicate_cells == 1  # m1 on c, three times the same
+
+
+def test_a_models_file_names_each_model_once(tmp_path: Path) -> None:
+    responses = [{"question_id": "q1", "model_id": 0, "correct": 1}, {"question_id": "q2", "model_id": 1, "correct": 0}]
+    unnamed = [{"model_id": 0, "name": "alpha"}, {"model_id": 1, "name": ""}]  # an empty name: the id stands for it
+    assert load_dataset(write_folder(tmp_path / "a", QUESTIONS, unnamed, responses)).llm_names == ["alpha", "1"]
+    twice = [{"model_id": 0, "name": "alpha"}, {"model_id": 1, "name": "beta"}, {"model_id": 2, "name": "alpha"}]
+    with pytest.raises(DataError, match=re.escape("models.csv: data row 3 (1-based, header not counted): name 'alpha' "
+                                                  "appears twice")):
+        load_dataset(write_folder(tmp_path / "b", QUESTIONS, twice, responses))
+    no_text = [{"question_id": "q1", "prompt": "What is 1+1?"}]
+    with pytest.raises(DataError, match=r"questions\.csv: no 'text' column \(columns: \['question_id', 'prompt'\]\)"):
+        load_dataset(write_folder(tmp_path / "c", no_text, MODELS, responses))
+
+
+def test_long_table_empty_labels_and_llm_names(tmp_path: Path) -> None:
+    frame = pd.concat([LONG, pd.DataFrame({"question_id": ["c"], "text": ["tc"], "llm": ["m2"], "correct": [""],
+                                           "subject": ["y"]})], ignore_index=True)
+    data, report = load_dataset_with_report(write_table(frame, tmp_path / "t.csv"))
+    assert cell_map(data) == EXPECTED_LONG and report.empty_labels == 1 and report.cells == 5
+    nameless = LONG.astype({"llm": object})
+    nameless.loc[2, "llm"] = ""
+    with pytest.raises(DataError, match=r"data row 3 \(1-based, header not counted\): empty LLM name"):
+        load_dataset(write_table(nameless, tmp_path / "n.csv"))
+
+
+def test_a_conflict_names_the_rows_of_its_first_question_up_to_four(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"question_id": ["b"] * 6 + ["c", "c"], "text": [f"t{i}" for i in range(8)],
+                          "m1": [1] * 8})
+    with pytest.raises(DataError) as raised:
+        load_dataset(write_table(frame, tmp_path / "w.csv"))
+    message = str(raised.value)
+    assert "question 'b' has different texts" in message and "data row 4 (" in message
+    assert "data row 5 (" not in message and "data row 7 (" not in message

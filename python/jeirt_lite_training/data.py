@@ -13,7 +13,8 @@ Three layouts are understood:
 Labels are 0/1 or true/false (any case); an empty label is a missing cell, never a wrong answer. Duplicate
 (LLM, question) cells are resolved by majority vote; a tie drops the cell. Bad rows (empty text, bad label, unknown
 question or model id, conflicting texts for one question id) raise `DataError` naming the file and row, or are
-skipped and counted in the `LoadReport` with ``skip_bad=True``.
+skipped and counted in the `LoadReport` with ``skip_bad=True``. So is an LLM left without a single answer (refused,
+or with ``skip_bad=True`` left out and listed).
 
 Row numbers in messages are data row numbers, as every command gives them: 1-based, a CSV header and JSONL blank
 lines not counted.
