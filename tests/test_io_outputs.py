@@ -46,6 +46,20 @@ def test_only_the_partial_files_of_dead_runs_to_the_same_output_are_removed(tmp_
     assert all(path.exists() for path in kept) and not dead_main.exists() and not dead_widened.exists()
 
 
+def test_a_live_run_keeps_its_file_and_is_only_asked_whether_it_exists(tmp_path: Path) -> None:
+    output = tmp_path / "scores.csv"
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        theirs = tmp_path / f".scores.csv.partial-{alive.pid}"
+        theirs.write_text("a run still going")
+        assert remove_stale_partials(output) == [] and theirs.exists()
+        with pytest.raises(subprocess.TimeoutExpired):  # signal 0 delivers nothing: any other would end it
+            alive.wait(timeout=0.5)
+    finally:
+        alive.kill()
+        alive.wait()
+
+
 def test_a_process_that_cannot_be_asked_about_keeps_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def refused(pid: int, signal: int) -> None:
         raise PermissionError(1, "Operation not permitted")  # a live process of another user

@@ -180,3 +180,21 @@ def test_select_and_remove(router: Router) -> None:
         router.select_llms(["llm-1", "llm-1"])
     with pytest.raises(JeirtError, match="at least one"):
         router.select_llms([])
+
+
+def test_add_llm_from_texts_reads_the_router_s_record_and_its_features() -> None:
+    # The shipped router keeps a record of its training questions and exposes its encoder's features: from texts,
+    # add_llm counts the answers on training questions and fits the correction on the others' features.
+    import csv
+
+    with open(Path(__file__).resolve().parents[1] / "data" / "mmlu_pro" / "questions.csv", encoding="utf-8") as f:
+        trained_on = [row["text"] for _, row in zip(range(3), csv.DictReader(f))]
+    unseen = ["What is 7 * 8?", "Who wrote Hamlet?", "What is the capital of Australia?", "What is 2+2?",
+              "Name a prime number above 10.", "What year did World War II end?", "Who painted the Mona Lisa?",
+              "What is the boiling point of water in Kelvin?", "What is the square root of 144?",
+              "Which planet is largest?", "What gas do plants absorb?", "Which enzyme unwinds DNA?"]
+    shipped = Router.load()
+    fresh = shipped.add_llm("new", trained_on + unseen, [1, 0, 1] + [1, 0] * 6)
+    record = fresh.manifest["onboarded"][-1]
+    assert record["on_training_questions"] == 3 and record["correction"] == "on"
+    assert shipped.corrections is None and fresh.corrections is not None

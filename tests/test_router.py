@@ -98,6 +98,27 @@ def test_vector_methods_check_their_input(router: Router) -> None:
         router.route(EncodedQuestions(np.ones((1, 4))), k=6)
 
 
+def test_a_vector_too_long_for_its_norm_is_named_by_its_first_row(router: Router) -> None:
+    huge = np.ones((4, 4), np.float32)
+    huge[[1, 3]] = 1e30  # finite, but the norm overflows float32
+    with pytest.raises(JeirtError, match=r"question row 1 contains NaN or inf"), np.errstate(over="ignore"):
+        router.difficulty(EncodedQuestions(huge))
+
+
+def test_options_are_keyword_only(router: Router, tiny_router_path: Path, tmp_path: Path) -> None:
+    # Positional options would bind to the wrong parameter the day one is added before them.
+    calls = [
+        lambda: Router.load(tiny_router_path, 2),
+        lambda: router.encode(["velocity"], 8),
+        lambda: router.route(["velocity"], 1, None),
+        lambda: router.add_llm("new", ["velocity", "market"], [1, 0], 1.0),
+        lambda: router.save(tmp_path / "copy", True),
+    ]
+    for call in calls:
+        with pytest.raises(TypeError, match="positional argument"):
+            call()
+
+
 @pytest.mark.parametrize(
     ("texts", "message"),
     [

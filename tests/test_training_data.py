@@ -280,9 +280,11 @@ def test_a_question_without_subject_takes_its_benchmark_and_the_reverse(tmp_path
 def test_a_majority_is_more_than_half_of_a_cell_s_rows(tmp_path: Path) -> None:
     rows = [{"question_id": "q1", "model_id": 0, "correct": c} for c in (1, 1, 0, 0, 0)]  # 2 of 5: wrong
     rows += [{"question_id": "q2", "model_id": 0, "correct": c} for c in (1, 1, 1, 0, 0)]  # 3 of 5: right
-    data, report = load_dataset_with_report(write_folder(tmp_path / "d", QUESTIONS, MODELS[:1], rows))
-    assert cell_map(data) == {("q1", "alpha"): 0.0, ("q2", "alpha"): 1.0}
-    assert (report.duplicate_cells, report.duplicate_rows, report.ties_dropped) == (2, 8, 0)
+    rows += [{"question_id": "q1", "model_id": 1, "correct": c} for c in (1, 0, 1, 0)]  # 2 of 4: a tie
+    rows += [{"question_id": "q2", "model_id": 1, "correct": 1}]
+    data, report = load_dataset_with_report(write_folder(tmp_path / "d", QUESTIONS, MODELS, rows))
+    assert cell_map(data) == {("q1", "alpha"): 0.0, ("q2", "alpha"): 1.0, ("q2", "beta"): 1.0}
+    assert (report.duplicate_cells, report.duplicate_rows, report.ties_dropped) == (3, 11, 1)
 
 
 def test_repeated_question_rows_are_merged_and_counted(tmp_path: Path) -> None:

@@ -92,3 +92,38 @@ def test_bad_inputs() -> None:
         brier(np.array([1]), np.array([1.5]))
     with pytest.raises(ValueError, match="0 or 1"):
         log_loss(np.array([2]), np.array([0.5]))
+
+
+def test_the_conventions_stated_at_the_top() -> None:
+    y = np.array([0, 1, 0, 1])
+    assert accuracy(y, np.array([0.2, 0.3, 0.1, 0.8])) == 0.75  # right on 0.2, 0.1 and 0.8, wrong on 0.3
+    # 15 bins: 0.10 and 0.13 share bin 1 (|0.5 - 0.115|); with 16 they would not (0.13 * 16 = 2.08).
+    assert expected_calibration_error(np.array([1, 0]), np.array([0.10, 0.13])) == pytest.approx(0.385)
+    table = reliability_table(np.array([1, 0, 1]), np.array([1.0, 0.05, 0.95]), n_bins=10)
+    assert list(table.count) == [1] + [0] * 8 + [2]  # p = 1 falls in the last bin, whatever the number of bins
+    assert np.allclose(table.lower, np.arange(10) / 10) and np.allclose(table.upper, np.arange(1, 11) / 10)
+    assert np.isnan(table.observed_rate[1:9]).all() and np.isnan(table.mean_predicted[1:9]).all()
+    assert table.to_rows()[9] == {"lower": 0.9, "upper": 1.0, "count": 2, "mean_predicted": 0.975, "observed_rate": 1.0}
+
+
+@pytest.mark.parametrize(
+    ("y", "p", "message"),
+    [
+        ([1, 0, 1], [0.5, 0.5], "differ in length: 3 vs 2"),
+        ([1], [0.5, 0.5], "differ in length: 1 vs 2"),
+        ([1, 0], [0.5, -0.5], "within"),
+        ([1, 0], [0.5, float("nan")], "finite"),
+        ([1, -1], [0.5, 0.5], "0 or 1"),
+        ([1, 0.5], [0.5, 0.5], "0 or 1"),
+    ],
+)
+def test_every_metric_refuses_what_it_cannot_score(y: list[float], p: list[float], message: str) -> None:
+    for metric in (accuracy, roc_auc, log_loss, brier, expected_calibration_error, all_metrics):
+        with pytest.raises(ValueError, match=message):
+            metric(np.array(y), np.array(p))
+
+
+def test_groups_need_one_label_per_cell() -> None:
+    for groups in (["a", "b"], ["a", "b", "c", "d"]):
+        with pytest.raises(ValueError, match="one group label per cell"):
+            metrics_by_group(np.array([1, 0, 1]), np.array([0.5, 0.5, 0.5]), np.array(groups))
