@@ -97,13 +97,15 @@ def test_bad_inputs() -> None:
 def test_the_conventions_stated_at_the_top() -> None:
     y = np.array([0, 1, 0, 1])
     assert accuracy(y, np.array([0.2, 0.3, 0.1, 0.8])) == 0.75  # right on 0.2, 0.1 and 0.8, wrong on 0.3
-    # 15 bins: 0.10 and 0.13 share bin 1 (|0.5 - 0.115|); with 16 they would not (0.13 * 16 = 2.08).
-    assert expected_calibration_error(np.array([1, 0]), np.array([0.10, 0.13])) == pytest.approx(0.385)
+    # 15 bins: 0.068 and 0.13 share bin 1 (|0.5 - 0.099|); with 14 or 16 bins they would not.
+    assert expected_calibration_error(np.array([1, 0]), np.array([0.068, 0.13])) == pytest.approx(0.401)
     table = reliability_table(np.array([1, 0, 1]), np.array([1.0, 0.05, 0.95]), n_bins=10)
     assert list(table.count) == [1] + [0] * 8 + [2]  # p = 1 falls in the last bin, whatever the number of bins
-    assert np.allclose(table.lower, np.arange(10) / 10) and np.allclose(table.upper, np.arange(1, 11) / 10)
     assert np.isnan(table.observed_rate[1:9]).all() and np.isnan(table.mean_predicted[1:9]).all()
     assert table.to_rows()[9] == {"lower": 0.9, "upper": 1.0, "count": 2, "mean_predicted": 0.975, "observed_rate": 1.0}
+    assert "| 0.900–1.000 | 2 | 0.975 | 1.000 |" in table.to_markdown().splitlines()
+    table = reliability_table(np.array([1, 0, 1]), np.array([1.0, 0.05, 0.95]))
+    assert np.allclose(table.lower, np.arange(15) / 15) and np.allclose(table.upper, np.arange(1, 16) / 15)
 
 
 @pytest.mark.parametrize(
