@@ -114,6 +114,7 @@ def test_cli_fit_and_sweep_print_a_summary(slice_run, capsys) -> None:  # type: 
     assert main([*argv, "--holdout", "0.2"]) == 0
     out = capsys.readouterr().out
     assert "test, per-LLM floor" in out and "JE-IRT d=8" in out and "held out" in out
+    assert f"{prep.source} (folder): " in out and " rows read, " in out  # what loading merged, before training
     assert main(argv) == 0  # no holdout: all questions learned from, nothing to test on
     out = capsys.readouterr().out
     assert "held out" in out and "test (untouched)" not in out
