@@ -210,3 +210,21 @@ def test_eight_threads_at_once_get_the_single_thread_answers(router: Router) -> 
     for result in results:
         np.testing.assert_array_equal(result.indices, expected.indices)
         np.testing.assert_array_equal(result.probabilities, expected.probabilities)
+
+
+def test_a_fast_path_without_the_graph_s_features_takes_them_from_the_graph() -> None:
+    # Where the Rust fast path's pooled rows are not the graph's features (their widths differ), the features the
+    # votes and corrections read come from the ONNX graph, built once, and equal the fast path's where it has them.
+    shipped = Router.load(threads=1)
+    assert shipped.needs_features
+    texts = ["Which enzyme unwinds DNA during replication?", "What is 7 * 8?"]
+    fast = shipped.encode(texts)
+    shipped._encoder.gives_features = False  # as for a static table narrower than the graph's features
+    via_graph = shipped.encode(texts)
+    graph = shipped._graph
+    assert graph is not None and via_graph.features is not None and fast.features is not None
+    np.testing.assert_allclose(via_graph.features, fast.features, atol=1e-4)
+    np.testing.assert_allclose(via_graph.vectors, fast.vectors, atol=1e-4)
+    shipped.encode(texts)
+    assert shipped._graph is graph  # not built again
+    assert shipped.route(via_graph, k=1).best == shipped.route(fast, k=1).best
