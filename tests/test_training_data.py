@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +20,20 @@ REPO = Path(__file__).resolve().parents[1]
 def cell_map(data) -> dict[tuple[str, str], float]:  # type: ignore[no-untyped-def]
     r = data.responses
     return {(data.question_ids[q], data.llm_names[m]): float(c) for q, m, c in zip(r.question, r.llm, r.correct)}
+
+
+@contextlib.contextmanager
+def warnings_logged() -> Iterator[list[str]]:
+    """The messages the loader logs meanwhile (pytest's own log capture is off in this project)."""
+    messages: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: messages.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("jeirt_lite_training.data")
+    logger.addHandler(handler)
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)
 
 
 def write_folder(tmp: Path, questions: list[dict], models: list[dict], responses: list[dict]) -> Path:
@@ -35,8 +52,11 @@ MODELS = [{"model_id": 0, "name": "alpha"}, {"model_id": 1, "name": "beta"}]
 
 
 def test_folder_basic_and_missing_cells_stay_missing(tmp_path: Path) -> None:
-    responses = [{"question_id": "q1", "model_id": 0, "correct": 1}, {"question_id": "q2", "model_id": 1, "correct": 0}]
-    data = load_dataset(write_folder(tmp_path / "d", QUESTIONS, MODELS, responses))
+    responses = [{"question_id": "q1", "model_id": 0, "correct": 1}, {"question_id": "q2", "model_id": 1, "correct": 0},
+                 {"question_id": "q2", "model_id": 0, "correct": ""}]
+    with warnings_logged() as logged:
+        data, report = load_dataset_with_report(write_folder(tmp_path / "d", QUESTIONS, MODELS, responses))
+    assert report.empty_labels == 1 and report.cells == 2 and not logged  # nothing merged: nothing said
     assert data.question_ids == ["q1", "q2"] and data.llm_names == ["alpha", "beta"]
     assert list(data.subjects) == ["s1", "s2"]
     assert cell_map(data) == {("q1", "alpha"): 1.0, ("q2", "beta"): 0.0}  # the two absent cells are not zeros
@@ -281,33 +301,44 @@ def test_a_majority_is_more_than_half_of_a_cell_s_rows(tmp_path: Path) -> None:
     rows = [{"question_id": "q1", "model_id": 0, "correct": c} for c in (1, 1, 0, 0, 0)]  # 2 of 5: wrong
     rows += [{"question_id": "q2", "model_id": 0, "correct": c} for c in (1, 1, 1, 0, 0)]  # 3 of 5: right
     rows += [{"question_id": "q1", "model_id": 1, "correct": c} for c in (1, 0, 1, 0)]  # 2 of 4: a tie
-    rows += [{"question_id": "q2", "model_id": 1, "correct": 1}]
-    data, report = load_dataset_with_report(write_folder(tmp_path / "d", QUESTIONS, MODELS, rows))
-    assert cell_map(data) == {("q1", "alpha"): 0.0, ("q2", "alpha"): 1.0, ("q2", "beta"): 1.0}
-    assert (report.duplicate_cells, report.duplicate_rows, report.ties_dropped) == (3, 11, 1)
+    rows += [{"question_id": "q2", "model_id": 1, "correct": c} for c in (1, 1, 1, 0, 0, 0, 0)]  # 3 of 7: wrong
+    with warnings_logged() as logged:
+        data, report = load_dataset_with_report(write_folder(tmp_path / "d", QUESTIONS, MODELS, rows))
+    assert cell_map(data) == {("q1", "alpha"): 0.0, ("q2", "alpha"): 1.0, ("q2", "beta"): 0.0}
+    assert (report.duplicate_cells, report.duplicate_rows, report.ties_dropped) == (4, 17, 1)
+    assert logged == [f"{report.source}: 4 (question, LLM) cells appear more than once; resolved by majority, 1 ties "
+                      "dropped"]
 
 
 def test_repeated_question_rows_are_merged_and_counted(tmp_path: Path) -> None:
-    folder = write_folder(tmp_path / "d", QUESTIONS + QUESTIONS[:1], MODELS,
+    folder = write_folder(tmp_path / "d", QUESTIONS * 2 + QUESTIONS[:1], MODELS,
                           [{"question_id": "q1", "model_id": 0, "correct": 1},
                            {"question_id": "q2", "model_id": 1, "correct": 0}])
     data, report = load_dataset_with_report(folder)
-    assert data.question_ids == ["q1", "q2"] and report.duplicate_question_rows == 1
-    assert "1 repeated question rows merged" in report.summary() and data.name == "d"
-    wide = pd.concat([WIDE, WIDE.iloc[[2, 2]]], ignore_index=True)
+    assert data.question_ids == ["q1", "q2"] and report.duplicate_question_rows == 3
+    assert "3 repeated question rows merged" in report.summary() and data.name == "d"
+    wide = pd.concat([WIDE, WIDE.iloc[[2, 2, 2]]], ignore_index=True)
     data, report = load_dataset_with_report(write_table(wide, tmp_path / "w.csv"))
-    assert data.question_ids == ["a", "b", "c"] and report.duplicate_question_rows == 2
-    assert cell_map(data) == EXPECTED_LONG and report.duplicate_cells == 1  # m1 on c, three times the same
+    assert data.question_ids == ["a", "b", "c"] and report.duplicate_question_rows == 3
+    assert cell_map(data) == EXPECTED_LONG and report.duplicate_cells == 1  # m1 on c, four times the same
 
 
 def test_a_models_file_names_each_model_once(tmp_path: Path) -> None:
     responses = [{"question_id": "q1", "model_id": 0, "correct": 1}, {"question_id": "q2", "model_id": 1, "correct": 0}]
     unnamed = [{"model_id": 0, "name": "alpha"}, {"model_id": 1, "name": ""}]  # an empty name: the id stands for it
     assert load_dataset(write_folder(tmp_path / "a", QUESTIONS, unnamed, responses)).llm_names == ["alpha", "1"]
-    twice = [{"model_id": 0, "name": "alpha"}, {"model_id": 1, "name": "beta"}, {"model_id": 2, "name": "alpha"}]
-    with pytest.raises(DataError, match=re.escape("models.csv: data row 3 (1-based, header not counted): name 'alpha' "
+    twice = [{"model_id": i, "name": name} for i, name in enumerate(["alpha", "beta", "gamma", "alpha", "beta"])]
+    with pytest.raises(DataError, match=re.escape("models.csv: data row 4 (1-based, header not counted): name 'alpha' "
                                                   "appears twice")):
         load_dataset(write_folder(tmp_path / "b", QUESTIONS, twice, responses))
+    for file, drop in (("models.csv", "name"), ("responses.csv", "correct")):
+        folder = write_folder(tmp_path / f"no-{drop}", QUESTIONS, MODELS, responses)
+        pd.read_csv(folder / file).drop(columns=drop).to_csv(folder / file, index=False)
+        with pytest.raises(DataError, match=re.escape(f"{file}: no {drop!r} column")):
+            load_dataset(folder)
+    nameless = write_folder(tmp_path / "no-id", [{"question_id": "", "text": "What is 1+1?"}], MODELS, responses)
+    with pytest.raises(DataError, match=r"questions\.csv: data row 1 \(1-based, header not counted\): empty question id"):
+        load_dataset(nameless)
     no_text = [{"question_id": "q1", "prompt": "What is 1+1?"}]
     with pytest.raises(DataError, match=r"questions\.csv: no 'text' column \(columns: \['question_id', 'prompt'\]\)"):
         load_dataset(write_folder(tmp_path / "c", no_text, MODELS, responses))
@@ -332,3 +363,20 @@ def test_a_conflict_names_the_rows_of_its_first_question_up_to_four(tmp_path: Pa
     message = str(raised.value)
     assert "question 'b' has different texts" in message and "data row 4 (" in message
     assert "data row 5 (" not in message and "data row 7 (" not in message
+    # Conflicting ids sorting before and after the first one: only the first one's rows are named.
+    frame = pd.DataFrame({"question_id": ["b", "b", "a", "a", "c", "c", "d"], "text": [f"t{i}" for i in range(7)],
+                          "m1": [1] * 7})
+    with pytest.raises(DataError, match=r"question 'b' has different texts \(at data row 1 \([^)]*\), data row 2 \([^)]*\)\)"):
+        load_dataset(write_table(frame, tmp_path / "w.csv"))
+
+
+def test_auto_layout_needs_both_an_llm_and_a_correct_column_for_long(tmp_path: Path) -> None:
+    # One LLM's answers in a column called "correct", no LLM column: a wide table of one LLM named "correct".
+    frame = pd.DataFrame({"question_id": ["a", "b"], "text": ["ta", "tb"], "correct": [1, 0]})
+    data, report = load_dataset_with_report(write_table(frame, tmp_path / "one.csv"))
+    assert report.layout == "wide" and data.llm_names == ["correct"]
+
+
+def test_long_table_llms_keep_their_first_appearance_order(tmp_path: Path) -> None:
+    frame = LONG.assign(llm=LONG["llm"].map({"m1": "zeta", "m2": "alpha"}))
+    assert load_dataset(write_table(frame, tmp_path / "t.csv")).llm_names == ["zeta", "alpha"]
