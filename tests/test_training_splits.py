@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jeirt_lite_training.data import load_dataset
-from jeirt_lite_training.splits import make_split, text_groups
+from jeirt_lite_training.splits import make_folds, make_split, text_groups
 from jeirt_lite_training.types import Dataset, Responses
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,3 +88,59 @@ def test_an_llm_answering_only_held_out_questions_is_refused() -> None:
     held_out = Split(train=np.array([0, 1, 2]), val=np.array([3]), test=np.array([4, 5]))
     with pytest.raises(DataError, match=r"syn: every answer of 1 LLM\(s\) \('late'\) is among the held-out questions"):
         prepare_split(data, held_out, split_seed=0, progress=False)
+
+
+def _subjects_of_groups(sizes: list[int], n_subjects: int) -> Dataset:
+    """Each subject holds groups of the given sizes (a group: one text repeated with other whitespace)."""
+    texts, subjects = [], []
+    for s in range(n_subjects):
+        for g, size in enumerate(sizes):
+            texts += [f"subject {s} group {g}" + " " * copy for copy in range(size)]
+            subjects += [f"s{s}"] * size
+    empty = np.zeros(0, dtype=np.int64)
+    return Dataset("groups", [str(i) for i in range(len(texts))], texts, np.array(subjects), np.array(subjects),
+                   ["m"], Responses(empty, empty, np.zeros(0, np.float32)))
+
+
+def test_a_group_goes_to_a_part_while_its_midpoint_is_below_the_part_s_end() -> None:
+    singles = _subjects_of_groups([1] * 10, 4)  # midpoints 0.5, 1.5, 2.5, ...: 2 to test, 1 to validation
+    for seed in range(3):
+        split = make_split(singles, seed=seed, val_fraction=0.1, test_fraction=0.2)
+        for subject in ("s0", "s1", "s2", "s3"):
+            members = np.flatnonzero(singles.subjects == subject)
+            assert [np.isin(members, part).sum() for part in (split.train, split.val, split.test)] == [7, 1, 2]
+    pairs = _subjects_of_groups([2] * 5, 2)  # midpoints 1, 3, 5, ...: the test part ends at 3, so one pair
+    split = make_split(pairs, seed=0, val_fraction=0.0, test_fraction=0.3)
+    assert len(split.test) == 2 * 2 and len(split.val) == 0 and len(split.train) == 2 * 8
+
+
+def test_fractions_of_zero_are_allowed_and_others_refused() -> None:
+    data = synthetic(100)
+    split = make_split(data, val_fraction=0.0, test_fraction=0.0)  # train's default: nothing held out
+    assert len(split.train) == 100 and len(split.val) == len(split.test) == 0
+    for val, test in ((-0.1, 0.2), (0.1, -0.2), (0.5, 0.5), (0.6, 0.5)):
+        with pytest.raises(ValueError, match="sum < 1"):
+            make_split(data, val_fraction=val, test_fraction=test)
+
+
+@pytest.mark.parametrize("k", [2, 3, 5])
+def test_folds_partition_the_questions_given_and_keep_texts_together(k: int) -> None:
+    data = synthetic(600)
+    pool = np.sort(np.random.default_rng(0).choice(600, 400, replace=False))
+    folds = make_folds(data, pool, k, seed=1)
+    assert len(folds) == k and np.array_equal(np.sort(np.concatenate(folds)), pool)  # each question of the pool once
+    assert all(np.array_equal(fold, np.sort(fold)) for fold in folds)
+    groups = text_groups(data.texts)
+    sides = [set(groups[fold].tolist()) for fold in folds]
+    assert all(not sides[i] & sides[j] for i in range(k) for j in range(i + 1, k))
+    sizes = [len(fold) for fold in folds]
+    assert max(sizes) - min(sizes) <= 0.1 * len(pool)
+    again = make_folds(data, pool, k, seed=1)
+    assert all(np.array_equal(a, b) for a, b in zip(folds, again))
+    assert not all(np.array_equal(a, b) for a, b in zip(folds, make_folds(data, pool, k, seed=2)))
+
+
+def test_folds_need_two() -> None:
+    for k in (1, 0, -2):
+        with pytest.raises(ValueError, match=f"need at least 2 folds, got {k}"):
+            make_folds(synthetic(50), np.arange(50), k)
