@@ -74,3 +74,28 @@ def test_store_calibration_writes_a_calibration_the_router_applies(
     assert 0.2 < float(np.mean(loaded.calibration.scale)) < 0.9  # the data were generated with scale 0.5
     p = 1 / (1 + np.exp(-(np.asarray(stored["scale"]) * z.reshape(300, 5) + np.asarray(stored["bias"]))))
     np.testing.assert_allclose(loaded.predict_proba(EncodedQuestions(qv)), p, rtol=1e-4, atol=1e-6)
+
+
+def test_the_fit_is_the_exact_optimum_of_the_ridged_log_loss() -> None:
+    # Few cells per group, so the ridge term matters: at the returned (a, b) the objective's gradient is zero.
+    from jeirt_lite_training.calibration import RIDGE
+
+    rng = np.random.default_rng(5)
+    z = rng.normal(size=60) * 2.0
+    g = np.repeat(np.arange(3), 20)
+    y = (rng.random(60) < 1 / (1 + np.exp(-(0.7 * z - 0.4)))).astype(np.float64)
+    a, b = fit_temperature_bias(z, y, g, 3)
+    p = 1 / (1 + np.exp(-(a[g] * z + b[g])))
+    grad_a = np.bincount(g, (p - y) * z, 3) + RIDGE * (a - 1.0)
+    grad_b = np.bincount(g, p - y, 3) + RIDGE * b
+    np.testing.assert_allclose(grad_a, 0.0, atol=1e-8)
+    np.testing.assert_allclose(grad_b, 0.0, atol=1e-8)
+
+
+def test_apply_calibration_is_the_stated_formula() -> None:
+    from jeirt_lite_training.calibration import apply_calibration
+
+    calibration = {"kind": "per_llm", "scale": [2.0, 0.5], "bias": [-1.0, 0.25]}
+    got = apply_calibration(np.array([0.0, 1.0, -2.0]), np.array([0, 1, 0]), calibration)
+    want = 1 / (1 + np.exp(-np.array([2.0 * 0.0 - 1.0, 0.5 * 1.0 + 0.25, 2.0 * -2.0 - 1.0])))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
