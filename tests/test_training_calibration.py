@@ -99,3 +99,10 @@ def test_apply_calibration_is_the_stated_formula() -> None:
     got = apply_calibration(np.array([0.0, 1.0, -2.0]), np.array([0, 1, 0]), calibration)
     want = 1 / (1 + np.exp(-np.array([2.0 * 0.0 - 1.0, 0.5 * 1.0 + 0.25, 2.0 * -2.0 - 1.0])))
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_a_zero_question_has_logit_zero_as_in_the_kernels() -> None:
+    questions = np.array([[0.0, 0.0], [3.0, 4.0]], np.float32)
+    llms = np.array([[1.0, 2.0]], np.float32)
+    cells = Responses(np.array([0, 1]), np.array([0, 0]), np.zeros(2, np.float32))
+    np.testing.assert_allclose(cell_logits(questions, llms, cells), [0.0, (3.0 + 8.0) / 5.0 - 5.0])
