@@ -13,18 +13,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from bank_files import write_jsonl, write_large_csv_bank
 from jeirt_lite import JeirtError
 from jeirt_lite._io.records import CsvRecords, JsonlRecords, ParquetRecords
 
 
-def _jsonl(path: Path, rows: list[object]) -> Path:
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
-
-
 def test_the_share_read_grows_through_a_large_file_and_ends_at_one(tmp_path: Path) -> None:
-    path = tmp_path / "bank.csv"
-    path.write_text("id,text\n" + "".join(f"q{i},{'what is the price of a market ' * 3}{i}\n" for i in range(20_000)))
+    path = write_large_csv_bank(tmp_path / "bank.csv")
     reader = CsvRecords(path, chunk_size=100)
     shares = []
     for _ in reader.batches(["id", "text"]):
@@ -65,7 +60,7 @@ def test_a_byte_order_mark_is_dropped_from_the_first_line_only(tmp_path: Path) -
 
 def test_a_missing_field_is_named_with_the_first_ten_fields_of_the_row(tmp_path: Path) -> None:
     row = {f"f{i:02d}": i for i in range(12)}
-    reader = JsonlRecords(_jsonl(tmp_path / "bank.jsonl", [row]), chunk_size=8)
+    reader = JsonlRecords(write_jsonl(tmp_path / "bank.jsonl", [row]), chunk_size=8)
     (batch,) = reader.batches(["text"], required=["text"])
     listed = ", ".join(f"f{i:02d}" for i in range(10))
     assert batch.problems == {0: f"no field 'text' (fields: {listed})"}
@@ -73,7 +68,7 @@ def test_a_missing_field_is_named_with_the_first_ten_fields_of_the_row(tmp_path:
 
 
 def test_jsonl_columns_grow_as_rows_bring_new_fields_when_none_are_named(tmp_path: Path) -> None:
-    path = _jsonl(tmp_path / "bank.jsonl", [{"id": 1}, {"id": 2, "text": "b"}, {"text": "c", "extra": 3}])
+    path = write_jsonl(tmp_path / "bank.jsonl", [{"id": 1}, {"id": 2, "text": "b"}, {"text": "c", "extra": 3}])
     reader = JsonlRecords(path, chunk_size=8)
     (batch,) = reader.batches(None)
     assert reader.columns == ["id", "text", "extra"]

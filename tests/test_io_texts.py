@@ -5,25 +5,19 @@ drive the same reader through `score_file`."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from bank_files import LARGE_BANK_ROWS, write_jsonl, write_large_csv_bank
 from jeirt_lite import JeirtError
 from jeirt_lite._io.formats import open_text_reader
 from jeirt_lite._io.texts import read_questions
 
 
-def _jsonl(path: Path, rows: list[object]) -> Path:
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
-
-
 def test_the_row_estimate_grows_from_the_share_read_and_ends_exact(tmp_path: Path) -> None:
-    path = tmp_path / "bank.csv"
-    path.write_text("id,text\n" + "".join(f"q{i},{'what is the price of a market ' * 3}{i}\n" for i in range(20_000)))
+    path = write_large_csv_bank(tmp_path / "bank.csv")
     with open_text_reader(path, chunk_size=100) as reader:
         assert reader.estimated_rows() is None  # nothing read: no share to extrapolate from
         estimates = []
@@ -32,9 +26,9 @@ def test_the_row_estimate_grows_from_the_share_read_and_ends_exact(tmp_path: Pat
             share = reader.fraction_read()
             assert isinstance(estimate, float) and share is not None
             assert estimate == pytest.approx(reader.rows_read / share)  # rows read so far over the share of bytes
-            assert reader.rows_read <= estimate < 21_000  # rows are not all as long, and bytes are read ahead
+            assert reader.rows_read <= estimate < 1.05 * LARGE_BANK_ROWS  # rows differ a little in length
             estimates.append(estimate)
-    assert estimates[0] < 20_000 / 2 and estimates[-1] == 20_000.0
+    assert estimates[0] < LARGE_BANK_ROWS / 2 and estimates[-1] == float(LARGE_BANK_ROWS)
 
 
 def test_a_parquet_bank_gives_its_row_count_before_a_row_is_read(tmp_path: Path) -> None:
@@ -46,17 +40,17 @@ def test_a_parquet_bank_gives_its_row_count_before_a_row_is_read(tmp_path: Path)
 
 def test_a_jsonl_first_row_decides_the_id_column_for_the_whole_file(tmp_path: Path) -> None:
     # Row 1 has no id field: every row is named by its row number, even those that carry one later.
-    path = _jsonl(tmp_path / "bank.jsonl", [{"text": "first?"}, {"text": "second?", "id": "x"}, {"text": "third?"}])
+    path = write_jsonl(tmp_path / "bank.jsonl", [{"text": "first?"}, {"text": "second?", "id": "x"}, {"text": "third?"}])
     table = read_questions(open_text_reader(path, chunk_size=1))
     assert table.ids == [1, 2, 3] and table.texts == ["first?", "second?", "third?"]
     # Row 1 has one: it is the id column, and a later row without it is bad.
-    path = _jsonl(tmp_path / "ids.jsonl", [{"text": "first?", "question_id": "q1"}, {"text": "second?"}])
+    path = write_jsonl(tmp_path / "ids.jsonl", [{"text": "first?", "question_id": "q1"}, {"text": "second?"}])
     with pytest.raises(JeirtError, match=r"ids\.jsonl: data row 2 .*has no id"):
         read_questions(open_text_reader(path, chunk_size=1))
 
 
 def test_a_named_id_column_missing_from_a_jsonl_first_row_is_refused(tmp_path: Path) -> None:
-    path = _jsonl(tmp_path / "bank.jsonl", [{"text": "first?", "id": 1}])
+    path = write_jsonl(tmp_path / "bank.jsonl", [{"text": "first?", "id": 1}])
     with pytest.raises(JeirtError, match=r"no id column 'key' \(columns: text, id\)"):
         read_questions(open_text_reader(path, id_column="key"))
 

@@ -1,0 +1,20 @@
+"""Question-bank files the reader tests write: JSONL rows, and a CSV bank large enough to be read in many blocks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+LARGE_BANK_ROWS = 20_000
+
+
+def write_jsonl(path: Path, rows: list[object]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def write_large_csv_bank(path: Path) -> Path:
+    """An id,text CSV of LARGE_BANK_ROWS rows (about 2 MB), rows of nearly equal length."""
+    path.write_text("id,text\n" + "".join(f"q{i},{'what is the price of a market ' * 3}{i}\n"
+                                          for i in range(LARGE_BANK_ROWS)))
+    return path
