@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from jeirt_lite_training.data import load_dataset
+from jeirt_lite_training.data import DataError, load_dataset
 from jeirt_lite_training.splits import make_folds, make_split, text_groups
-from jeirt_lite_training.types import Dataset, Responses
+from jeirt_lite_training.types import Dataset, Responses, Split
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -20,8 +20,13 @@ def synthetic(n: int = 600, seed: int = 1) -> Dataset:
     for i in range(7, n, 7):  # every 7th question repeats the previous one (text modulo whitespace, subject)
         texts[i] = "  " + texts[i - 1].replace(" ", "   ")
         subjects[i] = subjects[i - 1]
+    return _without_answers("syn", texts, subjects)
+
+
+def _without_answers(name: str, texts: list[str], subjects: np.ndarray) -> Dataset:
+    """Questions of one LLM that answered none of them: all a split reads."""
     empty = np.zeros(0, dtype=np.int64)
-    return Dataset("syn", [str(i) for i in range(n)], texts, subjects, subjects, ["m"],
+    return Dataset(name, [str(i) for i in range(len(texts))], texts, subjects, subjects, ["m"],
                    Responses(empty, empty, np.zeros(0, np.float32)))
 
 
@@ -75,9 +80,7 @@ def test_mmlu_pro_split(mmlu: Dataset) -> None:
 
 
 def test_an_llm_answering_only_held_out_questions_is_refused() -> None:
-    from jeirt_lite_training.data import DataError
     from jeirt_lite_training.prepared import prepare_split
-    from jeirt_lite_training.types import Split
 
     # "late" answered questions 4 and 5 only, both held out: training would never read one of its answers. The
     # check comes before any encoder loads.
@@ -97,9 +100,7 @@ def _subjects_of_groups(sizes: list[int], n_subjects: int) -> Dataset:
         for g, size in enumerate(sizes):
             texts += [f"subject {s} group {g}" + " " * copy for copy in range(size)]
             subjects += [f"s{s}"] * size
-    empty = np.zeros(0, dtype=np.int64)
-    return Dataset("groups", [str(i) for i in range(len(texts))], texts, np.array(subjects), np.array(subjects),
-                   ["m"], Responses(empty, empty, np.zeros(0, np.float32)))
+    return _without_answers("groups", texts, np.array(subjects))
 
 
 def test_a_group_goes_to_a_part_while_its_midpoint_is_below_the_part_s_end() -> None:
