@@ -6,21 +6,17 @@ the router's manifest and applied at run time inside the Rust kernels.
 
 Fitting is an exact Newton solve of the held-out log-loss (2 parameters per LLM, a tiny ridge towards the
 identity so an LLM with few or one-sided cells stays put). `python -m jeirt_lite_training fit` fits and stores it
-(`--calibration`, global by default); measure it on a router built with a test part:
-
-    python -m jeirt_lite_training.calibration --router ROUTER --data data/mmlu_pro   # ECE raw / calibrated, test split
+(`--calibration`, global by default); the laboratory measures it on a router built with a test part
+(`python -m experiments.calibration_eval`).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .metrics import all_metrics, reliability_table
 from .types import Responses
 
 RIDGE = 1e-3  # in units of cells; keeps a one-sided LLM's fit finite
@@ -116,66 +112,3 @@ def store_calibration(
     if neighbours is not None:
         router = router.with_neighbours(neighbours)
     return Path(router.save(router_path, overwrite=True))  # a static router keeps its fast-path file
-
-
-def _test_cells(router: Any, data_dir: Path) -> tuple[list[str], Responses]:
-    """The texts and cells of the router's test split, drawn again from what its manifest records."""
-    from .data import load_dataset
-    from .router_split import router_test_question_ids
-
-    ids, how = router_test_question_ids(router.manifest, data_dir)
-    if not ids:
-        raise SystemExit(f"no test questions to measure on: {how} (build the router with --holdout)")
-    data = load_dataset(data_dir)
-    if list(data.llm_names) != list(router.llms):
-        raise SystemExit(f"{data_dir}'s LLMs are not the router's")
-    rows = np.flatnonzero(np.isin(np.asarray(data.question_ids), ids))
-    cells = data.responses.subset(np.isin(data.responses.question, rows))
-    position = np.full(data.n_questions, -1, dtype=np.int64)
-    position[rows] = np.arange(len(rows))
-    texts = [data.texts[i] for i in rows]
-    return texts, Responses(position[cells.question], cells.llm, cells.correct)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        description="ECE and reliability of a router's probabilities, raw and with its stored calibration, on the "
-        "test questions it never saw (a router built with --holdout)"
-    )
-    parser.add_argument("--router", type=Path, required=True, help="router folder trained with a test part")
-    parser.add_argument("--data", type=Path, required=True, help="the data folder it was trained on")
-    args = parser.parse_args(argv)
-    from ._runtime import Router
-
-    router = Router.load(args.router, threads=1)
-    if router.calibration is None:
-        raise SystemExit(f"{args.router} stores no calibration")
-    texts, cells = _test_cells(router, args.data)
-    calibrated = router.predict_proba(texts)[cells.question, cells.llm].astype(np.float64)
-    # With neighbour votes the map was fitted on logit + weight * vote: without it the votes are not weighed as
-    # chosen, so the raw row is the geometry alone.
-    votes = router.neighbours is not None
-    plain = router.with_neighbours(None) if votes else router
-    raw = plain.without_calibration().predict_proba(texts)[cells.question, cells.llm].astype(np.float64)
-    kind = router.manifest["calibration"]["kind"]
-    scale = np.asarray(router.calibration.scale)
-    print(f"{kind}: scale {scale.min():.3f}..{scale.max():.3f}, bias {np.min(router.calibration.bias):.3f}.."
-          f"{np.max(router.calibration.bias):.3f}")
-    print(f"\ntest split, {len(texts)} questions, {len(cells)} cells\n")
-    print("| probabilities | ECE | log-loss | Brier | AUC |\n|---|---:|---:|---:|---:|")
-    rows = [
-        ("raw model, the geometry alone (no votes)" if votes else "raw model", raw),
-        (f"{kind} temperature + bias (stored, fitted on held-out predictions)"
-         + (", with the neighbour votes" if votes else ""), calibrated),
-    ]
-    for name, p in rows:
-        m = all_metrics(cells.correct, p)
-        print(f"| {name} | {m['ece']:.3f} | {m['log_loss']:.3f} | {m['brier']:.3f} | {m['auc']:.3f} |")
-    for name, p in rows:
-        print(f"\nreliability, {name}:\n")
-        print(reliability_table(cells.correct, p).to_markdown())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,5 +1,5 @@
 """A router's test split drawn again from what its manifest records (`training.split`: the seed and the sizes), for
-measuring a router on the questions it never saw (the report, calibration's check)."""
+measuring a router on the questions it never saw (the report, the laboratory's calibration check)."""
 
 from __future__ import annotations
 
