@@ -38,10 +38,14 @@ def test_the_average_is_the_bias_corrected_weighted_mean_of_the_steps() -> None:
     average.load(saved)
     assert float(average.average[0]) == pytest.approx(expected) and average.updates == 3
     assert ema_decay(2.0, 10) == pytest.approx(math.exp(-1 / 20))
-    with pytest.raises(ValueError, match="ema_epochs and steps_per_epoch must be > 0"):
-        ema_decay(0.0, 10)
-    with pytest.raises(ValueError, match="decay must be in"):
-        WeightAverage(layer, 1.0)
+    for epochs, steps in ((0.0, 10), (-2.0, 10), (2.0, 0), (2.0, -1)):
+        with pytest.raises(ValueError, match="ema_epochs and steps_per_epoch must be > 0"):
+            ema_decay(epochs, steps)
+    assert ema_decay(2.0, 1) == pytest.approx(math.exp(-1 / 2))  # one step an epoch: a tiny data set
+    for bad in (1.0, 1.5, -0.1):
+        with pytest.raises(ValueError, match="decay must be in"):
+            WeightAverage(layer, bad)
+    assert WeightAverage(layer, 0.0).decay == 0.0  # no averaging: the average is the last weights
 
 
 def test_steps_per_epoch_counts_the_batches() -> None:

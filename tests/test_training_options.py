@@ -3,8 +3,10 @@ from the command line and listed in --help, and --help working without the train
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from jeirt_lite.cli import main
@@ -60,8 +62,6 @@ def test_help_lists_the_column_options_and_the_accepted_names(capsys: pytest.Cap
 
 
 def test_help_explains_every_option_and_states_each_default() -> None:
-    import argparse
-
     from jeirt_lite_training.options import fit_parser
 
     parser = fit_parser("jeirt-lite train")
@@ -106,3 +106,92 @@ def test_folds_are_auto_unless_given_and_auto_follows_the_number_of_answers() ->
 
     assert AUTO_FOLDS > 1
     assert auto_folds(AUTO_FOLDS_MAX_CELLS) == AUTO_FOLDS and auto_folds(AUTO_FOLDS_MAX_CELLS + 1) == 1
+
+
+def _help_of(parser: argparse.ArgumentParser, flag: str) -> str:
+    """One option's help as --help prints it, unwrapped."""
+    action = next(a for a in parser._actions if flag in a.option_strings)
+    return " ".join((parser._get_formatter()._get_help_string(action) % vars(action)).split())
+
+
+def test_trains_defaults_are_the_documented_recipe_and_help_states_them() -> None:
+    from jeirt_lite_training.config import DEFAULT_DIMS, DEFAULT_DROPOUTS, DEFAULT_ENCODER
+    from jeirt_lite_training.options import AUTO, DEFAULTS, fit_parser
+
+    parser = fit_parser("jeirt-lite train")
+    args = parser.parse_args(["--data", "d", "--out", "r"])
+    # Every question learned from, the published split seed, a held-out tenth (what a router's test part is
+    # drawn again with first, training.router_split), two torch threads.
+    assert (args.holdout, args.split_seed, args.val_fraction, args.threads) == (0.0, 0, 0.1, 2)
+    assert (args.folds, args.dims, args.dropouts) == (AUTO, list(DEFAULT_DIMS), list(DEFAULT_DROPOUTS))
+    assert (args.calibration, args.table_pulls, args.neighbours, args.encoder) == ("global", None, True,
+                                                                                     DEFAULT_ENCODER)
+    assert (args.lr, args.weight_decay, args.max_epochs, args.seed) == (DEFAULTS.lr, DEFAULTS.weight_decay,
+                                                                        DEFAULTS.max_epochs, DEFAULTS.seed)
+    assert _help_of(parser, "--threads").endswith("torch threads, 1..256 (default: 2)")
+    assert _help_of(parser, "--holdout").endswith("in [0, 1) (default: 0)")
+    assert _help_of(parser, "--split-seed").endswith("--holdout's part) (default: 0)")
+    assert _help_of(parser, "--val-fraction").endswith("on a large set) (default: 0.1)")
+    # Options whose help says the default already, flags and options whose absence means "not given": no suffix.
+    assert _help_of(parser, "--table-pulls").endswith("keeps the distilled table; default 0.1)")
+    assert _help_of(parser, "--folds").count("default") == 1
+    for flag in ("--no-neighbours", "--label", "--help", "--question-column"):
+        assert "(default:" not in _help_of(parser, flag), flag
+
+
+def test_a_presets_folder_is_shown_as_typed_and_other_paths_as_they_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jeirt_lite_training.options import fit_parser
+
+    monkeypatch.chdir(tmp_path)
+    parser = fit_parser("p", preset={"data": Path.cwd() / "data" / "bank", "out": Path("/elsewhere/router")})
+    assert _help_of(parser, "--data").endswith("(default: data/bank)")
+    assert _help_of(parser, "--out").endswith("(default: /elsewhere/router)")
+    assert parser.parse_args([]).data == tmp_path / "data" / "bank"  # a preset's value is the default
+    assert parser.parse_args(["--data", "x"]).data == Path("x")  # and the command line wins
+
+
+def test_the_column_options_say_which_apply_to_long_tables_only() -> None:
+    from jeirt_lite_training.options import fit_parser
+
+    parser = fit_parser("jeirt-lite train")
+    assert "(long tables)" in _help_of(parser, "--llm-column") and "(long tables)" in _help_of(parser, "--correct-column")
+    assert "(long tables)" not in _help_of(parser, "--question-column") + _help_of(parser, "--text-column")
+
+
+def test_folds_reach_their_bound_and_table_pulls_may_be_none(capsys: pytest.CaptureFixture[str]) -> None:
+    from jeirt_lite_training.options import MAX_FOLDS, fit_parser
+
+    parser = fit_parser("fit")
+    base = ["--data", "d", "--out", "r"]
+    assert MAX_FOLDS == 100 and parser.parse_args([*base, "--folds", "100"]).folds == 100
+    assert main(["train", *base, "--folds", "101"]) == 2
+    assert "argument --folds: must be at most 100, got 101 (or auto)" in capsys.readouterr().err
+    assert parser.parse_args([*base, "--table-pulls", ""]).table_pulls == []  # '': the distilled table as it is
+    assert parser.parse_args([*base, "--table-pulls", "0.1,0.2"]).table_pulls == [0.1, 0.2]
+
+
+def test_help_shows_an_empty_default_of_table_pulls_as_typed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import jeirt_lite_training.options as options
+
+    monkeypatch.setattr(options, "DEFAULT_TABLE_PULLS", ())  # a recipe that keeps the distilled table
+    assert _help_of(options.fit_parser("fit"), "--table-pulls").endswith("keeps the distilled table; default '')")
+
+
+def test_the_training_module_commands_need_data_and_fit_may_go_without_out(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from jeirt_lite_training.__main__ import _parser
+    from jeirt_lite_training.options import fit_parser
+
+    parser = _parser()
+    for command in (["fit"], ["sweep"]):
+        with pytest.raises(SystemExit) as stopped:
+            parser.parse_args(command)
+        assert stopped.value.code == 2
+        assert "the following arguments are required: --data" in capsys.readouterr().err
+    assert parser.parse_args(["fit", "--data", "d"]).out is None  # train and evaluate only
+    fit = parser._subparsers._group_actions[0].choices["fit"]  # type: ignore[union-attr]
+    assert _help_of(fit, "--out").endswith("must not exist; its parent folder must); omit to train and evaluate only")
+    assert "omit to train" not in _help_of(fit_parser("jeirt-lite train"), "--out")  # train writes a router
