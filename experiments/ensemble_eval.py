@@ -38,8 +38,7 @@ def logit_grid(predictor: Any, embeddings: np.ndarray) -> np.ndarray:
     q = predictor.question_vectors(embeddings).astype(np.float64)
     m = predictor.llm_vectors.astype(np.float64)
     norm = np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-8)
-    offsets = predictor.residual_offsets(embeddings)
-    return np.asarray(q @ m.T / norm - norm + (0.0 if offsets is None else offsets))
+    return np.asarray(q @ m.T / norm - norm)
 
 
 def ensemble_logits(grids: list[np.ndarray]) -> np.ndarray:

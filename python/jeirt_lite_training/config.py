@@ -74,11 +74,6 @@ class JeirtConfig:
     # "questions": a batch is all cells of a few questions, so the adapter runs once per question (about K times
     # faster than "cells", where a batch is any cells and the adapter runs once per cell).
     batching: str = "questions"
-    # Ridge strength α of a per-LLM linear residual on the standardised embedding (FeatureResidual), trained with
-    # the rest under ½α‖W‖² on the summed log-likelihood; None: none (the default, and what a router stores). An
-    # experiment on the within-question order of the LLMs (docs/research/routing.md, "A per-LLM residual"): routers cannot
-    # store it, so jeirt_lite_training.router_writer.export_trained refuses a model that has one.
-    feature_residual: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from .averaging import WeightAverage, ema_decay
-from .network import FeatureResidual, JeirtConfig, JeirtModel, jeirt_logits
+from .network import JeirtConfig, JeirtModel, jeirt_logits
 from .types import Responses
 
 # Warm start (llm_init="accuracy"): the adapter's output starts near WARM_NORM·u for one shared unit vector u, and
@@ -39,8 +39,6 @@ from .types import Responses
 # accuracy baseline instead of from noise.
 WARM_NORM = 2.0
 WARM_WEIGHT_SCALE = 0.1
-# Added to the features' standard deviation before the residual divides by it: a constant feature stays finite.
-RESIDUAL_STD_FLOOR = 1e-6
 
 
 def _check_embeddings(embeddings: Questions) -> None:
@@ -195,8 +193,6 @@ def _check_config(cfg: JeirtConfig) -> None:
         raise ValueError(f"llm_lr_scale must be > 0, got {cfg.llm_lr_scale}")
     if not cfg.ema_epochs >= 0:
         raise ValueError(f"ema_epochs must be >= 0 (0: no weight averaging), got {cfg.ema_epochs}")
-    if cfg.feature_residual is not None and not 0 < cfg.feature_residual < math.inf:
-        raise ValueError(f"feature_residual must be a finite ridge strength > 0, or None, got {cfg.feature_residual}")
 
 
 def _averager(cfg: JeirtConfig, model: JeirtModel, train: Responses) -> WeightAverage | None:
@@ -243,13 +239,6 @@ def _start(
         {"params": model.adapter.parameters()},
         {"params": model.llms.parameters(), "lr": cfg.lr * cfg.llm_lr_scale},
     ]
-    if cfg.feature_residual is not None:
-        with torch.no_grad():
-            seen = emb[torch.from_numpy(np.unique(train.question))]
-            model.residual = FeatureResidual(seen.mean(dim=0), seen.std(dim=0) + RESIDUAL_STD_FLOOR, n_llms,
-                                             cfg.feature_residual)
-        # At the adapter's rate, not decayed: its one penalty is the ridge in _train_epoch.
-        groups.append({"params": model.residual.parameters(), "lr": cfg.lr, "lr_scale": 1.0, "weight_decay": 0.0})
     if not isinstance(embeddings, np.ndarray):
         model.add_module("questions", emb)
         groups += embeddings.param_groups(cfg.lr)
@@ -272,16 +261,10 @@ def _train_epoch(
     model.train()
     running = 0.0
     for rows, local, llm, y in cell_batches(train, cfg.batching, cfg.batch_size, rng):
-        e = emb[rows]
-        logits = jeirt_logits(model.adapter(e)[local], model.llms(llm))
-        ridge: torch.Tensor | float = 0.0
-        if model.residual is not None:
-            logits = logits + model.residual(e)[local, llm]
-            ridge = model.residual.penalty() / len(train)  # the summed-loss ridge, on the scale of the mean loss
+        logits = jeirt_logits(model.adapter(emb[rows])[local], model.llms(llm))
         loss = nn.functional.binary_cross_entropy_with_logits(logits, y)
-        objective = loss + ridge
         opt.zero_grad(set_to_none=True)
-        objective.backward()
+        loss.backward()
         opt.step()
         if average is not None:
             average.update()

@@ -105,15 +105,6 @@ class JeirtPredictor:
             q = model.adapter(torch.from_numpy(np.ascontiguousarray(embeddings, dtype=np.float32)))
         return q.numpy()
 
-    def residual_offsets(self, embeddings: np.ndarray) -> np.ndarray | None:
-        """The feature residual's logit offsets (n, K) float64 for these embedding rows; None without one."""
-        model = self._require_model()
-        if model.residual is None:
-            return None
-        with torch.inference_mode():
-            e = torch.from_numpy(np.ascontiguousarray(embeddings, dtype=np.float32))
-            return model.residual(e).numpy().astype(np.float64)
-
     def predict_logits(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
         """The JE-IRT logit q·m/‖q‖ − ‖q‖ of each (question, LLM) pair, float64 (what a calibration is fitted on)."""
         question = np.asarray(question, dtype=np.int64)
@@ -132,9 +123,6 @@ class JeirtPredictor:
         rows, columns = inverse.reshape(-1), llm.reshape(-1)
         with torch.inference_mode():
             logits = jeirt_logits(q[torch.from_numpy(rows)], m[torch.from_numpy(columns)]).numpy().astype(np.float64)
-        offsets = self.residual_offsets(embeddings[unique_q])
-        if offsets is not None:
-            logits = logits + offsets[rows, columns]
         return logits.reshape(question.shape)
 
     def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:

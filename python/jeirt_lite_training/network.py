@@ -45,43 +45,18 @@ def jeirt_logit_matrix(q: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
     return (q @ m.T) / norm.clamp(min=NORM_EPS) - norm
 
 
-class FeatureResidual(nn.Module):
-    """Per-LLM linear logit offsets on the standardised frozen embedding, w_k·(e − μ)/σ (JeirtConfig's
-    feature_residual): question-specific LLM preferences outside the joint geometry, starting at zero."""
-
-    def __init__(self, mean: torch.Tensor, std: torch.Tensor, n_llms: int, strength: float) -> None:
-        super().__init__()
-        self.strength = strength  # α of the ridge
-        self.register_buffer("mean", mean.detach().clone().float())
-        self.register_buffer("std", std.detach().clone().float())
-        self.weight = nn.Parameter(torch.zeros(n_llms, mean.shape[0]))
-
-    def forward(self, embeddings: torch.Tensor) -> torch.Tensor:
-        """(n, K) offsets for embeddings (n, D)."""
-        return ((embeddings - self.mean) / self.std) @ self.weight.T
-
-    def penalty(self) -> torch.Tensor:
-        """½α‖W‖²: the ridge term on the summed log-likelihood."""
-        return 0.5 * self.strength * self.weight.pow(2).sum()
-
-
 class JeirtModel(nn.Module):
     def __init__(self, in_dim: int, n_llms: int, dim: int, dropout: float) -> None:
         super().__init__()
         self.adapter = Adapter(in_dim, dim, dropout)
         self.llms = nn.Embedding(n_llms, dim)
-        self.residual: FeatureResidual | None = None  # set by jeirt_lite_training.fit when JeirtConfig.feature_residual is
 
     def forward(self, embeddings: torch.Tensor, llm: torch.Tensor) -> torch.Tensor:
-        logits = jeirt_logits(self.adapter(embeddings), self.llms(llm))
-        if self.residual is not None:
-            logits = logits + self.residual(embeddings).gather(1, llm[:, None]).squeeze(1)
-        return logits
+        return jeirt_logits(self.adapter(embeddings), self.llms(llm))
 
     def logit_matrix(self, embeddings: torch.Tensor) -> torch.Tensor:
-        """All-pairs logits (n_questions, K), the residual's offsets included."""
-        logits = jeirt_logit_matrix(self.adapter(embeddings), self.llms.weight)
-        return logits if self.residual is None else logits + self.residual(embeddings)
+        """All-pairs logits (n_questions, K)."""
+        return jeirt_logit_matrix(self.adapter(embeddings), self.llms.weight)
 
 
 # The training of the published experiments (the shipped router, docs/research/analysis*,

@@ -77,11 +77,6 @@ def export_trained(
     from ._runtime import training_question_set
     from .reference import alignment_reference
 
-    if predictor.config.feature_residual is not None:
-        raise ValueError(
-            "a model trained with feature_residual cannot be written as a router: a router stores the joint "
-            "geometry only (the residual is an evaluation setting; see JeirtConfig.feature_residual)"
-        )
     reference, center, alignment = alignment_reference(
         predictor.question_vectors(prep.embeddings[reference_parts[0]]),
         predictor.question_vectors(prep.embeddings[reference_parts[1]]),
