@@ -157,9 +157,10 @@ def test_llm_table_learns_at_its_own_rate() -> None:
         JeirtPredictor(llm_lr_scale=0.0, **kw).fit(emb, train, train, k)
 
 
-def test_predict_proba_shape_and_range() -> None:
+def test_predict_proba_shape_and_range(capfd: pytest.CaptureFixture[str]) -> None:
     emb, train, val, k = _synthetic()
     p = JeirtPredictor(dim=4, max_epochs=2).fit(emb, train, val, k)
+    assert capfd.readouterr() == ("", "")  # a library call is quiet unless asked for progress
     out = p.predict_proba(emb, np.array([[0, 1], [2, 2]]), np.array([[0, 5], [1, 2]]))
     assert out.shape == (2, 2) and ((out > 0) & (out < 1)).all()
 
@@ -180,7 +181,20 @@ def test_bad_inputs_raise_clear_errors() -> None:
     with pytest.raises(ValueError, match=r"NaN or infinite values in 1 rows \(first: \[3\]\)"):
         JeirtPredictor(max_epochs=1).fit(holed, train, val, k)
     p = JeirtPredictor(dim=4, max_epochs=1).fit(emb, train, val, k)
-    with pytest.raises(IndexError, match="llm index out of range"):
-        p.predict_proba(emb, np.array([0]), np.array([k]))
-    with pytest.raises(ValueError, match="same shape"):
-        p.predict_proba(emb, np.array([0, 1]), np.array([0]))
+    for wrong in (k, k + 1, -1):  # -1 would silently wrap to the last LLM
+        with pytest.raises(IndexError, match="llm index out of range"):
+            p.predict_proba(emb, np.array([0]), np.array([wrong]))
+    for question, llm in (([0, 1], [0]), ([0], [0, 1])):
+        with pytest.raises(ValueError, match="same shape"):
+            p.predict_proba(emb, np.array(question), np.array(llm))
+    assert p.predict_proba(emb, np.array([4]), np.array([k - 1])).shape == (1,)  # no LLM 0 asked: fine
+
+
+def test_a_run_on_a_fixed_schedule_is_quiet_and_takes_hard_labels_by_default(capfd: pytest.CaptureFixture[str]) -> None:
+    emb, train, _, k = _synthetic()
+    p = JeirtPredictor(dim=4).fit_schedule(emb, train, k, [1e-3, 5e-4])
+    assert capfd.readouterr() == ("", "") and p.schedule == [1e-3, 5e-4]
+    soft = Responses(train.question, train.llm, np.full(len(train), 0.7, np.float32))
+    with pytest.raises(ValueError, match="0 or 1"):
+        JeirtPredictor(dim=4).fit_schedule(emb, soft, k, [1e-3])
+    assert JeirtPredictor(dim=4).fit_schedule(emb, soft, k, [1e-3], soft_targets=True).model is not None

@@ -11,7 +11,7 @@ from jeirt_lite import JeirtError, Router
 from jeirt_lite._neighbours import NeighbourVotes, parse_neighbours, short_rows
 from jeirt_lite_training.neighbour_blend import SPACE_GRID, choose_neighbour_votes, neighbour_votes
 from jeirt_lite_training.types import Responses
-from jeirt_lite_training.votes import principal_space, tune_votes
+from jeirt_lite_training.votes import principal_space, smoothed_llm_accuracy, tune_votes
 
 
 def _hidden_clusters(seed: int, noise_dims: int = 200) -> tuple[np.ndarray, Responses, np.ndarray,
@@ -54,6 +54,31 @@ def test_the_principal_space_is_centred_unit_and_the_same_for_the_same_rows() ->
     np.testing.assert_array_equal(again[1], projection)
 
 
+def test_the_principal_space_is_the_top_singular_directions_of_the_centred_unit_rows() -> None:
+    emb = _hidden_clusters(2, noise_dims=20)[0]
+    unit = emb / np.linalg.norm(emb, axis=1, keepdims=True)
+    centre, projection = principal_space(emb, 5)
+    np.testing.assert_allclose(centre, unit.mean(axis=0), atol=1e-6)
+    _, _, right = np.linalg.svd(unit - unit.mean(axis=0), full_matrices=False)
+    top = right[:5].T
+    signs = np.sign(top[np.abs(top).argmax(axis=0), np.arange(5)])  # the largest component made positive
+    np.testing.assert_allclose(projection, top * signs, atol=1e-4)
+
+
+def test_an_llms_prior_is_its_training_accuracy_smoothed_toward_the_global_rate() -> None:
+    # LLM 0: 3 of 4 right; LLM 1: 1 of 1; LLM 2: 0 of 1; LLM 3: no cells. Global rate 4/6.
+    train = Responses(np.array([0, 1, 2, 3, 0, 1]), np.array([0, 0, 0, 0, 1, 2]),
+                      np.array([1, 1, 0, 1, 1, 0], np.float32))
+    rate = 4 / 6
+    np.testing.assert_allclose(smoothed_llm_accuracy(train, 4, 2.0),
+                               [(3 + 2 * rate) / 6, (1 + 2 * rate) / 3, (0 + 2 * rate) / 3, rate])
+    # No smoothing: the raw accuracies, kept off 0 and 1 so that a log-loss stays finite; an LLM without cells
+    # gets the global rate.
+    np.testing.assert_allclose(smoothed_llm_accuracy(train, 4, 0.0), [0.75, 1 - 1e-4, 1e-4, rate])
+    empty = Responses(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+    np.testing.assert_allclose(smoothed_llm_accuracy(empty, 2, 1.0), [0.5, 0.5])  # nothing known: even odds
+
+
 def test_tuning_prefers_the_short_space_when_the_features_hide_the_clusters() -> None:
     emb, cells, _, parts = _hidden_clusters(1)
     full = tune_votes([emb], parts, 5)
@@ -62,6 +87,7 @@ def test_tuning_prefers_the_short_space_when_the_features_hide_the_clusters() ->
     assert short.loss < full.loss - 0.02
     # A width at or above the features' is the features themselves.
     assert tune_votes([emb[:, :8]], parts, 5, spaces=(16,)).dims is None
+    assert tune_votes([emb[:, :8]], parts, 5, spaces=(8,)).dims is None
 
 
 def test_fit_stores_the_chosen_short_space_and_the_rust_search_maps_queries_into_it() -> None:
