@@ -375,3 +375,49 @@ def test_keys_are_stored_as_the_unit_rows_of_the_features() -> None:
     choice = choose_neighbour_votes(emb, parts, 5, parts[0][1], logits)
     table = neighbour_votes(emb * 7.0, cells, list("abcde"), replace(choice, weight=1.0))
     np.testing.assert_allclose(np.linalg.norm(table.keys.astype(np.float32), axis=1), 1.0, atol=1e-3)
+
+
+def _answers_of(rng: np.random.Generator, logit: np.ndarray, vote: np.ndarray) -> Responses:
+    """One LLM's answers, each question asked once, correct with P = sigmoid(logit + vote)."""
+    y = (rng.random(len(logit)) < 1 / (1 + np.exp(-(logit + vote)))).astype(np.float32)
+    return Responses(np.arange(len(logit)), np.zeros(len(logit), np.int64), y)
+
+
+def test_the_logistic_fit_is_the_plain_maximum_likelihood() -> None:
+    from jeirt_lite_training.neighbour_blend import logistic_fit
+
+    rng = np.random.default_rng(3)
+    design = np.column_stack([rng.normal(size=4000) * 2.0, np.ones(4000), rng.normal(size=4000)])
+    y = (rng.random(4000) < 1 / (1 + np.exp(-(design @ [0.8, -0.3, 1.5])))).astype(np.float64)
+    w = logistic_fit(design, y)
+    p = 1 / (1 + np.exp(-(design @ w)))
+    np.testing.assert_allclose(design.T @ (p - y), 0.0, atol=1e-4)  # the score equations, but for the tiny ridge
+    np.testing.assert_allclose(w, [0.8, -0.3, 1.5], atol=0.15)
+
+
+def test_the_votes_weight_is_their_coefficient_over_the_logits_and_none_against_the_logit() -> None:
+    from jeirt_lite_training.neighbour_blend import _weighed
+    from jeirt_lite_training.votes import VoteTuning
+
+    rng = np.random.default_rng(4)
+    logit, vote = rng.normal(size=3000) * 1.5, rng.normal(size=3000)
+    cells = _answers_of(rng, 1.2 * logit, 0.6 * vote)  # the vote counts half as much as the logit
+    tuning = VoteTuning(0.0, (20, 2.0, None), 1 / (1 + np.exp(-vote)), 16)
+    choice = _weighed(tuning, cells, logit)
+    assert choice.weight == pytest.approx(0.5, abs=0.08) and choice.kept
+    assert (choice.k, choice.smoothing, choice.temperature, choice.space_dims) == (20, 2.0, None, 16)
+    np.testing.assert_allclose(choice.heldout_vote_logits, vote, atol=1e-4)
+    # A logit that predicts the reverse of the answers: no weight can be read off it, so the votes are dropped.
+    against = _weighed(tuning, _answers_of(rng, -1.2 * logit, 0.6 * vote), logit)
+    assert against.weight == 0.0 and not against.kept
+
+
+def test_the_log_line_names_both_spaces_and_both_decisions() -> None:
+    from jeirt_lite_training.neighbour_blend import VoteChoice
+
+    choice = VoteChoice(40, 2.0, 0.1, 0.512, True, np.zeros(1), {"with_votes": 0.5, "calibration_only": 0.52}, 16)
+    assert choice.describe() == ("neighbour votes: k=40 on 16 principal directions, weight 0.512, cross-fitted "
+                                 "held-out log-loss 0.5000 with, 0.5200 without: kept")
+    other = VoteChoice(80, 8.0, None, 0.3, False, np.zeros(1), {"with_votes": 0.53, "calibration_only": 0.52})
+    assert replace(choice, passed_over=other.outcome()).describe().endswith(
+        "without: kept (on the features: 0.5300, dropped)")

@@ -28,8 +28,9 @@ def test_fit_recovers_per_group_temperature_and_bias() -> None:
     np.testing.assert_allclose(b, b_true, atol=0.05)
     glob = fit_calibration(z, y, g, 2, kind="global")
     assert glob["scale"][0] == glob["scale"][1] and glob["kind"] == "global"
-    with pytest.raises(ValueError, match="kind"):
-        fit_calibration(z, y, g, 2, kind="isotonic")
+    for unknown in ("isotonic", "temperature", "per-llm"):  # names on both sides of the known ones
+        with pytest.raises(ValueError, match=f"kind must be 'per_llm' or 'global', got '{unknown}'"):
+            fit_calibration(z, y, g, 2, kind=unknown)
 
 
 def test_logits_far_from_zero_converge_instead_of_diverging() -> None:
@@ -90,6 +91,9 @@ def test_the_fit_is_the_exact_optimum_of_the_ridged_log_loss() -> None:
     grad_b = np.bincount(g, p - y, 3) + RIDGE * b
     np.testing.assert_allclose(grad_a, 0.0, atol=1e-8)
     np.testing.assert_allclose(grad_b, 0.0, atol=1e-8)
+    # And the ridge is tiny: even at 20 cells a group's fit is the plain log-loss optimum but for a few thousandths.
+    assert RIDGE <= 1e-3
+    assert np.abs(grad_a - RIDGE * (a - 1.0)).max() < 5e-3 and np.abs(grad_b - RIDGE * b).max() < 5e-3
 
 
 def test_apply_calibration_is_the_stated_formula() -> None:
