@@ -370,11 +370,26 @@ def test_a_conflict_names_the_rows_of_its_first_question_up_to_four(tmp_path: Pa
         load_dataset(write_table(frame, tmp_path / "w.csv"))
 
 
-def test_auto_layout_needs_both_an_llm_and_a_correct_column_for_long(tmp_path: Path) -> None:
-    # One LLM's answers in a column called "correct", no LLM column: a wide table of one LLM named "correct".
+def test_auto_layout_refuses_a_long_table_missing_its_llm_or_correct_column(tmp_path: Path) -> None:
+    # Answers in a column called "correct" and no LLM column: read as wide, a router of one LLM named "correct".
     frame = pd.DataFrame({"question_id": ["a", "b"], "text": ["ta", "tb"], "correct": [1, 0]})
-    data, report = load_dataset_with_report(write_table(frame, tmp_path / "one.csv"))
+    path = write_table(frame, tmp_path / "one.csv")
+    with pytest.raises(DataError, match=r"one.csv: a correct column \('correct'\) but no LLM column: a long table "
+                                        r"needs both \(looked for \['llm', 'model', 'model_name', 'llm_name'\]; "
+                                        r"name it with --llm-column\), a wide table neither"):
+        load_dataset(path)
+    data, report = load_dataset_with_report(path, layout="wide")  # asked for by name, it is what it says
     assert report.layout == "wide" and data.llm_names == ["correct"]
+    named = frame.rename(columns={"correct": "right"})
+    with pytest.raises(DataError, match=r"a correct column \('right'\) but no LLM column"):
+        load_dataset(write_table(named, tmp_path / "named.csv"), columns=Columns(correct="right"))
+    # The mirror: LLM names and no answers; read as wide, every name a bad label.
+    names = pd.DataFrame({"question_id": ["a", "b"], "text": ["ta", "tb"], "model": ["m1", "m2"]})
+    with pytest.raises(DataError, match=r"an LLM column \('model'\) but no correct column: .*--correct-column"):
+        load_dataset(write_table(names, tmp_path / "names.csv"))
+    # A long-table column named on the command line that the table lacks is named, not passed over.
+    with pytest.raises(DataError, match="no column 'who' for the llm"):
+        load_dataset(write_table(names, tmp_path / "who.csv"), columns=Columns(llm="who"))
 
 
 def test_long_table_llms_keep_their_first_appearance_order(tmp_path: Path) -> None:

@@ -309,7 +309,7 @@ def load_dataset_with_report(path: PathLike, *, layout: Layout = "auto", columns
     Args:
         path: a folder (questions.csv, models.csv, responses.csv) or a .csv/.parquet/.jsonl table.
         layout: "auto" picks folder for a directory, long when the table has an LLM and a correct column,
-            wide otherwise.
+            wide when it has neither (one without the other is refused).
         columns: column names for tables (defaults: question_id, text, llm/model, correct, subject, benchmark).
         skip_bad: skip and count bad rows instead of raising `DataError`.
         name: the Dataset's name (default: the folder name or file stem).
@@ -327,13 +327,24 @@ def load_dataset_with_report(path: PathLike, *, layout: Layout = "auto", columns
     unreadable: dict[str, int] = {}
     frame, kind = read_frame(p, skip_bad, unreadable)
     if layout == "auto":
-        has_llm = cols.llm in frame.columns if cols.llm else any(c in frame.columns for c in DEFAULT_LLM_COLUMNS)
-        has_correct = (cols.correct in frame.columns if cols.correct
-                       else any(c in frame.columns for c in DEFAULT_CORRECT_COLUMNS))
-        layout = "long" if has_llm and has_correct else "wide"
+        layout = _table_layout(frame, cols, str(p))
     report = LoadReport(source=str(p), layout=layout, skipped=unreadable)
     loader = _load_long if layout == "long" else _load_wide
     return loader(frame, kind, str(p), name or p.stem, cols, skip_bad, report), report
+
+
+def _table_layout(frame: pd.DataFrame, cols: Columns, file: str) -> Layout:
+    """long with an LLM and a correct column, wide with neither. One without the other is refused: read as wide, it
+    would become an LLM of its own (a long table whose LLM column was forgotten, a router of one LLM "correct")."""
+    llm = _pick(frame, cols.llm, DEFAULT_LLM_COLUMNS, "llm", file, required=False)
+    correct = _pick(frame, cols.correct, DEFAULT_CORRECT_COLUMNS, "correct", file, required=False)
+    if (llm is None) == (correct is None):
+        return "wide" if llm is None else "long"
+    found, missing, flag, names = (("an LLM", "correct", "correct", DEFAULT_CORRECT_COLUMNS) if correct is None
+                                   else ("a correct", "LLM", "llm", DEFAULT_LLM_COLUMNS))
+    raise DataError(f"{file}: {found} column ({llm or correct!r}) but no {missing} column: a long table needs both "
+                    f"(looked for {list(names)}; name it with --{flag}-column), a wide table neither (one 0/1 column "
+                    "per LLM)")
 
 
 def load_dataset(path: PathLike, *, layout: Layout = "auto", columns: Columns | None = None,
