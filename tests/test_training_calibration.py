@@ -27,8 +27,9 @@ def test_fit_recovers_per_group_temperature_and_bias() -> None:
     np.testing.assert_allclose(a, a_true, atol=0.05)
     np.testing.assert_allclose(b, b_true, atol=0.05)
     glob = fit_calibration(z, y, g, 2, kind="global")
-    assert glob["scale"][0] == glob["scale"][1] and glob["kind"] == "global"
-    for unknown in ("isotonic", "temperature", "per-llm"):  # names on both sides of the known ones
+    assert glob["kind"] == "global" and len(glob["scale"]) == len(glob["bias"]) == 2
+    assert glob["scale"][0] == glob["scale"][1] and glob["bias"][0] == glob["bias"][1]
+    for unknown in ("auto", "isotonic", "temperature", "per-llm"):  # names on both sides of the known ones
         with pytest.raises(ValueError, match=f"kind must be 'per_llm' or 'global', got '{unknown}'"):
             fit_calibration(z, y, g, 2, kind=unknown)
 
@@ -82,7 +83,7 @@ def test_the_fit_is_the_exact_optimum_of_the_ridged_log_loss() -> None:
     from jeirt_lite_training.calibration import RIDGE
 
     rng = np.random.default_rng(5)
-    z = rng.normal(size=60) * 2.0
+    z = rng.normal(size=60) * 2.0 + np.repeat([0.0, 1.5, -2.5], 20)  # off-centre logits: the two parameters interact
     g = np.repeat(np.arange(3), 20)
     y = (rng.random(60) < 1 / (1 + np.exp(-(0.7 * z - 0.4)))).astype(np.float64)
     a, b = fit_temperature_bias(z, y, g, 3)
@@ -110,3 +111,18 @@ def test_a_zero_question_has_logit_zero_as_in_the_kernels() -> None:
     llms = np.array([[1.0, 2.0]], np.float32)
     cells = Responses(np.array([0, 1]), np.array([0, 0]), np.zeros(2, np.float32))
     np.testing.assert_allclose(cell_logits(questions, llms, cells), [0.0, (3.0 + 8.0) / 5.0 - 5.0])
+
+
+def test_storing_a_calibration_keeps_what_it_is_not_given(tmp_path: Path) -> None:
+    shipped = Router.load(threads=1)  # a router with neighbour votes and a calibration
+    assert shipped.neighbours is not None and shipped.calibration is not None
+    path = shipped.save(tmp_path / "r")
+    stored = {"kind": "global", "scale": [0.5] * len(shipped.llms), "bias": [0.1] * len(shipped.llms)}
+    store_calibration(path, stored)
+    loaded = Router.load(path, threads=1)
+    assert loaded.neighbours is not None and loaded.neighbours.k == shipped.neighbours.k  # votes not dropped
+    assert loaded.calibration is not None and float(loaded.calibration.scale[0]) == 0.5
+    store_calibration(path, None, costs={shipped.llms[0]: 2.0})
+    again = Router.load(path, threads=1)
+    assert again.calibration is not None and float(again.calibration.bias[0]) == pytest.approx(0.1)
+    assert again.neighbours is not None and again.costs == {**shipped.costs, shipped.llms[0]: 2.0}
