@@ -55,6 +55,13 @@ def test_a_one_sided_llm_stays_finite() -> None:
     assert np.isfinite(a).all() and np.isfinite(b).all() and a[0] > 0
 
 
+def test_a_logit_that_points_the_wrong_way_keeps_the_smallest_positive_scale() -> None:
+    # Right exactly where the logit says wrong: the best scale is negative, which would invert the ranking.
+    z = np.linspace(-3, 3, 200)
+    a, _ = fit_temperature_bias(z, (z < 0).astype(np.float64), np.zeros(200, np.int64), 1)
+    assert a[0] == 1e-3
+
+
 def test_store_calibration_writes_a_calibration_the_router_applies(
     tiny_router_path: Path, tmp_path: Path
 ) -> None:
