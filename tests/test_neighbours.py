@@ -421,3 +421,43 @@ def test_the_log_line_names_both_spaces_and_both_decisions() -> None:
     other = VoteChoice(80, 8.0, None, 0.3, False, np.zeros(1), {"with_votes": 0.53, "calibration_only": 0.52})
     assert replace(choice, passed_over=other.outcome()).describe().endswith(
         "without: kept (on the features: 0.5300, dropped)")
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_noise_votes_are_dropped_whichever_way_the_rule_fails(seed: int) -> None:
+    from jeirt_lite_training.neighbour_blend import _weighed
+    from jeirt_lite_training.votes import VoteTuning
+
+    rng = np.random.default_rng(seed)
+    logit, noise = rng.normal(size=600) * 1.5, rng.normal(size=600)
+    choice = _weighed(VoteTuning(0.0, (20, 2.0, None), 1 / (1 + np.exp(-noise)), 16),
+                      _answers_of(rng, logit, np.zeros(600)), logit)
+    helps = choice.crossfit["with_votes"] < choice.crossfit["calibration_only"]
+    # Seed 1: they lower the cross-fitted loss by a hair but weigh against the logit; seed 2: the reverse.
+    assert (helps, choice.weight > 0) == ((True, False) if seed == 1 else (False, True))
+    assert not choice.kept
+
+
+def test_the_space_difference_is_the_mean_cell_difference_with_questions_as_clusters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import jeirt_lite_training.neighbour_blend as blend
+
+    # Three questions of two cells; each space's cross-fitted probabilities given outright.
+    heldout = Responses(np.array([0, 0, 1, 1, 2, 2]), np.array([0, 1, 0, 1, 0, 1]),
+                        np.array([1, 0, 1, 1, 0, 1], np.float32))
+    short_p = np.array([0.8, 0.3, 0.6, 0.7, 0.4, 0.5])
+    full_p = np.array([0.9, 0.2, 0.5, 0.9, 0.5, 0.6])
+    monkeypatch.setattr(blend, "crossfit_predictions",
+                        lambda logits, votes, cells: {"with_votes": short_p if votes[0] == 0 else full_p})
+    short = blend.VoteChoice(20, 2.0, None, 0.5, True, np.zeros(6), {}, 16)
+    full = replace(short, heldout_vote_logits=np.ones(6), space_dims=None)
+    difference, error = blend.space_difference(short, full, heldout, np.zeros(6))
+
+    def losses(p: np.ndarray) -> np.ndarray:
+        return -np.log(np.where(heldout.correct > 0, p, 1 - p))
+
+    per_question = (losses(full_p) - losses(short_p)).reshape(3, 2).sum(axis=1)
+    assert difference == pytest.approx(per_question.sum() / 6)
+    spread = np.sqrt(((per_question - per_question.mean()) ** 2).sum() / 2)  # sd over the 3 questions, n - 1
+    assert error == pytest.approx(spread * np.sqrt(3) / 6)
