@@ -396,7 +396,7 @@ def test_the_logistic_fit_is_the_plain_maximum_likelihood() -> None:
 
 
 def test_the_votes_weight_is_their_coefficient_over_the_logits_and_none_against_the_logit() -> None:
-    from jeirt_lite_training.neighbour_blend import _weighed
+    from jeirt_lite_training.neighbour_blend import _weighed, logistic_fit
     from jeirt_lite_training.votes import VoteTuning
 
     rng = np.random.default_rng(4)
@@ -405,10 +405,12 @@ def test_the_votes_weight_is_their_coefficient_over_the_logits_and_none_against_
     tuning = VoteTuning(0.0, (20, 2.0, None), 1 / (1 + np.exp(-vote)), 16)
     choice = _weighed(tuning, cells, logit)
     assert choice.weight == pytest.approx(0.5, abs=0.08) and choice.kept
+    a, _, b = logistic_fit(np.column_stack([logit, np.ones(3000), vote]), cells.correct)
+    assert choice.weight == pytest.approx(b / a, rel=1e-6)  # the vote's coefficient over the logit's
     assert (choice.k, choice.smoothing, choice.temperature, choice.space_dims) == (20, 2.0, None, 16)
     np.testing.assert_allclose(choice.heldout_vote_logits, vote, atol=1e-4)
     # A logit that predicts the reverse of the answers: no weight can be read off it, so the votes are dropped.
-    against = _weighed(tuning, _answers_of(rng, -1.2 * logit, 0.6 * vote), logit)
+    against = _weighed(tuning, _answers_of(rng, -0.5 * logit, 0.6 * vote), logit)
     assert against.weight == 0.0 and not against.kept
 
 
