@@ -23,12 +23,12 @@ def cell_map(data) -> dict[tuple[str, str], float]:  # type: ignore[no-untyped-d
 
 
 @contextlib.contextmanager
-def warnings_logged() -> Iterator[list[str]]:
+def warnings_logged(name: str = "jeirt_lite_training.data") -> Iterator[list[str]]:
     """The messages the loader logs meanwhile (pytest's own log capture is off in this project)."""
     messages: list[str] = []
     handler = logging.Handler(logging.WARNING)
     handler.emit = lambda record: messages.append(record.getMessage())  # type: ignore[method-assign]
-    logger = logging.getLogger("jeirt_lite_training.data")
+    logger = logging.getLogger(name)
     logger.addHandler(handler)
     try:
         yield messages
@@ -395,3 +395,49 @@ def test_auto_layout_refuses_a_long_table_missing_its_llm_or_correct_column(tmp_
 def test_long_table_llms_keep_their_first_appearance_order(tmp_path: Path) -> None:
     frame = LONG.assign(llm=LONG["llm"].map({"m1": "zeta", "m2": "alpha"}))
     assert load_dataset(write_table(frame, tmp_path / "t.csv")).llm_names == ["zeta", "alpha"]
+
+
+def test_a_skipping_load_counts_every_reason_and_its_summary_says_each(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("question_id,text,llm,correct\nq1,t1,m1,1\nq2,t2,m1,maybe\nq3,t3,m1,\nq4,t4,m1,1,extra\n"
+                    "q1,t1,m2,0\nq2,t2,m2,1\nq3,t3,m2,maybe\n", encoding="utf-8")
+    with warnings_logged("jeirt_lite_training.data_rows") as messages:
+        _, report = load_dataset_with_report(path, skip_bad=True)
+    assert report.skipped == {"unreadable row": 1, "label not 0/1/true/false": 2} and report.rows_skipped == 3
+    assert report.summary() == (f"{path} (long): 6 rows read, 3 cells kept; 1 empty labels treated as missing; "
+                                "skipped 2 rows: label not 0/1/true/false; skipped 1 rows: unreadable row")
+    assert messages[0].startswith(f"{path}: skipped 1 unreadable rows, first: {path}: data row 4 (1-based, header "
+                                  "not counted, ending on line 5): has 5 fields, the header has 4")
+    with pytest.raises(DataError, match="data row 4 .*has 5 fields"):
+        load_dataset(path)  # strict by default
+
+
+def test_a_folder_adds_up_the_unreadable_rows_of_its_files(tmp_path: Path) -> None:
+    folder = tmp_path / "f"
+    folder.mkdir()
+    (folder / "questions.csv").write_text("question_id,text\nq1,t1\nq2,t2,oops\nq3,t3\n", encoding="utf-8")
+    (folder / "models.csv").write_text("model_id,name\n0,m0\n1,m1\n", encoding="utf-8")
+    (folder / "responses.csv").write_text("question_id,model_id,correct\nq1,0,1\nq1,1,0\nq3,0,1,2\nq3,1,1\n"
+                                          "q3,0,0\n", encoding="utf-8")
+    _, report = load_dataset_with_report(folder, skip_bad=True)
+    assert report.skipped == {"unreadable row": 2}
+
+
+def test_a_report_counts_from_zero_and_names_one_llm_or_several() -> None:
+    from jeirt_lite_training.data_rows import LoadReport, RowChecker
+
+    report = LoadReport("s", "wide")
+    assert report.summary() == "s (wide): 0 rows read, 0 cells kept"
+    assert LoadReport("s", "wide", llms_left_out=["a"]).summary().endswith("left out 1 LLM without answers: a")
+    assert LoadReport("s", "wide", llms_left_out=["a", "b"]).summary().endswith("left out 2 LLMs without answers: a, b")
+    checker = RowChecker("f.csv", "csv", True, report)
+    for _ in range(2):  # the same reason met twice adds up
+        checker.check(np.array([True, False]), np.arange(2), "empty question text", ["text is empty", ""])
+    assert report.skipped == {"empty question text": 2}
+
+
+def test_a_tsv_names_its_rows_as_a_csv_does(tmp_path: Path) -> None:
+    path = tmp_path / "t.tsv"
+    path.write_text("question_id\ttext\tllm\tcorrect\nq1\tt1\tm1\t1\nq2\tt2\tm1\tmaybe\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"t.tsv: data row 2 \(1-based, header not counted\): label not 0/1/true/false"):
+        load_dataset(path)
