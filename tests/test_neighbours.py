@@ -25,6 +25,7 @@ from jeirt_lite._neighbours import (
 )
 from jeirt_lite_training.neighbour_blend import choose_neighbour_votes, crossfit_losses, neighbour_votes
 from jeirt_lite_training.types import Responses
+from jeirt_lite_training.votes import VoteTuning
 
 from experiments.baselines.knn import KnnPerLlm, answers_table
 
@@ -377,6 +378,11 @@ def test_keys_are_stored_as_the_unit_rows_of_the_features() -> None:
     np.testing.assert_allclose(np.linalg.norm(table.keys.astype(np.float32), axis=1), 1.0, atol=1e-3)
 
 
+def _tuned(vote: np.ndarray) -> VoteTuning:
+    """A vote search's outcome whose votes on the held-out cells have these logits (k 20, α 2, 16 directions)."""
+    return VoteTuning(0.0, (20, 2.0, None), 1 / (1 + np.exp(-vote)), 16)
+
+
 def _answers_of(rng: np.random.Generator, logit: np.ndarray, vote: np.ndarray) -> Responses:
     """One LLM's answers, each question asked once, correct with P = sigmoid(logit + vote)."""
     y = (rng.random(len(logit)) < 1 / (1 + np.exp(-(logit + vote)))).astype(np.float32)
@@ -397,20 +403,18 @@ def test_the_logistic_fit_is_the_plain_maximum_likelihood() -> None:
 
 def test_the_votes_weight_is_their_coefficient_over_the_logits_and_none_against_the_logit() -> None:
     from jeirt_lite_training.neighbour_blend import _weighed, logistic_fit
-    from jeirt_lite_training.votes import VoteTuning
 
     rng = np.random.default_rng(4)
     logit, vote = rng.normal(size=3000) * 1.5, rng.normal(size=3000)
     cells = _answers_of(rng, 1.2 * logit, 0.6 * vote)  # the vote counts half as much as the logit
-    tuning = VoteTuning(0.0, (20, 2.0, None), 1 / (1 + np.exp(-vote)), 16)
-    choice = _weighed(tuning, cells, logit)
+    choice = _weighed(_tuned(vote), cells, logit)
     assert choice.weight == pytest.approx(0.5, abs=0.08) and choice.kept
     a, _, b = logistic_fit(np.column_stack([logit, np.ones(3000), vote]), cells.correct)
     assert choice.weight == pytest.approx(b / a, rel=1e-6)  # the vote's coefficient over the logit's
     assert (choice.k, choice.smoothing, choice.temperature, choice.space_dims) == (20, 2.0, None, 16)
     np.testing.assert_allclose(choice.heldout_vote_logits, vote, atol=1e-4)
     # A logit that predicts the reverse of the answers: no weight can be read off it, so the votes are dropped.
-    against = _weighed(tuning, _answers_of(rng, -0.5 * logit, 0.6 * vote), logit)
+    against = _weighed(_tuned(vote), _answers_of(rng, -0.5 * logit, 0.6 * vote), logit)
     assert against.weight == 0.0 and not against.kept
 
 
@@ -428,12 +432,10 @@ def test_the_log_line_names_both_spaces_and_both_decisions() -> None:
 @pytest.mark.parametrize("seed", [1, 2])
 def test_noise_votes_are_dropped_whichever_way_the_rule_fails(seed: int) -> None:
     from jeirt_lite_training.neighbour_blend import _weighed
-    from jeirt_lite_training.votes import VoteTuning
 
     rng = np.random.default_rng(seed)
     logit, noise = rng.normal(size=600) * 1.5, rng.normal(size=600)
-    choice = _weighed(VoteTuning(0.0, (20, 2.0, None), 1 / (1 + np.exp(-noise)), 16),
-                      _answers_of(rng, logit, np.zeros(600)), logit)
+    choice = _weighed(_tuned(noise), _answers_of(rng, logit, np.zeros(600)), logit)
     helps = choice.crossfit["with_votes"] < choice.crossfit["calibration_only"]
     # Seed 1: they lower the cross-fitted loss by a hair but weigh against the logit; seed 2: the reverse.
     assert (helps, choice.weight > 0) == ((True, False) if seed == 1 else (False, True))

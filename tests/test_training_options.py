@@ -61,15 +61,23 @@ def test_help_lists_the_column_options_and_the_accepted_names(capsys: pytest.Cap
         assert name in out
 
 
+def _help_text(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
+    """One option's help as --help prints it, unwrapped."""
+    return " ".join((parser._get_formatter()._get_help_string(action) % vars(action)).split())
+
+
+def _help_of(parser: argparse.ArgumentParser, flag: str) -> str:
+    return _help_text(parser, next(a for a in parser._actions if flag in a.option_strings))
+
+
 def test_help_explains_every_option_and_states_each_default() -> None:
     from jeirt_lite_training.options import fit_parser
 
     parser = fit_parser("jeirt-lite train")
-    formatter = parser._get_formatter()
     for action in parser._actions:
         if not action.option_strings or isinstance(action, argparse._HelpAction):
             continue
-        text = formatter._get_help_string(action) % vars(action)  # what --help prints for it, unwrapped
+        text = _help_text(parser, action)
         assert action.help, f"{action.option_strings[0]} has no help"
         if action.default is not None and not isinstance(action.default, bool):
             assert "default" in text, f"{action.option_strings[0]}: {text!r} states no default"
@@ -106,12 +114,6 @@ def test_folds_are_auto_unless_given_and_auto_follows_the_number_of_answers() ->
 
     assert AUTO_FOLDS > 1
     assert auto_folds(AUTO_FOLDS_MAX_CELLS) == AUTO_FOLDS and auto_folds(AUTO_FOLDS_MAX_CELLS + 1) == 1
-
-
-def _help_of(parser: argparse.ArgumentParser, flag: str) -> str:
-    """One option's help as --help prints it, unwrapped."""
-    action = next(a for a in parser._actions if flag in a.option_strings)
-    return " ".join((parser._get_formatter()._get_help_string(action) % vars(action)).split())
 
 
 def test_trains_defaults_are_the_documented_recipe_and_help_states_them() -> None:
