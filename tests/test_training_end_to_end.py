@@ -105,7 +105,7 @@ def test_onnx_matches_torch_on_real_texts(slice_run) -> None:  # type: ignore[no
     assert np.abs(one[0] - got[0]).max() <= 1e-4  # padding in a batch does not change a question's vector
 
 
-def test_cli_fit_and_sweep_print_a_summary(slice_run, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_cli_fit_prints_a_summary(slice_run, capsys) -> None:  # type: ignore[no-untyped-def]
     from jeirt_lite_training.__main__ import main
 
     prep, _, _ = slice_run
@@ -118,9 +118,6 @@ def test_cli_fit_and_sweep_print_a_summary(slice_run, capsys) -> None:  # type: 
     assert main(argv) == 0  # no holdout: all questions learned from, nothing to test on
     out = capsys.readouterr().out
     assert "held out" in out and "test (untouched)" not in out
-    assert main(["sweep", "--data", prep.source, "--dims", "4,8", "--max-epochs", "2", "--threads", "2"]) == 0
-    out = capsys.readouterr().out
-    assert "d=   4" in out and "d=   8" in out and "best by validation log-loss" in out
 
 
 def test_an_export_whose_graph_differs_from_torch_is_refused(slice_run, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -188,11 +188,13 @@ def test_the_training_module_commands_need_data_and_fit_may_go_without_out(
     from jeirt_lite_training.options import fit_parser
 
     parser = _parser()
-    for command in (["fit"], ["sweep"]):
-        with pytest.raises(SystemExit) as stopped:
-            parser.parse_args(command)
-        assert stopped.value.code == 2
-        assert "the following arguments are required: --data" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:
+        parser.parse_args(["fit"])
+    assert stopped.value.code == 2
+    assert "the following arguments are required: --data" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parser.parse_args(["sweep", "--data", "d"])  # a laboratory command now: python -m experiments.sweep
+    assert "invalid choice: 'sweep' (choose from 'fit', 'embed')" in capsys.readouterr().err
     assert parser.parse_args(["fit", "--data", "d"]).out is None  # train and evaluate only
     fit = parser._subparsers._group_actions[0].choices["fit"]  # type: ignore[union-attr]
     assert _help_of(fit, "--out").endswith("must not exist; its parent folder must); omit to train and evaluate only")

@@ -1,17 +1,14 @@
-"""Command line: `python -m jeirt_lite_training {fit,sweep,embed} ...`.
+"""Command line: `python -m jeirt_lite_training {fit,embed} ...`.
 
 python -m jeirt_lite_training fit --data data/mmlu_pro --out my_router                  # choose settings, refit on all
 python -m jeirt_lite_training fit --data data/mmlu_pro --out my_router --holdout 0.2    # and report on untouched questions
 python -m jeirt_lite_training fit --data data/mmlu_pro --out my_router --encoder static
-python -m jeirt_lite_training sweep --data data/mmlu_pro --dims 32,64,128,256,512 --json sweep.json
 python -m jeirt_lite_training embed data/mmlu_pro data/zeroeval_crux_gsm_math
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,14 +17,17 @@ from typing import TYPE_CHECKING, Any
 from ._runtime import check_output_folder, refuse_inputs
 from ._runtime import cli_options as opt  # the command line's converters and parser class
 from .config import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, DEFAULT_TABLE_PULLS, ENCODER_NAMES, STATIC
-from .options import AUTO, COLUMN_OPTIONS, DEFAULTS, DefaultsFormatter, common_arguments, fit_arguments
+from .options import AUTO, COLUMN_OPTIONS, DefaultsFormatter, fit_arguments
 from .options import FIT_DESCRIPTION as FIT_DESCRIPTION
 from .options import fit_parser as fit_parser  # where scripts and `jeirt-lite train` find it
 
 if TYPE_CHECKING:
     from .pipeline import FitResult
 
-__all__ = ["FIT_DESCRIPTION", "cmd_fit", "fit_main", "fit_options", "fit_parser", "fit_summary", "main", "run_fit"]
+__all__ = [
+    "FIT_DESCRIPTION", "cmd_fit", "fit_main", "fit_options", "fit_parser", "fit_summary", "main", "metrics_line",
+    "prepare_from_options", "run_fit", "schedule_options",
+]
 
 
 def fit_main(argv: list[str] | None = None, prog: str = "jeirt-lite train") -> int:
@@ -51,20 +51,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     fit_arguments(fit, out_required=False)
 
-    sweep = sub.add_parser("sweep", help="validation curve over d (and optional regularisation grids)",
-                           formatter_class=DefaultsFormatter)
-    common_arguments(sweep)
-    sweep.add_argument("--test-fraction", type=opt.fraction, default=0.2,
-                       help="fraction of questions kept out for the test metrics, in [0, 1)")
-    sweep.add_argument("--dims", type=opt.list_of(opt.dimension), default=[32, 64, 128, 256, 512],
-                       help="d to try (comma list)")
-    sweep.add_argument("--dropouts", type=opt.list_of(opt.fraction), default=[DEFAULTS.dropout],
-                       help="dropouts to try (comma list)")
-    sweep.add_argument("--weight-decays", type=opt.list_of(opt.non_negative), default=[DEFAULTS.weight_decay],
-                       help="weight decays to try (comma list)")
-    sweep.add_argument("--lrs", type=opt.list_of(opt.positive), default=None, help="overrides --lr with a grid")
-    sweep.add_argument("--json", type=Path, help="write every run's validation metrics here")
-
     embed = sub.add_parser("embed", help="fill the embedding cache ($JEIRT_CACHE) for data folders")
     embed.add_argument("data_dirs", nargs="+", type=Path)
     embed.add_argument("--encoder", default=DEFAULT_ENCODER, choices=sorted(ENCODER_NAMES))
@@ -73,7 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _hyper(args: argparse.Namespace, **over: Any) -> dict[str, Any]:
+def schedule_options(args: argparse.Namespace, **over: Any) -> dict[str, Any]:
+    """The training schedule's options (common_arguments) as JeirtPredictor keywords, `over` replacing any."""
     h = {
         "lr": args.lr,
         "batch_size": args.batch_size,
@@ -90,13 +77,15 @@ def _hyper(args: argparse.Namespace, **over: Any) -> dict[str, Any]:
     return h
 
 
-def _fmt(m: dict[str, float]) -> str:
+def metrics_line(m: dict[str, float]) -> str:
+    """AUC, log-loss, accuracy and ECE on one line, as fit prints them."""
     return (
         f"AUC {m['auc']:.3f}  log-loss {m['log_loss']:.3f}  accuracy {m['accuracy']:.3f}  ECE {m['ece']:.3f}"
     )
 
 
-def _prepare(args: argparse.Namespace) -> Any:
+def prepare_from_options(args: argparse.Namespace) -> Any:
+    """The data of common_arguments' options, loaded, split and embedded; what loading read is printed."""
     from .prepared import prepare
 
     prep = prepare(
@@ -146,7 +135,7 @@ def fit_options(args: argparse.Namespace) -> dict[str, Any]:
         "calibration": None if args.calibration == "none" else args.calibration,
         "neighbours": args.neighbours,
         "table_pulls": DEFAULT_TABLE_PULLS if args.table_pulls is None else args.table_pulls,
-        **_hyper(args, weight_decay=args.weight_decay),
+        **schedule_options(args, weight_decay=args.weight_decay),
     }
 
 
@@ -163,7 +152,7 @@ def cmd_fit(
         if args.out.exists() and not overwrite:
             raise DataError(f"{args.out} already exists: pick another --out or remove it")
     options = fit_options(args)
-    prep = _prepare(args)
+    prep = prepare_from_options(args)
     res = choose_refit_and_export(prep, args.out, costs=costs, label=args.label, overwrite=overwrite, **options)
     print(fit_summary(res))
     return 0
@@ -177,50 +166,18 @@ def fit_summary(res: FitResult) -> str:
     lines = [
         f"\nJE-IRT d={p.config.dim} dropout={p.config.dropout} (chosen on held-out data), trained on "
         f"{chosen['refit_on']['questions']} questions for {len(p.schedule)} epochs in {p.train_seconds:.0f}s",
-        f"  held out                 {_fmt(res.val)}",
-        f"  held out, per-LLM floor  {_fmt(res.extra['heldout']['per_llm_accuracy_baseline'])}",
+        f"  held out                 {metrics_line(res.val)}",
+        f"  held out, per-LLM floor  {metrics_line(res.extra['heldout']['per_llm_accuracy_baseline'])}",
     ]
     if res.test:
-        lines.append(f"  test (untouched)         {_fmt(res.test)}")
+        lines.append(f"  test (untouched)         {metrics_line(res.test)}")
         if res.extra["calibration"] is not None and res.votes is None:  # with votes the map is part of the blend
-            lines.append(f"  test, before calibration {_fmt(res.extra['test_uncalibrated'])}")
-        lines.append(f"  test, per-LLM floor      {_fmt(res.floor_test)}")
+            lines.append(f"  test, before calibration {metrics_line(res.extra['test_uncalibrated'])}")
+        lines.append(f"  test, per-LLM floor      {metrics_line(res.floor_test)}")
     if res.router_path is not None:
         parity = "" if res.parity is None else f", ONNX parity max abs diff {res.parity:.2e}"
         lines.append(f"  router: {res.router_path} ({folder_size_mb(res.router_path):.1f} MB){parity}")
     return "\n".join(lines)
-
-
-def cmd_sweep(args: argparse.Namespace) -> int:
-    from .model import JeirtPredictor
-    from .pipeline import evaluate, per_llm_accuracy_floor
-
-    prep = _prepare(args)
-    floor = per_llm_accuracy_floor(prep, "val")
-    print(f"validation, per-LLM floor: {_fmt(floor)}")
-    rows: list[dict[str, Any]] = []
-    lrs = args.lrs or [args.lr]
-    for dim, dropout, wd, lr in itertools.product(args.dims, args.dropouts, args.weight_decays, lrs):
-        hyper = _hyper(args, dim=dim, dropout=dropout, weight_decay=wd, lr=lr)
-        pred = JeirtPredictor(**hyper).fit(
-            prep.embeddings, prep.train, prep.val, prep.data.n_llms, progress=False
-        )
-        val = evaluate(pred, prep, "val")
-        row = {**hyper, "best_epoch": pred.best_epoch, "seconds": round(pred.train_seconds, 1), "val": val}
-        rows.append(row)
-        print(
-            f"d={dim:4d} dropout={dropout:.2f} wd={wd:g} lr={lr:g}: {_fmt(val)}  "
-            f"(best epoch {pred.best_epoch}, {pred.train_seconds:.0f}s)",
-            flush=True,
-        )
-    best = min(rows, key=lambda r: r["val"]["log_loss"])
-    print(
-        f"best by validation log-loss: d={best['dim']} dropout={best['dropout']} wd={best['weight_decay']} "
-        f"lr={best['lr']}"
-    )
-    if args.json:
-        args.json.write_text(json.dumps({"floor_val": floor, "runs": rows}, indent=2) + "\n")
-    return 0
 
 
 def cmd_embed(args: argparse.Namespace) -> int:
@@ -241,7 +198,7 @@ def _set_threads(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _set_threads(args)
-    return {"fit": cmd_fit, "sweep": cmd_sweep, "embed": cmd_embed}[args.command](args)
+    return {"fit": cmd_fit, "embed": cmd_embed}[args.command](args)
 
 
 if __name__ == "__main__":

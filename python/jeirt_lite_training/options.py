@@ -58,7 +58,8 @@ def _names(names: tuple[str, ...]) -> str:
 
 
 def common_arguments(p: argparse.ArgumentParser, data_required: bool = True) -> None:
-    """The options fit and sweep share: the data, the encoder, the split and the training schedule."""
+    """The options fit and the laboratory's sweep (experiments.sweep) share: the data, the encoder, the split and the
+    training schedule."""
     p.add_argument(
         "--data", type=Path, required=data_required, metavar="DIR_OR_TABLE",
         help="data folder (questions.csv, models.csv, responses.csv), or one long or wide table "

@@ -330,21 +330,3 @@ def export_static_router_graph(
     onnx.save(model, str(path))
     return path
 
-
-def save_table(path: Path, static: StaticTable) -> Path:
-    """The distilled table as safetensors (tensor "table") for reuse without re-running the transformer."""
-    from safetensors.numpy import save
-
-    path.write_bytes(
-        save({"table": static.table}, metadata={"sif_a": str(static.sif_a), "source": static.source})
-    )
-    return path
-
-
-def load_table(path: Path) -> StaticTable:
-    from safetensors import safe_open
-
-    with safe_open(str(path), framework="numpy") as handle:
-        meta = handle.metadata() or {}
-        table = handle.get_tensor("table")
-    return StaticTable(table=table, sif_a=float(meta.get("sif_a", "nan")), source=meta.get("source", ""))
