@@ -162,8 +162,8 @@ def _visit(buf: memoryview, kind: str, found: list[ExternalTensor], depth: int) 
             _visit(data, child, found, depth + 1)
 
 
-def safetensors_layout(path: Path) -> dict[str, tuple[str, tuple[int, ...], int, int]]:
-    """name -> (dtype, shape, first byte, end byte) of each tensor, the bytes counted from the file's start."""
+def _header_bytes(path: Path) -> tuple[int, int, bytes]:
+    """(file size, header length, header bytes) of a safetensors file, its length checked against the file."""
     try:
         size = path.stat().st_size
         with open(path, "rb") as handle:
@@ -173,9 +173,16 @@ def safetensors_layout(path: Path) -> dict[str, tuple[str, tuple[int, ...], int,
             (header_len,) = struct.unpack("<Q", prefix)
             if header_len > min(_MAX_HEADER, size - 8):
                 raise JeirtError(f"{path}: truncated or not safetensors (header of {header_len} bytes, file {size})")
-            header = json.loads(handle.read(header_len).decode("utf-8"))
+            return size, header_len, handle.read(header_len)
     except OSError as err:
         raise JeirtError(f"{path}: not readable ({err})") from err
+
+
+def safetensors_layout(path: Path) -> dict[str, tuple[str, tuple[int, ...], int, int]]:
+    """name -> (dtype, shape, first byte, end byte) of each tensor, the bytes counted from the file's start."""
+    size, header_len, raw = _header_bytes(path)
+    try:
+        header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         raise JeirtError(f"{path}: its safetensors header is not readable JSON ({err})") from err
     if not isinstance(header, dict):
