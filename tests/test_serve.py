@@ -16,7 +16,8 @@ import pytest
 
 pytest.importorskip("aiohttp")
 
-from jeirt_lite import Router
+from jeirt_lite import JeirtError, Router
+from jeirt_lite._service.requests import parse_body
 from service_process import Service, running_service
 
 MAX_BODY = 4096
@@ -165,6 +166,21 @@ def test_bad_request_gets_a_json_error_and_the_service_keeps_serving(
     assert set(answer) == {"error"} and words in answer["error"], answer["error"]
     again, good = post(service, "/v1/route", {"texts": ["What is 2 + 2?"], "k": 2})
     assert again == 200 and len(good["results"][0]["route"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"texts": ["a"], "cost_weight": NaN}', "the request body is not valid JSON: NaN is not a JSON number"),
+        (b'{"k": -Infinity}', "the request body is not valid JSON: -Infinity is not a JSON number"),
+        (b'{"texts": ["a"], "k": 1, "k": 2}', "the request body names 'k' twice"),
+        (b'{"texts": ["a"', "the request body is not valid JSON: Expecting ',' delimiter (line 1, column 15)"),
+    ],
+)
+def test_a_body_that_is_not_strict_json_is_refused_in_one_sentence(body: bytes, message: str) -> None:
+    with pytest.raises(JeirtError) as refused:
+        parse_body(body)
+    assert str(refused.value) == message
 
 
 def test_nesting_deeper_than_the_stack_is_refused(service: Service) -> None:

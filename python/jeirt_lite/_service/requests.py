@@ -64,6 +64,8 @@ def parse_body(body: bytes) -> dict[str, Any]:
         raise JeirtError('the request body is empty; send a JSON object such as {"texts": ["What is 2 + 2?"]}')
     try:
         value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+    except JeirtError:  # the hooks' own refusals, already in full words (a JeirtError is also a ValueError)
+        raise
     except RecursionError:
         raise JeirtError("the request body is JSON nested too deeply") from None
     except json.JSONDecodeError as error:
