@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 from collections.abc import Iterator
 from typing import Any, Optional
 
@@ -17,7 +18,7 @@ import pytest
 pytest.importorskip("aiohttp")
 
 from jeirt_lite import JeirtError, Router
-from jeirt_lite._service.requests import parse_body
+from jeirt_lite._service.requests import RouteParams, RouteRequest, parse_body, route_request
 from service_process import Service, running_service
 
 MAX_BODY = 4096
@@ -181,6 +182,31 @@ def test_a_body_that_is_not_strict_json_is_refused_in_one_sentence(body: bytes, 
     with pytest.raises(JeirtError) as refused:
         parse_body(body)
     assert str(refused.value) == message
+
+
+def test_a_route_request_is_read_with_the_defaults_and_nulls_as_not_given(router: Router) -> None:
+    plain = route_request({"texts": ["a"]}, router, MAX_TEXTS)
+    assert plain == RouteRequest(["a"], RouteParams(k=1, llms=None, cost_weight=0.0, min_probability=None))
+    nulls = {"texts": ["a"], "k": None, "llms": None, "cost_weight": None, "min_probability": 0.5}
+    assert route_request(nulls, router, MAX_TEXTS).params == RouteParams(min_probability=0.5)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"cost_weight": 1e308}, "cost_weight 1e+308 times the costs overflows; use a smaller weight or unit"),
+        ({"cost_weight": 1, "llms": ["gemini-3.1-pro"]}, "needs a cost for every LLM; missing: gemini-3.1-pro"),
+        ({"min_probability": 0.5, "llms": ["Yi-6B", "gpt-4o-2024-05-13"]}, "missing: gpt-4o-2024-05-13"),
+        ({"cost_weight": 0.1, "k": 28}, "k 28 is more than the 27 LLMs with a cost (cost-aware routing)"),
+        ({"min_probability": 0.5, "k": 28}, "k 28 is more than the 27 LLMs with a cost (cost-aware routing)"),
+    ],
+)
+def test_a_cost_aware_request_is_checked_before_it_joins_a_batch(
+    router: Router, fields: dict[str, Any], message: str
+) -> None:
+    """Found while the request is read, so a batch never holds a request the router would refuse."""
+    with pytest.raises(JeirtError, match=re.escape(message)):
+        route_request({"texts": ["a"], **fields}, router, MAX_TEXTS)
 
 
 def test_nesting_deeper_than_the_stack_is_refused(service: Service) -> None:
