@@ -177,9 +177,12 @@ def test_bytes_that_are_not_protobuf_are_refused_by_name(tmp_path: Path, content
         external_tensors(path)
 
 
-def _nested(graphs: int) -> bytes:
-    """A model whose graph holds a node whose attribute holds a graph, and so on: `graphs` graphs deep."""
+def _nested(graphs: int, node_in_the_last: bool = False) -> bytes:
+    """A model whose graph holds a node whose attribute holds a graph, and so on: `graphs` graphs deep (the last
+    one holding an empty node too, one level further down, with `node_in_the_last`)."""
     message = _field(GRAPH_INITIALIZER, _field(8, b"deep") + ENTRY)
+    if node_in_the_last:
+        message += _field(GRAPH_NODE, b"")
     for _ in range(graphs - 1):
         message = _field(GRAPH_NODE, _field(NODE_ATTRIBUTE, _field(ATTRIBUTE_GRAPH, message)))
     return _field(MODEL_GRAPH, message)
@@ -190,8 +193,9 @@ def test_nesting_is_followed_to_the_limit_and_refused_past_it(tmp_path: Path) ->
     deepest = (_MAX_DEPTH - 1) // 3 + 1
     assert 1 + 3 * (deepest - 1) == _MAX_DEPTH
     assert [t.name for t in external_tensors(_write(tmp_path / "ok.onnx", _nested(deepest)))] == ["deep"]
-    with pytest.raises(JeirtError, match=r"not a readable ONNX graph \(messages nested too deep\)"):
-        external_tensors(_write(tmp_path / "deep.onnx", _nested(deepest + 1)))
+    for too_deep in (_nested(deepest, node_in_the_last=True), _nested(deepest + 1)):
+        with pytest.raises(JeirtError, match=r"not a readable ONNX graph \(messages nested too deep\)"):
+            external_tensors(_write(tmp_path / "deep.onnx", too_deep))
 
 
 def test_an_empty_or_unreadable_graph_is_refused(tmp_path: Path) -> None:
@@ -252,11 +256,12 @@ def test_a_header_longer_than_the_file_is_refused(tmp_path: Path, header_length:
     assert str(refused.value) == f"{path}: truncated or not safetensors (header of {header_length} bytes, file {size})"
 
 
-def test_a_file_shorter_than_a_header_length_is_refused_as_truncated(tmp_path: Path) -> None:
-    path = _write(tmp_path / "s.safetensors", b"abc")
+@pytest.mark.parametrize("size", [0, 3, 7])
+def test_a_file_shorter_than_a_header_length_is_refused_as_truncated(tmp_path: Path, size: int) -> None:
+    path = _write(tmp_path / "s.safetensors", bytes(size))
     with pytest.raises(JeirtError) as refused:
         safetensors_layout(path)
-    assert str(refused.value) == f"{path}: truncated (3 bytes; not a safetensors file)"
+    assert str(refused.value) == f"{path}: truncated ({size} bytes; not a safetensors file)"
 
 
 def test_a_header_over_safetensors_own_limit_is_refused_unread(tmp_path: Path) -> None:
