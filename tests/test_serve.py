@@ -189,6 +189,23 @@ def test_a_route_request_is_read_with_the_defaults_and_nulls_as_not_given(router
     assert plain == RouteRequest(["a"], RouteParams(k=1, llms=None, cost_weight=0.0, min_probability=None))
     nulls = {"texts": ["a"], "k": None, "llms": None, "cost_weight": None, "min_probability": 0.5}
     assert route_request(nulls, router, MAX_TEXTS).params == RouteParams(min_probability=0.5)
+    # k may be as large as the LLMs it chooses among: all of them, or all that have a cost
+    assert route_request({"texts": ["a"], "k": 32}, router, MAX_TEXTS).params.k == 32
+    assert route_request({"texts": ["a"], "k": 27, "cost_weight": 0.1}, router, MAX_TEXTS).params.k == 27
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"llms": ["Yi-6B", 3]}, "llms must be a list of LLM names, not a list"),
+        ({"top_k": 2, "topk": 3}, "unknown field 'top_k'; a route request takes texts, k, llms, cost_weight, "
+                                  "min_probability"),
+    ],
+)
+def test_a_route_request_names_what_is_wrong_with_it(router: Router, fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(JeirtError) as refused:
+        route_request({"texts": ["a"], **fields}, router, MAX_TEXTS)
+    assert str(refused.value) == message
 
 
 @pytest.mark.parametrize(
