@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import pytest
 from jeirt_lite import JeirtError, Router
+from jeirt_lite._manifest_values import MAX_DEPTH, check_values
 from jeirt_lite.artifact import load_artifact, read_manifest
 from tiny_router import edit_and_reseal
 
@@ -98,3 +99,57 @@ def test_one_rule_on_links_for_every_file_router_json_included(
     for load in (Router.load, read_manifest):
         with pytest.raises(JeirtError, match=f"{name}: a link; every file of a router folder"):
             load(folder)
+
+
+def _nested(levels: int, container: str) -> Any:
+    """A value `levels` objects (or lists) deep around a number."""
+    value: Any = 1
+    for _ in range(levels):
+        value = {"a": value} if container == "object" else [value]
+    return value
+
+
+@pytest.mark.parametrize("container", ["object", "list"])
+def test_nesting_is_accepted_to_the_limit_and_refused_past_it(container: str) -> None:
+    # router.json itself is level 0 and its field `notes` level 1: a number MAX_DEPTH levels down still reads
+    check_values({"notes": _nested(MAX_DEPTH - 1, container)}, "router.json")
+    with pytest.raises(JeirtError, match=f"router.json: field notes.* is nested more than {MAX_DEPTH} levels deep"):
+        check_values({"notes": _nested(MAX_DEPTH, container)}, "router.json")
+
+
+@pytest.mark.parametrize("value", [2**63 - 1, -(2**63), 0, True])
+def test_integers_within_64_bits_are_accepted(value: int) -> None:
+    check_values({"training": {"seed_used": value}}, "router.json")
+
+
+@pytest.mark.parametrize("value", [2**63, -(2**63) - 1, 10**40])
+def test_integers_beyond_64_bits_are_refused_by_their_digits(value: int) -> None:
+    digits = len(str(value))
+    with pytest.raises(JeirtError, match=rf"field training.seed_used is an integer of {digits} digits, beyond 64 bits"):
+        check_values({"training": {"seed_used": value}}, "router.json")
+
+
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        ({"metrics": {"test": {"auc": "x" * 1000}}}, "metrics.test.auc must be a number or null"),
+        ({"training": {"split": {"seed": "x" * 1000}}}, "training.split.seed must be an integer"),
+        ({"training": {"split": {"n_test_cells": "x" * 1000}}}, "training.split.n_test_cells must be a whole number"),
+    ],
+)
+def test_a_long_wrong_value_is_cut_short_in_the_message(raw: dict[str, Any], field: str) -> None:
+    with pytest.raises(JeirtError) as refused:
+        check_values(raw, "router.json")
+    message = str(refused.value)
+    assert message.startswith(f"router.json: field {field}") and len(message) == 300
+
+
+@pytest.mark.parametrize("size", [0, 1, 68_745, None])
+def test_a_split_size_that_is_a_whole_number_or_null_is_accepted(size: Any) -> None:
+    check_values({"training": {"split": {"n_test_cells": size, "seed": 0}}}, "router.json")
+
+
+@pytest.mark.parametrize("size", [-1, 2.0, True, "3"])
+def test_a_split_size_that_is_not_a_whole_number_is_refused(size: Any) -> None:
+    with pytest.raises(JeirtError, match="field training.split.n_test_cells must be a whole number >= 0"):
+        check_values({"training": {"split": {"n_test_cells": size}}}, "router.json")
