@@ -9,7 +9,14 @@ from typing import Any
 import numpy as np
 import pytest
 from jeirt_lite import JeirtError
-from jeirt_lite._limits import MAX_CHUNK_ROWS, bounded_int, check_chunk_rows, check_probability, finite_float
+from jeirt_lite._limits import (
+    MAX_CHUNK_ROWS,
+    bounded_int,
+    check_chunk_rows,
+    check_probability,
+    check_threads,
+    finite_float,
+)
 
 
 def test_a_number_anywhere_on_the_line_is_finite_by_default() -> None:
@@ -46,3 +53,14 @@ def test_integer_bounds_are_inclusive_and_refuse_booleans_and_floats() -> None:
     for value in (0, MAX_CHUNK_ROWS + 1):
         with pytest.raises(JeirtError, match=f"rows must be in 1..{MAX_CHUNK_ROWS}"):
             check_chunk_rows(value, "rows")
+
+
+def test_threads_and_chunks_are_bounded_as_the_guide_says() -> None:
+    """docs/guide/guarantees.md: `--threads` 1..256, chunk sizes 1..1,048,576."""
+    assert check_threads(1) == 1 and check_threads(256) == 256
+    for value in (0, 257):
+        with pytest.raises(JeirtError, match=rf"threads must be in 1..256, got {value}"):
+            check_threads(value)
+    assert check_chunk_rows(1_048_576, "rows") == 1_048_576
+    with pytest.raises(JeirtError, match=r"rows must be in 1..1048576, got 1048577"):
+        check_chunk_rows(1_048_577, "rows")

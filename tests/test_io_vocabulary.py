@@ -1,0 +1,65 @@
+"""The words every reader shares (`_io.vocabulary`): which values are 0/1 labels, which are question texts and which
+are ids, and the sentence each refusal reads."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from typing import Any, Optional
+
+import numpy as np
+import pytest
+from jeirt_lite._io.vocabulary import FALSE_LABELS, TRUE_LABELS, id_problem, label_of, text_problem
+
+
+@pytest.mark.parametrize(
+    ("value", "label"),
+    [(True, 1), (False, 0), (1, 1), (0, 0), (1.0, 1), (0.0, 0), (np.float64(1.0), 1), (2, None), (-1, None),
+     (0.5, None), (None, None), ([1], None), (" True ", 1), ("FALSE", 0), ("1.0", 1), ("0", 0), ("yes", None),
+     ("", None)],
+)
+def test_a_label_is_a_bool_a_0_or_1_or_one_of_their_words(value: Any, label: Optional[int]) -> None:
+    assert label_of(value) == label
+
+
+def test_every_word_of_the_vocabulary_reads_as_its_label() -> None:
+    assert all(label_of(word.upper()) == 1 for word in TRUE_LABELS)
+    assert all(label_of(f" {word} ") == 0 for word in FALSE_LABELS)
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (None, "has no text (missing or null)"),
+        (7, "text is a int, not a string"),
+        ("", "text is empty"),
+        (" \t\n", "text is empty"),
+        ("a\x00b", "text holds a NUL character (a binary file, or UTF-16 read as UTF-8?)"),
+        ("caf\udce9", "text holds bytes that are not valid UTF-8"),
+        ("What is 2 + 2?", None),
+        ("Qu'est-ce qu'un café ? 漢字", None),
+    ],
+)
+def test_a_text_is_a_non_blank_string_of_valid_utf8_without_nul(value: Any, problem: Optional[str]) -> None:
+    assert text_problem(value) == problem
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (None, "has no id (missing or null)"),
+        (True, "id 'True' is a bool, not a string or an integer"),
+        (1.5, "id '1.5' is a float, not a string or an integer"),
+        (["x" * 100], f"id {str(['x' * 100])[:40]!r} is a list, not a string or an integer"),
+        ("q\x001", "id holds a NUL character"),
+        ("q\udce9", "id holds bytes that are not valid UTF-8"),
+        ("q1", None),
+        ("question-é", None),
+        (7, None),
+        (datetime.date(2026, 12, 5), None),
+        (datetime.time(12, 30), None),
+        (decimal.Decimal("1.5"), None),
+    ],
+)
+def test_an_id_is_a_string_an_integer_or_a_typed_columns_value(value: Any, problem: Optional[str]) -> None:
+    assert id_problem(value) == problem
