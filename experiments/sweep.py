@@ -24,8 +24,8 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m experiments.sweep", description=__doc__.split("\n")[0], formatter_class=DefaultsFormatter
     )
     common_arguments(sweep)
-    sweep.add_argument("--test-fraction", type=opt.fraction, default=0.2,
-                       help="fraction of questions kept out for the test metrics, in [0, 1)")
+    sweep.add_argument("--holdout", type=opt.fraction, default=0.2,
+                       help="fraction of questions kept out of every run (as fit --holdout), in [0, 1)")
     sweep.add_argument("--dims", type=opt.list_of(opt.dimension), default=[32, 64, 128, 256, 512],
                        help="d to try (comma list)")
     sweep.add_argument("--dropouts", type=opt.list_of(opt.fraction), default=[DEFAULTS.dropout],

@@ -92,7 +92,7 @@ def prepare_from_options(args: argparse.Namespace) -> Any:
         args.data,
         split_seed=args.split_seed,
         val_fraction=args.val_fraction,
-        test_fraction=args.holdout if hasattr(args, "holdout") else args.test_fraction,
+        test_fraction=args.holdout,
         encoder=args.encoder,
         max_length=args.max_length,
         columns=table_columns(args),
