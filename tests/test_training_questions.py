@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from jeirt_lite import JeirtError, Router
 from jeirt_lite._training_questions import (
     TRAINING_QUESTIONS_FILE,
+    check_record,
     question_hash,
     seen_mask,
     training_question_set,
@@ -114,3 +116,46 @@ def test_add_llm_counts_the_answers_on_the_shipped_routers_training_questions() 
 def test_a_router_without_the_record_does_not_know(tiny_router_path: Path) -> None:
     router = Router.load(tiny_router_path, threads=1)
     assert router.learned_from(TEXTS) is None
+
+
+def _texts_around(record_text: str) -> tuple[str, str]:
+    """An unseen text whose hash is below the recorded one's, and one whose hash is above it."""
+    pivot = question_hash(record_text)
+    candidates = [f"unseen question {i}" for i in range(64)]
+    below = next(t for t in candidates if question_hash(t) < pivot)
+    return below, next(t for t in candidates if question_hash(t) > pivot)
+
+
+def test_seen_is_exact_membership_at_both_ends_of_the_record() -> None:
+    below, above = _texts_around("What is 2 + 2?")
+    record = training_question_set(["What is 2 + 2?"])
+    digest = hashlib.sha256(b"What is 2 + 2?").digest()
+    assert question_hash("What is 2 + 2?") == int.from_bytes(digest[:8], "little")
+    mask = seen_mask(record, [below, "What  is 2 +\n2?", above])
+    assert mask.tolist() == [False, True, False]
+    wider = training_question_set([below, above, "What is 2 + 2?"])
+    assert seen_mask(wider, [above, below, "x"]).tolist() == [True, True, False]
+    assert seen_mask(training_question_set([]), [below, above]).tolist() == [False, False]
+    # a text above every recorded one, in a record of even size
+    assert seen_mask(training_question_set([below, "What is 2 + 2?"]), [above]).tolist() == [False]
+
+
+SHAPE = "the training questions must be a 1-D little-endian uint64 array"
+ORDER = "the training question hashes must be sorted and distinct"
+
+
+@pytest.mark.parametrize(
+    ("array", "problem"),
+    [(np.arange(4, dtype="<u8").reshape(2, 2), SHAPE), (np.array(5, "<u8"), SHAPE), (np.array([1, 2], ">u8"), SHAPE),
+     (np.array([1, 2], "<i8"), SHAPE), (np.array([1, 1], "<u8"), ORDER), (np.array([1, 3, 2], "<u8"), ORDER),
+     (np.array([3, 2, 1], "<u8"), ORDER)],
+)
+def test_a_record_must_be_one_sorted_run_of_distinct_little_endian_uint64(array: np.ndarray, problem: str) -> None:
+    with pytest.raises(JeirtError, match=f"r.npy: {problem}"):
+        check_record(array, "r.npy")
+
+
+@pytest.mark.parametrize("values", [[], [7], [1, 2, 2**64 - 1]])
+def test_a_valid_record_is_kept_as_it_is_and_read_only(values: list[int]) -> None:
+    record = check_record(np.array(values, "<u8"), "r.npy")
+    assert record.tolist() == values and not record.flags.writeable
