@@ -74,14 +74,14 @@ def read_table(path: Path, *, required: Sequence[str] = (), skip_bad: bool = Fal
         records.close()
     table.columns = list(records.columns or [])
     _check_required(path, table.columns, required)
-    for name in table.columns:  # JSONL columns first met in a later batch: None for the earlier rows
-        column = table.values.setdefault(name, [])
-        if len(column) < len(table.rows):
-            column[:0] = [None] * (len(table.rows) - len(column))
+    for name in table.columns:  # a table without rows still has its columns (a later JSONL column: see _append)
+        table.values.setdefault(name, [])
     return table
 
 
 def _append(table: Table, values: dict[str, Any], rows: Sequence[int], keep: list[int], size: int) -> None:
+    """One batch's kept rows added to every column; a column first met in this batch (JSONL) gets None for the
+    rows before it, and each batch carries every column met so far, so the columns stay as long as the rows."""
     for name, column in values.items():
         target = table.values.get(name)
         if target is None:
