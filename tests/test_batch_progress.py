@@ -1,11 +1,10 @@
 """What a `score_file` run counts and shows on each of its three paths (texts encoded in turn, texts encoded in the
 background by the Rust fast path, precomputed vectors): the progress line ends at every row read, bad ones
-included, never goes back, and the run's counters and scores are those of the good rows, chunks longer than one
-encoder slice and chunks with no good row included."""
+included, never goes back, and the run's counters and scores are those of the good rows, with bad rows in every
+chunk (one chunk keeps a single good row) and chunks longer than one encoder slice."""
 
 from __future__ import annotations
 
-import csv
 import io
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from jeirt_lite import EncodedQuestions, Router, batch
 from jeirt_lite._progress import Progress
 from jeirt_lite.batch import ScoreOptions, ScoreState, score_file
+from test_batch import column, read_scores, write_bank
 
 ROWS, CHUNK = 700, 300
 # Rows with an empty text: three in the first chunk, all but its last row of the second (so that the count of
@@ -49,17 +49,8 @@ def _texts(real_texts: list[str]) -> list[str]:
 
 
 def _bank(path: Path, texts: list[str]) -> Path:
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["id", "text"])
-        writer.writerows([f"q{i}", "" if i in BAD else text] for i, text in enumerate(texts))
-    return path
-
-
-def _scores(path: Path) -> tuple[list[str], np.ndarray]:
-    with open(path, newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    return [row["id"] for row in rows], np.array([float(row["p_1"]) for row in rows])
+    """The texts as a CSV bank with ids q0, q1, ..., the rows in BAD left empty."""
+    return write_bank(path, [{"id": f"q{i}", "text": "" if i in BAD else text} for i, text in enumerate(texts)])
 
 
 def _check_run(router: Router, steps: list[list[int]], source: dict[str, Path], out: Path, want: np.ndarray) -> None:
@@ -76,9 +67,9 @@ def _check_run(router: Router, steps: list[list[int]], source: dict[str, Path], 
     (progress,) = steps
     assert progress[-1] == ROWS  # every row read counts, bad ones included
     assert progress == sorted(progress)
-    ids, best = _scores(out)
-    assert ids == [f"q{i}" for i in good]
-    np.testing.assert_allclose(best, want[good], rtol=1e-5, atol=1e-6)
+    rows = read_scores(out)
+    assert [row["id"] for row in rows] == [f"q{i}" for i in good]
+    np.testing.assert_allclose(column(rows, "p_1"), want[good], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
