@@ -10,6 +10,7 @@ Rerun it on the shipped router (python/jeirt_lite/default_router) after a rebase
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +24,8 @@ from .artifact import MANIFEST_FILE, load_artifact
 
 def migrate(path: Path) -> bool:
     """Rewrite the router folder at `path` in the current format; False when it already is."""
+    if not path.is_dir():
+        raise JeirtError(f"{path}: no router folder here")
     version = check_format(read_manifest_json(path / MANIFEST_FILE), str(path / MANIFEST_FILE), allow_legacy=True)
     if version == FORMAT_VERSION:
         load_artifact(path)  # still refuse a damaged folder
@@ -36,15 +39,19 @@ def migrate(path: Path) -> bool:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    folders = list(sys.argv[1:] if argv is None else argv)
-    if not folders or any(arg.startswith("-") for arg in folders):
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
-        return 2
-    for folder in folders:
+    parser = argparse.ArgumentParser(
+        prog="python -m jeirt_lite.migrate",
+        description="Convert router folders of an older format to the current one, in place (atomically);\n"
+        "a folder already in the current format is checked and left alone.",
+        epilog="example:\n  python -m jeirt_lite.migrate ~/routers/my_router",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("folders", nargs="+", type=Path, metavar="ROUTER_FOLDER", help="a router folder to convert")
+    for folder in parser.parse_args(argv).folders:
         try:
-            changed = migrate(Path(folder))
+            changed = migrate(folder)
         except JeirtError as err:
-            print(f"jeirt-lite migrate: {err}", file=sys.stderr)
+            print(f"{parser.prog}: error: {err}", file=sys.stderr)
             return 1
         print(f"{folder}: {'converted to' if changed else 'already in'} format {FORMAT_VERSION}")
     return 0
