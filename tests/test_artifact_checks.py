@@ -99,6 +99,8 @@ def test_directions_and_their_alignment_block_go_together(source: Any, tmp_path:
     [
         (np.zeros((0, DIM), np.float32), re.escape(f"must have shape (R >= 1, {DIM}), got (0, {DIM})")),
         (np.ones((2, DIM + 1), np.float32), re.escape(f"must have shape (R >= 1, {DIM}), got (2, {DIM + 1})")),
+        (np.ones((2, DIM - 1), np.float32), re.escape(f"must have shape (R >= 1, {DIM}), got (2, {DIM - 1})")),
+        (np.ones((2, DIM, 1), np.float32), re.escape(f"must have shape (R >= 1, {DIM}), got (2, {DIM}, 1)")),
         (np.ones(DIM, np.float32), re.escape(f"must have shape (R >= 1, {DIM}), got ({DIM},)")),
         (np.ones((2, DIM), np.int32), "reference directions must be finite floats"),
         (np.array([[1.0, 0, 0, 0], [0, np.nan, 0, 0]], np.float32), "reference directions must be finite floats"),
@@ -202,6 +204,11 @@ def test_a_missing_file_says_which_role_router_json_gave_it(tiny_router_path: Pa
         load_artifact(folder)
     assert str(raised.value) == (f"{folder / 'llms.safetensors'}: missing or not a regular file "
                                  "(router.json lists it as the llms file)")
+    (folder / "tokenizer.json").unlink()
+    with pytest.raises(JeirtError) as raised:
+        load_artifact(folder)  # the roles are checked in router.json's order: the tokenizer's comes first
+    assert str(raised.value) == (f"{folder / 'tokenizer.json'}: missing or not a regular file "
+                                 "(router.json lists it as the tokenizer file)")
     (folder / "router.json").unlink()
     with pytest.raises(JeirtError) as raised:
         load_artifact(folder)
