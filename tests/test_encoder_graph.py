@@ -113,6 +113,8 @@ def _encoder(tokenizer: Path, graph: Path, spec: Optional[EncoderSpec] = None, d
     [
         ({"ids_type": TensorProto.INT32}, {},
          "input 'input_ids' is tensor(int32) of shape ['batch', 'sequence'], expected int64 (N, L)"),
+        ({"ids_type": TensorProto.UINT8}, {},
+         "input 'input_ids' is tensor(uint8) of shape ['batch', 'sequence'], expected int64 (N, L)"),
         ({"ids_shape": ("batch",)}, {}, "input 'input_ids' is tensor(int64) of shape ['batch'], expected int64 (N, L)"),
         ({"ids_shape": ("batch", "sequence", 1)}, {},
          "input 'input_ids' is tensor(int64) of shape ['batch', 'sequence', 1], expected int64 (N, L)"),
@@ -122,16 +124,23 @@ def _encoder(tokenizer: Path, graph: Path, spec: Optional[EncoderSpec] = None, d
          "has no input 'mask' (inputs: ['attention_mask', 'input_ids'])"),
         ({}, {"output_name": "vectors"}, "has no output 'vectors' (outputs: ['question_vectors'])"),
         ({"out_type": TensorProto.DOUBLE}, {}, "output 'question_vectors' is tensor(double), expected float32"),
+        ({"out_type": TensorProto.FLOAT16}, {}, "output 'question_vectors' is tensor(float16), expected float32"),
         ({"table": np.ones((len(WORDS) + 2, DIM + 1), np.float32)}, {},
          f"output 'question_vectors' has shape ['batch', {DIM + 1}], expected (N, {DIM})"),
+        ({"table": np.ones((len(WORDS) + 2, DIM - 1), np.float32)}, {},
+         f"output 'question_vectors' has shape ['batch', {DIM - 1}], expected (N, {DIM})"),
         ({"out_rank": 3}, {}, f"output 'question_vectors' has shape ['batch', {DIM}, 1], expected (N, {DIM})"),
         ({"out_rank": 1}, {}, f"output 'question_vectors' has shape ['batch'], expected (N, {DIM})"),
         ({}, {"feature_output": "features", "feature_dim": DIM},
          "has no feature output 'features' (outputs: ['question_vectors'])"),
         ({"features_rank": 2}, {"feature_output": "features", "feature_dim": DIM + 1},
          f"feature output 'features' has shape ['batch', {DIM}], router.json says feature_dim {DIM + 1}"),
+        ({"features_rank": 2}, {"feature_output": "features", "feature_dim": DIM - 1},
+         f"feature output 'features' has shape ['batch', {DIM}], router.json says feature_dim {DIM - 1}"),
         ({"features_rank": 3}, {"feature_output": "features", "feature_dim": DIM},
          f"feature output 'features' has shape ['batch', {DIM}, 1], router.json says feature_dim {DIM}"),
+        ({"features_rank": 1}, {"feature_output": "features", "feature_dim": DIM},
+         f"feature output 'features' has shape ['batch'], router.json says feature_dim {DIM}"),
     ],
 )
 def test_a_graph_that_disagrees_with_router_json_is_refused_by_name(
@@ -174,6 +183,13 @@ def test_vectors_come_back_in_input_order_at_any_batch_size(
     assert vectors.dtype == np.float32 and vectors.shape == (len(TEXTS), DIM)
     vectors, features = encoder.encode_with_features(TEXTS)  # a graph without features gives none
     assert features is None
+
+
+def test_a_router_one_wide_with_features_one_wide_loads(tokenizer: Path, tmp_path: Path) -> None:
+    path = _graph(tmp_path / "encoder.onnx", features_rank=2, table=np.ones((len(WORDS) + 2, 1), np.float32))
+    vectors, features = _encoder(tokenizer, path, _spec(feature_output="features", feature_dim=1), dim=1
+                                 ).encode_with_features(TEXTS)
+    assert vectors.shape == (len(TEXTS), 1) and features is not None and np.array_equal(features, 2 * vectors)
 
 
 def test_the_routers_own_batch_size_is_used_unless_one_is_given(tokenizer: Path, tmp_path: Path) -> None:
