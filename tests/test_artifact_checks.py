@@ -31,6 +31,13 @@ def _save(source: Any, out: Path, **kwargs: Any) -> Path:
                          encoder=source.encoder, **kwargs)
 
 
+def _copy(src: Path, dst: Path) -> Path:
+    dst.mkdir()
+    for item in src.iterdir():
+        (dst / item.name).write_bytes(item.read_bytes())
+    return dst
+
+
 def _refused(source: Any, tmp_path: Path, message: str, **kwargs: Any) -> None:
     with pytest.raises(JeirtError, match=message):
         _save(source, tmp_path / "out", **kwargs)
@@ -168,20 +175,14 @@ def test_more_or_fewer_reference_directions_than_router_json_says_are_refused(
 
 
 def test_reading_only_the_manifest_still_refuses_the_older_format(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = tmp_path / "old"
-    folder.mkdir()
-    for item in tiny_router_path.iterdir():
-        (folder / item.name).write_bytes(item.read_bytes())
+    folder = _copy(tiny_router_path, tmp_path / "old")
     _reseal(folder, "format_version", None, 1)
     with pytest.raises(JeirtError, match=r"format_version 1 .*`python -m jeirt_lite.migrate ROUTER_FOLDER`"):
         read_manifest(folder)
 
 
 def test_a_changed_file_is_named_with_both_hashes(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = tmp_path / "r"
-    folder.mkdir()
-    for item in tiny_router_path.iterdir():
-        (folder / item.name).write_bytes(item.read_bytes())
+    folder = _copy(tiny_router_path, tmp_path / "r")
     expected = json.loads((folder / "router.json").read_text())["files"]["tokenizer"]["sha256"]
     with open(folder / "tokenizer.json", "a", encoding="utf-8") as handle:
         handle.write(" ")
@@ -195,11 +196,8 @@ def test_a_changed_file_is_named_with_both_hashes(tiny_router_path: Path, tmp_pa
 
 
 def test_a_missing_file_says_which_role_router_json_gave_it(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = tmp_path / "r"
-    folder.mkdir()
-    for item in tiny_router_path.iterdir():
-        if item.name != "llms.safetensors":
-            (folder / item.name).write_bytes(item.read_bytes())
+    folder = _copy(tiny_router_path, tmp_path / "r")
+    (folder / "llms.safetensors").unlink()
     with pytest.raises(JeirtError) as raised:
         load_artifact(folder)
     assert str(raised.value) == (f"{folder / 'llms.safetensors'}: missing or not a regular file "
