@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
@@ -129,6 +129,36 @@ def test_an_exception_out_of_the_worker_reaches_only_its_batch() -> None:
 
     error, value = asyncio.run(scenario())
     assert isinstance(error, RuntimeError) and value == 7
+
+
+@pytest.mark.parametrize("answers", [lambda jobs: list(jobs)[:-1], lambda jobs: [*jobs, 0]])
+def test_a_worker_that_answers_a_batch_short_or_long_fails_that_batch_and_serves_the_next(
+    answers: Callable[[Sequence[int]], list[int]]
+) -> None:
+    release = threading.Event()
+
+    def run(jobs: Sequence[int]) -> list[int]:
+        release.wait(10)  # the first batch holds the worker while 13 and 14 arrive, so that they share one
+        return answers(jobs) if 13 in jobs else list(jobs)
+
+    async def scenario() -> tuple[list[object], int]:
+        batcher: MicroBatcher[int, int] = MicroBatcher(run, max_wait=0.0, max_batch=4)
+        batcher.start()
+        held = asyncio.ensure_future(batcher.submit(1, 1))
+        await asyncio.sleep(0.05)
+        unlucky = [asyncio.ensure_future(batcher.submit(job, 1)) for job in (13, 14)]
+        await asyncio.sleep(0.05)
+        release.set()
+        failed = await asyncio.gather(held, *unlucky, return_exceptions=True)
+        value = await batcher.submit(7, 1)
+        await batcher.stop()
+        return failed, value
+
+    failed, value = asyncio.run(asyncio.wait_for(scenario(), 20))
+    assert value == 7 and failed[0] == 1
+    for error in failed[1:]:
+        assert isinstance(error, RuntimeError)
+        assert str(error) == f"the worker gave {len(answers([13, 14]))} answers to a batch of 2 requests"
 
 
 @pytest.mark.parametrize("where", ["embedding", "routing"])

@@ -106,6 +106,8 @@ class MicroBatcher(Generic[Job, Answer]):
             self._busy = len(batch)
             try:
                 answers = await loop.run_in_executor(self._worker, self._run, [p.job for p in batch])
+                if len(answers) != len(batch):  # else the requests left over would wait for ever
+                    raise RuntimeError(f"the worker gave {len(answers)} answers to a batch of {len(batch)} requests")
             except BaseException as error:  # handed to the waiting requests, which report it
                 for pending in batch:
                     if not pending.future.done():
