@@ -7,6 +7,7 @@ import asyncio
 import json
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -159,6 +160,28 @@ def test_a_worker_that_answers_a_batch_short_or_long_fails_that_batch_and_serves
     for error in failed[1:]:
         assert isinstance(error, RuntimeError)
         assert str(error) == f"the worker gave {len(answers([13, 14]))} answers to a batch of 2 requests"
+
+
+def test_a_fault_of_a_whole_batch_is_answered_as_a_json_500(tiny_router_path: Path) -> None:
+    from jeirt_lite._service.app import Limits, Service
+
+    service = Service(Router.load(tiny_router_path, threads=1), Limits(4096, 4, 0.0, 8))
+
+    class Broken:
+        async def submit(self, job: object, size: int) -> object:
+            raise RuntimeError("the worker gave 0 answers to a batch of 2 requests")
+
+    class Request:
+        content_length = None
+
+        async def read(self) -> bytes:
+            return b'{"texts": ["what is the law"], "k": 1}'
+
+    service.batcher = Broken()  # type: ignore[assignment]
+    response = asyncio.run(service.route(Request()))  # type: ignore[arg-type]
+    assert response.status == 500 and response.content_type == "application/json"
+    assert json.loads(response.body) == {  # type: ignore[arg-type]
+        "error": "internal error: RuntimeError: the worker gave 0 answers to a batch of 2 requests"}
 
 
 @pytest.mark.parametrize("where", ["embedding", "routing"])

@@ -20,7 +20,7 @@ from .. import __version__
 from .._errors import JeirtError
 from .batcher import MicroBatcher
 from .requests import TooLarge, forecast_request, parse_body, route_request
-from .scoring import Answer, Request, answer_batch, error_body
+from .scoring import Answer, Request, answer_batch, error_body, failure_answer
 
 if TYPE_CHECKING:
     from .._router import Router
@@ -78,7 +78,10 @@ class Service:
             return _json(413, error_body(str(error)))
         except JeirtError as error:
             return _json(400, error_body(str(error)))
-        status, body = await self.batcher.submit(checked, len(checked.texts))
+        try:
+            status, body = await self.batcher.submit(checked, len(checked.texts))
+        except Exception as error:  # a fault of its whole batch (answer_batch answers each request's own)
+            status, body = failure_answer(error)
         return _json(status, body)
 
     async def _body(self, request: web.Request) -> bytes:

@@ -67,7 +67,7 @@ def answer_batch(router: Router, requests: Sequence[Request]) -> list[Answer]:
 
 def _one_by_one(router: Router, requests: Sequence[Request], error: Exception) -> list[Answer]:
     if len(requests) == 1:
-        return [_failure(error)]
+        return [failure_answer(error)]
     return [answer_batch(router, [request])[0] for request in requests]
 
 
@@ -99,11 +99,12 @@ def _guarded(answer: Any) -> Answer:
     try:
         result: Answer = answer()
     except Exception as error:
-        return _failure(error)
+        return failure_answer(error)
     return result
 
 
-def _failure(error: Exception) -> Answer:
+def failure_answer(error: Exception) -> Answer:
+    """A request's answer to `error`: 400 with its words for a JeirtError, else 500 (logged with its traceback)."""
     if isinstance(error, JeirtError):
         return 400, error_body(str(error))
     LOG.exception("jeirt-lite serve: a request failed inside the router", exc_info=error)
