@@ -3,10 +3,11 @@
     python -m experiments.calibration_kinds --splits 0 1 2 3 4 --threads 1 --out .scratch/calibration_kinds
 
 For each split seed, the shipped recipe (`scripts.build_default_router`'s preset, `--holdout 0.2`; any other option
-is fit's and overrides the preset) is trained as `fit` trains it, without writing a router; the held-out logits its calibration is fitted on and the test part's
-logits (geometry plus neighbour votes, before any calibration) are kept in OUT/split{S}.npz. Then every kind is
-fitted on the held-out logits alone and scored on the test part, and the paired differences against `global`
-(the default) are printed over the splits. The runs are the expensive part; `--reuse` scores saved .npz files again.
+is fit's and overrides the preset) is trained as `fit` trains it, without writing a router; the held-out logits its
+calibration is fitted on and the test part's logits (geometry plus neighbour votes, before any calibration) are
+kept in OUT/split{S}.npz. Then every kind is fitted on the held-out logits alone and scored on the test part, and
+the paired differences against `global` (the default) are printed over the splits. The runs are the expensive
+part; `--reuse` scores saved .npz files again.
 """
 
 from __future__ import annotations

@@ -72,20 +72,27 @@ def test_requests_that_arrive_together_share_a_batch_up_to_max_batch() -> None:
         seen.append(list(jobs))
         return [job * 10 for job in jobs]
 
+    counts: list[tuple[int, int, int]] = []  # (unanswered, batches, jobs) as the service's /healthz reports them
+
     async def scenario() -> list[int]:
         batcher: MicroBatcher[int, int] = MicroBatcher(run, max_wait=0.0, max_batch=4)
         batcher.start()
+        counts.append((batcher.unanswered, batcher.batches, batcher.jobs))
         first = asyncio.ensure_future(batcher.submit(0, 1))
         await asyncio.sleep(0.05)
         rest = [asyncio.ensure_future(batcher.submit(job, 1)) for job in range(1, 10)]
         await asyncio.sleep(0.05)
+        counts.append((batcher.unanswered, batcher.batches, batcher.jobs))  # one running, nine waiting
         release.set()
         answers = await asyncio.gather(first, *rest)
+        counts.append((batcher.unanswered, batcher.batches, batcher.jobs))
         await batcher.stop()
+        assert batcher._task is not None and batcher._task.done()  # the dispatcher ends with the service
         return answers
 
     assert asyncio.run(scenario()) == [job * 10 for job in range(10)]
     assert seen == [[0], [1, 2, 3, 4], [5, 6, 7, 8], [9]]
+    assert counts == [(0, 0, 0), (10, 0, 0), (0, 4, 10)]
 
 
 def test_a_job_larger_than_max_batch_goes_alone_and_the_wait_gathers_late_arrivals() -> None:
