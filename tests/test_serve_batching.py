@@ -139,6 +139,38 @@ def test_an_exception_out_of_the_worker_reaches_only_its_batch() -> None:
     assert isinstance(error, RuntimeError) and value == 7
 
 
+def test_a_full_batch_waiting_is_not_kept_waiting_for_company() -> None:
+    """After a batch of several jobs the dispatcher waits max_wait for more, unless max_batch questions already wait:
+    here the wait is 30 s, and the test gives up after 20."""
+    seen: list[list[int]] = []
+    gates = {0: threading.Event(), 1: threading.Event()}
+
+    def run(jobs: Sequence[int]) -> list[int]:
+        if jobs[0] in gates:
+            gates[jobs[0]].wait(10)  # holds the worker while the next jobs arrive
+        seen.append(list(jobs))
+        return list(jobs)
+
+    async def scenario() -> list[int]:
+        batcher: MicroBatcher[int, int] = MicroBatcher(run, max_wait=30.0, max_batch=2)
+        batcher.start()
+        futures = [asyncio.ensure_future(batcher.submit(0, 1))]
+        await asyncio.sleep(0.05)
+        futures += [asyncio.ensure_future(batcher.submit(job, 1)) for job in (1, 2)]
+        await asyncio.sleep(0.05)
+        gates[0].set()  # [0] ends; [1, 2] starts at once (the batch before it held one job) and holds the worker
+        await asyncio.sleep(0.05)
+        futures += [asyncio.ensure_future(batcher.submit(job, 1)) for job in (3, 4)]
+        await asyncio.sleep(0.05)
+        gates[1].set()  # [1, 2] held two jobs, but two questions, max_batch, wait already: [3, 4] starts at once
+        answers = await asyncio.gather(*futures)
+        await batcher.stop()
+        return answers
+
+    assert asyncio.run(asyncio.wait_for(scenario(), 20)) == [0, 1, 2, 3, 4]
+    assert seen == [[0], [1, 2], [3, 4]]
+
+
 @pytest.mark.parametrize("answers", [lambda jobs: list(jobs)[:-1], lambda jobs: [*jobs, 0]])
 def test_a_worker_that_answers_a_batch_short_or_long_fails_that_batch_and_serves_the_next(
     answers: Callable[[Sequence[int]], list[int]]
