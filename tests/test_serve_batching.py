@@ -139,6 +139,41 @@ def test_an_exception_out_of_the_worker_reaches_only_its_batch() -> None:
     assert isinstance(error, RuntimeError) and value == 7
 
 
+def test_a_batch_takes_the_oldest_jobs_that_fit_and_stop_cancels_the_jobs_still_waiting() -> None:
+    seen: list[list[str]] = []
+    release = threading.Event()
+
+    def run(jobs: Sequence[str]) -> list[str]:
+        release.wait(10)
+        seen.append(list(jobs))
+        return list(jobs)
+
+    async def scenario() -> list[object]:
+        batcher: MicroBatcher[str, str] = MicroBatcher(run, max_wait=0.0, max_batch=4)
+        batcher.start()
+        futures = [asyncio.ensure_future(batcher.submit("first", 1))]
+        await asyncio.sleep(0.05)
+        futures += [asyncio.ensure_future(batcher.submit(name, size)) for name, size in
+                    (("a", 1), ("big", 5), ("b", 1), ("c", 2))]
+        await asyncio.sleep(0.05)
+        release.set()  # then [a] (big does not fit beside it, and nothing passes it), [big] alone, [b, c]
+        answers = await asyncio.gather(*futures)
+        release.clear()  # the next batch holds the worker; a job behind it is still waiting at the stop
+        held = asyncio.ensure_future(batcher.submit("held", 1))
+        await asyncio.sleep(0.05)
+        waiting = asyncio.ensure_future(batcher.submit("waiting", 1))
+        await asyncio.sleep(0.05)
+        stopping = asyncio.ensure_future(batcher.stop())
+        await asyncio.sleep(0.05)
+        release.set()
+        await stopping
+        outcome = await asyncio.gather(held, waiting, return_exceptions=True)
+        return [*answers, outcome[0], type(outcome[1]).__name__]
+
+    assert asyncio.run(asyncio.wait_for(scenario(), 20)) == ["first", "a", "big", "b", "c", "held", "CancelledError"]
+    assert seen == [["first"], ["a"], ["big"], ["b", "c"], ["held"]]
+
+
 def test_a_full_batch_waiting_is_not_kept_waiting_for_company() -> None:
     """After a batch of several jobs the dispatcher waits max_wait for more, unless max_batch questions already wait:
     here the wait is 30 s, and the test gives up after 20."""
