@@ -10,14 +10,7 @@ import numpy as np
 import pytest
 from jeirt_lite import JeirtError, artifact
 from jeirt_lite.artifact import load_artifact, save_artifact
-from tiny_router import build_tiny_router, edit_and_reseal
-
-
-def _copy(src: Path, dst: Path) -> Path:
-    dst.mkdir()
-    for item in src.iterdir():
-        (dst / item.name).write_bytes(item.read_bytes())
-    return dst
+from tiny_router import build_tiny_router, copy_router, edit_and_reseal
 
 
 def _edit_manifest(folder: Path, **changes: object) -> None:
@@ -51,7 +44,7 @@ def test_missing_folder_and_manifest(tmp_path: Path) -> None:
 
 
 def test_corrupt_manifest_json(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "r")
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     (folder / "router.json").write_text("{not json")
     with pytest.raises(JeirtError, match="router.json: not readable JSON"):
         load_artifact(folder)
@@ -68,14 +61,14 @@ def test_corrupt_manifest_json(tiny_router_path: Path, tmp_path: Path) -> None:
     ],
 )
 def test_bad_manifest_fields(tiny_router_path: Path, tmp_path: Path, changes: dict, message: str) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "r")
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     _edit_manifest(folder, **changes)
     with pytest.raises(JeirtError, match=message):
         load_artifact(folder)
 
 
 def test_tampered_file_fails_its_hash(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "r")
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     with open(folder / "encoder.onnx", "ab") as handle:
         handle.write(b"\0")
     with pytest.raises(JeirtError, match=r"encoder.onnx: sha256 .* does not match"):
@@ -83,14 +76,14 @@ def test_tampered_file_fails_its_hash(tiny_router_path: Path, tmp_path: Path) ->
 
 
 def test_missing_file_is_named(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "r")
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     (folder / "llms.safetensors").unlink()
     with pytest.raises(JeirtError, match=r"llms.safetensors: missing"):
         load_artifact(folder)
 
 
 def test_corrupt_table_with_matching_hash(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "r")
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     (folder / "llms.safetensors").write_bytes(b"garbage that is not safetensors")
     manifest = json.loads((folder / "router.json").read_text())
     manifest["files"]["llms"]["sha256"] = artifact.sha256_of(folder / "llms.safetensors")
@@ -100,12 +93,12 @@ def test_corrupt_table_with_matching_hash(tiny_router_path: Path, tmp_path: Path
 
 
 def test_manifest_and_table_disagree(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "r")
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     names = json.loads((folder / "router.json").read_text())["llms"]
     _edit_manifest(folder, llms=names[:-1])
     with pytest.raises(JeirtError, match="lists 4 LLMs but llms.safetensors has 5"):
         load_artifact(folder)
-    folder2 = _copy(tiny_router_path, tmp_path / "r2")
+    folder2 = copy_router(tiny_router_path, tmp_path / "r2")
     _edit_manifest(folder2, dim=7)
     with pytest.raises(JeirtError, match="content differs from the router.json saved with llms.safetensors"):
         load_artifact(folder2)

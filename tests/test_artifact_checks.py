@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from jeirt_lite import JeirtError
 from jeirt_lite.artifact import load_artifact, read_manifest, save_artifact, sha256_of
-from tiny_router import edit_and_reseal
+from tiny_router import copy_router, edit_and_reseal
 
 DIM = 4
 
@@ -31,13 +31,6 @@ def _save(source: Any, out: Path, **kwargs: Any) -> Path:
                          encoder=source.encoder, **kwargs)
 
 
-def _copy(src: Path, dst: Path) -> Path:
-    dst.mkdir()
-    for item in src.iterdir():
-        (dst / item.name).write_bytes(item.read_bytes())
-    return dst
-
-
 def _refused(source: Any, tmp_path: Path, message: str, **kwargs: Any) -> None:
     with pytest.raises(JeirtError, match=message):
         _save(source, tmp_path / "out", **kwargs)
@@ -46,8 +39,7 @@ def _refused(source: Any, tmp_path: Path, message: str, **kwargs: Any) -> None:
 
 def test_a_table_one_wide_is_a_router_and_zero_wide_is_not(source: Any, tmp_path: Path) -> None:
     one = np.array([[0.5], [-0.5]], np.float32)
-    save_artifact(tmp_path / "one", llm_names=["x", "y"], llm_vectors=one, tokenizer_json=source.tokenizer_path,
-                  encoder_onnx=source.encoder_path, encoder=source.encoder)
+    _save(source, tmp_path / "one", llm_vectors=one)
     assert np.array_equal(load_artifact(tmp_path / "one").llm_vectors, one)
     with pytest.raises(JeirtError, match="LLM table has dimension 0"):
         _save(source, tmp_path / "zero", llm_vectors=np.ones((2, 0)))
@@ -175,14 +167,14 @@ def test_more_or_fewer_reference_directions_than_router_json_says_are_refused(
 
 
 def test_reading_only_the_manifest_still_refuses_the_older_format(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "old")
+    folder = copy_router(tiny_router_path, tmp_path / "old")
     _reseal(folder, "format_version", None, 1)
     with pytest.raises(JeirtError, match=r"format_version 1 .*`python -m jeirt_lite.migrate ROUTER_FOLDER`"):
         read_manifest(folder)
 
 
 def test_a_changed_file_is_named_with_both_hashes(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "r")
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     expected = json.loads((folder / "router.json").read_text())["files"]["tokenizer"]["sha256"]
     with open(folder / "tokenizer.json", "a", encoding="utf-8") as handle:
         handle.write(" ")
@@ -196,7 +188,7 @@ def test_a_changed_file_is_named_with_both_hashes(tiny_router_path: Path, tmp_pa
 
 
 def test_a_missing_file_says_which_role_router_json_gave_it(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "r")
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     (folder / "llms.safetensors").unlink()
     with pytest.raises(JeirtError) as raised:
         load_artifact(folder)

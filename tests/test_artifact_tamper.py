@@ -21,16 +21,9 @@ import pytest
 from jeirt_lite import JeirtError, Router
 from jeirt_lite._manifest import Manifest
 from jeirt_lite.artifact import LLM_TENSOR, load_artifact, read_manifest, sha256_of
-from tiny_router import build_tiny_router, edit_and_reseal
+from tiny_router import build_tiny_router, copy_router, edit_and_reseal
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _copy(src: Path, dst: Path) -> Path:
-    dst.mkdir()
-    for item in src.iterdir():
-        (dst / item.name).write_bytes(item.read_bytes())
-    return dst
 
 
 def _edit(folder: Path, edit: Callable[[dict[str, Any]], None]) -> None:
@@ -58,7 +51,7 @@ def _swap(items: list[Any], i: int = 0, j: int = 1) -> None:
 def test_a_hand_edited_router_json_is_refused(
     tiny_router_path: Path, tmp_path: Path, edit: Callable[[dict[str, Any]], None], message: str
 ) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "r")
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     _edit(folder, edit)
     with pytest.raises(JeirtError, match=message):
         load_artifact(folder)
@@ -68,7 +61,7 @@ def test_a_hand_edited_router_json_is_refused(
 
 def test_router_json_of_another_router_is_refused(tiny_router_path: Path, tmp_path: Path) -> None:
     other = build_tiny_router(tmp_path / "other", seed=1)  # same names and shapes, other weights and files
-    folder = _copy(tiny_router_path, tmp_path / "r")
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     (folder / "router.json").write_bytes((other / "router.json").read_bytes())
     with pytest.raises(JeirtError, match="sha256 .* does not match"):
         load_artifact(folder)
@@ -111,7 +104,7 @@ def _set_alignment(top_k: int) -> Callable[[dict[str, Any]], None]:
 def test_every_manifest_field_is_validated(
     tiny_router_path: Path, tmp_path: Path, edit: Callable[[dict[str, Any]], None], message: str
 ) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "r")
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     edit_and_reseal(folder, edit)
     with pytest.raises(JeirtError, match=message):
         load_artifact(folder)
@@ -119,14 +112,14 @@ def test_every_manifest_field_is_validated(
 
 @pytest.mark.parametrize("name", ["../tokenizer.json", "/etc/hostname", "sub/tokenizer.json", "..", "", "a\\b"])
 def test_file_paths_outside_the_folder_are_refused(tiny_router_path: Path, tmp_path: Path, name: str) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "r")
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     edit_and_reseal(folder, lambda m: m["files"]["tokenizer"].update(path=name))
     with pytest.raises(JeirtError, match="files.tokenizer.path must be a plain file name inside the router"):
         load_artifact(folder)
 
 
 def test_a_symlink_leading_out_of_the_folder_is_refused(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "r")
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     outside = tmp_path / "elsewhere.json"
     outside.write_bytes((folder / "tokenizer.json").read_bytes())
     (folder / "tokenizer.json").unlink()
@@ -136,7 +129,7 @@ def test_a_symlink_leading_out_of_the_folder_is_refused(tiny_router_path: Path, 
 
 
 def test_file_hashes_must_be_hex(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "r")
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     _edit(folder, lambda m: m["files"]["tokenizer"].update(sha256="XYZ"))
     with pytest.raises(JeirtError, match="files.tokenizer.sha256 must be 64 lowercase hex digits"):
         load_artifact(folder)
@@ -149,19 +142,19 @@ def test_alignment_settings_are_bounded(tiny_router_path: Path, tmp_path: Path) 
     aligned = _with_reference(tiny_router_path, tmp_path / "aligned", np.eye(3, dim))
     assert Router.load(aligned).manifest.alignment.top_k == 3  # the default 10, capped at R = 3
     for top_k, message in ((0, r"alignment.top_k must be in 1\.\.3, got 0"), (10**9, r"1\.\.3, got 1000000000")):
-        folder = _copy(aligned, tmp_path / f"k{top_k}")
+        folder = copy_router(aligned, tmp_path / f"k{top_k}")
         _edit(folder, _set_alignment(top_k))
         with pytest.raises(JeirtError, match=message):
             load_artifact(folder)
-    folder = _copy(aligned, tmp_path / "k2")
+    folder = copy_router(aligned, tmp_path / "k2")
     _edit(folder, _set_alignment(2))  # in range, but not what was saved
     with pytest.raises(JeirtError, match="content differs"):
         load_artifact(folder)
-    folder = _copy(aligned, tmp_path / "threshold")
+    folder = copy_router(aligned, tmp_path / "threshold")
     edit_and_reseal(folder, lambda m: m["alignment"].update(threshold=3.0))
     with pytest.raises(JeirtError, match=r"alignment.threshold must be in \[-1, 1\]"):
         load_artifact(folder)
-    folder = _copy(aligned, tmp_path / "rows")
+    folder = copy_router(aligned, tmp_path / "rows")
     edit_and_reseal(folder, lambda m: m["alignment"].update(n_reference=4, top_k=4))
     with pytest.raises(JeirtError, match="holds 3 reference directions, router.json's alignment.n_reference says 4"):
         load_artifact(folder)
@@ -170,14 +163,14 @@ def test_alignment_settings_are_bounded(tiny_router_path: Path, tmp_path: Path) 
 def test_encoder_inputs_swapped_consistently_are_refused_by_the_graph_check(
     tiny_router_path: Path, tmp_path: Path
 ) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "r")
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     edit_and_reseal(folder, lambda m: m["encoder"].update(input_names=["input_ids", "token_type_ids"]))
     with pytest.raises(JeirtError, match="has no input 'token_type_ids'"):
         Router.load(folder)
 
 
 def test_read_manifest_does_not_hash_or_load_the_encoder(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "r")
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     with open(folder / "encoder.onnx", "ab") as handle:
         handle.write(b"\0")  # a full load hashes it and refuses; the cheap read does not look at it
     assert read_manifest(folder).llms == tuple(f"llm-{i}" for i in range(5))
@@ -218,7 +211,7 @@ def _make_format_1(folder: Path) -> None:
 def test_a_format_1_folder_is_refused_with_the_migration_command_which_converts_it(
     tiny_router_path: Path, tmp_path: Path
 ) -> None:
-    folder = _copy(tiny_router_path, tmp_path / "old")
+    folder = copy_router(tiny_router_path, tmp_path / "old")
     _make_format_1(folder)
     with pytest.raises(JeirtError, match=r"format_version 1 .*`python -m jeirt_lite.migrate ROUTER_FOLDER`"):
         Router.load(folder)

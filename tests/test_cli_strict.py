@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from typing import Any, Optional
 
 import numpy as np
 import pytest
-from tiny_router import edit_and_reseal
+from tiny_router import copy_router, edit_and_reseal
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "python" / "jeirt_lite" / "default_router"
@@ -41,16 +40,11 @@ class Case:
     check: Optional[Callable[[Path, str], None]] = None  # (tmp, stdout) for a case that succeeds
 
 
-def _copy(source: Path, target: Path) -> Path:
-    shutil.copytree(source, target)
-    return target
-
-
 def _raw_edit(text_edit: Callable[[str], str]) -> Callable[[Path, Path], Path]:
     """A copy of the tiny router whose router.json text is edited (NaN and Infinity cannot be re-sealed)."""
 
     def make(tiny: Path, tmp: Path) -> Path:
-        folder = _copy(tiny, tmp / "edited")
+        folder = copy_router(tiny, tmp / "edited")
         manifest = folder / "router.json"
         manifest.write_text(text_edit(manifest.read_text()))
         return folder
@@ -62,7 +56,7 @@ def _resealed(edit: Callable[[dict[str, Any]], None]) -> Callable[[Path, Path], 
     """A copy of the tiny router edited and re-sealed (hashes and binding recomputed): consistent but wrong."""
 
     def make(tiny: Path, tmp: Path) -> Path:
-        folder = _copy(tiny, tmp / "resealed")
+        folder = copy_router(tiny, tmp / "resealed")
         edit_and_reseal(folder, edit)
         return folder
 
@@ -79,7 +73,7 @@ def _with_metrics(value: str) -> Callable[[str], str]:
 
 
 def _linked_manifest(tiny: Path, tmp: Path) -> Path:
-    folder = _copy(tiny, tmp / "linked")
+    folder = copy_router(tiny, tmp / "linked")
     outside = tmp / "elsewhere.json"
     (folder / "router.json").rename(outside)
     (folder / "router.json").symlink_to(outside)  # the same bytes: only the link gives it away
@@ -89,7 +83,7 @@ def _linked_manifest(tiny: Path, tmp: Path) -> Path:
 def _without_relu(tiny: Path, tmp: Path) -> Path:
     """The shipped static router with the adapter's ReLU removed from encoder.onnx, everything re-sealed."""
     onnx = pytest.importorskip("onnx")
-    folder = _copy(SHIPPED, tmp / "norelu")
+    folder = copy_router(SHIPPED, tmp / "norelu")
     model = onnx.load(str(folder / "encoder.onnx"), load_external_data=False)
     relu = next(node for node in model.graph.node if node.op_type == "Relu")
     for node in model.graph.node:

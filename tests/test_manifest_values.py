@@ -5,7 +5,6 @@ the rule on links that every file of the folder obeys."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any, Callable
 
@@ -13,11 +12,7 @@ import pytest
 from jeirt_lite import JeirtError, Router
 from jeirt_lite._manifest_values import MAX_DEPTH, check_values
 from jeirt_lite.artifact import load_artifact, read_manifest
-from tiny_router import edit_and_reseal
-
-
-def _copy(tiny: Path, tmp: Path) -> Path:
-    return Path(shutil.copytree(tiny, tmp / "r"))
+from tiny_router import copy_router, edit_and_reseal
 
 
 def _metrics_text(value: str) -> Callable[[str], str]:
@@ -42,7 +37,7 @@ def _metrics_text(value: str) -> Callable[[str], str]:
 def test_a_non_finite_or_huge_number_anywhere_is_a_jeirt_error_naming_the_field(
     tiny_router_path: Path, tmp_path: Path, value: str, message: str
 ) -> None:
-    folder = _copy(tiny_router_path, tmp_path)
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     path = folder / "router.json"
     path.write_text(_metrics_text(value)(path.read_text()))
     for load in (Router.load, load_artifact, read_manifest):
@@ -65,14 +60,14 @@ def test_a_non_finite_or_huge_number_anywhere_is_a_jeirt_error_naming_the_field(
 def test_a_mistyped_descriptive_field_is_refused_by_name(
     tiny_router_path: Path, tmp_path: Path, edit: Callable[[dict[str, Any]], None], message: str
 ) -> None:
-    folder = _copy(tiny_router_path, tmp_path)
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     edit_and_reseal(folder, edit)  # consistent hashes and binding: only the value check can catch it
     with pytest.raises(JeirtError, match=message):
         Router.load(folder)
 
 
 def test_well_typed_metrics_and_nulls_load(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = _copy(tiny_router_path, tmp_path)
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     edit_and_reseal(folder, lambda m: m.update(
         metrics={"how": "text", "heldout": {"auc": 0.75, "n": 100, "ece": None}, "test": None, "note": "free text"},
         training={"split": {"seed": 3, "n_test_questions": 0}, "anything": ["goes", 1, 2.5, None, True]},
@@ -81,7 +76,7 @@ def test_well_typed_metrics_and_nulls_load(tiny_router_path: Path, tmp_path: Pat
 
 
 def test_a_key_given_twice_is_refused(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = _copy(tiny_router_path, tmp_path)
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     path = folder / "router.json"
     path.write_text(path.read_text().replace('"label":', '"label": "first", "label":', 1))
     with pytest.raises(JeirtError, match="the key 'label' appears twice"):
@@ -92,7 +87,7 @@ def test_a_key_given_twice_is_refused(tiny_router_path: Path, tmp_path: Path) ->
 def test_one_rule_on_links_for_every_file_router_json_included(
     tiny_router_path: Path, tmp_path: Path, name: str
 ) -> None:
-    folder = _copy(tiny_router_path, tmp_path)
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     outside = tmp_path / f"outside-{name}"
     (folder / name).rename(outside)
     (folder / name).symlink_to(outside)  # the same bytes, so the same hash: only the link gives it away

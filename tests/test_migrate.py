@@ -7,13 +7,7 @@ from pathlib import Path
 
 import pytest
 from jeirt_lite.migrate import main
-
-
-def _copy(src: Path, dst: Path) -> Path:
-    dst.mkdir()
-    for item in src.iterdir():
-        (dst / item.name).write_bytes(item.read_bytes())
-    return dst
+from tiny_router import copy_router
 
 
 def test_help_shows_an_example_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
@@ -35,8 +29,8 @@ def test_no_folder_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
 def test_each_folder_is_reported_and_the_first_bad_one_stops_the_run(
     tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    current = _copy(tiny_router_path, tmp_path / "current")
-    damaged = _copy(tiny_router_path, tmp_path / "damaged")
+    current = copy_router(tiny_router_path, tmp_path / "current")
+    damaged = copy_router(tiny_router_path, tmp_path / "damaged")
     with open(damaged / "tokenizer.json", "a", encoding="utf-8") as handle:
         handle.write(" ")
     assert main([str(current), str(damaged), str(tmp_path / "never read")]) == 1

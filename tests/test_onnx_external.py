@@ -14,19 +14,12 @@ import pytest
 from jeirt_lite import JeirtError, Router
 from jeirt_lite._onnx_external import external_tensors
 from jeirt_lite.artifact import load_artifact
-from tiny_router import edit_and_reseal
+from tiny_router import copy_router, edit_and_reseal
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "python" / "jeirt_lite" / "default_router"
 STATIC = "static_encoder.safetensors"
 TENSORS = {"table", "w1", "b1", "w2", "b2"}
-
-
-def _copy(src: Path, dst: Path) -> Path:
-    dst.mkdir()
-    for item in src.iterdir():
-        (dst / item.name).write_bytes(item.read_bytes())
-    return dst
 
 
 def _texts(n: int) -> list[str]:
@@ -116,7 +109,7 @@ def _reshaped(tensors: dict[str, np.ndarray]) -> dict[str, Any]:
 def test_a_static_file_that_no_longer_lines_up_with_the_graph_is_refused(
     tmp_path: Path, change: Callable[[dict[str, np.ndarray]], dict[str, Any]], message: str
 ) -> None:
-    folder = _copy(SHIPPED, tmp_path / "r")
+    folder = copy_router(SHIPPED, tmp_path / "r")
     _rewrite_static(folder, change)
     edit_and_reseal(folder)  # both files match router.json again: only the new check can tell
     for fast_path in (True, False):
@@ -125,7 +118,7 @@ def test_a_static_file_that_no_longer_lines_up_with_the_graph_is_refused(
 
 
 def test_a_truncated_static_file_is_refused(tmp_path: Path) -> None:
-    folder = _copy(SHIPPED, tmp_path / "r")
+    folder = copy_router(SHIPPED, tmp_path / "r")
     content = (folder / STATIC).read_bytes()
     (folder / STATIC).write_bytes(content[:-1000])
     edit_and_reseal(folder)
@@ -138,7 +131,7 @@ def test_a_truncated_static_file_is_refused(tmp_path: Path) -> None:
 
 
 def test_saving_with_a_static_file_the_graph_does_not_read_writes_nothing(tmp_path: Path) -> None:
-    other = _copy(SHIPPED, tmp_path / "other")
+    other = copy_router(SHIPPED, tmp_path / "other")
     _rewrite_static(other, _moved)
     router = Router.load(SHIPPED, threads=1)
     with pytest.raises(JeirtError, match="reads bytes .* but the tensor lies at"):
@@ -167,18 +160,18 @@ def _relocate(folder: Path, location: str, extra: tuple[tuple[str, str], ...] = 
     "location", ["../static_encoder.safetensors", "/etc/passwd", "./static_encoder.safetensors", "tokenizer.json"]
 )
 def test_external_data_may_name_only_the_static_file(tmp_path: Path, location: str) -> None:
-    folder = _copy(SHIPPED, tmp_path / "r")
+    folder = copy_router(SHIPPED, tmp_path / "r")
     _relocate(folder, location)
     with pytest.raises(JeirtError, match=f"tensor 'table': reads its data from '{location}'; only '{STATIC}'"):
         Router.load(folder, fast_path=False)
 
 
 def test_external_data_with_keys_of_its_own_is_refused(tmp_path: Path) -> None:
-    folder = _copy(SHIPPED, tmp_path / "r")
+    folder = copy_router(SHIPPED, tmp_path / "r")
     _relocate(folder, STATIC, (("checksum", "0"),))
     with pytest.raises(JeirtError, match=r"external data must give exactly \['location', 'offset', 'length'\]"):
         Router.load(folder)
-    folder = _copy(SHIPPED, tmp_path / "underscore")
+    folder = copy_router(SHIPPED, tmp_path / "underscore")
     onnx = pytest.importorskip("onnx")
     model = onnx.load(str(folder / "encoder.onnx"), load_external_data=False)
     table = next(init for init in model.graph.initializer if init.name == "table")
@@ -188,14 +181,14 @@ def test_external_data_with_keys_of_its_own_is_refused(tmp_path: Path) -> None:
     edit_and_reseal(folder)
     with pytest.raises(JeirtError, match="external offset/length must be plain decimal numbers"):
         Router.load(folder)
-    folder = _copy(SHIPPED, tmp_path / "twice")
+    folder = copy_router(SHIPPED, tmp_path / "twice")
     _relocate(folder, STATIC, (("location", "../elsewhere"),))  # one reader would take the first, another the last
     with pytest.raises(JeirtError, match="not a readable ONNX graph .*gives external data key 'location' twice"):
         Router.load(folder)
 
 
 def test_a_graph_reading_external_data_without_a_static_file_is_refused(tmp_path: Path) -> None:
-    folder = _copy(SHIPPED, tmp_path / "r")
+    folder = copy_router(SHIPPED, tmp_path / "r")
     (folder / STATIC).unlink()
     edit_and_reseal(folder, lambda manifest: manifest["files"].pop("static_encoder"))
     with pytest.raises(JeirtError, match="router.json lists no static encoder file"):

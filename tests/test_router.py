@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jeirt_lite import EncodedQuestions, JeirtError, Router, RouteResult
-from tiny_router import build_tiny_router, edit_and_reseal, reference_vectors
+from tiny_router import build_tiny_router, copy_router, edit_and_reseal, reference_vectors
 
 TEXTS = [
     "What is the derivative of a function",
@@ -160,20 +160,14 @@ def test_save_then_load_gives_the_same_router(router: Router, tmp_path: Path) ->
 
 
 def test_graph_that_does_not_match_the_manifest(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = tmp_path / "r"
-    folder.mkdir()
-    for item in tiny_router_path.iterdir():
-        (folder / item.name).write_bytes(item.read_bytes())
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     edit_and_reseal(folder, lambda manifest: manifest["encoder"].update(output_name="sentence_embedding"))
     with pytest.raises(JeirtError, match="encoder.onnx: has no output 'sentence_embedding'"):
         Router.load(folder)
 
 
 def test_onnx_file_that_is_not_a_graph(tiny_router_path: Path, tmp_path: Path) -> None:
-    folder = tmp_path / "r"
-    folder.mkdir()
-    for item in tiny_router_path.iterdir():
-        (folder / item.name).write_bytes(item.read_bytes())
+    folder = copy_router(tiny_router_path, tmp_path / "r")
     (folder / "encoder.onnx").write_bytes(b"not an onnx graph")
     edit_and_reseal(folder)
     # Refused before ONNX Runtime sees it: the graph is read first for its external data (_onnx_external).

@@ -141,6 +141,14 @@ def reference_vectors(router_path: Path, texts: Sequence[str]) -> np.ndarray:
     return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
 
 
+def copy_router(src: Path, dst: Path) -> Path:
+    """A byte-for-byte copy of the router folder `src` at `dst` (made here), for a test to damage or edit."""
+    dst.mkdir()
+    for item in src.iterdir():
+        (dst / item.name).write_bytes(item.read_bytes())
+    return dst
+
+
 def edit_and_reseal(folder: Path, edit: Callable[[dict[str, Any]], None] = lambda manifest: None) -> None:
     """Apply `edit` to router.json, then re-hash the files and re-bind the table as save_artifact would: a folder
     that is consistent but wrong, to test the checks that come after the hashes and the binding."""
