@@ -415,6 +415,14 @@ def read_manifest(path: PathLike) -> Manifest:
     return manifest
 
 
+def router_folder(path: PathLike) -> Path:
+    """`path` as a Path, refused by name when no folder is there (the first check of every reader of a router)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise JeirtError(f"{folder}: no router folder here")
+    return folder
+
+
 def _plain_file(folder: Path, name: str, role: str) -> Path:
     """The one rule for every file of a router folder, router.json included: a regular file directly inside the
     folder, never a symbolic link (a link's target can change after the hashes were checked, or lie outside)."""
@@ -433,9 +441,7 @@ def _open_folder(
     path: PathLike, *, allow_legacy: bool = False
 ) -> tuple[Path, Any, Manifest, dict[str, Path]]:
     """The folder, router.json's JSON and parsed manifest, and the confined path of each file it lists."""
-    folder = Path(path)
-    if not folder.is_dir():
-        raise JeirtError(f"{folder}: no router folder here")
+    folder = router_folder(path)
     manifest_path = _plain_file(folder, MANIFEST_FILE, "manifest")
     raw = read_manifest_json(manifest_path)
     manifest = parse_manifest(raw, str(manifest_path), allow_legacy=allow_legacy)

@@ -19,13 +19,12 @@ from typing import Optional
 from ._artifact_files import read_manifest_json
 from ._errors import JeirtError
 from ._manifest import FORMAT_VERSION, check_format
-from .artifact import MANIFEST_FILE, load_artifact
+from .artifact import MANIFEST_FILE, load_artifact, router_folder
 
 
 def migrate(path: Path) -> bool:
     """Rewrite the router folder at `path` in the current format; False when it already is."""
-    if not path.is_dir():
-        raise JeirtError(f"{path}: no router folder here")
+    router_folder(path)
     version = check_format(read_manifest_json(path / MANIFEST_FILE), str(path / MANIFEST_FILE), allow_legacy=True)
     if version == FORMAT_VERSION:
         load_artifact(path)  # still refuse a damaged folder
