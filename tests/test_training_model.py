@@ -155,6 +155,8 @@ def test_llm_table_learns_at_its_own_rate() -> None:
     assert 0.5 < q_10 / q_1 < 2
     with pytest.raises(ValueError, match="llm_lr_scale must be > 0"):
         JeirtPredictor(llm_lr_scale=0.0, **kw).fit(emb, train, train, k)
+    with pytest.raises(ValueError, match=r"seed must be in 0\.\.9223372036854775807, got -3"):
+        JeirtPredictor(**{**kw, "seed": -3}).fit(emb, train, train, k)
 
 
 def test_predict_proba_shape_and_range(capfd: pytest.CaptureFixture[str]) -> None:

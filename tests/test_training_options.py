@@ -33,6 +33,10 @@ from jeirt_lite.cli import main
         (["--folds", "five"], "argument --folds: 'five' is not a whole number (or auto)"),
         (["--max-length", "0"], "argument --max-length: must be at least 1"),
         (["--seed", "1" * 30], "argument --seed: must be at most"),
+        # NumPy's generators take no negative seed, and every seed must fit an int64.
+        (["--seed", "-1"], "argument --seed: must be at least 0, got -1"),
+        (["--split-seed", "-2"], "argument --split-seed: must be at least 0, got -2"),
+        (["--seed", str(1 << 63)], "must be at most 9,223,372,036,854,775,807, got 9,223,372,036,854,775,808"),
         (["--table-pulls", "1"], "'1': must be a finite number in [0, 1)"),
     ],
 )
@@ -130,6 +134,8 @@ def test_trains_defaults_are_the_documented_recipe_and_help_states_them() -> Non
                                                                                      DEFAULT_ENCODER)
     assert (args.lr, args.weight_decay, args.max_epochs, args.seed) == (DEFAULTS.lr, DEFAULTS.weight_decay,
                                                                         DEFAULTS.max_epochs, DEFAULTS.seed)
+    widest = parser.parse_args(["--data", "d", "--out", "r", "--seed", str((1 << 63) - 1), "--split-seed", "0"])
+    assert (widest.seed, widest.split_seed) == ((1 << 63) - 1, 0)
     assert _help_of(parser, "--threads").endswith("torch threads, 1..256 (default: 2)")
     assert _help_of(parser, "--holdout").endswith("in [0, 1) (default: 0)")
     assert _help_of(parser, "--split-seed").endswith("--holdout's part) (default: 0)")

@@ -65,6 +65,13 @@ def test_deterministic_and_seed_dependent() -> None:
     assert not np.array_equal(a.test, c.test)
 
 
+def test_a_seed_numpy_cannot_take_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match=r"seed must be in 0\.\.9223372036854775807, got -1"):
+        make_split(synthetic(), seed=-1)
+    with pytest.raises(ValueError, match="seed must be in"):
+        make_folds(synthetic(), np.arange(10), 2, seed=1 << 63)
+
+
 def test_bad_fractions() -> None:
     with pytest.raises(ValueError, match="sum < 1"):
         make_split(synthetic(), val_fraction=0.5, test_fraction=0.5)

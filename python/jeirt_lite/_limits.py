@@ -13,6 +13,7 @@ hang, an out-of-memory kill or a silently meaningless answer.
 | cost weights | finite, >= 0 |
 | router dimension d / LLMs / reference rows | 1..MAX_DIM / 1..MAX_LLMS / 1..MAX_REFERENCE |
 | encoder max_seq_length | 1..MAX_SEQ_LENGTH |
+| random seeds (training) | 0..MAX_SEED |
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ MAX_DIM = 1 << 16
 MAX_LLMS = 1 << 16
 MAX_REFERENCE = 1 << 22
 MAX_NAME_CHARS = 1000
+# NumPy's generators take only non-negative seeds, torch's at most 2**64 - 1: both take 0..2**63 - 1 (an int64).
+MAX_SEED = (1 << 63) - 1
 
 
 def bounded_int(value: Any, name: str, low: int, high: int) -> int:
@@ -63,6 +66,10 @@ def finite_float(value: Any, name: str, low: float = -math.inf, high: float = ma
 
 def check_threads(threads: Any) -> int:
     return bounded_int(threads, "threads", 1, MAX_THREADS)
+
+
+def check_seed(seed: Any) -> int:
+    return bounded_int(seed, "seed", 0, MAX_SEED)
 
 
 def check_probability(value: Any, name: str) -> float:

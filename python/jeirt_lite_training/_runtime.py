@@ -14,6 +14,7 @@ from jeirt_lite._io.formats import table_format
 from jeirt_lite._io.outputs import check_output_folder, refuse_inputs
 from jeirt_lite._io.tables import read_table
 from jeirt_lite._io.vocabulary import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS
+from jeirt_lite._limits import check_seed
 from jeirt_lite._neighbours import (
     NOT_ASKED,
     NeighbourVotes,
@@ -30,7 +31,8 @@ from jeirt_lite.cli import _options as cli_options  # the converters and parser 
 
 __all__ = [
     "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "NOT_ASKED", "STATIC_ENCODER_FILE", "TRUE_LABELS", "JeirtError",
-    "NeighbourVotes", "Router", "alignment", "check_output_folder", "cli_options", "neighbour_sums", "normalise_question",
+    "NeighbourVotes", "Router", "alignment", "check_output_folder", "check_seed", "cli_options", "neighbour_sums",
+    "normalise_question",
     "read_table", "refuse_inputs", "safetensors_layout", "save_artifact", "short_rows", "smoothed", "table_format", "training_question_set", "unit_rows",
     "vote_logits",
 ]

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ._runtime import check_seed
 from .averaging import WeightAverage, ema_decay
 from .network import JeirtConfig, JeirtModel, jeirt_logits
 from .types import Responses
@@ -185,6 +186,7 @@ class TrainOutcome:
 
 
 def _check_config(cfg: JeirtConfig) -> None:
+    check_seed(cfg.seed)
     if cfg.lr_drops < 0 or cfg.lr_drop_patience < 1:
         raise ValueError(
             f"lr_drops must be >= 0 and lr_drop_patience >= 1, got {cfg.lr_drops} and {cfg.lr_drop_patience}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ._runtime import normalise_question
+from ._runtime import check_seed, normalise_question
 from .types import Dataset, Split
 
 
@@ -28,6 +28,7 @@ def _deal_groups(
     dealt out in order, a group going to part j while the running count at its midpoint is below the sum of the
     first j+1 `fractions` (the last part takes the rest). `among`: deal only these questions' groups (the others
     get part -1)."""
+    check_seed(seed)
     groups = text_groups(dataset.texts)
     n_groups = int(groups.max()) + 1 if len(groups) else 0
     first_member = np.full(n_groups, len(groups), dtype=np.int64)

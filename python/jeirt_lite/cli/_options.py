@@ -14,7 +14,7 @@ import math
 import sys
 from typing import Callable, NoReturn, TypeVar
 
-from .._limits import MAX_CHUNK_ROWS, MAX_DIM, MAX_SEQ_LENGTH, MAX_THREADS
+from .._limits import MAX_CHUNK_ROWS, MAX_DIM, MAX_SEED, MAX_SEQ_LENGTH, MAX_THREADS
 
 PROG = "jeirt-lite"
 # Epochs of training: far above any schedule that stops early (the default is 200), low enough that a typo does
@@ -107,7 +107,7 @@ def int_list_in(low: int, high: int) -> Callable[[str], list[int]]:
 
 
 threads = int_in(1, MAX_THREADS)
-seed = int_in(-(1 << 63), (1 << 63) - 1)
+seed = int_in(0, MAX_SEED)
 tokens = int_in(1, MAX_SEQ_LENGTH)  # an encoder's truncation
 positive_int = int_in(1, MAX_CHUNK_ROWS)  # chunk sizes, batch sizes, k, budgets
 dimension = int_in(1, MAX_DIM)
