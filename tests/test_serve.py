@@ -6,6 +6,7 @@ request the same service must still answer a good one.
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import re
@@ -17,7 +18,11 @@ import pytest
 
 pytest.importorskip("aiohttp")
 
+from aiohttp import web
+from aiohttp.test_utils import make_mocked_request
 from jeirt_lite import JeirtError, Router
+from jeirt_lite._service.app import Limits, json_errors, listening_socket
+from jeirt_lite._service.app import Service as ServiceApp
 from jeirt_lite._service.requests import RouteParams, RouteRequest, parse_body, route_request
 from service_process import Service, running_service
 
@@ -248,3 +253,50 @@ def test_chunked_body_over_the_limit_is_refused(service: Service) -> None:
     finally:
         connection.close()
     assert post(service, "/v1/route", {"texts": ["What is 2 + 2?"]})[0] == 200
+
+
+def test_head_is_not_served_on_the_get_endpoints(service: Service) -> None:
+    """Only what ENDPOINTS lists is served: HEAD gets 405 with the methods that are allowed."""
+    for path in ("/healthz", "/v1/info"):
+        connection = http.client.HTTPConnection("127.0.0.1", service.port, timeout=60)
+        try:
+            connection.request("HEAD", path)
+            response = connection.getresponse()
+            assert (response.status, response.getheader("Allow")) == (405, "GET")
+            assert response.getheader("Content-Type", "").startswith("application/json")
+        finally:
+            connection.close()
+
+
+@pytest.mark.parametrize(
+    ("raised", "status", "error"),
+    [(web.HTTPBadRequest(reason="a bad header"), 400, "a bad header"),
+     (web.HTTPRequestTimeout(), 408, "Request Timeout"),
+     (web.HTTPServiceUnavailable(reason="busy"), 503, "busy")],
+)
+def test_aiohttp_s_own_errors_are_answered_as_json(raised: web.HTTPException, status: int, error: str) -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        raise raised
+
+    response = asyncio.run(json_errors(make_mocked_request("GET", "/v1/info"), handler))  # type: ignore[arg-type]
+    assert (response.status, response.content_type) == (status, "application/json")
+    assert json.loads(response.body) == {"error": error}  # type: ignore[attr-defined]
+
+
+def test_a_redirect_or_success_from_aiohttp_passes_through() -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        raise web.HTTPFound("/healthz")
+
+    with pytest.raises(web.HTTPFound):
+        asyncio.run(json_errors(make_mocked_request("GET", "/"), handler))  # type: ignore[arg-type]
+
+
+def test_the_service_waits_max_wait_ms_milliseconds_for_company(router: Router) -> None:
+    service = ServiceApp(router, Limits(max_body_bytes=MAX_BODY, max_texts=MAX_TEXTS, max_wait_ms=250, max_batch=8))
+    assert service.batcher._max_wait == 0.25
+
+
+def test_an_address_that_cannot_be_resolved_is_a_clear_error() -> None:
+    """A port outside 0..65535 is refused by the resolver itself, without asking a name server."""
+    with pytest.raises(JeirtError, match=r"^cannot listen on 127\.0\.0\.1:-1: "):
+        listening_socket("127.0.0.1", -1)

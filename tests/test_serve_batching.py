@@ -41,6 +41,7 @@ def test_one_batch_answers_each_request_as_router_route_would(router: Router, re
         if isinstance(request, ForecastRequest):
             expected = router.forecast(request.texts)
             assert np.allclose(list(answer["forecast"].values()), list(expected.values()), rtol=0, atol=1e-6)
+            assert all(round(value, 6) == value for value in answer["forecast"].values())  # 6 decimals, as documented
             continue
         p = request.params
         result = router.route(request.texts, p.k, llms=p.llms, min_probability=p.min_probability)
@@ -294,6 +295,44 @@ def test_a_failure_inside_a_shared_call_is_retried_request_by_request(
         if request.texts[0] != poison:
             names = [[s["llm"] for s in r["route"]] for r in json.loads(body)["results"]]
             assert names == router.route(request.texts, 2).names
+
+
+def test_a_failing_group_or_forecast_fails_alone_and_the_requests_after_it_are_answered(
+    router: Router, real_texts: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Route requests are grouped by their parameters and routed group by group, forecasts one by one: a fault in
+    the first group, or in one forecast, is answered to its own request, and the groups and forecasts after it as
+    usual."""
+    from jeirt_lite._service import scoring
+
+    poison = real_texts[5]
+    poisoned = router.encode([poison]).vectors[0]
+
+    def has_poison(questions: EncodedQuestions) -> bool:
+        return bool((np.abs(questions.vectors - poisoned).max(axis=1) == 0).any())
+
+    def failing(real: Callable[..., object]) -> Callable[..., object]:
+        def call(*args: object) -> object:
+            if has_poison(args[-1]):  # type: ignore[arg-type]
+                raise MemoryError("poisoned")
+            return real(*args)
+
+        return call
+
+    monkeypatch.setattr(scoring, "_route", failing(scoring._route))
+    monkeypatch.setattr(scoring, "_forecast", failing(scoring._forecast))
+    requests = [
+        RouteRequest([poison], RouteParams(k=2)),
+        RouteRequest(real_texts[6:8], RouteParams(k=3)),
+        ForecastRequest([poison, real_texts[8]]),
+        ForecastRequest(real_texts[8:10]),
+    ]
+    answers = answer_batch(router, requests)
+    assert [status for status, _ in answers] == [500, 200, 500, 200]
+    assert json.loads(answers[0][1]) == json.loads(answers[2][1]) == {"error": "internal error: MemoryError: poisoned"}
+    names = [[s["llm"] for s in r["route"]] for r in json.loads(answers[1][1])["results"]]
+    assert names == router.route(real_texts[6:8], 3).names
+    assert json.loads(answers[3][1])["questions"] == 2
 
 
 def test_a_lone_request_is_not_kept_waiting_for_company() -> None:
