@@ -88,3 +88,16 @@ def test_a_disabled_line_writes_nothing(clock: Clock) -> None:
     progress.advance(10)
     progress.close()
     assert stream.getvalue() == ""
+
+
+def test_nothing_done_yet_has_no_eta_and_a_longer_line_gets_no_padding(clock: Clock) -> None:
+    progress = Progress(100, enabled=False)
+    clock.now += 1.0
+    assert progress.line() == "0/100 rows    0%  0 rows/s"  # no ETA from a share of 0
+    stream = io.StringIO()
+    progress = Progress(stream=stream)
+    clock.now += 1.0
+    progress.advance(5)
+    clock.now += 1.0
+    progress.advance(999_995)
+    assert stream.getvalue() == "\r5 rows  5 rows/s\r1,000,000 rows  500,000 rows/s"
