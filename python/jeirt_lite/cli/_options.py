@@ -43,16 +43,6 @@ def _whole(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
 
 
-def _real(text: str) -> float:
-    try:
-        value = float(text.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text[:40]}")
-    return value
-
-
 def int_in(low: int, high: int) -> Callable[[str], int]:
     """An argparse type: a whole number in low..high."""
 
@@ -73,11 +63,11 @@ def number_in(low: float, high: float, *, low_open: bool = False, high_open: boo
 
     def parse(text: str) -> float:
         try:
-            value = _real(text)
-        except argparse.ArgumentTypeError:
-            raise argparse.ArgumentTypeError(f"must be a finite number in {interval}, got {text[:40]}") from None
+            value = float(text.strip())
+        except ValueError:  # not a number: refused in the same words as one outside the interval
+            value = math.nan
         inside = low <= value <= high and not (low_open and value == low) and not (high_open and value == high)
-        if not inside:
+        if not (inside and math.isfinite(value)):
             raise argparse.ArgumentTypeError(f"must be a finite number in {interval}, got {text[:40]}")
         return value
 
