@@ -163,6 +163,12 @@ def test_info_shows_stored_costs(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "LLMs (32; cost stored for 27):" in out
     assert "  Llama-2-70b-hf" in out and "cost 70\n" in out and "  gemini-3.1-pro\n" in out
+    votes = Router.load().neighbours
+    assert votes is not None and votes.short_space
+    assert (
+        f"neighbours votes of the {votes.keys.shape[0]} training questions' answers (k {votes.k}, weight "
+        f"{votes.weight:.3g}, {votes.keys.shape[1]} principal directions; docs/research/neighbours.md)\n"
+    ) in out
 
 
 def test_info_shows_training_and_metrics(
@@ -184,6 +190,20 @@ def test_info_shows_training_and_metrics(
     assert main(["info", str(folder)]) == 0
     out = capsys.readouterr().out
     assert "  data: mmlu_pro\n" in out and "  split.test: 0.1\n" in out and "  test.auc: 0.751\n" in out
+    # A section not recorded is said so, and the sections after it still shown; a long value is cut to 160.
+    folder = save_artifact(
+        tmp_path / "r2",
+        llm_names=artifact.llm_names,
+        llm_vectors=artifact.llm_vectors,
+        tokenizer_json=artifact.tokenizer_path,
+        encoder_onnx=artifact.encoder_path,
+        encoder=artifact.encoder,
+        metrics={"test": {"note": "x" * 300}, "sources": ["théorème", "école"]},
+    )
+    assert main(["info", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "training: none recorded\nmetrics:\n" in out and f"  test.note: {'x' * 159}…\n" in out
+    assert '  sources: ["théorème", "école"]\n' in out  # read as written, not as \u escapes
 
 
 def test_help_explains_each_command_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
