@@ -14,6 +14,7 @@ from jeirt_lite.batch import ScoreSummary
 from jeirt_lite.cli._shared import (
     Console,
     chosen_router,
+    counted,
     print_forecast,
     print_score_summary,
     short,
@@ -26,6 +27,10 @@ def test_short_folds_whitespace_and_cuts_with_an_ellipsis_at_the_width() -> None
     assert short("x" * 100) == "x" * 100
     assert short("x" * 101) == "x" * 99 + "…"
     assert short("abcdefghijkl", 10) == "abcdefghi…" and len(short("abcdefghijkl", 10)) == 10
+
+
+def test_counts_are_plural_but_for_one() -> None:
+    assert [counted(n, "row") for n in (0, 1, 2, 12_288)] == ["0 rows", "1 row", "2 rows", "12,288 rows"]
 
 
 def test_the_forecast_is_printed_best_first_under_its_count() -> None:
