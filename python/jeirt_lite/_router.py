@@ -176,7 +176,10 @@ class Router(RouterTables):
             # an invented cost. Naming it in `llms` explicitly is an error instead (cost_vector says which).
             llms = [name for name in self.llms if name in cost_table]
             if not llms:
-                raise JeirtError("cost-aware routing needs per-LLM costs; this router stores none (pass costs=)")
+                raise JeirtError(
+                    "cost-aware routing needs per-LLM costs; this router stores none (store them with "
+                    "router.with_costs({name: cost}).save(path), or pass costs=; docs/guide/routing-costs.md)"
+                )
         rows = list(range(len(self.llms))) if llms is None else self._subset_rows(llms)
         names = [self.llms[r] for r in rows]
         cost_array = cost_vector(cost_table, names, "cost-aware routing") if needs_costs else None
