@@ -152,3 +152,80 @@ def test_the_fit_summary_says_how_many_answers_were_on_training_questions() -> N
         {**record, "on_training_questions": 0, "cv_answers": 100})
     assert "keeps no record of the questions it learned from" in fit_summary({**record, "on_training_questions": None})
     assert "learned from" not in fit_summary({k: v for k, v in record.items() if k != "on_training_questions"})
+
+
+def test_the_fit_summary_reads_the_record_s_own_values_and_defaults() -> None:
+    from jeirt_lite.cli.add_llm import fit_summary
+
+    many = int("1000")  # a count no small-int cache holds: equal to the answers, not the same object
+    record = {"answers": 1000, "cv_answers": many, "folds": 5, "cv_auc": 0.7, "cv_log_loss": 0.6,
+              "cv_auc_vector_only": 0.68, "cv_log_loss_vector_only": 0.61, "correction": "on",
+              "averaged_fits": [{"strength": 30.0, "weight": 1.0}],
+              "alignment": {"mostly_out_of_distribution": True, "in_distribution_share": 0.25, "mean_score": 0.41}}
+    text = fit_summary(record)
+    assert "cross-validated on its answers (5 folds)" in text
+    assert "feature correction: on (strength 30; the router's logit scaled by 1)\n" in text  # no scale recorded
+    assert "its questions are mostly UNLIKE the router's training questions: 25% in distribution" in text
+    like = fit_summary({**record, "alignment": {**record["alignment"], "mostly_out_of_distribution": False}})
+    assert "its questions are mostly like the router's" in like
+    # An "off: ..." correction sorts before "on": it gets no details, whatever fits are recorded.
+    off = fit_summary({**record, "correction": "off: fewer than 5 answers of each kind"})
+    assert "feature correction: off: fewer than 5 answers of each kind\n" in off
+    two = [{"strength": 30.0, "weight": 0.5}, {"strength": None, "weight": 0.5}]
+    assert "feature correction: off: x\n" in fit_summary({**record, "correction": "off: x", "averaged_fits": two})
+
+
+@pytest.mark.parametrize("missing", ["--name", "--answers", "-o"])
+def test_the_name_the_answers_and_the_output_are_required(missing: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from jeirt_lite.cli import main
+
+    given = {"--name": "x", "--answers": "a.csv", "-o": "out"}
+    argv = [part for flag, value in given.items() if flag != missing for part in (flag, value)]
+    assert main(["add-llm", *argv]) == 2
+    assert f"the following arguments are required: {missing.replace('-o', '-o/--output')}" in capsys.readouterr().err
+
+
+def test_a_cost_may_be_zero_but_not_negative(capsys: pytest.CaptureFixture[str]) -> None:
+    from jeirt_lite.cli import build_parser, main
+
+    argv = ["add-llm", "--name", "x", "--answers", "a.csv", "-o", "out", "--cost"]
+    assert build_parser().parse_args([*argv, "0"]).cost == 0.0
+    assert main([*argv, "-0.5"]) == 2
+    assert "argument --cost: must be a finite number in [0, inf], got -0.5" in capsys.readouterr().err
+
+
+def test_an_output_that_is_or_holds_an_input_is_refused_before_anything_is_written(
+    tiny_router_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from jeirt_lite import _router
+    from jeirt_lite.cli import main
+    from tiny_router import copy_router
+
+    out = tmp_path / "out"
+    out.mkdir()
+    answers = _answers(out / "answers.csv")
+    assert main(["add-llm", "--router", str(tiny_router_path), "--name", "x", "--answers", str(answers),
+                 "-o", str(out), "--overwrite"]) == 1
+    assert "holds the input" in capsys.readouterr().err and answers.exists()
+    # The shipped router (here a copy standing in for it) is an input too when --router is not given.
+    default = copy_router(tiny_router_path, tmp_path / "default")
+    monkeypatch.setattr(_router, "DEFAULT_ROUTER_PATH", default)
+    before = sorted(p.name for p in default.iterdir())
+    assert main(["add-llm", "--name", "x", "--answers", str(_answers(tmp_path / "a.csv")), "-o", str(default),
+                 "--overwrite"]) == 1
+    assert "is also the input" in capsys.readouterr().err
+    assert sorted(p.name for p in default.iterdir()) == before
+
+
+def test_a_second_new_llm_is_summarised_by_its_own_record(tiny_router_path: Path, tmp_path: Path) -> None:
+    first = run_cli("add-llm", "--router", str(tiny_router_path), "--name", "a", "--answers",
+                    str(_answers(tmp_path / "a.csv", n=24)), "-o", str(tmp_path / "one"))
+    assert first.returncode == 0, first.stderr
+    second = run_cli("add-llm", "--router", str(tmp_path / "one"), "--name", "b", "--answers",
+                     str(_answers(tmp_path / "b.csv", n=30)), "-o", str(tmp_path / "two"))
+    assert second.returncode == 0, second.stderr
+    from jeirt_lite.cli.add_llm import fit_summary
+
+    records = Router.load(tmp_path / "two").manifest["onboarded"]
+    assert [record["name"] for record in records] == ["a", "b"]
+    assert second.stdout.endswith(fit_summary(records[1])) and fit_summary(records[0]) != fit_summary(records[1])

@@ -79,7 +79,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if words[:1] == ["train"]:  # every word after it is the training parser's (argparse cannot pass "--x" on)
         args = argparse.Namespace(command="train", arguments=words[1:])
     else:
-        args = build_parser().parse_args(words)
+        try:
+            args = build_parser().parse_args(words)
+        except SystemExit as stop:  # --help, --version or a refused option: argparse has said what it had to
+            return stop.code if isinstance(stop.code, int) else 2
     console = Console(sys.stdout, sys.stderr)
     previous = None
     try:
