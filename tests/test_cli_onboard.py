@@ -172,6 +172,9 @@ def test_the_fit_summary_reads_the_record_s_own_values_and_defaults() -> None:
     off = fit_summary({**record, "correction": "off: fewer than 5 answers of each kind"})
     assert "feature correction: off: fewer than 5 answers of each kind\n" in off
     two = [{"strength": 30.0, "weight": 0.5}, {"strength": None, "weight": 0.5}]
+    read = "".join(["o", "n"])  # "on" as read from router.json: equal to the literal, not the same object
+    assert "feature correction: on (an average of 2 fits" in fit_summary({**record, "correction": read, "averaged_fits": two})
+    assert "feature correction: on (strength 30; " in fit_summary({**record, "correction": read})
     assert "feature correction: off: x\n" in fit_summary({**record, "correction": "off: x", "averaged_fits": two})
 
 
