@@ -177,31 +177,26 @@ def test_info_shows_training_and_metrics(
     from jeirt_lite.artifact import load_artifact, save_artifact
 
     artifact = load_artifact(tiny_router_path)
-    folder = save_artifact(
-        tmp_path / "r",
-        llm_names=artifact.llm_names,
-        llm_vectors=artifact.llm_vectors,
-        tokenizer_json=artifact.tokenizer_path,
-        encoder_onnx=artifact.encoder_path,
-        encoder=artifact.encoder,
-        training={"data": "mmlu_pro", "questions": 12032, "split": {"test": 0.1}},
-        metrics={"test": {"auc": 0.751}},
-    )
-    assert main(["info", str(folder)]) == 0
-    out = capsys.readouterr().out
+
+    def info(name: str, **blocks: Any) -> str:
+        """What `info` prints for the tiny router saved again with these training and metrics blocks."""
+        folder = save_artifact(
+            tmp_path / name,
+            llm_names=artifact.llm_names,
+            llm_vectors=artifact.llm_vectors,
+            tokenizer_json=artifact.tokenizer_path,
+            encoder_onnx=artifact.encoder_path,
+            encoder=artifact.encoder,
+            **blocks,
+        )
+        assert main(["info", str(folder)]) == 0
+        return capsys.readouterr().out
+
+    out = info("r", training={"data": "mmlu_pro", "questions": 12032, "split": {"test": 0.1}},
+               metrics={"test": {"auc": 0.751}})
     assert "  data: mmlu_pro\n" in out and "  split.test: 0.1\n" in out and "  test.auc: 0.751\n" in out
     # A section not recorded is said so, and the sections after it still shown; a long value is cut to 160.
-    folder = save_artifact(
-        tmp_path / "r2",
-        llm_names=artifact.llm_names,
-        llm_vectors=artifact.llm_vectors,
-        tokenizer_json=artifact.tokenizer_path,
-        encoder_onnx=artifact.encoder_path,
-        encoder=artifact.encoder,
-        metrics={"test": {"note": "x" * 300}, "sources": ["théorème", "école"]},
-    )
-    assert main(["info", str(folder)]) == 0
-    out = capsys.readouterr().out
+    out = info("r2", metrics={"test": {"note": "x" * 300}, "sources": ["théorème", "école"]})
     assert "training: none recorded\nmetrics:\n" in out and f"  test.note: {'x' * 159}…\n" in out
     assert '  sources: ["théorème", "école"]\n' in out  # read as written, not as \u escapes
 
