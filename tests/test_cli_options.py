@@ -4,6 +4,8 @@ and closed, the lists, and how much of a bad value a message repeats."""
 from __future__ import annotations
 
 import argparse
+import re
+from pathlib import Path
 
 import pytest
 from jeirt_lite.cli import _options as opt
@@ -70,3 +72,25 @@ def test_whole_number_options_take_both_bounds_and_nothing_past_them(parse: obje
 def test_a_number_outside_its_interval_is_repeated_up_to_40_characters() -> None:
     long = "1" + "0" * 38 + "12" + "0" * 20  # a finite number: refused for its size, its 40 first characters shown
     assert _refusal(opt.number_in(0.0, 1.0), long) == f"must be a finite number in [0, 1], got {long[:40]}"
+
+
+def test_serve_s_defaults_are_the_guide_s_and_its_bounds_hold(capsys: pytest.CaptureFixture[str]) -> None:
+    from jeirt_lite.cli import build_parser
+
+    parser = build_parser()
+    args = parser.parse_args(["serve"])
+    guide = (Path(__file__).parents[1] / "docs" / "guide" / "serve.md").read_text(encoding="utf-8")
+    table = dict(re.findall(r"^\| `(--[a-z-]+)` \| ([^|]+?) \|", guide, re.M))
+    assert table["--max-body-bytes"] == f"{args.max_body_bytes:,}" == "1,048,576"
+    assert table["--max-texts"] == str(args.max_texts) and table["--max-batch"] == str(args.max_batch) == "256"
+    assert table["--batch-wait-ms"] == f"{args.batch_wait_ms:g}" == "2"
+    assert (args.host, args.port) == ("127.0.0.1", 8000)
+    for flag, low, high in [("--port", 0, 65535), ("--max-body-bytes", 1, 1 << 30), ("--max-texts", 1, 1 << 20),
+                            ("--max-batch", 1, 1 << 20), ("--batch-wait-ms", 0, 1000)]:
+        dest = flag[2:].replace("-", "_")
+        assert [getattr(parser.parse_args(["serve", flag, str(v)]), dest) for v in (low, high)] == [low, high]
+        step = 0.5 if flag == "--batch-wait-ms" else 1  # the wait is a real number, the others whole
+        for beyond in (low - step, high + step):
+            with pytest.raises(SystemExit):
+                parser.parse_args(["serve", flag, str(beyond)])
+            assert f"argument {flag}: must be" in capsys.readouterr().err
