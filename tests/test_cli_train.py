@@ -57,3 +57,13 @@ def test_train_writes_a_router_that_routes(
     assert router.manifest["training"]["selection"]["folds"] == 5  # --folds auto on a small slice, the transformer
     assert router.manifest["training"]["data"].endswith("slice") and data.is_dir()
     assert router.route(["Which enzyme unwinds DNA during replication?"], k=2).indices.shape == (1, 2)
+
+
+def test_a_training_package_that_cannot_be_imported_is_named_as_the_missing_extra(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Even before the options are parsed: a wheel without the training package, or with a broken one."""
+    monkeypatch.setitem(sys.modules, "jeirt_lite_training.options", None)
+    assert main(["train", "--data", "d", "--out", "r"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("jeirt-lite: error: `jeirt-lite train` needs the train extra") and "Traceback" not in err
