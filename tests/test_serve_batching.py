@@ -259,6 +259,19 @@ def test_a_fault_of_a_whole_batch_is_answered_as_a_json_500(tiny_router_path: Pa
         "error": "internal error: RuntimeError: the worker gave 0 answers to a batch of 2 requests"}
 
 
+def _failing_on(vector: np.ndarray, real: Callable[..., object]) -> Callable[..., object]:
+    """`real` (scoring's _route or _forecast), raising MemoryError("poisoned") when the encoded questions it is
+    given, its last argument, hold `vector`."""
+
+    def call(*args: object) -> object:
+        questions: EncodedQuestions = args[-1]  # type: ignore[assignment]
+        if (np.abs(questions.vectors - vector).max(axis=1) == 0).any():
+            raise MemoryError("poisoned")
+        return real(*args)
+
+    return call
+
+
 @pytest.mark.parametrize("where", ["embedding", "routing"])
 def test_a_failure_inside_a_shared_call_is_retried_request_by_request(
     router: Router, real_texts: list[str], monkeypatch: pytest.MonkeyPatch, where: str
@@ -278,15 +291,7 @@ def test_a_failure_inside_a_shared_call_is_retried_request_by_request(
 
         monkeypatch.setattr(Router, "encode", encode)
     else:
-        real_route = scoring._route
-        poisoned = router.encode([poison]).vectors[0]
-
-        def route(router: Router, params: RouteParams, questions: EncodedQuestions):  # type: ignore[no-untyped-def]
-            if (np.abs(questions.vectors - poisoned).max(axis=1) == 0).any():
-                raise MemoryError("poisoned")
-            return real_route(router, params, questions)
-
-        monkeypatch.setattr(scoring, "_route", route)
+        monkeypatch.setattr(scoring, "_route", _failing_on(router.encode([poison]).vectors[0], scoring._route))
     requests = [RouteRequest([text], RouteParams(k=2)) for text in real_texts[3:8]]
     answers = answer_batch(router, requests)
     assert [status for status, _ in answers] == [200, 200, 500, 200, 200]
@@ -307,20 +312,8 @@ def test_a_failing_group_or_forecast_fails_alone_and_the_requests_after_it_are_a
 
     poison = real_texts[5]
     poisoned = router.encode([poison]).vectors[0]
-
-    def has_poison(questions: EncodedQuestions) -> bool:
-        return bool((np.abs(questions.vectors - poisoned).max(axis=1) == 0).any())
-
-    def failing(real: Callable[..., object]) -> Callable[..., object]:
-        def call(*args: object) -> object:
-            if has_poison(args[-1]):  # type: ignore[arg-type]
-                raise MemoryError("poisoned")
-            return real(*args)
-
-        return call
-
-    monkeypatch.setattr(scoring, "_route", failing(scoring._route))
-    monkeypatch.setattr(scoring, "_forecast", failing(scoring._forecast))
+    monkeypatch.setattr(scoring, "_route", _failing_on(poisoned, scoring._route))
+    monkeypatch.setattr(scoring, "_forecast", _failing_on(poisoned, scoring._forecast))
     requests = [
         RouteRequest([poison], RouteParams(k=2)),
         RouteRequest(real_texts[6:8], RouteParams(k=3)),
