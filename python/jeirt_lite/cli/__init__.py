@@ -21,7 +21,7 @@ from typing import Any, Optional, Protocol
 
 from .._errors import JeirtError, error_text
 from . import add_llm, info, report, route, score, serve, train
-from ._options import OptionParser
+from ._options import OptionParser, parse_or_exit_code
 from ._shared import FORMATTER, PROG, Console, Terminated, flag_for
 
 
@@ -79,10 +79,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if words[:1] == ["train"]:  # every word after it is the training parser's (argparse cannot pass "--x" on)
         args = argparse.Namespace(command="train", arguments=words[1:])
     else:
-        try:
-            args = build_parser().parse_args(words)
-        except SystemExit as stop:  # --help, --version or a refused option: argparse has said what it had to
-            return stop.code if isinstance(stop.code, int) else 2
+        parsed = parse_or_exit_code(build_parser(), words)
+        if isinstance(parsed, int):
+            return parsed
+        args = parsed
     console = Console(sys.stdout, sys.stderr)
     previous = None
     try:

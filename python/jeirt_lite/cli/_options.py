@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Sequence
 from typing import Callable, NoReturn, TypeVar
 
 from .._limits import MAX_CHUNK_ROWS, MAX_DIM, MAX_SEED, MAX_SEQ_LENGTH, MAX_THREADS
@@ -34,6 +35,15 @@ class OptionParser(argparse.ArgumentParser):
         if message:
             sys.stderr.write(message)
         raise SystemExit(status)
+
+
+def parse_or_exit_code(parser: argparse.ArgumentParser, words: Sequence[str]) -> argparse.Namespace | int:
+    """The parsed words, or the exit code where the parser stopped after saying why (--help, --version: 0; a
+    refused option: 2), so that `main` returns it as it returns every other code."""
+    try:
+        return parser.parse_args(list(words))
+    except SystemExit as stop:
+        return stop.code if isinstance(stop.code, int) else 2
 
 
 def _whole(text: str) -> int:

@@ -13,6 +13,7 @@ import importlib
 from typing import Any
 
 from .._errors import JeirtError
+from ._options import parse_or_exit_code
 from ._shared import FORMATTER, PROG, Console
 
 TRAIN_EXTRA = 'pip install "jeirt-lite[train]" (from a checkout: pip install ".[train]")'
@@ -46,11 +47,9 @@ def _training(module: str) -> Any:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    parser = _training("options").fit_parser(f"{PROG} train")
-    try:
-        options = parser.parse_args(list(args.arguments))
-    except SystemExit as done:  # --help (0) or an option out of its bound (2): the parser has said why
-        return done.code if isinstance(done.code, int) else 2
+    options = parse_or_exit_code(_training("options").fit_parser(f"{PROG} train"), args.arguments)
+    if isinstance(options, int):  # --help (0) or an option out of its bound (2): the parser has said why
+        return options
     for name in EXTRA_MODULES:
         try:
             importlib.import_module(name)
