@@ -205,3 +205,17 @@ def test_the_training_module_commands_need_data_and_fit_may_go_without_out(
     fit = parser._subparsers._group_actions[0].choices["fit"]  # type: ignore[union-attr]
     assert _help_of(fit, "--out").endswith("must not exist; its parent folder must); omit to train and evaluate only")
     assert "omit to train" not in _help_of(fit_parser("jeirt-lite train"), "--out")  # train writes a router
+
+
+@pytest.mark.parametrize(("val", "holdout"), [("0.6", "0.5"), ("0.5", "0.5")])
+def test_held_out_parts_that_leave_nothing_to_train_on_are_named_by_their_options(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, val: str, holdout: str
+) -> None:
+    pytest.importorskip("torch")
+    data = tmp_path / "missing"  # refused before the data is read
+    code = main(["train", "--data", str(data), "--out", str(tmp_path / "r"), "--val-fraction", val, "--holdout", holdout])
+    assert code != 0
+    assert capsys.readouterr().err == (
+        f"jeirt-lite: error: --val-fraction {val} and --holdout {holdout} leave no questions to train on: their sum "
+        "must be below 1\n"
+    )

@@ -86,8 +86,12 @@ def metrics_line(m: dict[str, float]) -> str:
 
 def prepare_from_options(args: argparse.Namespace) -> Any:
     """The data of common_arguments' options, loaded, split and embedded; what loading read is printed."""
+    from .data import DataError
     from .prepared import prepare
 
+    if args.val_fraction + args.holdout >= 1:  # each is bounded where it is parsed, their sum only here
+        raise DataError(f"--val-fraction {args.val_fraction:g} and --holdout {args.holdout:g} leave no questions "
+                        "to train on: their sum must be below 1")
     prep = prepare(
         args.data,
         split_seed=args.split_seed,
