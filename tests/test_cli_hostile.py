@@ -49,7 +49,7 @@ def test_a_name_with_commas_passes_whole_and_lists_still_split(
         (["route", "q", "--min-probability", "1.5"], "must be a finite number in [0, 1], got 1.5"),
         (["route", "q", "--k", "99999999999"], "must be at most"),
         (["score", "bank.csv", "-o", "x.csv", "--chunk-size", "10000000000"], "must be at most 1,048,576"),
-        (["report", "--data", "d", "-o", "r.html", "--max-questions", "0"], "must be at least 1"),
+        (["report", "--data", "d", "-o", "r.html", "--max-questions", "-1"], "must be at least 0, got -1"),
         (["add-llm", "--name", "x", "--answers", "a.csv", "-o", "r", "--cost", "inf"], "finite number"),
     ],
 )

@@ -134,3 +134,15 @@ def test_a_router_with_a_test_part_gets_its_test_split_drawn_again() -> None:
     assert how == "the router's test split (seed 0, drawn again: 2161 questions)"
     wrong = router_test_question_ids({"training": {"split": {**sizes, "n_test_questions": 2000}}}, data)
     assert wrong[0] is None and "questions" in wrong[1]
+
+@pytest.mark.parametrize(("cap", "questions"), [("0", 90), ("45", 45)])
+def test_report_cli_max_questions_caps_the_sample_and_zero_takes_all(
+    tiny_router_path: Path, tmp_path: Path, cap: str, questions: int
+) -> None:
+    router = Router.load(tiny_router_path, threads=1)
+    data = _write_folder(tmp_path / "data", list(router.llms))
+    out = tmp_path / "cli.html"
+    assert main(["report", str(tiny_router_path), "--data", str(data), "-o", str(out), "--threads", "1",
+                 "--max-questions", cap]) == 0
+    rows = re.findall(r"<th>questions used</th><td>(\d+)</td>", out.read_text(encoding="utf-8"))
+    assert rows == [str(questions)], rows

@@ -110,6 +110,7 @@ threads = int_in(1, MAX_THREADS)
 seed = int_in(0, MAX_SEED)
 tokens = int_in(1, MAX_SEQ_LENGTH)  # an encoder's truncation
 positive_int = int_in(1, MAX_CHUNK_ROWS)  # chunk sizes, batch sizes, k, budgets
+at_most = int_in(0, sys.maxsize)  # a cap on how many of a set are taken, 0 meaning all of them
 dimension = int_in(1, MAX_DIM)
 epochs = int_in(1, MAX_EPOCHS)
 count = int_in(0, MAX_EPOCHS)  # patience, learning-rate drops: 0 allowed

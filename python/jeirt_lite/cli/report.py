@@ -8,6 +8,7 @@ from typing import Any
 
 from .._errors import JeirtError
 from .._io.vectors import read_id_lines
+from ._options import at_most
 from ._shared import (
     FORMATTER,
     PROG,
@@ -15,7 +16,6 @@ from ._shared import (
     add_router_arguments,
     chosen_router,
     load_router,
-    positive_int,
     router_option,
     threads_option,
 )
@@ -49,7 +49,7 @@ def add_parser(subparsers: Any) -> None:
     report.add_argument("--question-ids", type=Path, default=None, metavar="FILE",
                         help="only the question ids in FILE (one per line); default: the router's test split when "
                         "it can be drawn again (needs the train extra), else every question")
-    report.add_argument("--max-questions", type=positive_int, default=3000, metavar="N",
+    report.add_argument("--max-questions", type=at_most, default=3000, metavar="N",
                         help="embed a subject-stratified sample of at most N questions; 0: all (default 3000)")
 
 
@@ -65,8 +65,6 @@ def run(args: argparse.Namespace, console: Console) -> int:
         ids = read_id_lines(args.question_ids)
     if not args.output.parent.is_dir():  # a mistyped folder is an error, not a folder created in passing
         raise JeirtError(f"-o {args.output}: folder {args.output.parent} does not exist")
-    if args.max_questions < 0:
-        raise JeirtError(f"--max-questions must be 0 (all) or positive, got {args.max_questions}")
     path = build_report(
         load_router(chosen_router(args), args.threads), args.data, args.output, question_ids=ids,
         max_questions=args.max_questions or None,
