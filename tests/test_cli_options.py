@@ -45,17 +45,17 @@ def test_a_bad_value_is_repeated_up_to_40_characters() -> None:
     long = "x" * 39 + "yz" + "w" * 60  # the 40th character is y, the 41st z
     assert _refusal(opt.positive_int, long) == f"{long[:40]!r} is not a whole number"
     assert _refusal(opt.number_in(0.0, 1.0), long) == f"must be a finite number in [0, 1], got {long[:40]}"
-    assert _refusal(opt.int_list_in(1, 9), "3," + long) == f"{long[:40]!r}: {long[:40]!r} is not a whole number"
+    assert _refusal(opt.list_of(opt.int_in(1, 9)), "3," + long) == f"{long[:40]!r}: {long[:40]!r} is not a whole number"
     huge = "9" * 400 + "e9"  # overflows to inf: refused as not finite, itself cut
     assert _refusal(opt.non_negative, huge) == f"must be a finite number in [0, inf], got {'9' * 40}"
 
 
 def test_lists_take_commas_and_spaces_and_are_empty_only_when_allowed() -> None:
-    assert opt.int_list_in(1, 9)(" 3, 5,,9 ") == [3, 5, 9]
+    assert opt.list_of(opt.int_in(1, 9))(" 3, 5,,9 ") == [3, 5, 9]
     assert opt.list_of(opt.fraction)("0.3,0.7") == [0.3, 0.7]
-    assert _refusal(opt.int_list_in(1, 9), " , ") == "needs at least one value"
+    assert _refusal(opt.list_of(opt.int_in(1, 9)), " , ") == "needs at least one value"
     assert opt.list_of(opt.fraction, allow_empty=True)(" , ") == []
-    assert _refusal(opt.int_list_in(1, 9), "3,10") == "'10': must be at most 9, got 10"
+    assert _refusal(opt.list_of(opt.int_in(1, 9)), "3,10") == "'10': must be at most 9, got 10"
 
 
 @pytest.mark.parametrize(

@@ -101,11 +101,6 @@ def list_of(item: Callable[[str], T], *, allow_empty: bool = False) -> Callable[
     return parse
 
 
-def int_list_in(low: int, high: int) -> Callable[[str], list[int]]:
-    """An argparse type: a non-empty comma-separated list of whole numbers in low..high."""
-    return list_of(int_in(low, high))
-
-
 threads = int_in(1, MAX_THREADS)
 seed = int_in(0, MAX_SEED)
 tokens = int_in(1, MAX_SEQ_LENGTH)  # an encoder's truncation
