@@ -1,5 +1,6 @@
 """What the docs list is what the code accepts: the training table's column names and label words
-(docs/guide/training.md against the training library's loader), and one README row per command of the CLI."""
+(docs/guide/training.md against the training library's loader), one README row per command of the CLI, and every
+public call of the Python API named on its page."""
 
 from __future__ import annotations
 
@@ -53,3 +54,16 @@ def test_readme_has_a_row_for_every_command() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     rows = set(re.findall(r"^\| `jeirt-lite ([a-z-]+)", readme, re.MULTILINE))
     assert rows == set(COMMANDS), f"README command table {sorted(rows)} against the CLI's {sorted(COMMANDS)}"
+
+
+def test_the_python_api_page_names_every_public_call() -> None:
+    from jeirt_lite import EncodedQuestions, Router, RouteResult, kernels
+
+    page = (REPO / "docs" / "guide" / "python-api.md").read_text(encoding="utf-8")
+    spans = re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", page, flags=re.DOTALL))  # code named in the text
+    named = set(re.findall(r"[A-Za-z_]\w*", " ".join(spans)))
+    public = {name for cls in (Router, RouteResult, EncodedQuestions) for name in dir(cls) if not name.startswith("_")}
+    public -= set(dir(tuple))  # EncodedQuestions is a named tuple: count and index are the tuple's
+    public |= {name for name, value in vars(kernels).items()  # the kernels' own functions, not what they import
+               if not name.startswith("_") and callable(value) and getattr(value, "__module__", "").startswith("jeirt")}
+    assert sorted(public - named) == [], "python-api.md says it lists every public call"
