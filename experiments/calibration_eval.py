@@ -21,6 +21,8 @@ from jeirt_lite_training.metrics import all_metrics, reliability_table
 from jeirt_lite_training.router_split import router_test_question_ids
 from jeirt_lite_training.types import Responses
 
+from .metrics_tables import reliability_markdown
+
 
 def held_out_cells(router: Router, data_dir: Path) -> tuple[list[str], Responses]:
     """The texts and cells of the router's test split, questions numbered by their position in the texts."""
@@ -74,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {name} | {m['ece']:.3f} | {m['log_loss']:.3f} | {m['brier']:.3f} | {m['auc']:.3f} |")
     for name, p in rows.items():
         print(f"\nreliability, {name}:\n")
-        print(reliability_table(cells.correct, p).to_markdown())
+        print(reliability_markdown(reliability_table(cells.correct, p)))
     return 0
 
 

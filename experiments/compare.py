@@ -26,12 +26,13 @@ from typing import Any
 
 import numpy as np
 from jeirt_lite_training.data import load_dataset
-from jeirt_lite_training.metrics import ECE_BINS, all_metrics, metrics_by_group, reliability_table
+from jeirt_lite_training.metrics import ECE_BINS, all_metrics, reliability_table
 from jeirt_lite_training.splits import make_split
 from jeirt_lite_training.types import Dataset, Predictor, Responses, Split
 
 from .compare_fit import FIT_NAME, FitHeldOutRun, FitRun, FitVoteSpaceRun, FitWithoutVotesRun, fit_folds
 from .compare_report import reuse_rows, seeds_markdown, splits_of, summarise_seeds, to_markdown, write_report
+from .metrics_tables import metrics_by_group, reliability_rows
 from .routing_eval import cost_proxies
 from .routing_metrics import router_metrics
 
@@ -85,7 +86,7 @@ def evaluate(data: Dataset, cells: Responses, p: np.ndarray) -> dict[str, Any]:
     result: dict[str, Any] = {
         "overall": all_metrics(y, p),
         "by_subject": metrics_by_group(y, p, np.asarray(data.subjects)[cells.question]),
-        "reliability": reliability_table(y, p).to_rows(),
+        "reliability": reliability_rows(reliability_table(y, p)),
     }
     benchmarks = np.asarray(data.benchmarks)
     if len(np.unique(benchmarks)) > 1 and not np.array_equal(benchmarks, np.asarray(data.subjects)):

@@ -85,20 +85,6 @@ class ReliabilityTable:
     mean_predicted: np.ndarray  # NaN for empty bins
     observed_rate: np.ndarray  # NaN for empty bins
 
-    def to_rows(self) -> list[dict[str, float]]:
-        return [
-            {"lower": float(lo), "upper": float(hi), "count": int(c), "mean_predicted": float(mp),
-             "observed_rate": float(o)}
-            for lo, hi, c, mp, o in zip(self.lower, self.upper, self.count, self.mean_predicted, self.observed_rate)
-        ]
-
-    def to_markdown(self) -> str:
-        lines = ["| bin | count | mean predicted | observed |", "|---|---:|---:|---:|"]
-        for row in self.to_rows():
-            lines.append(f"| {row['lower']:.3f}–{row['upper']:.3f} | {row['count']} | "
-                         f"{row['mean_predicted']:.3f} | {row['observed_rate']:.3f} |")
-        return "\n".join(lines)
-
 
 def reliability_table(y: np.ndarray, p: np.ndarray, n_bins: int = ECE_BINS) -> ReliabilityTable:
     y, p = _check(y, p)
@@ -133,19 +119,4 @@ def all_metrics(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
         "log_loss": log_loss(y, p),
         "brier": brier(y, p),
         "ece": expected_calibration_error(y, p),
-    }
-
-
-def metrics_by_group(y: np.ndarray, p: np.ndarray, groups: np.ndarray) -> dict[str, dict[str, float]]:
-    """all_metrics for each distinct value of `groups` (one label per cell), sorted by group name."""
-    y, p = _check(y, p)
-    groups = np.asarray(groups).astype(str)
-    if groups.shape != y.shape:
-        raise ValueError("need one group label per cell")
-    names, inverse = np.unique(groups, return_inverse=True)
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.r_[0, np.cumsum(np.bincount(inverse, minlength=len(names)))]
-    return {
-        str(name): all_metrics(y[order[bounds[i]:bounds[i + 1]]], p[order[bounds[i]:bounds[i + 1]]])
-        for i, name in enumerate(names)
     }
