@@ -117,3 +117,17 @@ def test_only_a_person_at_a_terminal_is_told_that_stdin_is_read(
         captured = capsys.readouterr()
         assert ("reading questions from stdin, one per line" in captured.err) is terminal
         assert captured.out.startswith("Who wrote Hamlet?\n  1. ")
+
+
+@pytest.mark.parametrize(("k", "note"), [("1", "the most likely one is shown"), ("3", "the 3 most likely are shown")])
+def test_the_listing_says_where_no_llm_clears_the_threshold(
+    router: Router, capsys: pytest.CaptureFixture[str], k: str, note: str
+) -> None:
+    assert main(["route", "--threads", "1", "--k", k, "--min-probability", "0.999", QUESTIONS[0]]) == 0
+    out = capsys.readouterr().out
+    expected = router.route([QUESTIONS[0]], int(k), min_probability=0.999)
+    assert expected.fallback is not None and expected.fallback.tolist() == [True]
+    assert f"  (no LLM clears --min-probability: {note})\n" in out
+    assert [line.split()[1] for line in out.splitlines()[1:1 + int(k)]] == expected.names[0]
+    assert main(["route", "--threads", "1", "--k", k, "--min-probability", "0.01", QUESTIONS[0]]) == 0
+    assert "no LLM clears" not in capsys.readouterr().out

@@ -145,7 +145,8 @@ def _write_human(out: TextIO, text: str, pairs: list[tuple[str, float]], difficu
         f"  {rank}. {name:<{width}}  P(correct) {p:.3f}\n" for rank, (name, p) in enumerate(pairs, 1)
     )
     if fallback:
-        out.write("  (no LLM clears --min-probability: the most likely one is shown)\n")
+        shown = "the most likely one is shown" if len(pairs) == 1 else f"the {len(pairs)} most likely are shown"
+        out.write(f"  (no LLM clears --min-probability: {shown})\n")
     out.write(f"  difficulty {difficulty:.3f}\n")
 
 
