@@ -253,14 +253,6 @@ def adapter_weights(adapter: object) -> tuple[np.ndarray, np.ndarray, np.ndarray
     )
 
 
-def adapter_numpy(
-    pooled: np.ndarray, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: np.ndarray
-) -> np.ndarray:
-    """NumPy reference of the adapter (eval mode: dropout is the identity)."""
-    hidden = np.maximum(pooled.astype(np.float64) @ w1.T + b1, 0.0)
-    return (hidden @ w2.T + b2).astype(np.float32)
-
-
 def export_static_router_graph(
     path: Path,
     table: np.ndarray,
