@@ -357,3 +357,34 @@ fn both_first_passes_keep_the_same_keys() {
         }
     }
 }
+
+#[test]
+fn a_query_block_shorter_than_a_group_is_not_scanned() {
+    use crate::votes::scan::{coarse_scan, tile_keys, Shortlist, GROUP};
+    let dims = 4;
+    let keys: Vec<f32> = (0..3 * dims).map(|i| i as f32).collect();
+    let tiles = tile_keys(&keys, 3, dims);
+    let found = |queries: &[f32], dims: usize, level: SimdLevel| -> usize {
+        let mut lists: Vec<Shortlist> = (0..GROUP).map(|_| Shortlist::new(2)).collect();
+        coarse_scan(level, &tiles, 0, 3, dims, queries, &mut lists);
+        let mut indices = Vec::new();
+        lists
+            .iter_mut()
+            .map(|list| {
+                list.finish(&mut indices);
+                indices.len()
+            })
+            .sum()
+    };
+    for level in [SimdLevel::Avx512, SimdLevel::Avx2Fma, SimdLevel::Portable] {
+        if !level.is_supported() {
+            continue;
+        }
+        // A whole group is scanned: each query keeps its best 2 of the 3 keys.
+        assert_eq!(found(&vec![1.0; GROUP * dims], dims, level), 2 * GROUP);
+        // One value short of a group, or no dimension: nothing is read, nothing kept.
+        assert_eq!(found(&vec![1.0; GROUP * dims - 1], dims, level), 0);
+        assert_eq!(found(&vec![1.0; GROUP], dims, level), 0);
+        assert_eq!(found(&[], 0, level), 0);
+    }
+}
