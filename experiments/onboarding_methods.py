@@ -34,13 +34,13 @@ from jeirt_lite._corrections import (
     base_logits,
     evidence_weights,
     fit_onboarding,
-    mean_log_loss,
     ridge_logistic,
     ridge_path,
     sigmoid,
     stratified_folds,
 )
 from jeirt_lite._onboarding import fit_llm_vector
+from jeirt_lite_training.metrics import log_loss
 
 Scorer = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (q, f) of new questions -> P(correct)
 METHODS = ("vector", "add_llm", "logistic", "knn")
@@ -158,7 +158,7 @@ def _logistic(f: np.ndarray, y: np.ndarray, seed: int) -> tuple[Scorer, Chosen]:
         train, test = fold != k, fold == k
         for strength, w in ridge_path(x[train], y[train], np.zeros(int(train.sum())), list(LOGISTIC_STRENGTHS)).items():
             held[strength][test] = sigmoid(x[test] @ w)
-    best = min(LOGISTIC_STRENGTHS, key=lambda s: mean_log_loss(y, held[s]))
+    best = min(LOGISTIC_STRENGTHS, key=lambda s: log_loss(y, held[s]))
     w = ridge_logistic(x, y, np.zeros(len(y)), best)
     return (lambda q2, f2: sigmoid(_standardised(f2.astype(np.float64)) @ w)), {"strength": best}
 
@@ -198,7 +198,7 @@ def _logistic_same_care(f: np.ndarray, y: np.ndarray, seed: int, average: bool) 
             for strength, w in path.items():
                 held[(kind, strength)][test] = x[test] @ w
     weights: dict[Any, float] = (
-        evidence_weights(y, held) if average else {min(held, key=lambda c: mean_log_loss(y, sigmoid(held[c]))): 1.0}
+        evidence_weights(y, held) if average else {min(held, key=lambda c: log_loss(y, sigmoid(held[c]))): 1.0}
     )
     fits = [(kind, strength, weight, ridge_logistic(designs[kind], y, np.zeros(len(y)), strength))
             for (kind, strength), weight in weights.items()]
@@ -237,6 +237,6 @@ def _knn(f: np.ndarray, y: np.ndarray, seed: int) -> tuple[Scorer, Chosen]:
         for part in range(FOLDS):
             train, test = fold != part, fold == part
             p[test] = _vote(u[train], y[train], u[test], k)
-        losses.append(mean_log_loss(y, p))
+        losses.append(log_loss(y, p))
     best = KNN_K[int(np.argmin(losses))]
     return (lambda q2, f2: _vote(u, y, _unit(f2.astype(np.float64)), best)), {"k": best}

@@ -38,6 +38,7 @@ import numpy as np
 
 from ._errors import JeirtError
 from ._onboarding import DEFAULT_L2, fit_llm_vector
+from ._ranks import roc_auc
 
 # Ridge strengths tried, in units of the standardised feature scale (see _design); inf = no correction.
 DEFAULT_STRENGTHS = (np.inf, 3000.0, 1000.0, 300.0, 100.0, 30.0, 10.0, 3.0)
@@ -61,9 +62,6 @@ def like_the_routers_share(count: int, percentile: float = DEFAULT_PERCENTILE_FO
     its own share 1 − percentile/100, less two binomial standard errors."""
     own = 1.0 - percentile / 100.0
     return own - 2.0 * float(np.sqrt(own * (1.0 - own) / max(count, 1)))
-
-
-_PROBABILITY_FLOOR = 1e-7
 
 
 @dataclass(frozen=True)
@@ -119,16 +117,6 @@ def ridge_logistic(
     return w
 
 
-def _losses(y: np.ndarray, p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, _PROBABILITY_FLOOR, 1.0 - _PROBABILITY_FLOOR)
-    losses: np.ndarray = -(y * np.log(p) + (1.0 - y) * np.log1p(-p))
-    return losses
-
-
-def mean_log_loss(y: np.ndarray, p: np.ndarray) -> float:
-    return float(np.mean(_losses(y, p)))
-
-
 Choice = tuple[float, float]  # (router scale s, ridge strength α); (1, inf) is the vector alone
 VECTOR_ALONE: Choice = (1.0, float("inf"))
 # Questions of the router's own kind: the prior weight of the vector alone in the average (the other fits share the
@@ -162,21 +150,9 @@ def evidence_weights(
 
 
 def _auc(y: np.ndarray, score: np.ndarray) -> Optional[float]:
-    """Rank AUC (ties averaged); None when only one class is present."""
-    positives = int(y.sum())
-    negatives = len(y) - positives
-    if positives == 0 or negatives == 0:
-        return None
-    order = np.argsort(score, kind="mergesort")
-    ranks = np.empty(len(score))
-    sorted_scores = score[order]
-    # average ranks over ties
-    boundaries = np.flatnonzero(np.diff(sorted_scores)) + 1
-    starts = np.concatenate([[0], boundaries])
-    ends = np.concatenate([boundaries, [len(score)]])
-    for start, end in zip(starts, ends):
-        ranks[order[start:end]] = 0.5 * (start + end - 1) + 1.0
-    return float((ranks[y == 1].sum() - positives * (positives + 1) / 2) / (positives * negatives))
+    """Rank AUC (ties count half); None when only one class is present (the report is JSON, which has no NaN)."""
+    auc = roc_auc(y, score)
+    return None if np.isnan(auc) else auc
 
 
 def stratified_folds(y: np.ndarray, count: int, seed: int) -> np.ndarray:
@@ -214,14 +190,13 @@ def _cross_validated(
     q: np.ndarray, design: np.ndarray, y: np.ndarray, prior: np.ndarray, l2: float, strengths: tuple[float, ...],
     scales: tuple[float, ...], folds: int, seed: int, anchor: Optional[tuple[np.ndarray, np.ndarray]] = None,
 ) -> dict[Choice, np.ndarray]:
-    """Held-out logits of every answer under each (router scale, strength) (m and the correction refitted per
-    fold); an infinite strength (no correction) keeps the router's logit whole. `anchor`: (questions, answers)
-    that join every fold's fit of m but are never held out nor read by the correction (answers on questions the
-    router learned from)."""
+    """Held-out logits of every answer under each (router scale, finite strength) (m and the correction refitted
+    per fold), and under the vector alone (VECTOR_ALONE: the router's logit whole), which the report reads whether
+    or not the grid holds an infinite strength. `anchor`: (questions, answers) that join every fold's fit of m but
+    are never held out nor read by the correction (answers on questions the router learned from)."""
     fold = stratified_folds(y, folds, seed)
     finite = [s for s in strengths if np.isfinite(s)]
-    choices = [(1.0, float("inf"))] if len(finite) < len(strengths) else []
-    choices += [(scale, strength) for scale in scales for strength in finite]
+    choices = [VECTOR_ALONE, *[(scale, strength) for scale in scales for strength in finite]]
     held_out = {c: np.empty(len(y)) for c in choices}
     anchor_q, anchor_y = anchor if anchor is not None else (q[:0], y[:0])
     for k in range(folds):
@@ -230,8 +205,7 @@ def _cross_validated(
             np.vstack([q[train], anchor_q]), np.concatenate([y[train], anchor_y]), prior_mean=prior, l2=l2
         ).astype(np.float64)
         offset_train, offset_test = base_logits(q[train], vector), base_logits(q[test], vector)
-        if len(finite) < len(strengths):
-            held_out[(1.0, float("inf"))][test] = offset_test
+        held_out[VECTOR_ALONE][test] = offset_test
         for scale in scales if finite else ():
             for strength, w in ridge_path(design[train], y[train], scale * offset_train, finite).items():
                 held_out[(scale, strength)][test] = design[test] @ w + scale * offset_test
@@ -334,9 +308,10 @@ def fit_onboarding(
         q[rows], design, y[rows], prior, l2, grid, tuple(router_scales), folds, seed, (q[~rows], y[~rows])
     )
     yr = y[rows]
-    weights = evidence_weights(yr, held_out, LIKE_ROUTER_ALONE_PRIOR if like_router else None)
-    averaged = np.sum([weight * held_out[c] for c, weight in weights.items()], axis=0)
     alone = VECTOR_ALONE
+    averaged_over = held_out if any(np.isinf(s) for s in grid) else {c: v for c, v in held_out.items() if c != alone}
+    weights = evidence_weights(yr, averaged_over, LIKE_ROUTER_ALONE_PRIOR if like_router else None)
+    averaged = np.sum([weight * held_out[c] for c, weight in weights.items()], axis=0)
     report.update(cv_answers=int(rows.sum()), **_cv_scores(yr, averaged, held_out[alone]))
     if off:
         report["correction"] = off

@@ -1,6 +1,6 @@
-"""Small statistics written with NumPy only (the runtime has no scipy or sklearn): ranks, Spearman, ROC AUC,
-k-means, silhouette, adjusted Rand index, normalised mutual information, PCA. Tests check each against
-scipy/sklearn.
+"""Small statistics written with NumPy only (the runtime has no scipy or sklearn): Spearman, k-means, silhouette,
+adjusted Rand index, normalised mutual information, PCA, and (from `jeirt_lite._ranks`) ranks and ROC AUC. Tests
+check each against scipy/sklearn.
 """
 
 from __future__ import annotations
@@ -10,18 +10,8 @@ from typing import Optional
 import numpy as np
 
 from .._errors import JeirtError
-
-
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks with ties given their average rank (like scipy.stats.rankdata)."""
-    x = np.asarray(values, dtype=np.float64).ravel()
-    order = np.argsort(x, kind="mergesort")
-    sorted_x = x[order]
-    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]]) if x.size else np.zeros(0, np.int64)
-    ends = np.r_[starts[1:], x.size]
-    ranks = np.empty(x.size)
-    ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
-    return ranks
+from .._ranks import average_ranks
+from .._ranks import roc_auc as roc_auc  # the report's, beside the other statistics
 
 
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
@@ -36,19 +26,6 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     ra, rb = average_ranks(a) - (a.size + 1) / 2.0, average_ranks(b) - (a.size + 1) / 2.0
     denom = np.sqrt((ra**2).sum() * (rb**2).sum())
     return float((ra * rb).sum() / denom) if denom > 0 else float("nan")
-
-
-def roc_auc(labels: np.ndarray, scores: np.ndarray) -> float:
-    """P(a random positive scores above a random negative), ties half; NaN when one class is absent."""
-    y = np.asarray(labels).ravel().astype(bool)
-    s = np.asarray(scores, dtype=np.float64).ravel()
-    if y.shape != s.shape:
-        raise JeirtError(f"roc_auc needs one score per label, got {y.size} labels and {s.size} scores")
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    ranks = average_ranks(s)
-    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
 def kmeans(
