@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from jeirt_lite import EncodedQuestions, JeirtError, Router, kernels
+from jeirt_lite import EncodedQuestions, JeirtError, Router, _corrections, kernels
 from jeirt_lite._corrections import (
+    INTERCEPT_COLUMN,
     MIN_WEIGHT,
     VECTOR_ALONE,
     OnboardingFit,
     _standardised_design,
     base_logits,
+    check_features,
     evidence_weights,
     fit_onboarding,
     like_the_routers_share,
+    onboarding_record,
     ridge_logistic,
+    ridge_path,
+    stratified_folds,
 )
 from jeirt_lite._feature_offsets import FeatureCorrections, parse_corrections
 from jeirt_lite._onboarding import fit_llm_vector
@@ -278,10 +284,16 @@ def test_a_router_that_explains_the_answers_keeps_its_whole_logit() -> None:
     assert fit.router_scale == 1.0
 
 
-def test_router_scales_outside_zero_to_one_are_refused() -> None:
+def test_router_scales_outside_zero_to_one_and_strengths_not_above_zero_are_refused() -> None:
     q, f, _, y = _problem(7, 200, 1.0)
-    with pytest.raises(JeirtError, match=r"router scales must be numbers in \(0, 1\]"):
-        fit_onboarding(q, f, y, prior_mean=np.zeros(8), router_scales=(1.0, 0.0))
+    for scales in ((1.0, 0.0), (1.0, 1.5), ()):
+        with pytest.raises(JeirtError, match=r"router scales must be numbers in \(0, 1\]"):
+            fit_onboarding(q, f, y, prior_mean=np.zeros(8), router_scales=scales)
+    for strengths in ((np.inf, 0.0), (np.inf, -1.0), (np.inf, float("nan")), ()):
+        with pytest.raises(JeirtError, match="correction strengths must be positive numbers"):
+            fit_onboarding(q, f, y, prior_mean=np.zeros(8), strengths=strengths)
+    small = fit_onboarding(q, f, y, prior_mean=np.zeros(8), strengths=(np.inf, 0.5), router_scales=(0.5,))
+    assert {entry["strength"] for entry in small.report["averaged_fits"]} <= {None, 0.5}  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("calibrated", [True, False])
@@ -417,6 +429,145 @@ def test_when_every_answer_is_on_a_training_question_the_fit_is_the_vector_alone
 
 def test_a_learned_mask_of_the_wrong_shape_or_type_is_refused() -> None:
     q, f, _, y = _problem(10, 50, 1.0)
-    for bad in (np.ones(49, dtype=bool), np.ones(50, dtype=np.int64)):
+    for bad in (np.ones(49, dtype=bool), np.ones(51, dtype=bool), np.ones((50, 1), dtype=bool),
+                np.ones(50, dtype=np.int64), np.ones(50, dtype=np.float64)):
         with pytest.raises(JeirtError, match=r"learned must be a \(50,\) bool array"):
             fit_onboarding(q, f, y, prior_mean=np.zeros(8), learned=bad)
+
+
+def test_the_reported_auc_counts_ties_as_half_and_is_none_for_answers_of_one_kind() -> None:
+    rng = np.random.default_rng(3)
+    y = (rng.random(300) < 0.4).astype(np.float64)
+    tied = rng.integers(0, 5, 300).astype(np.float64) + y  # few distinct scores: many ties across the classes
+    spread = rng.normal(size=300) + y
+    for scores in (tied, spread, -spread):
+        assert _corrections._auc(y, scores) == pytest.approx(_auc(y, scores), abs=1e-12)
+    assert _corrections._auc(np.ones(6), np.arange(6.0)) is None
+    assert _corrections._auc(np.zeros(6), np.arange(6.0)) is None
+
+
+def test_the_design_centres_the_features_and_gives_their_rows_a_mean_square_norm_of_their_count() -> None:
+    f = np.random.default_rng(4).normal(size=(50, 7)) * 3.0 + 2.0
+    design, center, scale = _standardised_design(f, 50)
+    np.testing.assert_allclose(center, f.mean(axis=0))
+    np.testing.assert_allclose(design[:, :-1], (f - center) * scale)
+    np.testing.assert_allclose(design[:, :-1].mean(axis=0), 0.0, atol=1e-12)
+    assert np.mean(np.sum(design[:, :-1] ** 2, axis=1)) == pytest.approx(7.0)
+    np.testing.assert_array_equal(design[:, -1], INTERCEPT_COLUMN)
+    design, center, scale = _standardised_design(np.full((4, 3), 2.5), 4)  # no spread: nothing to scale
+    assert scale == 1.0 and not design[:, :-1].any()
+
+
+def test_a_fit_without_a_correction_has_no_offset_and_keeps_the_routers_whole_logit() -> None:
+    q, f, _, y = _problem(0, 120, 0.0)  # noise features and a nearly unpenalised fit: cross-validation drops it
+    fit = fit_onboarding(q, f, y, prior_mean=np.zeros(8), strengths=(np.inf, 0.01), router_scales=(1.0,))
+    assert fit.report["correction"] == "off: cross-validation prefers the vector alone"
+    assert fit.weights is None and fit.bias == 0.0 and fit.router_scale == 1.0 and fit.report["router_scale"] == 1.0
+    # The average is the vector alone: its cross-validated scores are the vector's own.
+    assert fit.report["cv_log_loss"] == fit.report["cv_log_loss_vector_only"] > 0.0  # type: ignore[operator]
+    assert fit.report["cv_auc"] == fit.report["cv_auc_vector_only"]
+    y[3:] = 0  # too few answers of one kind
+    few = fit_onboarding(q, f, y, prior_mean=np.zeros(8))
+    assert few.weights is None and few.bias == 0.0 and few.router_scale == 1.0
+
+
+def test_the_report_lists_the_averaged_fits_heaviest_first() -> None:
+    q, f, _, y = _problem(10, 300, 2.0)
+    fits = fit_onboarding(q, f, y, prior_mean=np.zeros(8)).report["averaged_fits"]
+    weights = [entry["weight"] for entry in fits]  # type: ignore[union-attr]
+    assert len(weights) > 2 and weights == sorted(weights, reverse=True) and weights[0] > weights[-1]
+    assert all(weight == round(weight, 4) for weight in weights)  # to 4 decimals, as the report says
+
+
+def test_features_given_with_answers_are_checked_and_the_first_bad_row_is_named() -> None:
+    good = np.ones((6, 3), np.float64)
+    checked = check_features(good, 6, 3)
+    assert checked.dtype == np.float32 and checked.shape == (6, 3)
+    bad = good.copy()
+    bad[2, 1], bad[4, 0] = np.nan, np.inf
+    with pytest.raises(JeirtError, match=r"^features row 2 contains NaN or inf$"):
+        check_features(bad, 6, 3)
+    with pytest.raises(JeirtError, match=r"features must be a numeric \(6, 3\) array, got shape \(6, 4\)"):
+        check_features(np.ones((6, 4)), 6, 3)
+    with pytest.raises(JeirtError, match="exposes no features"):
+        check_features(good, 6, 0)
+
+
+def test_the_design_refuses_features_that_are_not_finite_rows_of_the_answers() -> None:
+    for bad, rows in ((np.ones((4, 3, 1)), 4), (np.ones((5, 3)), 4), (np.ones(4), 4)):
+        with pytest.raises(JeirtError, match=rf"features must be a finite \({rows}, p\) array"):
+            _standardised_design(bad, rows)
+    features = np.ones((4, 3))
+    features[2, 1] = np.nan
+    with pytest.raises(JeirtError, match=r"features must be a finite \(4, p\) array"):
+        _standardised_design(features, 4)
+
+
+def test_folds_are_stratified_by_answer_and_seeded() -> None:
+    y = np.array([1.0] * 23 + [0.0] * 17)
+    fold = stratified_folds(y, 5, seed=4)
+    assert set(fold.tolist()) == set(range(5))
+    for label in (0.0, 1.0):
+        counts = np.bincount(fold[y == label], minlength=5)
+        assert counts.max() - counts.min() <= 1, (label, counts)
+    np.testing.assert_array_equal(fold, stratified_folds(y, 5, seed=4))
+    assert not np.array_equal(fold, stratified_folds(y, 5, seed=5))
+
+
+def test_the_ridge_fits_reach_the_penalised_optimum() -> None:
+    rng = np.random.default_rng(11)
+    design = np.hstack([rng.normal(size=(200, 5)), np.full((200, 1), INTERCEPT_COLUMN)])
+    offset = rng.normal(size=200)
+    y = (rng.random(200) < 1 / (1 + np.exp(-(offset + design[:, :5] @ np.array([1.5, -1.0, 0.5, 0.0, 2.0]))))).astype(
+        np.float64)
+
+    def gradient(w: np.ndarray, strength: float) -> np.ndarray:
+        return design.T @ (1 / (1 + np.exp(-(design @ w + offset))) - y) + strength * w
+
+    for strength in (0.3, 3.0, 30.0):
+        exact = ridge_logistic(design, y, offset, strength)
+        assert np.max(np.abs(gradient(exact, strength))) < 1e-6
+    path = ridge_path(design, y, offset, [30.0, 3.0, 0.3])
+    for strength, w in path.items():  # the path's frozen-Hessian steps approximate the same optimum
+        np.testing.assert_allclose(w, ridge_logistic(design, y, offset, strength), rtol=5e-3, atol=1e-3)
+
+
+def test_the_alone_prior_of_a_grid_of_one_fit_is_the_whole_weight() -> None:
+    y = np.array([1.0, 0.0, 1.0])
+    assert evidence_weights(y, {VECTOR_ALONE: np.zeros(3)}, 0.9) == {VECTOR_ALONE: 1.0}
+
+
+@pytest.mark.parametrize(("share", "mostly_out"), [(0.4, True), (0.5, False), (0.6, False)])
+def test_the_record_says_the_questions_are_mostly_out_of_distribution_below_half(share: float, mostly_out: bool) -> None:
+    flags = np.arange(10) < round(share * 10)
+    alignment = SimpleNamespace(in_distribution=flags, scores=np.linspace(0.0, 1.0, 10))
+    fit = OnboardingFit(np.zeros(8, np.float32), None, 0.0, {"answers": 10})
+    record = onboarding_record("new", 2.0, fit, alignment)
+    assert record["name"] == "new" and record["l2"] == 2.0 and record["answers"] == 10
+    assert record["alignment"] == {
+        "mean_score": pytest.approx(0.5), "in_distribution_share": pytest.approx(share),
+        "mostly_out_of_distribution": mostly_out,
+    }
+    assert "alignment" not in onboarding_record("new", 2.0, fit, None)
+
+
+def test_the_router_logit_is_zero_for_a_zero_question_and_exact_for_short_ones() -> None:
+    questions = np.array([[0.0, 0.0], [0.3, 0.4], [3.0, 4.0]])
+    np.testing.assert_allclose(base_logits(questions, np.array([1.0, 2.0])), [0.0, 1.1 / 0.5 - 0.5, 11.0 / 5.0 - 5.0])
+
+
+def test_the_share_like_the_routers_is_defined_for_one_question_or_none() -> None:
+    one = 0.95 - 2.0 * np.sqrt(0.95 * 0.05)
+    assert like_the_routers_share(1) == pytest.approx(one) and like_the_routers_share(0) == pytest.approx(one)
+    assert like_the_routers_share(100, percentile=10.0) == pytest.approx(0.9 - 2.0 * np.sqrt(0.9 * 0.1 / 100))
+
+
+def test_the_correction_is_cross_validated_on_5_folds_and_needs_5_answers_of_each_kind() -> None:
+    q, f, _, y = _problem(12, 60, 3.0)  # as docs/guide/add-llm.md says
+    y[:] = 0.0
+    y[:5] = 1.0
+    five = fit_onboarding(q, f, y, prior_mean=np.zeros(8))
+    assert five.report["folds"] == 5 and "fewer than" not in str(five.report["correction"])
+    y[4] = 0.0
+    four = fit_onboarding(q, f, y, prior_mean=np.zeros(8))
+    assert four.report["correction"] == "off: fewer than 5 answers of each kind"
