@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -286,7 +287,7 @@ def test_a_router_that_explains_the_answers_keeps_its_whole_logit() -> None:
 
 def test_router_scales_outside_zero_to_one_and_strengths_not_above_zero_are_refused() -> None:
     q, f, _, y = _problem(7, 200, 1.0)
-    for scales in ((1.0, 0.0), (1.0, 1.5), ()):
+    for scales in ((1.0, 0.0), (1.0, 1.5), (1.0, -0.5), ()):
         with pytest.raises(JeirtError, match=r"router scales must be numbers in \(0, 1\]"):
             fit_onboarding(q, f, y, prior_mean=np.zeros(8), router_scales=scales)
     for strengths in ((np.inf, 0.0), (np.inf, -1.0), (np.inf, float("nan")), ()):
@@ -374,7 +375,7 @@ def test_questions_like_the_routers_start_the_average_with_most_of_the_prior_on_
     assert evidence_weights(y, held_out) == pytest.approx({c: 1 / 3 for c in held_out})
     assert evidence_weights(y, held_out, 0.9) == pytest.approx(
         {VECTOR_ALONE: 0.9, (1.0, 100.0): 0.05, (0.5, 100.0): 0.05})
-    for bad in (0.0, 1.0, 1.5, float("nan")):
+    for bad in (0.0, 1.0, 1.5, -0.5, float("nan")):
         with pytest.raises(ValueError, match="prior weight must be in"):
             evidence_weights(y, held_out, bad)
 
@@ -415,7 +416,7 @@ def test_answers_on_the_routers_training_questions_fit_the_vector_but_never_the_
 def test_when_every_answer_is_on_a_training_question_the_fit_is_the_vector_alone() -> None:
     q, f, _, y = _problem(9, 400, 6.0)
     fit = fit_onboarding(q, f, y, prior_mean=np.zeros(8), learned=np.ones(400, dtype=bool))
-    assert fit.weights is None and fit.router_scale == 1.0
+    assert fit.weights is None and fit.bias == 0.0 and fit.router_scale == 1.0
     assert "400 of the 400 answers are on questions the router learned from" in str(fit.report["correction"])
     np.testing.assert_allclose(fit.vector, fit_llm_vector(q, y), atol=1e-6)
     # How well the vector alone fits is still cross-validated on every answer.
@@ -487,14 +488,16 @@ def test_features_given_with_answers_are_checked_and_the_first_bad_row_is_named(
     bad[2, 1], bad[4, 0] = np.nan, np.inf
     with pytest.raises(JeirtError, match=r"^features row 2 contains NaN or inf$"):
         check_features(bad, 6, 3)
-    with pytest.raises(JeirtError, match=r"features must be a numeric \(6, 3\) array, got shape \(6, 4\)"):
-        check_features(np.ones((6, 4)), 6, 3)
+    for shape in ((6, 4), (6, 2), (5, 3), (7, 3)):
+        with pytest.raises(JeirtError, match=re.escape(f"features must be a numeric (6, 3) array, got shape {shape}")):
+            check_features(np.ones(shape), 6, 3)
+    assert check_features(np.ones((6, 1)), 6, 1).shape == (6, 1)  # one feature is enough
     with pytest.raises(JeirtError, match="exposes no features"):
         check_features(good, 6, 0)
 
 
 def test_the_design_refuses_features_that_are_not_finite_rows_of_the_answers() -> None:
-    for bad, rows in ((np.ones((4, 3, 1)), 4), (np.ones((5, 3)), 4), (np.ones(4), 4)):
+    for bad, rows in ((np.ones((4, 3, 1)), 4), (np.ones((5, 3)), 4), (np.ones((3, 3)), 4), (np.ones(4), 4)):
         with pytest.raises(JeirtError, match=rf"features must be a finite \({rows}, p\) array"):
             _standardised_design(bad, rows)
     features = np.ones((4, 3))
@@ -571,3 +574,43 @@ def test_the_correction_is_cross_validated_on_5_folds_and_needs_5_answers_of_eac
     y[4] = 0.0
     four = fit_onboarding(q, f, y, prior_mean=np.zeros(8))
     assert four.report["correction"] == "off: fewer than 5 answers of each kind"
+
+
+def test_the_alone_prior_of_two_fits_splits_the_prior_between_them() -> None:
+    y = np.ones(20)
+    held_out = {VECTOR_ALONE: np.zeros(20), (1.0, 100.0): np.zeros(20)}  # equal evidence: the prior decides
+    assert evidence_weights(y, held_out, 0.9) == pytest.approx({VECTOR_ALONE: 0.9, (1.0, 100.0): 0.1})
+    assert evidence_weights(y, held_out, 0.3) == pytest.approx({VECTOR_ALONE: 0.3, (1.0, 100.0): 0.7})
+
+
+def test_a_correction_beside_the_vector_alone_in_the_average_stays_on() -> None:
+    q, f, _, y = _problem(0, 300, 0.0)  # questions like the router's: the vector alone takes most of the weight
+    fit = fit_onboarding(q, f, y, prior_mean=np.zeros(8), in_distribution=np.ones(300, dtype=bool))
+    assert 0.5 < _alone_weight(fit) < 1.0
+    assert fit.report["correction"] == "on" and fit.weights is not None
+
+
+def test_features_moved_by_a_constant_give_the_same_offsets() -> None:
+    q, f, _, y = _problem(13, 300, 3.0)  # the design centres the features: the bias takes the shift back
+    fit = fit_onboarding(q, f, y, prior_mean=np.zeros(8))
+    moved = fit_onboarding(q, f + 3.0, y, prior_mean=np.zeros(8))
+    assert fit.weights is not None and moved.weights is not None
+    np.testing.assert_allclose(f @ fit.weights + fit.bias, (f + 3.0) @ moved.weights + moved.bias, atol=1e-4)
+
+
+def test_too_few_wrong_answers_leave_the_correction_off_too() -> None:
+    q, f, _, _ = _problem(14, 60, 3.0)
+    y = np.ones(60)
+    y[:4] = 0.0
+    fit = fit_onboarding(q, f, y, prior_mean=np.zeros(8))
+    assert fit.weights is None and fit.report["correction"] == "off: fewer than 5 answers of each kind"
+
+
+def test_a_grid_without_the_vector_alone_averages_corrections_only_and_still_reports_the_vector() -> None:
+    q, f, _, y = _problem(0, 200, 3.0)
+    fit = fit_onboarding(q, f, y, prior_mean=np.zeros(8), strengths=(100.0, 10.0))
+    strengths = {entry["strength"] for entry in fit.report["averaged_fits"]}  # type: ignore[union-attr]
+    assert fit.report["correction"] == "on" and fit.weights is not None and strengths <= {100.0, 10.0}
+    with_alone = fit_onboarding(q, f, y, prior_mean=np.zeros(8), strengths=(np.inf, 100.0, 10.0))
+    assert fit.report["cv_auc_vector_only"] == with_alone.report["cv_auc_vector_only"]  # the same folds
+    assert fit.report["cv_log_loss_vector_only"] == with_alone.report["cv_log_loss_vector_only"]

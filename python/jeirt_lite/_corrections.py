@@ -299,7 +299,7 @@ def fit_onboarding(
     rows = np.ones(len(y), dtype=bool) if off else ~seen
     grid = (float("inf"),) if off else tuple(strengths)
     design, center, feature_scale = (
-        (np.ones((int(rows.sum()), 1)), np.zeros(0), 1.0) if off or features is None
+        (np.ones((int(rows.sum()), 1)), np.zeros(0), 1.0) if off  # the vector alone reads no design
         else _standardised_design(np.asarray(features)[rows], int(rows.sum()))
     )
     share = None if in_distribution is None else float(np.mean(np.asarray(in_distribution)[rows]))
