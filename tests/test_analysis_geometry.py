@@ -184,3 +184,42 @@ def test_the_threshold_spans_the_validation_scores_and_a_score_on_it_is_in_distr
     assert validation_threshold(val, reference, percentile=100.0) == pytest.approx(float(scores.max()))
     result = align(val, reference, float(scores[7]))
     assert result.in_distribution[7] and result.in_distribution.sum() == (scores >= scores[7]).sum()
+
+
+def test_a_taxonomy_describes_each_cluster_by_size_top_subjects_and_its_most_typical_question() -> None:
+    vectors, truth = _planted(n_per=30, k=2)
+    mixed = ["bio"] * 3 + ["math"] * 15 + ["art"] * 5 + ["law"] * 7  # the first 30 questions, one direction
+    subjects = mixed + ["law"] * 30
+    tax = taxonomy(vectors, subjects, k=2)
+    first = tax.clusters[int(tax.labels[0])]
+    assert [name for name, _ in first.subject_mix] == ["math", "law", "art", "bio"]  # largest share first
+    assert [share for _, share in first.subject_mix] == pytest.approx([0.5, 7 / 30, 1 / 6, 0.1])
+    directions = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    for j, cluster in enumerate(tax.clusters):  # the members closest to the centroid, closest first
+        members = np.flatnonzero(tax.labels == j)
+        closeness = directions[members] @ tax.centroids[j]
+        assert cluster.typical == members[np.argsort(-closeness)[:3]].tolist()
+    texts = [f"question  {i}\n  about  something long enough to be cut" for i in range(len(truth))]
+    lines = tax.describe(texts, width=20)
+    j = int(tax.labels[0])
+    assert lines[j] == (f"cluster {j}: 30 questions; math 50%, law 23%, art 17% | "
+                        + " ".join(texts[first.typical[0]].split())[:20])
+    assert tax.describe()[j] == f"cluster {j}: 30 questions; math 50%, law 23%, art 17%"
+
+
+def test_a_taxonomy_chooses_k_among_4_to_20_by_default_and_is_seeded() -> None:
+    vectors, truth = _planted(n_per=30, k=4)
+    tax = taxonomy(vectors)
+    assert sorted(tax.silhouette_by_k) == list(range(4, 21, 2)) and tax.k == 4
+    np.testing.assert_array_equal(tax.labels, taxonomy(vectors, seed=0).labels)
+    assert np.isnan(tax.ari) and np.isnan(tax.nmi) and all(cluster.subject_mix == [] for cluster in tax.clusters)
+
+
+def test_a_taxonomy_needs_one_subject_per_question_and_a_usable_k() -> None:
+    vectors, truth = _planted(n_per=5, k=2)
+    for subjects in (["a"] * 9, ["a"] * 11):
+        with pytest.raises(JeirtError, match=rf"one subject per question is needed, got {len(subjects)} for 10"):
+            taxonomy(vectors, subjects, k=2)
+    with pytest.raises(JeirtError, match=r"no usable k among \[1, 10, 11\] for 10 questions"):
+        taxonomy(vectors, k_values=[1, 10, 11])  # k must be at least 2 and below the number of questions
+    assert sorted(taxonomy(vectors, k_values=[2, 9, 10]).silhouette_by_k) == [2, 9]

@@ -1,9 +1,11 @@
-"""jeirt_lite.analysis routing value: the rules on a hand-made answer matrix."""
+"""jeirt_lite.analysis routing value: the rules on a hand-made answer matrix and against a plain loop over the
+questions on a random one."""
 
 from __future__ import annotations
 
 import numpy as np
-from jeirt_lite.analysis._routing_value import answer_matrix, routing_value
+import pytest
+from jeirt_lite.analysis._routing_value import answer_matrix, cost_weights, routing_value
 
 
 def test_rules_on_a_small_matrix() -> None:
@@ -25,3 +27,71 @@ def test_answer_matrix_places_cells_by_column() -> None:
     y = answer_matrix(np.array([0, 1, 1]), np.array([2, 0, 2]), np.array([1.0, 0.0, 1.0]), 2, [2, -1, 0])
     np.testing.assert_array_equal(np.isnan(y), [[False, True, True], [False, True, False]])
     assert y[0, 0] == 1.0 and y[1, 0] == 1.0 and y[1, 2] == 0.0
+
+
+def test_cost_weights_are_zero_then_1_2_5_steps_from_2_percent_to_one_unit_per_largest_cost() -> None:
+    assert cost_weights(10.0) == [0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1]
+    assert cost_weights(0.0) == [0.0, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0]  # no cost at all: as if the largest were 1
+    assert cost_weights(2e-6) == [0.0, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5]  # dollars per token: the same seven steps
+    assert cost_weights(5e9) == [0.0, 5e-12, 1e-11, 2e-11, 5e-11, 1e-10, 2e-10]
+
+
+def _first_best(values: list[float]) -> int:
+    return max(range(len(values)), key=lambda j: (values[j], -j))  # the highest, ties to the lower index
+
+
+def test_every_rule_matches_a_plain_loop_over_the_questions() -> None:
+    rng = np.random.default_rng(3)
+    n, k = 80, 5
+    answers = (rng.random((n, k)) < 0.6).astype(float)
+    answers[rng.random((n, k)) < 0.3] = np.nan
+    answers[0] = np.nan  # a question nobody answered: left out
+    answers[1] = [np.nan, np.nan, np.nan, 1.0, 0.0]  # answered by LLMs without a cost only
+    probabilities = rng.random((n, k)).round(1)  # ties on purpose
+    names = ["a", "b", "c", "d", "e"]
+    costs = {"a": 3.0, "b": 0.5, "c": 8.0}
+    value = routing_value(probabilities, answers, names, costs)
+
+    asked = [i for i in range(n) if not np.isnan(answers[i]).all()]
+    seen = {i: [j for j in range(k) if not np.isnan(answers[i, j])] for i in asked}
+    hits = [np.nansum(answers[:, j]) / max((~np.isnan(answers[:, j])).sum(), 1) for j in range(k)]
+    best = _first_best(hits)
+    assert value.n_questions == len(asked) and value.best_single_name == names[best]
+    router = [answers[i, max(seen[i], key=lambda j: (probabilities[i, j], -j))] for i in asked]
+    single = [answers[i, max(seen[i], key=lambda j: (hits[j], -j))] for i in asked]
+    assert value.router == pytest.approx(np.mean(router)) and value.best_single == pytest.approx(np.mean(single))
+    assert value.oracle == pytest.approx(np.mean([np.nansum(answers[i]) > 0 for i in asked]))
+    assert value.mean_llm == pytest.approx(np.nanmean(answers))
+
+    cost = [costs.get(name, np.nan) for name in names]
+    priced = {i: [j for j in seen[i] if not np.isnan(cost[j])] for i in asked}
+    rows = [i for i in asked if priced[i]]
+    assert value.n_priced == 3 and 1 not in rows
+    assert value.single == {names[j]: (pytest.approx(np.nanmean(answers[rows, j])), cost[j]) for j in range(3)}
+    want = []
+    for weight in cost_weights(8.0):
+        picks = [max(priced[i], key=lambda j: (probabilities[i, j] - weight * cost[j], -j)) for i in rows]
+        want.append(("max P − λ·cost", weight, np.mean([answers[i, j] for i, j in zip(rows, picks)]),
+                     np.mean([cost[j] for j in picks])))
+    for t in (0.5, 0.6, 0.7, 0.8, 0.9):
+        picks = []
+        for i in rows:
+            clear = [j for j in priced[i] if probabilities[i, j] >= t]
+            picks.append(min(clear, key=lambda j: (cost[j], j)) if clear
+                         else max(priced[i], key=lambda j: (probabilities[i, j], -j)))
+        want.append(("cheapest with P ≥ t", t, np.mean([answers[i, j] for i, j in zip(rows, picks)]),
+                     np.mean([cost[j] for j in picks])))
+    assert [(rule, setting) for rule, setting, _, _ in value.curve] == [(rule, setting) for rule, setting, _, _ in want]
+    np.testing.assert_allclose([row[2:] for row in value.curve], [row[2:] for row in want])
+
+
+def test_without_a_priced_answer_there_is_no_curve() -> None:
+    answers = np.array([[1.0, 0.0], [0.0, np.nan]])
+    value = routing_value(np.array([[0.4, 0.6], [0.7, 0.2]]), answers, ["a", "b"], {"c": 1.0})
+    assert value.n_priced == 0 and value.single == {} and value.curve == []
+    assert value.router == 0.0 and value.best_single == 0.5 and value.best_single_name == "a"
+
+
+def test_answer_matrix_reads_llms_beyond_the_columns_and_columns_beyond_the_llms() -> None:
+    y = answer_matrix(np.array([0, 1, 0]), np.array([5, 1, 1]), np.array([1.0, 0.0, 1.0]), 2, [1, 7])
+    np.testing.assert_array_equal(y, [[1.0, np.nan], [0.0, np.nan]])  # LLM 5 is in no column; column 7 has no cell

@@ -12,6 +12,7 @@ Every rule picks, per question, one LLM among those with an observed answer to i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -36,9 +37,11 @@ class RoutingValue:
 
 
 def cost_weights(largest_cost: float) -> list[float]:
-    """0, then the 1-2-5 values of λ from SMALLEST_SHARE to 1 unit of P(correct) per `largest_cost`."""
+    """0, then the 1-2-5 values of λ from SMALLEST_SHARE to 1 unit of P(correct) per `largest_cost` (costs in any
+    unit: dollars per token as well as billions of parameters)."""
     low, high = SMALLEST_SHARE / (largest_cost or 1.0), 1.0 / (largest_cost or 1.0)
-    steps = sorted(float(f"{m}e{e}") for e in range(-9, 4) for m in (1, 2, 5))
+    decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+    steps = sorted(float(f"{m}e{e}") for e in decades for m in (1, 2, 5))
     return [0.0] + [w for w in steps if low <= w <= high]
 
 
