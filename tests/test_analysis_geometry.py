@@ -223,3 +223,65 @@ def test_a_taxonomy_needs_one_subject_per_question_and_a_usable_k() -> None:
     with pytest.raises(JeirtError, match=r"no usable k among \[1, 10, 11\] for 10 questions"):
         taxonomy(vectors, k_values=[1, 10, 11])  # k must be at least 2 and below the number of questions
     assert sorted(taxonomy(vectors, k_values=[2, 9, 10]).silhouette_by_k) == [2, 9]
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_a_probe_is_the_unit_difference_of_the_group_means_centred_halfway(normalize: bool) -> None:
+    rng = np.random.default_rng(5)
+    with_, without = rng.normal(size=(7, 4)) + 1.0, rng.normal(size=(5, 4)) * 3.0
+    fitted = probe_vectors(with_, without, normalize=normalize)
+    unit = (lambda x: x / np.linalg.norm(x, axis=1, keepdims=True)) if normalize else (lambda x: x)
+    a, b = unit(with_).mean(axis=0), unit(without).mean(axis=0)
+    np.testing.assert_allclose(fitted.direction, (a - b) / np.linalg.norm(a - b))
+    assert fitted.midpoint == pytest.approx((a + b) @ fitted.direction / 2.0)
+    assert (fitted.n_with, fitted.n_without, fitted.normalize) == (7, 5, normalize)
+    new = rng.normal(size=(3, 4)) * 5.0
+    np.testing.assert_allclose(fitted.score(new), unit(new) @ fitted.direction - fitted.midpoint)
+    assert probe_vectors(with_, without).normalize is True  # directions only, unless asked
+
+
+def test_a_probe_names_what_it_cannot_fit_or_score() -> None:
+    good = np.eye(3)[:2]
+    for a, b in ((np.ones(3), good), (good, np.ones(3)), (np.ones((2, 3, 1)), good), (good, np.ones((2, 3, 1))),
+                 (np.ones((2, 4)), good), (np.ones((2, 2)), good)):
+        with pytest.raises(JeirtError, match="both groups need vectors of one dimension, got shapes"):
+            probe_vectors(a, b)
+    for a, b in ((np.zeros((0, 3)), good), (good, np.zeros((0, 3)))):
+        with pytest.raises(JeirtError, match="a probe needs at least one question in each group"):
+            probe_vectors(a, b)
+    assert probe_vectors(good[:1], good[1:]).n_without == 1  # one question a group is enough
+    fitted = probe_vectors(good, -good)
+    for vectors in (np.ones(3), np.ones((2, 4)), np.ones((2, 2)), np.ones((2, 3, 1))):
+        with pytest.raises(JeirtError, match=r"vectors must have shape \(N, 3\), got"):
+            fitted.score(vectors)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Q?\nA. 3\nB. 4\nC. 5\nD. Kant", True),  # 3 of 4 numeric: the 75% share is enough
+        ("Q?\nA. 3\nB. Kant", False),  # two options, one numeric: 50%
+        ("Q?\nA. 3\nB. 4", True),
+        ("How many moons? A. Io", True),  # one option: the keywords decide
+        ("Calculate it.\nA. Plato\nB. Kant", False),  # two options: the options decide, not the keyword
+    ],
+)
+def test_needs_calculation_counts_numeric_options_from_two_on(text: str, expected: bool) -> None:
+    assert needs_calculation(text) is expected
+
+
+def test_difficulty_per_subject_needs_ten_questions_and_one_subject_each() -> None:
+    norms = np.arange(30, dtype=float)
+    errors = np.where(np.arange(30) % 2 == 0, norms, -norms)
+    subjects = ["a"] * 10 + ["b"] * 9 + ["c"] * 11
+    errors[25] = np.nan  # c keeps 10 answered questions
+    result = difficulty_vs_error(norms, errors, subjects)
+    assert sorted(result.per_subject) == ["a", "c"] and result.per_subject["c"][0] == 10
+    assert result.n_questions == 29
+    for bad in (subjects[:-1], subjects + ["a"]):
+        with pytest.raises(JeirtError, match=rf"one subject per question is needed, got {len(bad)} subjects for 30"):
+            difficulty_vs_error(norms, errors, bad)
+    for e in (np.ones(29), np.ones(31)):
+        with pytest.raises(JeirtError, match="one error rate per norm is needed"):
+            difficulty_vs_error(norms, e)
+    assert difficulty_vs_error(np.array([1.0, np.nan, 3, 4]), np.array([0.1, 0.2, 0.3, 0.4])).n_questions == 3
