@@ -262,7 +262,7 @@ def test_a_probe_names_what_it_cannot_fit_or_score() -> None:
         ("Q?\nA. 3\nB. 4\nC. 5\nD. Kant", True),  # 3 of 4 numeric: the 75% share is enough
         ("Q?\nA. 3\nB. Kant", False),  # two options, one numeric: 50%
         ("Q?\nA. 3\nB. 4", True),
-        ("How many moons? A. Io", True),  # one option: the keywords decide
+        ("How many moons?\nA. Io", True),  # one option: the keywords decide
         ("Calculate it.\nA. Plato\nB. Kant", False),  # two options: the options decide, not the keyword
     ],
 )
@@ -285,3 +285,34 @@ def test_difficulty_per_subject_needs_ten_questions_and_one_subject_each() -> No
         with pytest.raises(JeirtError, match="one error rate per norm is needed"):
             difficulty_vs_error(norms, e)
     assert difficulty_vs_error(np.array([1.0, np.nan, 3, 4]), np.array([0.1, 0.2, 0.3, 0.4])).n_questions == 3
+
+
+def test_a_probe_and_a_taxonomy_take_wide_vectors_and_large_sets() -> None:
+    rng = np.random.default_rng(6)  # sizes beyond 256: a shape compared by identity would fail here
+    with_, without = rng.normal(size=(300, 300)) + 0.5, rng.normal(size=(300, 300)) - 0.5
+    assert probe_vectors(with_, without).score(with_).shape == (300,)
+    vectors, truth = _planted(n_per=75, k=4)
+    tax = taxonomy(vectors, [f"s{t}" for t in truth], k=4)
+    assert tax.ari == pytest.approx(1.0) and sum(cluster.size for cluster in tax.clusters) == 300
+
+
+def test_a_taxonomy_chooses_k_on_a_seeded_sample_of_a_large_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jeirt_lite.analysis import _taxonomy
+
+    vectors, _ = _planted(n_per=15, k=4)
+    directions = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    ks = [2, 3, 4]
+    monkeypatch.setattr(_taxonomy, "SILHOUETTE_SAMPLE", 1000)
+    whole = _taxonomy.choose_k(directions, ks, seed=3)
+    monkeypatch.setattr(_taxonomy, "SILHOUETTE_SAMPLE", 60)  # exactly the sample's size: every question
+    assert _taxonomy.choose_k(directions, ks, seed=3) == whole
+    monkeypatch.setattr(_taxonomy, "SILHOUETTE_SAMPLE", 40)  # more: 40 distinct questions drawn with the seed
+    sample = directions[np.random.default_rng(3).choice(60, 40, replace=False)]
+    assert _taxonomy.choose_k(directions, ks, seed=3) == _taxonomy.choose_k(sample, ks, seed=3) != whole
+
+
+def test_a_taxonomy_describes_its_typical_question_in_90_characters_by_default() -> None:
+    vectors, truth = _planted(n_per=10, k=2)
+    texts = ["word " * 40] * 20
+    line = taxonomy(vectors, k=2).describe(texts)[0]
+    assert line.endswith(" | " + ("word " * 40)[:90])

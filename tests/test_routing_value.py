@@ -93,5 +93,14 @@ def test_without_a_priced_answer_there_is_no_curve() -> None:
 
 
 def test_answer_matrix_reads_llms_beyond_the_columns_and_columns_beyond_the_llms() -> None:
-    y = answer_matrix(np.array([0, 1, 0]), np.array([5, 1, 1]), np.array([1.0, 0.0, 1.0]), 2, [1, 7])
-    np.testing.assert_array_equal(y, [[1.0, np.nan], [0.0, np.nan]])  # LLM 5 is in no column; column 7 has no cell
+    y = answer_matrix(np.array([0, 1, 0]), np.array([9, 1, 1]), np.array([1.0, 0.0, 1.0]), 2, [1, 7])
+    np.testing.assert_array_equal(y, [[1.0, np.nan], [0.0, np.nan]])  # LLM 9 is in no column; column 7 has no cell
+
+
+def test_the_best_single_llm_is_right_most_often_by_share_and_has_answered() -> None:
+    answers = np.full((23, 3), np.nan)
+    answers[:20, 0] = [1.0] * 18 + [0.0] * 2  # 90% right, 2 wrong
+    answers[20:, 1] = [1.0, 1.0, 0.0]  # 67% right, 1 wrong: fewer wrong answers, a lower share
+    value = routing_value(np.full((23, 3), 0.5), answers, ["a", "b", "never-asked"], {})
+    assert value.best_single_name == "a" and value.n_questions == 23
+    assert value.best_single == pytest.approx(20 / 23)  # each question goes to the best LLM that answered it
