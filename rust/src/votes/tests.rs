@@ -384,7 +384,7 @@ fn a_query_block_shorter_than_a_group_is_not_scanned() {
         assert_eq!(found(&vec![1.0; GROUP * dims], dims, level), 2 * GROUP);
         // One value short of a group, or no dimension: nothing is read, nothing kept.
         assert_eq!(found(&vec![1.0; GROUP * dims - 1], dims, level), 0);
-        assert_eq!(found(&vec![1.0; GROUP], dims, level), 0);
+        assert_eq!(found(&[1.0; GROUP], dims, level), 0);
         assert_eq!(found(&[], 0, level), 0);
     }
 }
