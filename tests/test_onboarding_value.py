@@ -16,35 +16,42 @@ def test_the_log_loss_clips_certain_predictions() -> None:
     assert log_loss(np.array([1.0, 0.0]), np.array([0.0, 1.0])) == pytest.approx(-np.log(1e-7))
 
 
-def test_the_best_middle_and_worst_llm_are_refitted_at_counts_up_to_half_their_answers(tiny_router_path: Path) -> None:
-    router = Router.load(tiny_router_path, threads=1).with_neighbours(None)
-    rng = np.random.default_rng(0)
-    vectors = rng.normal(size=(120, router.dim)).astype(np.float32)
-    answers = (rng.random((120, 5)) < np.array([0.9, 0.7, 0.5, 0.3, 0.1])).astype(np.float64)
-    answers[60:, 3] = np.nan  # 60 answers: counts up to 30
-    answers[19:, 4] = np.nan  # 19 answers: fewer than twice the smallest count, never refitted
-    curves = onboarding_curves(router, vectors, answers, seed=4)
-
-    accuracy = np.nanmean(answers, axis=0)
-    assert list(np.argsort(-accuracy[:4])) == [0, 1, 2, 3]  # best, middle (of the four usable) and worst: 0, 2, 3
-    assert list(curves) == [router.llms[0], router.llms[2], router.llms[3]]
-    assert [n for n, _, _ in curves[router.llms[0]]] == [c for c in ANSWER_COUNTS if c <= 60]
-    assert [n for n, _, _ in curves[router.llms[3]]] == [c for c in ANSWER_COUNTS if c <= 30]
-
-    draws, own = np.random.default_rng(4), router.predict_proba(EncodedQuestions(vectors))
-    for j in (0, 2, 3):
+def _check_against_the_same_draws(router: Router, vectors: np.ndarray, answers: np.ndarray, seed: int,
+                                  curves: dict[str, list[tuple[int, float, float]]]) -> None:
+    draws, own = np.random.default_rng(seed), router.predict_proba(EncodedQuestions(vectors))
+    for name, points in curves.items():
+        j = router.llms.index(name)
         answered = np.flatnonzero(~np.isnan(answers[:, j]))
-        for n, refit, mine in curves[router.llms[j]]:
+        assert [n for n, _, _ in points] == [c for c in ANSWER_COUNTS if c <= answered.size // 2]
+        for n, refit, mine in points:
             want_refit, want_mine = [], []
             for _ in range(REPEATS):
                 order = draws.permutation(answered)
                 fit_rows, rest = order[:n], order[n:]
-                grown = router.remove_llm(router.llms[j]).add_llm(
-                    router.llms[j], EncodedQuestions(vectors[fit_rows]), answers[fit_rows, j].astype(np.int64))
+                grown = router.remove_llm(name).add_llm(
+                    name, EncodedQuestions(vectors[fit_rows]), answers[fit_rows, j].astype(np.int64))
                 p = grown.predict_proba(EncodedQuestions(vectors[rest]))[:, -1]
                 want_refit.append(log_loss(answers[rest, j], p))
                 want_mine.append(log_loss(answers[rest, j], own[rest, j]))
             assert (refit, mine) == (pytest.approx(np.mean(want_refit)), pytest.approx(np.mean(want_mine)))
+
+
+@pytest.mark.parametrize(("last_answers", "refitted"), [(20, [0, 1, 4]), (19, [0, 1, 2])])
+def test_the_best_middle_and_worst_usable_llm_are_refitted_at_counts_up_to_half_their_answers(
+    tiny_router_path: Path, last_answers: int, refitted: list[int]
+) -> None:
+    router = Router.load(tiny_router_path, threads=1).with_neighbours(None)
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(120, router.dim)).astype(np.float32)
+    answers = (rng.random((120, 5)) < np.array([0.5, 0.9, 0.3, 0.7, 0.1])).astype(np.float64)
+    answers[60:, 2] = np.nan  # 60 answers: counts up to 30
+    answers[40:, 1] = np.nan  # the best by share, with fewer right answers than 0 and 3: ranked by share
+    answers[last_answers:, 4] = np.nan  # 20 answers, twice the smallest count, is enough; 19 is not
+    order = list(np.argsort(-np.nanmean(answers, axis=0)))
+    assert order == [1, 3, 0, 2, 4]  # by accuracy: usable are all five (best 1, middle 0, worst 4) or the first four
+    curves = onboarding_curves(router, vectors, answers, seed=4)  # (best 1, middle 0: the third of four, worst 2)
+    assert list(curves) == [router.llms[j] for j in refitted]
+    _check_against_the_same_draws(router, vectors, answers, 4, curves)
 
 
 def test_no_llm_with_enough_answers_means_no_curve(tiny_router_path: Path) -> None:
