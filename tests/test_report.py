@@ -146,3 +146,27 @@ def test_report_cli_max_questions_caps_the_sample_and_zero_takes_all(
                  "--max-questions", cap]) == 0
     rows = re.findall(r"<th>questions used</th><td>(\d+)</td>", out.read_text(encoding="utf-8"))
     assert rows == [str(questions)], rows
+
+
+def test_report_needs_data_and_caps_its_sample_at_3000_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    from jeirt_lite.cli import build_parser
+
+    assert main(["report", "-o", "r.html"]) == 2
+    assert "the following arguments are required: --data" in capsys.readouterr().err
+    args = build_parser().parse_args(["report", "--data", "d"])
+    assert args.max_questions == 3000 and str(args.output) == "report.html"
+
+
+def test_report_without_matplotlib_names_the_extra_in_one_line(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jeirt_lite.analysis import report
+
+    def missing() -> None:
+        raise ImportError('jeirt-lite report needs matplotlib: pip install "jeirt-lite[report]"')
+
+    monkeypatch.setattr(report, "require_matplotlib", missing)
+    code = main(["report", str(tiny_router_path), "--data", str(tmp_path), "-o", str(tmp_path / "r.html")])
+    err = capsys.readouterr().err
+    assert code == 1 and err == 'jeirt-lite: error: jeirt-lite report needs matplotlib: pip install "jeirt-lite[report]"\n'
+    assert not (tmp_path / "r.html").exists()
