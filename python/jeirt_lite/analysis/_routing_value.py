@@ -39,7 +39,8 @@ class RoutingValue:
 def cost_weights(largest_cost: float) -> list[float]:
     """0, then the 1-2-5 values of λ from SMALLEST_SHARE to 1 unit of P(correct) per `largest_cost` (costs in any
     unit: dollars per token as well as billions of parameters)."""
-    low, high = SMALLEST_SHARE / (largest_cost or 1.0), 1.0 / (largest_cost or 1.0)
+    scale = largest_cost or 1.0  # no cost at all: as if the largest were 1
+    low, high = SMALLEST_SHARE / scale, 1.0 / scale
     decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
     steps = sorted(float(f"{m}e{e}") for e in decades for m in (1, 2, 5))
     return [0.0] + [w for w in steps if low <= w <= high]
