@@ -146,13 +146,12 @@ def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str
     fit` on `data` (experiments.compare_fit), with `fit_args` after their own options (the rows' names carry them);
     with jeirt_fit asked for and no `jeirt_hyper`, the tuned row (jeirt) is fit's own held-out run of the chosen
     setting instead of a second choice."""
-    from jeirt_lite_training.choose import TunedJeirt
-
     from .baselines import EmbedLlmMF, KnnPerLlm, LlmAccuracy, TextMirt
     from .baselines.embedllm import same_care_mf, same_care_mf_refit
     from .baselines.logreg import LogisticPerLlm
     from .baselines.mirt import same_care_mirt, same_care_mirt_refit
     from .baselines.torch_fit import FitSettings
+    from .tuned_jeirt import TunedJeirt
 
     unknown = [m for m in methods if m not in METHODS]
     if unknown:

