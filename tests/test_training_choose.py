@@ -15,10 +15,12 @@ torch = pytest.importorskip("torch")
 
 from jeirt_lite_training.__main__ import fit_summary
 from jeirt_lite_training.choose import (
+    Selection,
     choose,
     median_schedule,
     refit,
     schedule_counts,
+    selection_record,
 )
 from jeirt_lite_training.config import AUTO_FOLDS
 from jeirt_lite_training.metrics import roc_auc
@@ -40,6 +42,14 @@ def test_schedule_counts_and_median() -> None:
     assert median_schedule([[], []], 1e-3, 3) == [1e-3]  # never worse than the start: still one epoch
     with pytest.raises(ValueError, match="not base_lr"):
         schedule_counts([3e-4], 1e-3, 3)
+
+
+def test_a_rate_is_a_level_up_to_rounding_and_only_below_the_last_drop() -> None:
+    assert schedule_counts([1e-3 * 0.1**2 * (1 + 1e-12)], 1e-3, 3) == [0, 0, 1]  # 1e-3 * 0.1**2 != 1e-5 in floats
+    # A hundred-thousandth off a level; nearer one level than the next, on either side; below the last; above the first.
+    for off_level in (1e-4 * (1 + 1e-5), 6e-4, 3e-4, 1e-6, 1e-7, 1e-2):
+        with pytest.raises(ValueError, match=f"learning rate {off_level} is not base_lr / 10\\^i for i < 3"):
+            schedule_counts([off_level], 1e-3, 3)
 
 
 def _synthetic(seed: int = 0) -> tuple[np.ndarray, Responses]:
@@ -93,6 +103,80 @@ def test_choose_names_settings_that_reach_no_finite_loss() -> None:
     huge = emb * np.float32(1e30)  # finite, but the question vectors' norms overflow float32
     with pytest.raises(ValueError, match="no setting reached a finite validation loss"):
         choose(huge, [(train, val)], 6, dims=(4,), dropouts=(0.0,), max_epochs=2, seed=0)
+
+
+@pytest.mark.parametrize("drops", [1, 2])
+def test_a_schedule_through_every_learning_rate_is_carried_over_and_recorded(drops: int) -> None:
+    emb, cells = _synthetic()
+    train, val = _part(cells, np.arange(180)), _part(cells, np.arange(180, 240))
+    # Small steps, one flat epoch before each drop, no average: this run's best weights come after every drop.
+    sel = choose(emb, [(train, val)], 6, dims=(4,), dropouts=(0.0,), max_epochs=80, seed=0, lr=1e-3, lr_drops=drops,
+                 lr_drop_patience=1, patience=2, ema_epochs=0, batch_size=256)
+    counts = schedule_counts(sel.schedule, 1e-3, drops + 1)
+    assert min(counts) > 0, "the run was meant to reach every learning rate"
+    assert sel.schedule == pytest.approx(sel.predictors[0].schedule)
+    record = selection_record(sel, folds=1, n_questions=240, n_cells=len(cells))
+    assert record == {
+        "protocol": "choose-then-refit",
+        "folds": 1,
+        "chosen_on": "validation loss of a held-out part (grouped by text, stratified by subject)",
+        "candidates": sel.candidates,
+        "chosen": {"dim": 4, "dropout": 0.0},
+        "schedule": {
+            "epochs": sum(counts),
+            "epochs_per_learning_rate": dict(zip(["0.001", "0.0001", "1e-05"], counts)),
+            "from": "the chosen setting's best epoch on each held-out run (median over folds)",
+        },
+        "refit_on": {"questions": 240, "cells": len(cells), "validation": "none (fixed schedule)"},
+    }
+    for folds in (2, 5):
+        assert selection_record(sel, folds=folds, n_questions=240, n_cells=1)["chosen_on"] == (
+            f"mean validation loss over {folds} folds (grouped by text, stratified by subject)")
+
+
+def test_a_selection_without_runs_records_its_schedule_at_its_first_rate() -> None:
+    for epochs in (1, 3):
+        sel = Selection(hyper={"dim": 8, "dropout": 0.5}, schedule=[2e-3] * epochs)
+        schedule = selection_record(sel, folds=3, n_questions=10, n_cells=30)["schedule"]
+        assert (schedule["epochs"], schedule["epochs_per_learning_rate"]) == (epochs, {"0.002": epochs})
+        assert sel.heldout_metrics() == {}
+
+
+def test_held_out_metrics_need_the_cells_their_predictions_and_the_floor() -> None:
+    cells = Responses(np.arange(4), np.zeros(4, np.int64), np.array([0.0, 1.0, 0.0, 1.0], np.float32))
+    p = np.array([0.2, 0.7, 0.4, 0.9])
+    full = {"heldout": cells, "heldout_p": p, "heldout_floor_p": np.full(4, 0.5)}
+    metrics = Selection(hyper={"dim": 4, "dropout": 0.0}, schedule=[1e-3], **full).heldout_metrics()
+    assert metrics["jeirt"]["auc"] == 1.0 and metrics["per_llm_accuracy_baseline"]["auc"] == 0.5
+    for missing in full:
+        sel = Selection(hyper={"dim": 4, "dropout": 0.0}, schedule=[1e-3], **{**full, missing: None})
+        assert sel.heldout_metrics() == {}, missing
+
+
+def test_choose_refuses_an_empty_grid_and_logs_each_setting_it_tries() -> None:
+    emb, cells = _synthetic()
+    parts = [(_part(cells, np.arange(180)), _part(cells, np.arange(180, 240)))]
+    for dims, dropouts in (((), (0.0,)), ((4,), ())):
+        with pytest.raises(ValueError, match="choose needs at least one d and one dropout"):
+            choose(emb, parts, 6, dims=dims, dropouts=dropouts)
+    with pytest.raises(ValueError, match="choose needs at least one .train, validation. pair"):
+        choose(emb, [], 6)
+    lines: list[str] = []
+    sel = choose(emb, parts, 6, dims=(4, 8), dropouts=(0.0,), max_epochs=5, seed=0, log=lines.append)
+    assert len(lines) == 2 and sel.candidates[0]["best_epochs"] != sel.candidates[1]["best_epochs"]
+    for line, candidate in zip(lines, sel.candidates):
+        assert line.startswith(f"  d={candidate['dim']} dropout=0.0: validation log-loss {candidate['val_loss']:.4f} "
+                               f"(best epochs {candidate['best_epochs']}, ")
+        assert line.endswith("s)")
+
+
+def test_refit_draws_no_progress_bar_unless_asked(capfd: pytest.CaptureFixture[str]) -> None:
+    emb, cells = _synthetic()
+    sel = Selection(hyper={"dim": 4, "dropout": 0.0, "seed": 0}, schedule=[1e-3, 1e-4])
+    refit(emb, cells, 6, sel)
+    assert capfd.readouterr().err == ""
+    refit(emb, cells, 6, sel, progress=True)
+    assert "JE-IRT d=4" in capfd.readouterr().err
 
 
 def _prepared(emb: np.ndarray, cells: Responses, k: int, parts: tuple[np.ndarray, ...]) -> Prepared:
