@@ -204,8 +204,9 @@ impl CsvParser {
             self.after_cr = false;
             self.end_line();
         }
-        let field_len = self.bytes.len() - self.ends.last().copied().unwrap_or(0);
-        if !self.failed && (self.state == State::InQuotedField || field_len != 0) {
+        // CPython also fails on a field left unsaved (field_len != 0), which only an escape character leaves in
+        // the excel dialect's states: every other state saves or drops the field at the end of a line.
+        if !self.failed && self.state == State::InQuotedField {
             self.fail("unexpected end of data".to_string());
         }
         self.finished = true;
@@ -393,6 +394,59 @@ mod tests {
                 (Some(vec!["',' expected after '\"'".to_string()]), 2)
             ]
         );
+    }
+
+    #[test]
+    fn the_counters_count_records_and_errors_and_pop_hands_out_blank_lines_too() {
+        let mut parser = CsvParser::new(b',');
+        assert!(!parser.has_item() && !parser.done());
+        parser.feed(b"a,b\n\nc\n");
+        assert_eq!(parser.records_ready(), 2);
+        assert!(parser.has_item() && !parser.done());
+        let mut ready = Vec::new();
+        while let Some(item) = parser.pop() {
+            ready.push((item.line(), parser.records_ready()));
+        }
+        assert_eq!(ready, vec![(1, 1), (2, 1), (3, 0)]);
+        assert!(!parser.has_item() && !parser.done());
+        parser.finish();
+        assert!(parser.done() && !parser.has_item());
+        parser.finish();
+        assert!(!parser.has_item(), "a second finish adds nothing");
+    }
+
+    #[test]
+    fn an_error_counts_as_ready_ends_the_file_and_nothing_after_it_is_parsed() {
+        let mut parser = CsvParser::new(b'\t');
+        parser.feed(b"a\tb\n\"x\"y\n");
+        assert!(
+            parser.done(),
+            "done before finish: the error ended the file"
+        );
+        assert_eq!(parser.records_ready(), 2);
+        parser.feed(b"c\n");
+        parser.finish();
+        assert_eq!(parser.records_ready(), 2);
+        assert_eq!(parser.pop().map(|item| item.line()), Some(1));
+        assert_eq!(
+            parser.pop(),
+            Some(Item::Error {
+                message: "'\t' expected after '\"'".to_string(),
+                line: 2
+            })
+        );
+        assert_eq!((parser.pop(), parser.records_ready()), (None, 0));
+    }
+
+    #[test]
+    fn a_quoted_field_open_at_the_end_of_the_file_is_an_error_on_the_file_s_last_line() {
+        let end = |line| (Some(vec!["unexpected end of data".to_string()]), line);
+        for block in [1, 2, 100] {
+            assert_eq!(items(b"\"a\nb", block), vec![end(2)], "block {block}");
+            assert_eq!(items(b"a\n\"", block), vec![record(&["a"], 1), end(2)]);
+            assert_eq!(items(b"x,\"\r\n\r", block), vec![end(2)]);
+            assert_eq!(items(b"\"a\"\"", block), vec![end(1)]);
+        }
     }
 
     #[test]
