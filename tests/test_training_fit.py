@@ -1,7 +1,10 @@
-"""jeirt_lite_training.fit, the training loop's parts: the warm start, the smoothed accuracies it starts from, the
-input and setting checks, the mean training loss it reports, the learning rates after a drop, the progress bar."""
+"""jeirt_lite_training.fit, the training loop's parts: the warm and the random start, the smoothed accuracies the warm
+start reads, the batches, the input and setting checks, the mean losses it reports, the learning rates after a drop,
+the progress bar."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -12,12 +15,14 @@ from jeirt_lite_training.config import JeirtConfig
 from jeirt_lite_training.fit import (
     WARM_NORM,
     _set_lr,
+    cell_batches,
+    init_llm_vectors,
     llm_accuracies,
     mean_bce,
     train_model,
     train_on_schedule,
 )
-from jeirt_lite_training.model import JeirtPredictor
+from jeirt_lite_training.model import JeirtModel, JeirtPredictor
 from jeirt_lite_training.types import Responses
 from synthetic_answers import embedding_cells
 
@@ -52,6 +57,29 @@ def test_the_warm_start_puts_every_llm_on_one_direction_at_its_accuracy_s_logit(
         JeirtPredictor(dim=6, max_epochs=0, llm_init="zeros").fit(emb, train, val, 5)
 
 
+def test_a_random_start_draws_each_entry_from_a_normal_of_variance_one_over_d() -> None:
+    model = JeirtModel(8, 500, 16, 0.0)
+    cells = Responses(np.zeros(1, np.int64), np.zeros(1, np.int64), np.ones(1, np.float32))
+    init_llm_vectors(model, cells, 500, "random", torch.Generator().manual_seed(0))
+    table = model.llms.weight.detach().numpy()
+    assert abs(table.mean()) < 0.01 and table.std() == pytest.approx(1 / 4, rel=0.03)  # 8,000 draws
+
+
+def test_batches_hold_every_cell_once_with_all_of_a_question_s_cells_together() -> None:
+    _, train, _ = _problem()  # 45 questions x 5 LLMs
+    for batch_size in (1, 12, 64, 10_000):
+        batches = list(cell_batches(train, batch_size, np.random.default_rng(3)))
+        seen = []
+        for rows, local, llm, y in batches:
+            question = rows.numpy()[local.numpy()]
+            assert len(set(rows.numpy())) == len(rows)
+            assert len(question) == 5 * len(rows)  # all five LLMs' cells of each question in the batch
+            seen += list(zip(question.tolist(), llm.numpy().tolist(), y.numpy().tolist()))
+        assert sorted(seen) == sorted(zip(train.question.tolist(), train.llm.tolist(), train.correct.tolist()))
+        per_batch = max(1, round(batch_size / 5))  # questions a batch: about batch_size cells, at least one question
+        assert len(batches) == math.ceil(45 / per_batch)
+
+
 def test_cells_outside_the_embeddings_or_the_llms_are_refused_by_part() -> None:
     emb, train, val = _problem()
     past = Responses(np.array([0, 60]), np.array([0, 1]), np.array([1.0, 0.0], np.float32))
@@ -66,6 +94,14 @@ def test_cells_outside_the_embeddings_or_the_llms_are_refused_by_part() -> None:
         train_on_schedule(JeirtConfig(), emb, soft, 5, [1e-3])  # soft targets only when asked for
     with pytest.raises(ValueError, match="a schedule needs at least one epoch and positive learning rates"):
         train_on_schedule(JeirtConfig(), emb, train, 5, [1e-3, 0.0])
+    cfg = JeirtConfig(dim=4, max_epochs=1)
+    for value in (0.0, 0.3, 1.0):
+        probabilities = Responses(train.question, train.llm, np.full(len(train), value, np.float32))
+        assert train_model(cfg, emb, probabilities, val, 5, soft_targets=True).best_epoch >= 0
+    for value in (-0.1, 1.1, np.nan):
+        outside = Responses(train.question, train.llm, np.full(len(train), value, np.float32))
+        with pytest.raises(ValueError, match=r"train: 'correct' must be a probability in \[0, 1\] \(soft targets\)"):
+            train_model(cfg, emb, outside, val, 5, soft_targets=True)
 
 
 def test_one_epoch_of_patience_before_a_drop_is_allowed_and_none_is_not() -> None:
@@ -85,7 +121,9 @@ def test_the_reported_training_loss_is_the_mean_over_the_epoch_s_cells() -> None
     run = train_on_schedule(cfg, emb, train, 5, [1e-30])
     start = train_model(JeirtConfig(**{**cfg.to_dict(), "max_epochs": 0}), emb, train, train, 5)
     assert run.history[0]["train_loss"] == pytest.approx(start.best_val_loss, rel=1e-5)
-    assert start.best_val_loss == pytest.approx(mean_bce(start.model, torch.from_numpy(emb), train), rel=1e-6)
+    whole = mean_bce(start.model, torch.from_numpy(emb), train)
+    assert start.best_val_loss == pytest.approx(whole, rel=1e-6)
+    assert mean_bce(start.model, torch.from_numpy(emb), train, chunk=7) == pytest.approx(whole, rel=1e-6)
 
 
 def test_a_learning_rate_set_reaches_the_llm_table_and_a_trained_question_source_at_their_own_multiples() -> None:

@@ -71,9 +71,6 @@ class JeirtConfig:
     # "accuracy": every LLM vector starts along one shared random direction with length set so that a typical
     # question gives the LLM's training accuracy (see fit.init_llm_vectors); "random": N(0, 1/d) per entry.
     llm_init: str = "accuracy"
-    # "questions": a batch is all cells of a few questions, so the adapter runs once per question (about K times
-    # faster than "cells", where a batch is any cells and the adapter runs once per cell).
-    batching: str = "questions"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -111,49 +111,34 @@ class TrainableQuestions(Protocol):
 Questions = Union[np.ndarray, TrainableQuestions]
 
 
-def cell_batches(
-    train: Responses, batching: str, batch_size: int, rng: np.random.Generator
-) -> Iterator[Batch]:
-    """Shuffled mini-batches of training cells as (question rows, row of each cell, llm, correct).
-
-    "cells": any `batch_size` cells, the adapter runs once per cell. "questions": all cells of a shuffled run of
-    questions, about `batch_size` cells a batch, the adapter runs once per question (≈K times less work).
-    """
-    if batching == "cells":
-        perm = rng.permutation(len(train))
-        for s in range(0, len(perm), batch_size):
-            idx = perm[s : s + batch_size]
-            yield (
-                torch.from_numpy(train.question[idx]),
-                torch.arange(len(idx)),
-                torch.from_numpy(train.llm[idx]),
-                torch.from_numpy(train.correct[idx].astype(np.float32)),
-            )
-    elif batching == "questions":
-        order = np.argsort(train.question, kind="stable")
-        questions, starts, counts = np.unique(train.question[order], return_index=True, return_counts=True)
-        per_batch = max(1, round(batch_size * len(questions) / len(train)))
-        perm = rng.permutation(len(questions))
-        for s in range(0, len(perm), per_batch):
-            pick = perm[s : s + per_batch]
-            cells = order[np.concatenate([np.arange(starts[i], starts[i] + counts[i]) for i in pick])]
-            local = np.repeat(np.arange(len(pick)), counts[pick])
-            yield (
-                torch.from_numpy(questions[pick]),
-                torch.from_numpy(local),
-                torch.from_numpy(train.llm[cells]),
-                torch.from_numpy(train.correct[cells].astype(np.float32)),
-            )
-    else:
-        raise ValueError(f"batching must be 'cells' or 'questions', got {batching!r}")
+def cell_batches(train: Responses, batch_size: int, rng: np.random.Generator) -> Iterator[Batch]:
+    """Shuffled mini-batches of training cells as (question rows, row of each cell, llm, correct): all cells of a
+    shuffled run of questions, about `batch_size` cells a batch, so the adapter runs once per question rather than
+    once per cell (about K times less work)."""
+    order = np.argsort(train.question, kind="stable")
+    questions, starts, counts = np.unique(train.question[order], return_index=True, return_counts=True)
+    per_batch = _questions_per_batch(train, len(questions), batch_size)
+    perm = rng.permutation(len(questions))
+    for s in range(0, len(perm), per_batch):
+        pick = perm[s : s + per_batch]
+        cells = order[np.concatenate([np.arange(starts[i], starts[i] + counts[i]) for i in pick])]
+        local = np.repeat(np.arange(len(pick)), counts[pick])
+        yield (
+            torch.from_numpy(questions[pick]),
+            torch.from_numpy(local),
+            torch.from_numpy(train.llm[cells]),
+            torch.from_numpy(train.correct[cells].astype(np.float32)),
+        )
 
 
-def steps_per_epoch(train: Responses, batching: str, batch_size: int) -> int:
+def _questions_per_batch(train: Responses, n_questions: int, batch_size: int) -> int:
+    return max(1, round(batch_size * n_questions / len(train)))
+
+
+def steps_per_epoch(train: Responses, batch_size: int) -> int:
     """How many batches cell_batches yields for one pass over `train`."""
-    if batching == "questions":
-        n_questions = len(np.unique(train.question))
-        return math.ceil(n_questions / max(1, round(batch_size * n_questions / len(train))))
-    return math.ceil(len(train) / batch_size)
+    n_questions = len(np.unique(train.question))
+    return math.ceil(n_questions / _questions_per_batch(train, n_questions, batch_size))
 
 
 def mean_bce(model: JeirtModel, emb: Any, cells: Responses, chunk: int = 4096) -> float:
@@ -201,7 +186,7 @@ def _averager(cfg: JeirtConfig, model: JeirtModel, train: Responses) -> WeightAv
     """The moving average of the weights that the run validates and returns (None: the raw weights)."""
     if cfg.ema_epochs == 0:
         return None
-    return WeightAverage(model, ema_decay(cfg.ema_epochs, steps_per_epoch(train, cfg.batching, cfg.batch_size)))
+    return WeightAverage(model, ema_decay(cfg.ema_epochs, steps_per_epoch(train, cfg.batch_size)))
 
 
 Snapshot = tuple[dict[str, Any], Union[dict[str, Any], None]]
@@ -262,7 +247,7 @@ def _train_epoch(
     """One pass over the training cells; returns the mean training loss."""
     model.train()
     running = 0.0
-    for rows, local, llm, y in cell_batches(train, cfg.batching, cfg.batch_size, rng):
+    for rows, local, llm, y in cell_batches(train, cfg.batch_size, rng):
         logits = jeirt_logits(model.adapter(emb[rows])[local], model.llms(llm))
         loss = nn.functional.binary_cross_entropy_with_logits(logits, y)
         opt.zero_grad(set_to_none=True)
