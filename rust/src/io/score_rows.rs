@@ -255,4 +255,48 @@ mod tests {
         };
         assert!(format_score_rows(&bad, &["a", "b"], b',').is_err());
     }
+
+    #[test]
+    fn each_array_of_the_wrong_length_is_named_alone() {
+        let good = ScoreRows {
+            ids: &["q1", "q2"],
+            indices: &[1, 0, 0, 1],
+            probabilities: &[0.75, 0.25, 0.5, 0.125],
+            difficulty: &[1.5, 2.0],
+            all_probabilities: &[],
+        };
+        assert!(format_score_rows(&good, &["a", "b"], b',').is_ok());
+        let wrong = [
+            ScoreRows {
+                indices: &[1, 0, 0],
+                ..good
+            },
+            ScoreRows {
+                probabilities: &[0.75, 0.25, 0.5],
+                ..good
+            },
+            ScoreRows {
+                difficulty: &[1.5],
+                ..good
+            },
+            ScoreRows {
+                all_probabilities: &[0.25, 0.75, 0.5],
+                ..good
+            },
+        ];
+        for scores in &wrong {
+            let message = format_score_rows(scores, &["a", "b"], b',').err();
+            assert_eq!(
+                message,
+                Some(format!(
+                    "score rows of mismatched lengths: 2 ids, {} indices, {} probabilities, {} difficulties, {} \
+                     probabilities of every LLM",
+                    scores.indices.len(),
+                    scores.probabilities.len(),
+                    scores.difficulty.len(),
+                    scores.all_probabilities.len()
+                ))
+            );
+        }
+    }
 }
