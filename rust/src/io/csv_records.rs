@@ -450,6 +450,21 @@ mod tests {
     }
 
     #[test]
+    fn empty_fields_between_and_after_delimiters_are_kept() {
+        for block in [1, 2, 100] {
+            assert_eq!(
+                items(b"a,,b\nc,\n,\r\n", block),
+                vec![
+                    record(&["a", "", "b"], 1),
+                    record(&["c", ""], 2),
+                    record(&["", ""], 3)
+                ],
+                "block {block}"
+            );
+        }
+    }
+
+    #[test]
     fn a_quote_inside_an_unquoted_field_is_a_plain_character() {
         assert_eq!(items(b"ab\"c,d\n", 1), vec![record(&["ab\"c", "d"], 1)]);
     }

@@ -258,38 +258,45 @@ mod tests {
 
     #[test]
     fn each_array_of_the_wrong_length_is_named_alone() {
+        // Three rows of two ranks over three LLMs: no product of two of those counts equals their sum.
         let good = ScoreRows {
-            ids: &["q1", "q2"],
-            indices: &[1, 0, 0, 1],
-            probabilities: &[0.75, 0.25, 0.5, 0.125],
-            difficulty: &[1.5, 2.0],
-            all_probabilities: &[],
+            ids: &["q1", "q2", "q3"],
+            indices: &[1, 0, 0, 1, 2, 0],
+            probabilities: &[0.75, 0.25, 0.5, 0.125, 0.5, 0.25],
+            difficulty: &[1.5, 2.0, 1.0],
+            all_probabilities: &[0.25, 0.75, 0.5, 0.125, 0.5, 0.25, 0.5, 0.25, 0.75],
         };
-        assert!(format_score_rows(&good, &["a", "b"], b',').is_ok());
+        let names = ["a", "b", "c"];
+        assert!(format_score_rows(&good, &names, b',').is_ok());
         let wrong = [
             ScoreRows {
-                indices: &[1, 0, 0],
+                indices: &[1, 0, 0, 1, 2],
                 ..good
             },
             ScoreRows {
-                probabilities: &[0.75, 0.25, 0.5],
+                indices: &[1, 0, 0, 1, 2],
+                probabilities: &[0.75, 0.25, 0.5, 0.125, 0.5],
                 ..good
             },
             ScoreRows {
-                difficulty: &[1.5],
+                probabilities: &[0.75, 0.25, 0.5, 0.125, 0.5],
                 ..good
             },
             ScoreRows {
-                all_probabilities: &[0.25, 0.75, 0.5],
+                difficulty: &[1.5, 2.0],
+                ..good
+            },
+            ScoreRows {
+                all_probabilities: &[0.25, 0.75, 0.5, 0.125, 0.5, 0.25],
                 ..good
             },
         ];
         for scores in &wrong {
-            let message = format_score_rows(scores, &["a", "b"], b',').err();
+            let message = format_score_rows(scores, &names, b',').err();
             assert_eq!(
                 message,
                 Some(format!(
-                    "score rows of mismatched lengths: 2 ids, {} indices, {} probabilities, {} difficulties, {} \
+                    "score rows of mismatched lengths: 3 ids, {} indices, {} probabilities, {} difficulties, {} \
                      probabilities of every LLM",
                     scores.indices.len(),
                     scores.probabilities.len(),
