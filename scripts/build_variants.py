@@ -91,25 +91,8 @@ def graph_outputs(path: Path, encoder: str, max_length: int, texts: list[str]) -
     return run_graph(path, [tokenize(encoder, max_length, [t]) for t in texts])
 
 
-def fit_one_setting(prep: Any, out: Path, label: str, **hyper: Any) -> dict[str, float]:
-    """The published variants' training: one fixed setting on the training part, early-stopped on the validation
-    part, its router written to `out`; returns its metrics on the test part."""
-    from jeirt_lite_training.fit import llm_accuracies
-    from jeirt_lite_training.metrics import all_metrics
-    from jeirt_lite_training.model import JeirtPredictor
-    from jeirt_lite_training.router_writer import export_trained, training_summary
-
-    predictor = JeirtPredictor(**hyper).fit(prep.embeddings, prep.train, prep.val, prep.data.n_llms)
-    scored = {part: all_metrics(cells.correct, predictor.predict_proba(prep.embeddings, cells.question, cells.llm))
-              for part, cells in (("test", prep.test), ("val", prep.val))}
-    floor = all_metrics(prep.test.correct, llm_accuracies(prep.train, prep.data.n_llms)[prep.test.llm])
-    export_trained(prep, predictor, out, metrics={**scored, "test_per_llm_accuracy_baseline": floor},
-                   training=training_summary(prep, predictor), reference_parts=(prep.split.train, prep.split.val),
-                   learned_from=prep.split.train, label=label)
-    return scored["test"]
-
-
 def build_transformer(out: Path, data: Path, variants: list[str], threads: int) -> dict[str, Any]:
+    from jeirt_lite_training.pipeline import fit_and_export
     from jeirt_lite_training.prepared import prepare
 
     from .quantize import cosine_rows, fuse_bert, quantize_int8
@@ -119,9 +102,15 @@ def build_transformer(out: Path, data: Path, variants: list[str], threads: int) 
     spec = get_spec(DEFAULT_ENCODER)
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        plain = tmp / "plain"
-        test = fit_one_setting(prep, plain, f"JE-IRT on {prep.data.name}, MiniLM fp32", **PUBLISHED_HYPER)
-        plain_graph = plain / "encoder.onnx"
+        res = fit_and_export(
+            prep,
+            tmp / "plain",
+            label=f"JE-IRT on {prep.data.name}, MiniLM fp32",
+            progress=False,
+            **PUBLISHED_HYPER,
+        )
+        assert res.router_path is not None
+        plain_graph = res.router_path / "encoder.onnx"
         texts = parity_texts(prep.data.texts, prep.split.test)
         reference = graph_outputs(plain_graph, DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, texts)
         fused = fuse_bert(plain_graph, tmp / "fused.onnx", hidden_size=spec.embedding_dim)
@@ -130,10 +119,10 @@ def build_transformer(out: Path, data: Path, variants: list[str], threads: int) 
         )
         if not fused_diff <= 1e-4:
             raise RuntimeError(f"fused graph differs from the plain export by {fused_diff:.3g}")
-        report["fp32"] = {"test": test, "fused_vs_plain_max_abs_diff": fused_diff}
+        report["fp32"] = {"test": res.test, "fused_vs_plain_max_abs_diff": fused_diff}
         if "fp32" in variants:
             copy_with_graph(
-                plain,
+                res.router_path,
                 out / "fp32",
                 fused,
                 {"graph": "fp32, BERT ops fused offline", "batch_size": TRANSFORMER_BATCH_SIZE},
@@ -147,7 +136,7 @@ def build_transformer(out: Path, data: Path, variants: list[str], threads: int) 
                 "note": "test/val metrics above were measured with the fp32 encoder; see docs/research/encoders.md",
             }
             copy_with_graph(
-                plain,
+                res.router_path,
                 out / "int8",
                 int8,
                 {

@@ -1,6 +1,8 @@
-"""One JE-IRT router end to end, the same way for every encoder kind: `choose_refit_and_export` is what
-`python -m jeirt_lite_training fit` does (see jeirt_lite_training.choose): choose the settings on held-out parts of a
-prepared dataset (jeirt_lite_training.prepared), refit, evaluate, write the router (jeirt_lite_training.router_writer).
+"""One JE-IRT router end to end, the same way for every encoder kind: train on a prepared dataset
+(jeirt_lite_training.prepared), evaluate, write the router (jeirt_lite_training.router_writer).
+
+`choose_refit_and_export` is what `python -m jeirt_lite_training fit` does (see jeirt_lite_training.choose); `fit_and_export` trains one
+fixed setting on the training part (the published experiments and build_variants use it).
 """
 
 from __future__ import annotations
@@ -27,6 +29,19 @@ if TYPE_CHECKING:
     from ._runtime import NeighbourVotes
 
 
+def evaluate(predictor: Any, prep: Prepared, part: str) -> dict[str, float]:
+    cells: Responses = getattr(prep, part)
+    p = predictor.predict_proba(prep.embeddings, cells.question, cells.llm)
+    return all_metrics(cells.correct, p)
+
+
+def per_llm_accuracy_floor(prep: Prepared, part: str) -> dict[str, float]:
+    """The floor to beat: P(correct) = the LLM's smoothed training accuracy, whatever the question."""
+    cells: Responses = getattr(prep, part)
+    acc = llm_accuracies(prep.train, prep.data.n_llms)
+    return all_metrics(cells.correct, acc[cells.llm])
+
+
 @dataclass
 class FitResult:
     predictor: JeirtPredictor
@@ -50,6 +65,36 @@ class FitResult:
         asked, rows = np.unique(question, return_inverse=True)
         offsets = self.votes.offsets(self.embeddings[asked], self.votes.llms, len(asked))
         return np.asarray(logits + offsets[rows, llm], dtype=np.float64)
+
+
+def fit_and_export(
+    prep: Prepared,
+    out_dir: Path | None,
+    *,
+    label: str | None = None,
+    progress: bool = True,
+    overwrite: bool = False,
+    **hyper: Any,
+) -> FitResult:
+    """One fixed setting trained on the training part, early-stopped on validation, scored on the test part."""
+    predictor = JeirtPredictor(**hyper).fit(
+        prep.embeddings, prep.train, prep.val, prep.data.n_llms, progress=progress
+    )
+    result = FitResult(
+        predictor=predictor,
+        val=evaluate(predictor, prep, "val"),
+        test=evaluate(predictor, prep, "test") if len(prep.test) else {},
+        floor_test=per_llm_accuracy_floor(prep, "test") if len(prep.test) else {},
+    )
+    if out_dir is not None:
+        metrics = {"test": result.test, "val": result.val, "test_per_llm_accuracy_baseline": result.floor_test}
+        with staged_router(out_dir, overwrite=overwrite) as staged:
+            _, result.parity = export_trained(
+                prep, predictor, staged, metrics=metrics, training=training_summary(prep, predictor),
+                reference_parts=(prep.split.train, prep.split.val), learned_from=prep.split.train, label=label,
+            )
+        result.router_path = Path(out_dir)
+    return result
 
 
 def choose_refit_and_export(
