@@ -5,6 +5,7 @@ the progress bar."""
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -35,7 +36,7 @@ def _problem() -> tuple[np.ndarray, Responses, Responses]:
 def test_accuracies_are_smoothed_by_one_right_and_one_wrong_answer_per_prior_unit() -> None:
     cells = Responses(np.arange(5), np.array([0, 0, 0, 1, 1]), np.array([1, 1, 0, 0, 0], np.float32))
     np.testing.assert_allclose(llm_accuracies(cells, 3), [3 / 5, 1 / 4, 1 / 2])  # LLM 2 has no cells: a half
-    np.testing.assert_allclose(llm_accuracies(cells, 3, prior=2.0), [4 / 7, 2 / 6, 1 / 2])
+    np.testing.assert_allclose(llm_accuracies(cells, 3, prior=3.0), [5 / 9, 3 / 8, 1 / 2])
 
 
 def test_the_warm_start_puts_every_llm_on_one_direction_at_its_accuracy_s_logit() -> None:
@@ -44,6 +45,8 @@ def test_the_warm_start_puts_every_llm_on_one_direction_at_its_accuracy_s_logit(
     bias = start.model.adapter.net[-1].bias.detach().numpy()
     u = bias / WARM_NORM
     assert np.linalg.norm(u) == pytest.approx(1.0, rel=1e-6)  # the adapter's output starts at WARM_NORM * u
+    # Every question starts near WARM_NORM * u (the adapter's last layer scaled down): one difficulty for all.
+    assert np.linalg.norm(start.question_vectors(emb) - bias, axis=1).max() < 0.25
     acc = llm_accuracies(train, 5)
     np.testing.assert_allclose(start.llm_vectors, (np.log(acc / (1 - acc)) + WARM_NORM)[:, None] * u, rtol=1e-5,
                                atol=1e-6)
@@ -82,9 +85,22 @@ def test_batches_hold_every_cell_once_with_all_of_a_question_s_cells_together() 
 
 def test_cells_outside_the_embeddings_or_the_llms_are_refused_by_part() -> None:
     emb, train, val = _problem()
-    past = Responses(np.array([0, 60]), np.array([0, 1]), np.array([1.0, 0.0], np.float32))
-    with pytest.raises(IndexError, match="^val: question index outside the 60 embedding rows$"):
-        train_model(JeirtConfig(max_epochs=1), emb, train, past, 5)
+    for question in (60, 61, -1):
+        past = Responses(np.array([0, question]), np.array([0, 1]), np.array([1.0, 0.0], np.float32))
+        with pytest.raises(IndexError, match="^val: question index outside the 60 embedding rows$"):
+            train_model(JeirtConfig(max_epochs=1), emb, train, past, 5)
+    empty = train.subset(np.zeros(len(train), bool))
+    with pytest.raises(ValueError, match="^val has no cells$"):
+        train_model(JeirtConfig(max_epochs=1), emb, train, empty, 5)
+    halves = Responses(val.question, val.llm, np.full(len(val), 0.5, np.float32))
+    with pytest.raises(ValueError, match=r"^val: 'correct' must be 0 or 1; found \[0.5 0.5 0.5\]$"):
+        train_model(JeirtConfig(max_epochs=1), emb, train, halves, 5, soft_targets=True)  # soft for train only
+    with pytest.raises(ValueError, match=r"embeddings must be 2-D \(n_questions, D\), got shape \(60,\)"):
+        train_model(JeirtConfig(max_epochs=1), emb[:, 0], train, val, 5)
+    holed = emb.copy()
+    holed[[3, 9, 11, 20, 31, 40, 59], 2] = np.inf
+    with pytest.raises(ValueError, match=r"NaN or infinite values in 7 rows \(first: \[3, 9, 11, 20, 31\]\)$"):
+        train_model(JeirtConfig(max_epochs=1), holed, train, val, 5)
     for llm in (-1, 5):
         wrong = Responses(np.array([0, 1]), np.array([0, llm]), np.array([1.0, 0.0], np.float32))
         with pytest.raises(IndexError, match=r"^train: llm index outside \[0, 5\)$"):
@@ -92,6 +108,8 @@ def test_cells_outside_the_embeddings_or_the_llms_are_refused_by_part() -> None:
     soft = Responses(train.question, train.llm, np.full(len(train), 0.5, np.float32))
     with pytest.raises(ValueError, match="train: 'correct' must be 0 or 1"):
         train_on_schedule(JeirtConfig(), emb, soft, 5, [1e-3])  # soft targets only when asked for
+    with pytest.raises(ValueError, match="train: 'correct' must be 0 or 1"):
+        train_model(JeirtConfig(), emb, soft, val, 5)
     with pytest.raises(ValueError, match="a schedule needs at least one epoch and positive learning rates"):
         train_on_schedule(JeirtConfig(), emb, train, 5, [1e-3, 0.0])
     cfg = JeirtConfig(dim=4, max_epochs=1)
@@ -106,8 +124,13 @@ def test_cells_outside_the_embeddings_or_the_llms_are_refused_by_part() -> None:
 
 def test_one_epoch_of_patience_before_a_drop_is_allowed_and_none_is_not() -> None:
     emb, train, val = _problem()
-    run = train_model(JeirtConfig(dim=4, max_epochs=30, lr=3e-2, lr_drop_patience=1), emb, train, val, 5)
-    assert len({h["lr"] for h in run.history}) > 1
+    run = train_model(JeirtConfig(dim=4, max_epochs=60, lr=3e-2, lr_drops=3, lr_drop_patience=1, patience=3), emb,
+                      train, val, 5)
+    assert sorted({h["lr"] for h in run.history}, reverse=True) == pytest.approx([3e-2, 3e-3, 3e-4, 3e-5])
+    # Stopping waits for the drops: a patience shorter than the wait before a drop still drops.
+    run = train_model(JeirtConfig(dim=4, max_epochs=60, lr=3e-2, lr_drops=1, lr_drop_patience=3, patience=1), emb,
+                      train, val, 5)
+    assert len({h["lr"] for h in run.history}) == 2
     for drops, patience in ((-1, 2), (2, 0)):
         with pytest.raises(ValueError, match="lr_drops must be >= 0 and lr_drop_patience >= 1"):
             train_model(JeirtConfig(lr_drops=drops, lr_drop_patience=patience), emb, train, val, 5)
@@ -135,8 +158,23 @@ def test_a_learning_rate_set_reaches_the_llm_table_and_a_trained_question_source
     assert [g["lr"] for g in opt.param_groups] == pytest.approx([1e-4, 1e-3, 5e-5, 3e-4])
 
 
+def test_a_run_records_its_epochs_from_one_and_the_seconds_it_took() -> None:
+    emb, train, val = _problem()
+    began = time.perf_counter()
+    run = train_on_schedule(JeirtConfig(dim=4), emb, train, 5, [1e-3, 1e-3, 1e-4])
+    took = time.perf_counter() - began
+    assert [h["epoch"] for h in run.history] == [1, 2, 3] and run.schedule == [1e-3, 1e-3, 1e-4]
+    assert 0 < run.seconds <= took
+    began = time.perf_counter()
+    run = train_model(JeirtConfig(dim=4, max_epochs=2), emb, train, val, 5)
+    assert 0 < run.seconds <= time.perf_counter() - began
+
+
 def test_the_progress_bar_counts_the_epochs_run(capfd: pytest.CaptureFixture[str]) -> None:
     emb, train, val = _problem()
+    train_model(JeirtConfig(dim=4, max_epochs=2), emb, train, val, 5)
+    train_on_schedule(JeirtConfig(dim=4), emb, train, 5, [1e-3])
+    assert capfd.readouterr().err == ""  # quiet unless asked
     train_model(JeirtConfig(dim=4, max_epochs=3, patience=10, lr_drops=0), emb, train, val, 5, progress=True)
     assert "JE-IRT d=4" in (err := capfd.readouterr().err) and "3/3" in err and "4/3" not in err
     train_on_schedule(JeirtConfig(dim=4), emb, train, 5, [1e-3, 1e-3], progress=True)
