@@ -53,11 +53,13 @@ def test_the_warm_start_puts_every_llm_on_one_direction_at_its_accuracy_s_logit(
     # So the first logits are about each LLM's training accuracy: q·m/|q| - |q| with q near WARM_NORM * u.
     p = start.predict_proba(emb, np.repeat(np.arange(60), 5), np.tile(np.arange(5), 60)).reshape(60, 5)
     np.testing.assert_allclose(p.mean(axis=0), acc, atol=0.05)
-    rand = JeirtPredictor(dim=6, max_epochs=0, seed=1, llm_init="random").fit(emb, train, val, 5)
+    typed = "".join(["ran", "dom"])  # a name as a command line gives it: equal to "random", not the same object
+    rand = JeirtPredictor(dim=6, max_epochs=0, seed=1, llm_init=typed).fit(emb, train, val, 5)
     assert not np.allclose(rand.llm_vectors / np.linalg.norm(rand.llm_vectors, axis=1, keepdims=True),
                            rand.llm_vectors[:1] / np.linalg.norm(rand.llm_vectors[0]), atol=0.1)
-    with pytest.raises(ValueError, match="llm_init must be 'accuracy' or 'random', got 'zeros'"):
-        JeirtPredictor(dim=6, max_epochs=0, llm_init="zeros").fit(emb, train, val, 5)
+    for unknown in ("zeros", "a"):  # after and before both names in sort order
+        with pytest.raises(ValueError, match=f"llm_init must be 'accuracy' or 'random', got '{unknown}'"):
+            JeirtPredictor(dim=6, max_epochs=0, llm_init=unknown).fit(emb, train, val, 5)
 
 
 def test_a_random_start_draws_each_entry_from_a_normal_of_variance_one_over_d() -> None:
