@@ -160,6 +160,20 @@ def test_a_learning_rate_set_reaches_the_llm_table_and_a_trained_question_source
     assert [g["lr"] for g in opt.param_groups] == pytest.approx([1e-4, 1e-3, 5e-5, 3e-4])
 
 
+def test_a_new_best_must_gain_more_than_1e_5_and_the_run_stops_patience_epochs_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import jeirt_lite_training.fit as fit
+
+    emb, train, val = _problem()
+    # Validation losses of epochs 0..4, scripted: epoch 2 is within 1e-5 of epoch 1 (worse, or better by less).
+    for near in (0.900005, 0.899995):
+        losses = iter([1.0, 0.9, near, 0.95, 0.95, 0.95])
+        monkeypatch.setattr(fit, "_val_loss", lambda *_: next(losses))
+        run = train_model(JeirtConfig(dim=4, max_epochs=10, lr_drops=0, patience=2), emb, train, val, 5)
+        assert (run.best_epoch, run.best_val_loss, run.history[-1]["epoch"]) == (1, 0.9, 3), near
+
+
 def test_a_run_records_its_epochs_from_one_and_the_seconds_it_took() -> None:
     emb, train, val = _problem()
     began = time.perf_counter()
