@@ -169,7 +169,7 @@ def test_a_new_best_must_gain_more_than_1e_5_and_the_run_stops_patience_epochs_a
     # Validation losses of epochs 0..4, scripted: epoch 2 is within 1e-5 of epoch 1 (worse, or better by less).
     for near in (0.900005, 0.899995):
         losses = iter([1.0, 0.9, near, 0.95, 0.95, 0.95])
-        monkeypatch.setattr(fit, "_val_loss", lambda *_: next(losses))
+        monkeypatch.setattr(fit, "_val_loss", lambda *_, scripted=losses: next(scripted))
         run = train_model(JeirtConfig(dim=4, max_epochs=10, lr_drops=0, patience=2), emb, train, val, 5)
         assert (run.best_epoch, run.best_val_loss, run.history[-1]["epoch"]) == (1, 0.9, 3), near
 
