@@ -48,6 +48,13 @@ def test_a_staged_router_is_saved_under_its_name_only_when_the_block_passes(
     with staged_router(saved, overwrite=True) as staged:
         tiny.select_llms(tiny.llms[:1]).save(staged)
     assert Router.load(saved, threads=1).llms == tiny.llms[:1]
+    late = tmp_path / "out" / "late"
+    with pytest.raises(JeirtError, match=r"late already exists \(pass overwrite=True to replace it\)"):
+        with staged_router(late) as staged:
+            tiny.save(staged)
+            tiny.select_llms(tiny.llms[:1]).save(late)  # another run's output, made meanwhile
+    assert Router.load(late, threads=1).llms == tiny.llms[:1]  # kept, not replaced
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["late", "router"]
 
 
 def _export_static(out: Path, seed: int) -> Path:
