@@ -9,8 +9,9 @@ normalise, Gemm, Relu, Gemm); the values are copied bit for bit (the table keeps
 keeps no copy of its own: each of its initializers that static_encoder.safetensors holds, bit for bit under the
 same name, becomes ONNX external data (location, offset, length) into that file, so the folder stores the table
 once (jeirt_lite._onnx_external checks the two files agree at every load). Rerunning it on such a folder rewrites
-both files consistently; it also converts a folder whose graph still embeds its table. The router's vectors are
-checked to be the ONNX graph's afterwards. Needs the `onnx` package (the train extra); the runtime reads the
+both files consistently; it also converts a folder whose graph still embeds its table. The new folder replaces the
+old only once its fast path's vectors are checked to be the ONNX graph's, so a failure leaves the router as it
+was. Needs the `onnx` package (the train extra); the runtime reads the
 result with safetensors and onnxruntime alone.
 """
 
@@ -104,39 +105,52 @@ def link_graph(onnx_path: Path, static_path: Path, out_path: Path) -> list[str]:
     return linked
 
 
-def add_static_encoder(router_dir: Path) -> Path:
-    """Writes router_dir/static_encoder.safetensors, the graph reading its tensors from there, and their entries
-    in router.json; returns the static file."""
+def static_encoder_files(graph: Path, folder: Path) -> tuple[Path, Path]:
+    """Write static_encoder.safetensors (the static `graph`'s table and adapter) and the graph reading its tensors
+    from it into `folder`; returns (static file, graph)."""
     from safetensors.numpy import save
 
-    from ._runtime import ENCODER_FILE, STATIC_ENCODER_FILE, Router
+    from ._runtime import ENCODER_FILE, STATIC_ENCODER_FILE
+
+    static = folder / STATIC_ENCODER_FILE
+    static.write_bytes(save(graph_tensors(graph), metadata={"source": "initializers of encoder.onnx"}))
+    linked = folder / ENCODER_FILE
+    link_graph(graph, static, linked)
+    return static, linked
+
+
+def add_static_encoder(router_dir: Path) -> Path:
+    """Rewrites the router at `router_dir` with static_encoder.safetensors, the graph reading its tensors from
+    there, and their entries in router.json; returns the static file. The new folder replaces the old only once
+    its fast path has passed check_parity, so a failure leaves the router as it was."""
+    from ._runtime import STATIC_ENCODER_FILE, Router
+    from .staging import staged_router
 
     # Saved through Router.save, which hashes both files into router.json, checks the graph's references into
     # the static file, and binds router.json to the table.
     router = Router.load(router_dir, threads=1, fast_path=False)
     graph = router.path / router.manifest.files["encoder"].path
-    tensors = graph_tensors(graph)
-    with tempfile.TemporaryDirectory() as scratch:
-        source = Path(scratch) / STATIC_ENCODER_FILE
-        source.write_bytes(save(tensors, metadata={"source": "initializers of encoder.onnx"}))
-        link_graph(graph, source, Path(scratch) / ENCODER_FILE)
-        router.save(router_dir, overwrite=True, static_encoder=source, encoder_onnx=Path(scratch) / ENCODER_FILE)
-    check_parity(router_dir)
+    with tempfile.TemporaryDirectory() as scratch, staged_router(router_dir, overwrite=True) as staged:
+        static, linked = static_encoder_files(graph, Path(scratch))
+        router.save(staged, static_encoder=static, encoder_onnx=linked)
+        check_parity(staged, name=router_dir)
     return router_dir / STATIC_ENCODER_FILE
 
 
-def check_parity(router_dir: Path, tolerance: float = 1e-4) -> float:
-    """Max abs difference of the fast path's question vectors to the ONNX graph's; raises above tolerance."""
+def check_parity(router_dir: Path, tolerance: float = 1e-4, *, name: Path | None = None) -> float:
+    """Max abs difference of the fast path's question vectors to the ONNX graph's; raises above tolerance.
+    `name`: the router the errors name (default `router_dir`; a staging folder's final name)."""
     from ._runtime import Router
 
+    name = router_dir if name is None else name
     fast, reference = Router.load(router_dir, threads=1), Router.load(router_dir, threads=1, fast_path=False)
     if type(fast._encoder).__name__ != "StaticEncoder":
         raise RuntimeError(
-            f"{router_dir}: the fast path did not load (tokenizer.json of an unsupported shape?)"
+            f"{name}: the fast path did not load (tokenizer.json of an unsupported shape?)"
         )
     diff = float(np.abs(fast.encode(CHECK_TEXTS, features=False).vectors - reference.encode(CHECK_TEXTS, features=False).vectors).max())
     if not diff <= tolerance:
-        raise RuntimeError(f"{router_dir}: fast path and ONNX differ by {diff:.3g} > {tolerance}")
+        raise RuntimeError(f"{name}: fast path and ONNX differ by {diff:.3g} > {tolerance}")
     return diff
 
 

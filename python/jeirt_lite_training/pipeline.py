@@ -21,8 +21,9 @@ from .fit import llm_accuracies
 from .metrics import all_metrics
 from .model import JeirtPredictor
 from .prepared import Prepared
-from .router_writer import export_trained, staged_router, training_summary
+from .router_writer import export_trained, training_summary
 from .splits import make_folds
+from .staging import staged_router
 from .types import Dataset, Responses
 
 if TYPE_CHECKING:

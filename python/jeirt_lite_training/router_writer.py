@@ -3,10 +3,7 @@ how it was trained."""
 
 from __future__ import annotations
 
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +69,7 @@ def export_trained(
     label: str | None = None,
 ) -> tuple[Path, float | None]:
     """Write the router folder for whichever encoder `prep` used at `out_dir`, a path nothing holds yet (fit's is
-    staged_router's); returns (path, ONNX parity or None).
+    staging.staged_router's); returns (path, ONNX parity or None).
 
     reference_parts: (questions whose vectors are the alignment reference, questions that set its threshold).
     learned_from: the questions whose answers the predictor was trained on (training_questions.npy records their
@@ -101,30 +98,6 @@ def export_trained(
         parity_texts=parity_texts(prep), training=training, metrics=metrics, label=label,
         **extras,
     )
-
-
-@contextmanager
-def staged_router(out_dir: Path, *, overwrite: bool = False) -> Iterator[Path]:
-    """A path to make the router in, in a staging folder beside `out_dir`; when the block ends without an error the
-    router there (saved and checked by each step) is renamed to `out_dir`, replacing an existing one only with
-    `overwrite`. The staging folder goes either way, so a failure or an interrupt at any step after the first file
-    (the static fast path's check, the calibration, the votes) leaves no router that is only part of what fit
-    chose, and keeps the one it was to replace."""
-    from ._runtime import JeirtError, move_into_place
-
-    out_dir = Path(out_dir)
-
-    def refuse_existing() -> None:
-        if out_dir.exists() and not overwrite:
-            raise JeirtError(f"{out_dir} already exists (pass overwrite=True to replace it)")
-
-    refuse_existing()
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=f".{out_dir.name}.staging-") as staging:
-        staged = Path(staging) / "router"
-        yield staged
-        refuse_existing()  # made while the router was being made
-        move_into_place(staged, out_dir)
 
 
 def folder_size_mb(path: Path) -> float:

@@ -60,32 +60,35 @@ def export_static_router(
     static: Any, predictor: Any, out: Path, llm_names: list[str], *, max_length: int, training: dict[str, Any],
     metrics: dict[str, Any], label: str | None, overwrite: bool, **alignment_extras: Any,
 ) -> Path:
-    """The router folder of a static encoder: its graph (table + adapter), tokenizer, LLM table, manifest, and the
-    Rust fast path's copy of the table and adapter, checked against the graph (fit writes it in a staging folder:
-    router_writer.staged_router)."""
+    """The router folder of a static encoder: its graph (table + adapter) reading its tensors from the Rust fast
+    path's file of them, tokenizer, LLM table and manifest; saved under `out` only once the fast path has passed its
+    check against the graph."""
     from ._runtime import save_artifact
-    from .add_static_encoder import add_static_encoder
+    from .add_static_encoder import check_parity, static_encoder_files
     from .export import FEATURE_OUTPUT, INPUT_NAMES, OUTPUT_NAME, write_tokenizer
+    from .staging import staged_router
     from .static_encoder import adapter_weights, export_static_router_graph
 
-    with tempfile.TemporaryDirectory() as tmp_name:
+    training = dict(training)
+    training["static_encoder"] = {
+        "method": "model2vec-style: per-token [CLS] t [SEP] mean-pooled MiniLM outputs, PCA, SIF weights "
+        "from the token frequencies of the texts it learned from",
+        "dim": int(static.table.shape[1]),
+        "sif_a": static.sif_a,
+        "table_dtype": "float16",
+    }
+    with tempfile.TemporaryDirectory() as tmp_name, staged_router(out, overwrite=overwrite) as staged:
         tmp = Path(tmp_name)
-        graph = export_static_router_graph(tmp / "encoder.onnx", static.table, adapter_weights(predictor.adapter))
-        tokenizer = write_tokenizer(DEFAULT_ENCODER, max_length, tmp / "tokenizer.json")
-        training = dict(training)
-        training["static_encoder"] = {
-            "method": "model2vec-style: per-token [CLS] t [SEP] mean-pooled MiniLM outputs, PCA, SIF weights "
-            "from the token frequencies of the texts it learned from",
-            "dim": int(static.table.shape[1]),
-            "sif_a": static.sif_a,
-            "table_dtype": "float16",
-        }
-        path = Path(save_artifact(
-            out,
+        graph = export_static_router_graph(tmp / "graph.onnx", static.table, adapter_weights(predictor.adapter))
+        (tmp / "linked").mkdir()
+        static_file, linked_graph = static_encoder_files(graph, tmp / "linked")
+        save_artifact(
+            staged,
             llm_names=list(llm_names),
             llm_vectors=predictor.llm_vectors,
-            tokenizer_json=tokenizer,
-            encoder_onnx=graph,
+            tokenizer_json=write_tokenizer(DEFAULT_ENCODER, max_length, tmp / "tokenizer.json"),
+            encoder_onnx=linked_graph,
+            static_encoder=static_file,
             encoder={
                 "name": f"{DEFAULT_ENCODER}-static",
                 "source": static.source,
@@ -102,8 +105,7 @@ def export_static_router(
             training=training,
             metrics=metrics,
             label=label or f"JE-IRT, static encoder distilled from {DEFAULT_ENCODER}",
-            overwrite=overwrite,
             **alignment_extras,
-        ))
-    add_static_encoder(path)  # the Rust fast path's table and adapter, checked against the graph
-    return path
+        )
+        check_parity(staged, name=Path(out))
+    return Path(out)

