@@ -112,3 +112,18 @@ def test_the_graph_is_linked_only_next_to_the_file_it_reads(tmp_path: Path) -> N
         link_graph(linked / "encoder.onnx", linked / "static_encoder.safetensors",
                    tmp_path / "elsewhere" / "encoder.onnx")
     assert not (tmp_path / "elsewhere" / "encoder.onnx").exists()
+
+
+@pytest.mark.parametrize("change", ["another activation", "a node after the adapter"])
+def test_a_graph_that_computes_something_else_is_not_a_static_encoder(tmp_path: Path, change: str) -> None:
+    linked = export_random_static(tmp_path / "router", seed=0)
+    model = onnx.load(str(linked / "encoder.onnx"))
+    if change == "another activation":
+        model.graph.node[13].op_type = "LeakyRelu"
+    else:
+        last = model.graph.node[-1]
+        model.graph.node.append(onnx.helper.make_node("Neg", [last.output[0]], ["negated"]))
+    graph = tmp_path / "changed.onnx"
+    graph.write_bytes(model.SerializeToString())
+    with pytest.raises(ValueError, match=r"changed\.onnx: not a static encoder graph \(nodes \["):
+        graph_tensors(graph)
