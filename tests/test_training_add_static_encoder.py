@@ -95,14 +95,23 @@ def test_a_graph_that_is_not_a_static_encoder_is_refused_and_left_alone(
     assert _contents(router) == before and [p.name for p in tmp_path.iterdir()] == ["tiny"]
 
 
-def test_a_static_graph_whose_adapter_is_not_x_w_transposed_is_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("change", ["transB 0", "transA 1"])
+def test_a_static_graph_whose_adapter_is_not_x_w_transposed_is_refused(tmp_path: Path, change: str) -> None:
     linked = export_random_static(tmp_path / "router", seed=0)
     model = onnx.load(str(linked / "encoder.onnx"))
-    model.graph.node[12].attribute[0].i = 0  # transB of the first Gemm
+    attribute = model.graph.node[12].attribute[0]  # the first Gemm's one attribute, transB = 1
+    attribute.name, attribute.i = change.split()[0], int(change.split()[1])
     graph = tmp_path / "changed.onnx"
     graph.write_bytes(model.SerializeToString())
     with pytest.raises(ValueError, match=r"changed\.onnx: the adapter's Gemm nodes are not x W\^T \+ b"):
         graph_tensors(graph)
+
+
+def test_the_parity_check_measures_the_two_paths_and_refuses_above_its_tolerance(tmp_path: Path) -> None:
+    linked = export_random_static(tmp_path / "router", seed=0)
+    assert 0.0 <= add_static_encoder.check_parity(linked) <= 1e-4
+    with pytest.raises(RuntimeError, match=r"^shown: fast path and ONNX differ by .* > -1"):
+        add_static_encoder.check_parity(linked, tolerance=-1.0, name=Path("shown"))
 
 
 def test_the_graph_is_linked_only_next_to_the_file_it_reads(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 from jeirt_lite import JeirtError, Router
 from jeirt_lite._static_path import StaticEncoder
 from jeirt_lite_training.staging import staged_router
+from jeirt_lite_training.static_router import STATIC_BATCH_SIZE, fits_sentences
 from static_routers import export_random_static
 
 
@@ -59,6 +60,10 @@ def test_a_static_router_is_written_with_its_checked_fast_path(tmp_path: Path) -
     path = export_random_static(tmp_path / "router", seed=0)
     router = Router.load(path, threads=1)
     assert isinstance(router._encoder, StaticEncoder) and router.llms == ("llm-a", "llm-b", "llm-c")
+    described = router.manifest.to_json()["encoder"]  # what router.json says the graph computes
+    assert described["name"] == "all-MiniLM-L6-v2-static" and described["normalize"] is True
+    assert described["embedding_dim"] == described["feature_dim"] == 8 and described["max_seq_length"] == 64
+    assert described["batch_size"] == STATIC_BATCH_SIZE
     reference = Router.load(path, threads=1, fast_path=False)
     texts = ["Which enzyme unwinds DNA?", "What is 7 * 8?"]
     np.testing.assert_allclose(router.encode(texts, features=False).vectors,
@@ -88,3 +93,10 @@ def test_a_failed_fast_path_check_leaves_no_router_and_keeps_the_one_it_was_to_r
         export_random_static(tmp_path / "new", seed=1)
     assert [p.name for p in tmp_path.iterdir()] == ["router"]  # no half-made router, no staging folder
     assert _contents(tmp_path / "router") == before
+
+
+def test_the_table_is_fitted_to_sentence_embeddings_only_when_asked_and_of_one_teacher() -> None:
+    assert fits_sentences("all-MiniLM-L6-v2", True)
+    assert not fits_sentences("all-MiniLM-L6-v2", False)
+    several = "all-MiniLM-L6-v2+all-mpnet-base-v2"  # their token vectors joined: no one sentence embedding to fit
+    assert not fits_sentences(several, True) and not fits_sentences(several, False)
