@@ -25,11 +25,10 @@ from jeirt_lite_training.choose import (
 from jeirt_lite_training.config import AUTO_FOLDS
 from jeirt_lite_training.metrics import roc_auc
 from jeirt_lite_training.pipeline import choose_refit_and_export
-from jeirt_lite_training.prepared import Prepared
 from jeirt_lite_training.router_writer import parity_texts
 from jeirt_lite_training.splits import make_folds, text_groups
-from jeirt_lite_training.types import Dataset, Responses, Split
-from synthetic_answers import embedding_cells
+from jeirt_lite_training.types import Dataset, Responses
+from synthetic_answers import embedding_cells, synthetic_prepared
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "zeroeval_crux_gsm_math"
 MMLU_PRO = Path(__file__).resolve().parent.parent / "data" / "mmlu_pro"
@@ -179,19 +178,10 @@ def test_refit_draws_no_progress_bar_unless_asked(capfd: pytest.CaptureFixture[s
     assert "JE-IRT d=4" in capfd.readouterr().err
 
 
-def _prepared(emb: np.ndarray, cells: Responses, k: int, parts: tuple[np.ndarray, ...]) -> Prepared:
-    n = emb.shape[0]
-    data = Dataset("synthetic", [str(i) for i in range(n)], [f"q{i}" for i in range(n)], np.array(["b"] * n),
-                   np.array(["s"] * n), [f"llm-{j}" for j in range(k)], cells)
-    split = Split(*parts)
-    return Prepared(data, split, 0, *(split.responses(data, name) for name in ("train", "val", "test")), emb,
-                    "synthetic", 0)
-
-
 @pytest.mark.parametrize("folds", [None, 1, 3])
 def test_a_set_too_small_for_a_validation_part_is_refused_before_training(folds: int | None) -> None:
     emb, cells = _synthetic(seed=3)
-    prep = _prepared(emb, cells, 6, (np.arange(200), np.arange(0), np.arange(200, 240)))
+    prep = synthetic_prepared(emb, cells, 6, (np.arange(200), np.arange(0), np.arange(200, 240)))
     with pytest.raises(ValueError, match="validation part holds no answers .*200 questions.*--val-fraction"):
         choose_refit_and_export(prep, None, folds=folds, dims=(8,), dropouts=(0.5,), max_epochs=2, progress=False,
                                 log=lambda _: None)
@@ -203,7 +193,7 @@ def test_the_calibration_is_fitted_on_the_held_out_predictions_not_the_refit(
     import jeirt_lite_training.pipeline as pipeline
 
     emb, cells = _synthetic(seed=3)
-    prep = _prepared(emb, cells, 6, (np.arange(150), np.arange(150, 200), np.arange(200, 240)))
+    prep = synthetic_prepared(emb, cells, 6, (np.arange(150), np.arange(150, 200), np.arange(200, 240)))
     seen: list[tuple[np.ndarray, np.ndarray]] = []
     real_fit = pipeline.fit_calibration
 
@@ -261,7 +251,7 @@ def test_a_table_fitted_to_the_training_texts_is_fitted_again_to_all_of_them_for
     import jeirt_lite_training.static_router as static_router
 
     emb, cells = _synthetic(seed=3)
-    prep = _prepared(emb, cells, 6, (np.arange(150), np.arange(150, 200), np.arange(200, 240)))
+    prep = synthetic_prepared(emb, cells, 6, (np.arange(150), np.arange(150, 200), np.arange(200, 240)))
     prep = dataclasses.replace(prep, static=SimpleNamespace(source="training texts"), table_fitted_to=prep.split.train,
                                teacher="teacher-x")
     refitted = np.ascontiguousarray(emb[:, ::-1])  # what the table fitted again gives every question
@@ -300,7 +290,7 @@ def test_votes_are_left_out_above_the_number_of_questions_a_router_stores(monkey
     import jeirt_lite_training.neighbour_blend as blend
 
     emb, cells = _synthetic(seed=3)
-    prep = _prepared(emb, cells, 6, (np.arange(150), np.arange(150, 200), np.arange(200, 240)))
+    prep = synthetic_prepared(emb, cells, 6, (np.arange(150), np.arange(150, 200), np.arange(200, 240)))
     monkeypatch.setattr(blend, "MAX_STORED_QUESTIONS", 199)  # the pool holds 200
     res = choose_refit_and_export(prep, None, folds=1, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
                                   log=lambda _: None)
@@ -326,6 +316,14 @@ def test_parity_texts_come_from_all_questions_without_a_test_part() -> None:
     prep = SimpleNamespace(split=SimpleNamespace(test=np.array([], dtype=np.int64)),
                            data=SimpleNamespace(texts=["a", "bbb", "cc"], n_questions=3))
     assert set(parity_texts(prep)) == {"a", "bbb", "cc"}  # type: ignore[arg-type]
+
+
+def test_parity_texts_are_the_shortest_middle_and_longest_test_questions() -> None:
+    texts = [f"{'x' * length}" for length in (7, 3, 19, 1, 12, 5, 16, 9, 14, 2, 18, 11, 4)]  # 1 to 19 characters
+    test = np.arange(1, 13)  # all but the first (7 characters): 12 test questions
+    prep = SimpleNamespace(split=SimpleNamespace(test=test), data=SimpleNamespace(texts=texts, n_questions=13))
+    chosen = [len(text) for text in parity_texts(prep, n=2)]  # type: ignore[arg-type]
+    assert chosen == [1, 2, 11, 12, 18, 19]  # of 1 2 3 4 5 9 11 12 14 16 18 19: the two at each end, two from the middle
 
 
 def _slice(out: Path, n_questions: int, seed: int = 0) -> Path:

@@ -23,7 +23,7 @@ from .model import JeirtPredictor
 from .prepared import Prepared
 from .router_writer import export_trained, training_summary
 from .splits import make_folds
-from .staging import staged_router
+from .staging import refuse_existing, staged_router
 from .types import Dataset, Responses
 
 if TYPE_CHECKING:
@@ -77,7 +77,10 @@ def fit_and_export(
     overwrite: bool = False,
     **hyper: Any,
 ) -> FitResult:
-    """One fixed setting trained on the training part, early-stopped on validation, scored on the test part."""
+    """One fixed setting trained on the training part, early-stopped on validation, scored on the test part (an
+    existing `out_dir` without `overwrite` refused first)."""
+    if out_dir is not None:
+        refuse_existing(out_dir, overwrite)
     predictor = JeirtPredictor(**hyper).fit(
         prep.embeddings, prep.train, prep.val, prep.data.n_llms, progress=progress
     )
@@ -118,7 +121,7 @@ def choose_refit_and_export(
     """Choose the settings on held-out parts of the non-test questions, refit on all of them (jeirt_lite_training.choose),
     fit the calibration (`calibration`: its kind, or None) on the chosen setting's held-out predictions, write the
     router with it and with `costs(llm names)` when given. Every router this project ships or `fit` writes, of
-    any encoder kind, is made here.
+    any encoder kind, is made here. An existing `out_dir` without `overwrite` is refused before anything is trained.
 
     table_pulls (static encoder only): candidate pulls for fine-tuning the token table end to end, chosen on the
     same held-out parts against the frozen table (jeirt_lite_training.static_finetune); empty: the distilled table stays.
@@ -128,6 +131,8 @@ def choose_refit_and_export(
 
     folds: K > 1 chooses by K-fold cross-validation over the training and validation questions, 1 on the validation
     part; None (fit's default): `auto_folds` of their answers."""
+    if out_dir is not None:
+        refuse_existing(out_dir, overwrite)
     pool = np.sort(np.concatenate([prep.split.train, prep.split.val]))
     if not len(prep.val):  # the alignment reference's threshold reads it, whatever the choices are made on
         raise ValueError(f"the validation part holds no answers ({len(np.unique(prep.train.question))} questions "

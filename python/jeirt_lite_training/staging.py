@@ -19,15 +19,16 @@ def staged_router(out_dir: Path, *, overwrite: bool = False) -> Iterator[Path]:
     (the static fast path's check, the calibration, the votes) leaves no router that is only part of what its
     steps make, and keeps the one it was to replace."""
     out_dir = Path(out_dir)
-
-    def refuse_existing() -> None:
-        if out_dir.exists() and not overwrite:
-            raise JeirtError(f"{out_dir} already exists (pass overwrite=True to replace it)")
-
-    refuse_existing()
+    refuse_existing(out_dir, overwrite)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=f".{out_dir.name}.staging-") as staging:
         staged = Path(staging) / "router"
         yield staged
-        refuse_existing()  # made while the router was being made
+        refuse_existing(out_dir, overwrite)  # made while the router was being made
         move_into_place(staged, out_dir)
+
+
+def refuse_existing(out_dir: Path, overwrite: bool) -> None:
+    """The refusal of an existing output without `overwrite`; training makes it before anything is trained too."""
+    if Path(out_dir).exists() and not overwrite:
+        raise JeirtError(f"{out_dir} already exists (pass overwrite=True to replace it)")

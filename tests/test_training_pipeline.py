@@ -1,0 +1,78 @@
+"""jeirt_lite_training.pipeline around the choice and the refit: the output is refused before anything is trained,
+the folds it chooses on partition the pool with each held out once, `--folds auto` counts every answer it learns
+from, and the costs reach the router with or without a calibration or votes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+import jeirt_lite_training.pipeline as pipeline
+from jeirt_lite import JeirtError, Router
+from jeirt_lite_training.pipeline import choose_refit_and_export, fit_and_export, fold_parts
+from synthetic_answers import embedding_cells, synthetic_prepared
+from tiny_router import build_tiny_router
+
+QUICK = {"dims": (8,), "dropouts": (0.5,), "max_epochs": 3, "seed": 0, "progress": False, "log": lambda _: None}
+
+
+def _prep():  # type: ignore[no-untyped-def]
+    emb, cells = embedding_cells(240, 6, 8, 3)
+    return synthetic_prepared(emb, cells, 6, (np.arange(150), np.arange(150, 200), np.arange(200, 240)))
+
+
+def test_an_existing_output_is_refused_before_anything_is_trained(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_training(*args: object, **kwargs: object) -> None:
+        pytest.fail("trained before the output was checked")
+
+    monkeypatch.setattr(pipeline, "choose", no_training)
+    monkeypatch.setattr(pipeline, "JeirtPredictor", no_training)
+    (tmp_path / "router").mkdir()
+    for train in (choose_refit_and_export, fit_and_export):
+        with pytest.raises(JeirtError, match=r"router already exists \(pass overwrite=True to replace it\)"):
+            train(_prep(), tmp_path / "router")
+
+
+def test_each_fold_holds_out_its_own_questions_and_trains_on_all_the_others() -> None:
+    prep = _prep()
+    pool = np.arange(200)
+    parts = fold_parts(prep.data, pool, 4, seed=0)
+    held_out = [np.unique(val.question) for _, val in parts]
+    assert np.array_equal(np.sort(np.concatenate(held_out)), pool)  # each question held out exactly once
+    for (train, val), own in zip(parts, held_out):
+        trained_on = np.unique(train.question)
+        assert not np.isin(trained_on, own).any()  # never trained on what it is scored on
+        assert np.array_equal(np.sort(np.concatenate([trained_on, own])), pool)
+        assert len(train) + len(val) == 6 * len(pool)  # every answer of the pool, once
+
+
+def test_auto_folds_counts_the_training_and_validation_answers_together(monkeypatch: pytest.MonkeyPatch) -> None:
+    prep = _prep()
+    n = len(prep.train) + len(prep.val)  # 900 + 300 answers
+    for limit, folds in ((n, pipeline.AUTO_FOLDS), (n - 1, 1)):
+        monkeypatch.setattr(pipeline, "AUTO_FOLDS_MAX_CELLS", limit)
+        res = choose_refit_and_export(prep, None, calibration=None, neighbours=False, **QUICK)  # type: ignore[arg-type]
+        assert res.extra["selection"]["folds"] == folds
+
+
+@pytest.mark.parametrize("calibration", [None, "global"])
+def test_the_costs_reach_the_router_with_or_without_a_calibration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calibration: str | None
+) -> None:
+    def tiny_export(prep: object, predictor: object, out_dir: Path, **kwargs: object) -> tuple[Path, None]:
+        return build_tiny_router(out_dir, n_llms=6), None  # the same LLM names, llm-0 ... llm-5
+
+    monkeypatch.setattr(pipeline, "export_trained", tiny_export)
+    monkeypatch.setattr(pipeline, "training_summary", lambda prep, predictor: {})  # reads a real encoder's spec
+    costs = {f"llm-{j}": float(j + 1) for j in range(6)}
+    res = choose_refit_and_export(_prep(), tmp_path / "router", folds=1, calibration=calibration, neighbours=False,
+                                  costs=lambda names: {name: costs[name] for name in names}, **QUICK)  # type: ignore[arg-type]
+    router = Router.load(tmp_path / "router", threads=1)
+    assert res.router_path == tmp_path / "router" and router.costs == costs
+    assert (router.calibration is None) == (calibration is None)
