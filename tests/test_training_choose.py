@@ -223,11 +223,18 @@ def test_the_calibration_is_fitted_on_the_held_out_predictions_not_the_refit(
     # With neighbour votes (kept here: the short runs leave the geometry weak), the calibration is fitted on the
     # same held-out logits plus the weighted held-out votes, and the test part is scored with the votes.
     seen.clear()
+    import jeirt_lite_training.neighbour_blend as blend
+
+    choices = []
+    real_choose = blend.choose_neighbour_votes
+    monkeypatch.setattr(blend, "choose_neighbour_votes", lambda *args: choices.append(real_choose(*args)) or choices[-1])
     voting = choose_refit_and_export(prep, None, folds=1, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
                                      log=lambda _: None)
     record = voting.extra["selection"]["neighbours"]
     assert record["kept"] and voting.votes is not None and voting.votes.weight == record["weight"]
     (with_votes, _), = seen
+    (choice,) = choices  # the held-out logits plus exactly the weighted held-out votes
+    np.testing.assert_allclose(with_votes, logits + choice.weight * choice.heldout_vote_logits, rtol=1e-6)
     shift = with_votes - logits
     assert np.ptp(shift) > 0.1  # the votes differ between cells
     assert np.abs(shift / record["weight"]).max() <= 14.0  # a vote's logit: a probability kept inside (0, 1)
