@@ -1,6 +1,6 @@
 """jeirt_lite_training.pipeline around the choice and the refit: the output is refused before anything is trained,
 the folds it chooses on partition the pool with each held out once, `--folds auto` counts every answer it learns
-from, and the costs reach the router with or without a calibration or votes."""
+from, and the costs and metrics reach the router with or without a calibration, and its metrics say how the votes were scored."""
 
 from __future__ import annotations
 
@@ -55,17 +55,22 @@ def test_each_fold_holds_out_its_own_questions_and_trains_on_all_the_others() ->
 def test_auto_folds_counts_the_training_and_validation_answers_together(monkeypatch: pytest.MonkeyPatch) -> None:
     prep = _prep()
     n = len(prep.train) + len(prep.val)  # 900 + 300 answers
-    for limit, folds in ((n, pipeline.AUTO_FOLDS), (n - 1, 1)):
+    for limit, folds, said in ((n, pipeline.AUTO_FOLDS, f"on {pipeline.AUTO_FOLDS} folds"), (n - 1, 1, "on a held-out part")):
         monkeypatch.setattr(pipeline, "AUTO_FOLDS_MAX_CELLS", limit)
-        res = choose_refit_and_export(prep, None, calibration=None, neighbours=False, **QUICK)  # type: ignore[arg-type]
-        assert res.extra["selection"]["folds"] == folds
+        lines: list[str] = []
+        res = choose_refit_and_export(prep, None, calibration=None, neighbours=False,
+                                      **{**QUICK, "log": lines.append})  # type: ignore[arg-type]
+        assert res.extra["selection"]["folds"] == folds and f"choosing d x dropout {said} ..." in lines
 
 
 @pytest.mark.parametrize("calibration", [None, "global"])
-def test_the_costs_reach_the_router_with_or_without_a_calibration(
+def test_the_costs_and_metrics_reach_the_router_with_or_without_a_calibration(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, calibration: str | None
 ) -> None:
+    written: dict[str, object] = {}
+
     def tiny_export(prep: object, predictor: object, out_dir: Path, **kwargs: object) -> tuple[Path, None]:
+        written.update(kwargs)
         return build_tiny_router(out_dir, n_llms=6), None  # the same LLM names, llm-0 ... llm-5
 
     monkeypatch.setattr(pipeline, "export_trained", tiny_export)
@@ -76,3 +81,28 @@ def test_the_costs_reach_the_router_with_or_without_a_calibration(
     router = Router.load(tmp_path / "router", threads=1)
     assert res.router_path == tmp_path / "router" and router.costs == costs
     assert (router.calibration is None) == (calibration is None)
+    metrics = written["metrics"]
+    assert isinstance(metrics, dict) and metrics["heldout"] == res.val and metrics["test"] == res.test
+    assert metrics["test_uncalibrated"] == res.extra["test_uncalibrated"] and metrics["test"]["n"] == 40 * 6
+    assert ("No calibration." in metrics["how"]) == (calibration is None)
+    assert "neighbour votes" not in metrics["how"]
+
+
+def test_the_metrics_say_the_test_part_is_scored_with_the_votes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Written(Exception):
+        pass
+
+    def record(prep: object, predictor: object, out_dir: Path, **kwargs: object) -> None:
+        raise Written(kwargs["metrics"])
+
+    monkeypatch.setattr(pipeline, "export_trained", record)
+    monkeypatch.setattr(pipeline, "training_summary", lambda prep, predictor: {})
+    for test_part, said in ((np.arange(200, 240), "; test has them. "), (np.arange(0), "are not in heldout. ")):
+        prep = _prep()
+        prep = synthetic_prepared(prep.embeddings, prep.data.responses, 6, (np.arange(150), np.arange(150, 200),
+                                                                            test_part))
+        with pytest.raises(Written) as written:  # votes kept on these short runs, which leave the geometry weak
+            choose_refit_and_export(prep, tmp_path / "router", folds=1, **QUICK)  # type: ignore[arg-type]
+        (metrics,) = written.value.args
+        assert "The neighbour votes (training.selection.neighbours) were chosen on them too" in metrics["how"]
+        assert said in metrics["how"] and (metrics["test"] is None) == (not len(test_part))
