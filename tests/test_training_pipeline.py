@@ -1,6 +1,7 @@
 """jeirt_lite_training.pipeline around the choice and the refit: the output is refused before anything is trained,
 the folds it chooses on partition the pool with each held out once, `--folds auto` counts every answer it learns
-from, and the costs and metrics reach the router with or without a calibration, and its metrics say how the votes were scored."""
+from, the costs and metrics reach the router with or without a calibration, and the metrics say how the votes
+were scored."""
 
 from __future__ import annotations
 
