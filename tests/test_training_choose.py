@@ -241,6 +241,9 @@ def test_the_calibration_is_fitted_on_the_held_out_predictions_not_the_refit(
     test_logits = voting.logits(prep.test.question, prep.test.llm)
     plain = voting.predictor.predict_logits(emb, prep.test.question, prep.test.llm)
     assert not np.allclose(test_logits, plain)
+    asked, rows = np.unique(prep.test.question, return_inverse=True)  # the geometry plus each cell's vote
+    offsets = voting.votes.offsets(emb[asked], voting.votes.llms, len(asked))
+    np.testing.assert_allclose(test_logits, plain + offsets[rows, prep.test.llm], rtol=1e-6)
     assert voting.extra["test_uncalibrated"]["auc"] == pytest.approx(roc_auc(prep.test.correct, 1 / (1 + np.exp(-test_logits))))
     # What fit prints: the test part before calibration only where the calibration is not part of the votes' blend.
     assert "test, before calibration" in fit_summary(res)
@@ -303,6 +306,10 @@ def test_votes_are_left_out_above_the_number_of_questions_a_router_stores(monkey
                                   log=lambda _: None)
     record = res.extra["selection"]["neighbours"]
     assert res.votes is None and record["kept"] is False and "200 questions" in record["why"]
+    monkeypatch.setattr(blend, "MAX_STORED_QUESTIONS", 200)  # as many as it stores: kept (as on these short runs)
+    res = choose_refit_and_export(prep, None, folds=1, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, progress=False,
+                                  log=lambda _: None)
+    assert res.votes is not None and res.extra["selection"]["neighbours"]["kept"] is True
 
 
 def test_folds_partition_the_pool_and_keep_identical_texts_together() -> None:

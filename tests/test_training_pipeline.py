@@ -107,3 +107,4 @@ def test_the_metrics_say_the_test_part_is_scored_with_the_votes(tmp_path: Path, 
         (metrics,) = written.value.args
         assert "The neighbour votes (training.selection.neighbours) were chosen on them too" in metrics["how"]
         assert said in metrics["how"] and (metrics["test"] is None) == (not len(test_part))
+        assert ("No test part (--holdout 0): every question was learned from." in metrics["how"]) == (not len(test_part))

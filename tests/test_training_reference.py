@@ -44,3 +44,6 @@ def test_exported_router_carries_alignment(
     val_texts = [prep.data.texts[i] for i in prep.split.val]
     flags = router.alignment(val_texts).in_distribution
     assert flags.mean() == pytest.approx(0.95, abs=1.5 / len(val_texts) + 1e-3)
+    # The threshold is the validation questions' 5th percentile, as the router scores them (not the training ones').
+    scores = router.alignment(val_texts).scores
+    assert block["threshold"] == pytest.approx(float(np.percentile(scores, 5.0)), abs=1e-4)
