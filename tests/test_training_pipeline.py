@@ -108,3 +108,22 @@ def test_the_metrics_say_the_test_part_is_scored_with_the_votes(tmp_path: Path, 
         assert "The neighbour votes (training.selection.neighbours) were chosen on them too" in metrics["how"]
         assert said in metrics["how"] and (metrics["test"] is None) == (not len(test_part))
         assert ("No test part (--holdout 0): every question was learned from." in metrics["how"]) == (not len(test_part))
+        assert ("so without it the votes are not scaled as chosen: not a model to use)." in metrics["how"]) == bool(
+            len(test_part))
+
+
+@pytest.mark.parametrize("folds", [0, -2])
+def test_fewer_than_one_fold_is_refused(folds: int) -> None:
+    with pytest.raises(ValueError, match=f"need at least 2 folds, got {folds}"):
+        choose_refit_and_export(_prep(), None, folds=folds, **QUICK)  # type: ignore[arg-type]
+
+
+def test_table_pulls_are_for_a_static_table_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    import jeirt_lite_training.static_finetune as static_finetune
+
+    def no_pulls(*args: object, **kwargs: object) -> None:
+        pytest.fail("a table pull chosen for an encoder without a static table")
+
+    monkeypatch.setattr(static_finetune, "choose_table_pull", no_pulls)
+    res = choose_refit_and_export(_prep(), None, folds=1, table_pulls=(0.0, 0.5), neighbours=False, **QUICK)  # type: ignore[arg-type]
+    assert "static_table" not in res.extra["selection"]
