@@ -53,6 +53,9 @@ def test_a_staged_router_is_saved_under_its_name_only_when_the_block_passes(
             tiny.select_llms(tiny.llms[:1]).save(late)  # another run's output, made meanwhile
     assert Router.load(late, threads=1).llms == tiny.llms[:1]  # kept, not replaced
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["late", "router"]
+    with staged_router(tmp_path / "new" / "deeper" / "router") as staged:  # missing parent folders are made
+        tiny.save(staged)
+    assert Router.load(tmp_path / "new" / "deeper" / "router", threads=1).llms == tiny.llms
 
 
 def test_a_static_router_is_written_with_its_checked_fast_path(tmp_path: Path) -> None:
