@@ -14,7 +14,9 @@ pytest.importorskip("torch")
 
 import jeirt_lite_training.pipeline as pipeline
 from jeirt_lite import JeirtError, Router
+from jeirt_lite_training.__main__ import fit_summary
 from jeirt_lite_training.pipeline import choose_refit_and_export, fit_and_export, fold_parts
+from jeirt_lite_training.router_writer import folder_size_mb
 from synthetic_answers import embedding_cells, synthetic_prepared
 from tiny_router import build_tiny_router
 
@@ -82,6 +84,8 @@ def test_the_costs_and_metrics_reach_the_router_with_or_without_a_calibration(
     router = Router.load(tmp_path / "router", threads=1)
     assert res.router_path == tmp_path / "router" and router.costs == costs
     assert (router.calibration is None) == (calibration is None)
+    size = sum(f.stat().st_size for f in (tmp_path / "router").iterdir()) / 1e6  # what fit prints it wrote
+    assert folder_size_mb(tmp_path / "router") == pytest.approx(size) and f"({size:.1f} MB)" in fit_summary(res)
     metrics = written["metrics"]
     assert isinstance(metrics, dict) and metrics["heldout"] == res.val and metrics["test"] == res.test
     assert metrics["test_uncalibrated"] == res.extra["test_uncalibrated"] and metrics["test"]["n"] == 40 * 6
