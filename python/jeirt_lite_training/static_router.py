@@ -80,8 +80,7 @@ def export_static_router(
     with tempfile.TemporaryDirectory() as tmp_name, staged_router(out, overwrite=overwrite) as staged:
         tmp = Path(tmp_name)
         graph = export_static_router_graph(tmp / "graph.onnx", static.table, adapter_weights(predictor.adapter))
-        (tmp / "linked").mkdir()
-        static_file, linked_graph = static_encoder_files(graph, tmp / "linked")
+        static_file, linked_graph = static_encoder_files(graph, tmp)  # beside graph.onnx, as encoder.onnx
         save_artifact(
             staged,
             llm_names=list(llm_names),
