@@ -8,8 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from jeirt_lite import JeirtError, artifact
+from jeirt_lite import JeirtError, Router, artifact
+from jeirt_lite._artifact_files import write_tensors
 from jeirt_lite.artifact import load_artifact, save_artifact
+from safetensors import safe_open
 from tiny_router import build_tiny_router, copy_router, edit_and_reseal
 
 
@@ -145,6 +147,45 @@ def test_save_refuses_to_overwrite_unless_asked(tiny_router_path: Path, tmp_path
     assert sorted(os.listdir(tmp_path)) == ["out"]  # no staging or retired folders left behind
 
 
+def test_a_router_saved_twice_is_the_same_folder_byte_for_byte(tiny_router_path: Path, tmp_path: Path) -> None:
+    # llms.safetensors' metadata (the binding) came out in a new order from one save to the next, and router.json
+    # with it (it holds the table's hash).
+    router = Router.load(tiny_router_path)
+    for name in ("a", "b", "c"):
+        router.save(tmp_path / name)
+    files = sorted(p.name for p in (tmp_path / "a").iterdir())
+    for name in ("b", "c"):
+        assert sorted(p.name for p in (tmp_path / name).iterdir()) == files
+        for file in files:
+            assert (tmp_path / name / file).read_bytes() == (tmp_path / "a" / file).read_bytes(), file
+
+
+def test_written_tensors_follow_from_their_content(tmp_path: Path) -> None:
+    tensors = {"b": np.arange(5, dtype=np.float32), "a": np.ones((2, 3), dtype=np.float16)}
+    metadata = {f"key{i}": f"value {i} é" for i in (7, 3, 9, 1, 5, 2)}
+    write_tensors(tmp_path / "first", tensors, metadata)
+    written = (tmp_path / "first").read_bytes()
+    for round_ in range(6):  # each save builds a new hash map, so an unsorted order shows within a few
+        write_tensors(tmp_path / str(round_), tensors, dict(reversed(list(metadata.items()))))
+        assert (tmp_path / str(round_)).read_bytes() == written
+    header_size = int.from_bytes(written[:8], "little")
+    assert header_size % 8 == 0  # the data starts aligned
+    assert list(json.loads(written[8 : 8 + header_size])["__metadata__"]) == sorted(metadata)
+    with safe_open(str(tmp_path / "first"), framework="numpy") as handle:
+        assert handle.metadata() == metadata
+        assert all(np.array_equal(handle.get_tensor(name), table) for name, table in tensors.items())
+
+
+def test_written_tensors_get_the_umasks_permissions(tmp_path: Path) -> None:
+    # safetensors' save_file makes files owner-only, unreadable to other users of a router installed system-wide.
+    previous = os.umask(0o022)
+    try:
+        write_tensors(tmp_path / "t", {"x": np.zeros(2, dtype=np.float32)})
+    finally:
+        os.umask(previous)
+    assert (tmp_path / "t").stat().st_mode & 0o777 == 0o644
+
+
 def test_interrupted_save_leaves_nothing(
     tiny_router_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -154,7 +195,7 @@ def test_interrupted_save_leaves_nothing(
         (path).write_bytes(b"half")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(artifact, "_write_tensors", interrupted)
+    monkeypatch.setattr(artifact, "write_tensors", interrupted)
     with pytest.raises(KeyboardInterrupt):
         save_artifact(
             tmp_path / "out", llm_names=["x"], llm_vectors=np.ones((1, source.dim)),

@@ -1,6 +1,6 @@
 """Reading a router folder's files: router.json as JSON, safetensors tensors and metadata, and the check that
 router.json is the one saved with the LLM table (the binding: LLM names in table order and a digest of router.json's
-content, stored in llms.safetensors' metadata)."""
+content, stored in llms.safetensors' metadata); and writing safetensors files byte for byte reproducibly."""
 
 from __future__ import annotations
 
@@ -76,6 +76,25 @@ def check_binding(manifest_path: Path, raw: Any, metadata: Mapping[str, str], ll
             f"{manifest_path}: its content differs from the router.json saved with {llms_path.name} (edited by "
             "hand, or taken from another router); save routers with Router.save or training, never edit router.json"
         )
+
+
+def write_tensors(path: Path, tensors: Mapping[str, np.ndarray], metadata: Mapping[str, str] | None = None) -> None:
+    """Write a safetensors file whose bytes follow from its content alone: the same tensors and metadata give the
+    same file in any process, so a router saved twice is the same folder (and router.json the same hashes)."""
+    from safetensors.numpy import save
+
+    # safetensors keeps the metadata in a hash map, whose order changes from one map to the next; the header is
+    # written again with the metadata's keys sorted (the tensors' entries and their data stay as save put them).
+    # The bytes go through open(): save_file would create the file owner-only (0600), unreadable to other users
+    # of a router installed system-wide.
+    raw = save(dict(tensors), metadata=dict(metadata) if metadata else None)
+    size = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8 : 8 + size])
+    if "__metadata__" in header:
+        header = {"__metadata__": dict(sorted(header.pop("__metadata__").items())), **header}
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned, as save leaves it
+    path.write_bytes(len(text).to_bytes(8, "little") + text + raw[8 + size :])
 
 
 def read_metadata(path: Path) -> dict[str, str]:

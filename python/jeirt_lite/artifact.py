@@ -47,6 +47,7 @@ from ._artifact_files import (
     read_manifest_json,
     read_metadata,
     read_tensors,
+    write_tensors,
 )
 from ._errors import JeirtError
 from ._feature_offsets import CORRECTIONS_FILE, FeatureCorrections
@@ -284,22 +285,22 @@ def _write_folder(
         if STATIC_ENCODER_FILE in sources:
             roles.append((STATIC_ROLE, STATIC_ENCODER_FILE))
         if reference is not None and center is not None:
-            _write_tensors(staging / REFERENCE_FILE, {REFERENCE_TENSOR: reference, CENTER_TENSOR: center})
+            write_tensors(staging / REFERENCE_FILE, {REFERENCE_TENSOR: reference, CENTER_TENSOR: center})
             roles.append(("reference", REFERENCE_FILE))
         if corrections is not None:
-            _write_tensors(staging / CORRECTIONS_FILE, corrections.tensors())
+            write_tensors(staging / CORRECTIONS_FILE, corrections.tensors())
             roles.append(("corrections", CORRECTIONS_FILE))
         if training_questions is not None:
             write_record(staging / TRAINING_QUESTIONS_FILE, training_questions)
             roles.append((TRAINING_QUESTIONS_ROLE, TRAINING_QUESTIONS_FILE))
         if neighbours is not None:
-            _write_tensors(staging / NEIGHBOURS_FILE, neighbours.tensors())
+            write_tensors(staging / NEIGHBOURS_FILE, neighbours.tensors())
             roles.append((NEIGHBOURS_ROLE, NEIGHBOURS_FILE))
         fields["files"] = {role: {"path": name, "sha256": sha256_of(staging / name)} for role, name in roles}
         static = staging / STATIC_ENCODER_FILE if STATIC_ENCODER_FILE in sources else None
         check_external_data(staging / ENCODER_FILE, static)  # a pair that does not match is never written
         binding = {NAMES_KEY: names_in_order(fields["llms"]), DIGEST_KEY: content_digest(fields)}
-        _write_tensors(staging / LLMS_FILE, {LLM_TENSOR: vectors}, binding)
+        write_tensors(staging / LLMS_FILE, {LLM_TENSOR: vectors}, binding)
         fields["files"]["llms"] = {"path": LLMS_FILE, "sha256": sha256_of(staging / LLMS_FILE)}
         parse_manifest(fields, f"{target / MANIFEST_FILE}")  # the same checks a load makes, before it is in place
         with open(staging / MANIFEST_FILE, "w", encoding="utf-8") as handle:
@@ -335,14 +336,6 @@ def validate_center(center: Optional[np.ndarray], dim: int, where: str) -> np.nd
     if array.shape != (dim,) or not np.issubdtype(array.dtype, np.floating) or not np.isfinite(array).all():
         raise JeirtError(f"{where}: reference center must be {dim} finite floats, got shape {array.shape}")
     return np.ascontiguousarray(array, dtype=np.float32)
-
-
-def _write_tensors(path: Path, tensors: dict[str, np.ndarray], metadata: Optional[dict[str, str]] = None) -> None:
-    from safetensors.numpy import save
-
-    # Serialise to bytes and write with open(): safetensors' save_file creates the file owner-only (0600), which
-    # would make a router installed system-wide unreadable to other users.
-    path.write_bytes(save(tensors, metadata=metadata))
 
 
 def _move_into_place(staging: Path, target: Path) -> None:

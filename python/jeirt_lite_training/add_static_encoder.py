@@ -108,12 +108,10 @@ def link_graph(onnx_path: Path, static_path: Path, out_path: Path) -> list[str]:
 def static_encoder_files(graph: Path, folder: Path) -> tuple[Path, Path]:
     """Write static_encoder.safetensors (the static `graph`'s table and adapter) and the graph reading its tensors
     from it into `folder`; returns (static file, graph)."""
-    from safetensors.numpy import save
-
-    from ._runtime import ENCODER_FILE, STATIC_ENCODER_FILE
+    from ._runtime import ENCODER_FILE, STATIC_ENCODER_FILE, write_tensors
 
     static = folder / STATIC_ENCODER_FILE
-    static.write_bytes(save(graph_tensors(graph), metadata={"source": "initializers of encoder.onnx"}))
+    write_tensors(static, graph_tensors(graph), {"source": "initializers of encoder.onnx"})
     linked = folder / ENCODER_FILE
     link_graph(graph, static, linked)
     return static, linked
