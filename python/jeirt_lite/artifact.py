@@ -227,8 +227,7 @@ def save_artifact(
     for source in map(Path, inputs):
         if not source.is_file():
             raise JeirtError(f"{target}: cannot save, {source} does not exist")
-    if target.exists() and not overwrite:
-        raise JeirtError(f"{target} already exists (pass overwrite=True to replace it)")
+    refuse_existing(target, overwrite)
     fields: dict[str, Any] = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
@@ -310,6 +309,13 @@ def _write_folder(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def refuse_existing(target: PathLike, overwrite: bool) -> None:
+    """An existing router folder (or any file) at `target` is replaced only with `overwrite`: the one refusal of
+    every writer of a router folder, training included, which makes it before anything is trained too."""
+    if Path(target).exists() and not overwrite:
+        raise JeirtError(f"{target} already exists (pass overwrite=True to replace it)")
 
 
 def validate_reference(

@@ -27,14 +27,14 @@ from jeirt_lite._neighbours import (
 )
 from jeirt_lite._onnx_external import safetensors_layout
 from jeirt_lite._training_questions import normalise_question, training_question_set
-from jeirt_lite.artifact import ENCODER_FILE, STATIC_ENCODER_FILE, save_artifact
+from jeirt_lite.artifact import ENCODER_FILE, STATIC_ENCODER_FILE, refuse_existing, save_artifact
 from jeirt_lite.artifact import _move_into_place as move_into_place  # a saved folder swapped in whole
 from jeirt_lite.cli import _options as cli_options  # the converters and parser class of every command
 
 __all__ = [
     "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "NOT_ASKED", "STATIC_ENCODER_FILE", "TRUE_LABELS",
     "JeirtError", "NeighbourVotes", "Router", "alignment", "check_output_folder", "check_seed", "cli_options",
-    "move_into_place", "neighbour_sums", "normalise_question", "read_table", "refuse_inputs", "safetensors_layout",
+    "move_into_place", "neighbour_sums", "normalise_question", "read_table", "refuse_existing", "refuse_inputs", "safetensors_layout",
     "save_artifact", "short_rows", "smoothed", "table_format", "training_question_set", "unit_rows",
     "vote_logits", "write_tensors",
 ]

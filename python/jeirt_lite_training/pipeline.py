@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._runtime import refuse_existing
 from .calibration import apply_calibration, fit_calibration, store_calibration
 from .choose import DEFAULT_DIMS, DEFAULT_DROPOUTS, Selection, choose, refit, selection_record
 from .config import AUTO_FOLDS, AUTO_FOLDS_MAX_CELLS
@@ -23,7 +24,7 @@ from .model import JeirtPredictor
 from .prepared import Prepared
 from .router_writer import export_trained, training_summary
 from .splits import make_folds
-from .staging import refuse_existing, staged_router
+from .staging import staged_router
 from .types import Dataset, Responses
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ._runtime import JeirtError, move_into_place
+from ._runtime import move_into_place, refuse_existing
 
 
 @contextmanager
@@ -27,8 +27,3 @@ def staged_router(out_dir: Path, *, overwrite: bool = False) -> Iterator[Path]:
         refuse_existing(out_dir, overwrite)  # made while the router was being made
         move_into_place(staged, out_dir)
 
-
-def refuse_existing(out_dir: Path, overwrite: bool) -> None:
-    """The refusal of an existing output without `overwrite`; training makes it before anything is trained too."""
-    if Path(out_dir).exists() and not overwrite:
-        raise JeirtError(f"{out_dir} already exists (pass overwrite=True to replace it)")
