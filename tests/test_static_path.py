@@ -181,6 +181,35 @@ def test_a_graph_that_disagrees_with_the_fast_path_is_refused_at_load(tmp_path: 
         Router.load(folder, threads=1, fast_path=fast_path)
 
 
+def _features_shifted(folder: Path) -> None:
+    """Add 0.05 to every entry of the graph's features output (the question vectors unchanged) and re-seal the
+    folder. (Doubling them would not do: the votes read their direction.)"""
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper, numpy_helper
+    from tiny_router import edit_and_reseal
+
+    model = onnx.load(str(folder / "encoder.onnx"), load_external_data=False)
+    identity = next(node for node in model.graph.node if node.op_type == "Identity")
+    output = identity.output[0]
+    identity.output[0] = "features_before"
+    model.graph.node.append(helper.make_node("Add", ["features_before", "shift"], [output]))
+    model.graph.initializer.append(numpy_helper.from_array(np.array(0.05, dtype=np.float32), "shift"))
+    (folder / "encoder.onnx").write_bytes(model.SerializeToString())
+    edit_and_reseal(folder)
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_a_graph_whose_features_disagree_with_the_fast_path_is_refused_at_load(
+    tmp_path: Path, fast_path: bool
+) -> None:
+    # The neighbour votes read the features: with them shifted in the graph alone, fast_path=False would give
+    # other probabilities than the default.
+    folder = Path(shutil.copytree(SHIPPED, tmp_path / "r"))
+    _features_shifted(folder)
+    with pytest.raises(JeirtError, match=r"encoder\.onnx: its features output differs .* on fixed probe texts"):
+        Router.load(folder, threads=1, fast_path=fast_path)
+
+
 def test_the_probe_texts_reach_truncation_and_both_encoders_agree_on_them(fast: Router, reference: Router) -> None:
     from jeirt_lite._static_path import PROBE_TEXTS, PROBE_TOLERANCE
 

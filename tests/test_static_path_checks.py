@@ -262,20 +262,42 @@ def test_a_folder_without_the_file_or_with_another_tokenizer_has_no_fast_path(tm
 
 
 class _Fixed:
-    """An encoder that gives one fixed array for the probe texts (check_agreement only calls `encode`)."""
+    """An encoder that gives fixed arrays for the probe texts (check_agreement only calls `encode_with_features`)."""
 
-    def __init__(self, vectors: np.ndarray):
-        self.vectors = vectors
+    def __init__(self, vectors: np.ndarray, features: np.ndarray | None = None):
+        self.vectors, self.features = vectors, features
 
-    def encode(self, texts: list[str]) -> np.ndarray:
+    def encode_with_features(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
         assert texts == list(PROBE_TEXTS)
-        return self.vectors
+        return self.vectors, self.features
 
 
 def _agree(graph: np.ndarray, difference: float) -> None:
     fast = graph.copy()
     fast[1, 0] += difference
     check_agreement(_Fixed(fast), _Fixed(graph), Path("encoder.onnx"))  # type: ignore[arg-type]
+
+
+def _agree_on_features(graph: np.ndarray, difference: float, *, fast_gives: bool = True) -> None:
+    fast = graph.copy()
+    fast[1, 0] += difference
+    vectors = np.zeros((len(PROBE_TEXTS), 2))
+    check_agreement(_Fixed(vectors, fast if fast_gives else None), _Fixed(vectors, graph),  # type: ignore[arg-type]
+                    Path("encoder.onnx"))
+
+
+def test_the_features_are_held_to_the_same_tolerance_where_the_fast_path_gives_them() -> None:
+    graph = np.zeros((len(PROBE_TEXTS), 3))
+    _agree_on_features(graph, PROBE_TOLERANCE)
+    with pytest.raises(JeirtError, match="its features output differs"):
+        _agree_on_features(graph, 2 * PROBE_TOLERANCE)
+    graph[0, 0] = 4.0
+    _agree_on_features(graph, 3 * PROBE_TOLERANCE)
+    with pytest.raises(JeirtError, match=r"max difference 0\.00025 relative"):
+        _agree_on_features(graph, 10 * PROBE_TOLERANCE)
+    with pytest.raises(JeirtError, match="max difference nan"):
+        _agree_on_features(graph, float("nan"))
+    _agree_on_features(graph, 1.0, fast_gives=False)  # features from the graph alone: nothing to compare
 
 
 def test_agreement_is_measured_against_the_largest_entry_and_at_least_one() -> None:

@@ -270,17 +270,31 @@ PROBE_TOLERANCE = 1e-4
 
 
 def check_agreement(fast: StaticEncoder, graph: Any, encoder_path: Path) -> None:
-    """Refuse a static router whose ONNX graph and Rust fast path give different question vectors on the probe
-    texts: the two must compute the same thing (the graph is the reference, the fast path the default), and hashes
-    recomputed after editing one of them would otherwise go unnoticed."""
+    """Refuse a static router whose ONNX graph and Rust fast path give different question vectors, or different
+    features where the fast path gives them, on the probe texts: the two must compute the same thing (the graph is
+    the reference, the fast path the default; neighbour votes and corrections read the features of whichever is
+    used), and hashes recomputed after editing one of them would otherwise go unnoticed."""
     texts = list(PROBE_TEXTS)
-    fast_vectors = fast.encode(texts)
-    graph_vectors = graph.encode(texts)
-    scale = max(1.0, float(np.abs(graph_vectors).max()))
-    worst = float(np.abs(fast_vectors - graph_vectors).max()) / scale
+    fast_vectors, fast_features = fast.encode_with_features(texts)
+    graph_vectors, graph_features = graph.encode_with_features(texts)
+    worst = _relative_gap(fast_vectors, graph_vectors)
     if not worst <= PROBE_TOLERANCE:  # NaN fails too
         raise JeirtError(
             f"{encoder_path}: computes other question vectors than the router's static encoder file (max "
             f"difference {worst:.3g} relative, allowed {PROBE_TOLERANCE:g} on fixed probe texts); the graph or "
             f"{STATIC_ENCODER_FILE} was altered"
         )
+    if fast_features is None or graph_features is None:
+        return
+    worst = _relative_gap(fast_features, graph_features)
+    if not worst <= PROBE_TOLERANCE:
+        raise JeirtError(
+            f"{encoder_path}: its features output differs from the pooled rows of the router's static encoder file "
+            f"(max difference {worst:.3g} relative, allowed {PROBE_TOLERANCE:g} on fixed probe texts); neighbour "
+            "votes and corrections would read other features with and without the fast path"
+        )
+
+
+def _relative_gap(fast: np.ndarray, graph: np.ndarray) -> float:
+    """The largest difference relative to the graph's largest entry (at least 1); NaN when either holds one."""
+    return float(np.abs(fast - graph).max()) / max(1.0, float(np.abs(graph).max()))
