@@ -13,7 +13,10 @@ validation answers. Tables (--tables, comma list):
 - `sentences256`: the same projected on the top 256 directions of the sentence embeddings;
 - `sentences_train`: fitted on the training part's texts only, so that the validation part is held out from the
   table too (what `fit` builds now);
-- `sentences+unlabelled`: fitted on the texts of --unlabelled data folders too (their answers are not read).
+- `sentences+unlabelled`: fitted on the texts of --unlabelled data folders too (their answers are not read);
+- `sentences_train+lines`: `sentences_train` plus each line of at least 16 tokens of the training texts that hold
+  more than one line, as texts of their own (more pairs of text and sentence embedding from the same texts: the
+  teacher's view of a stem or of an option alone, and of the tails it truncates at 256 tokens).
 
 One JSON line per table (validation and test AUC, accuracy, log-loss, within-question AUC; experiments.ensemble_eval's
 scores). Decisions read the validation part; the test part is only reported.
@@ -29,10 +32,18 @@ import numpy as np
 
 from .ensemble_eval import emit_line, fine_tuned, one_split_parser, run_record, scores
 
-TABLES = ("distilled", "distilled384", "sentences", "sentences256", "sentences_train", "sentences+unlabelled")
+TABLES = ("distilled", "distilled384", "sentences", "sentences256", "sentences_train", "sentences+unlabelled",
+          "sentences_train+lines")
+LINE_MIN_TOKENS = 16
 
 
-def build_table(kind: str, prep: Any, unlabelled: list[str]) -> tuple[np.ndarray, dict[str, Any]]:
+def long_lines(texts: list[str], tokenizer: Any) -> list[str]:
+    """Each line of at least LINE_MIN_TOKENS tokens (special tokens not counted) of the texts that hold several."""
+    lines = [line.strip() for t in texts if "\n" in t.strip() for line in t.split("\n") if line.strip()]
+    return [line for line in lines if len(tokenizer.encode(line).ids) - 2 >= LINE_MIN_TOKENS]
+
+
+def build_table(kind: str, prep: Any, unlabelled: list[str], tokenizer: Any) -> tuple[np.ndarray, dict[str, Any]]:
     from jeirt_lite_training.data import load_dataset
     from jeirt_lite_training.embeddings import embed_texts as sentence_embeddings
     from jeirt_lite_training.encoders import DEFAULT_ENCODER
@@ -43,10 +54,12 @@ def build_table(kind: str, prep: Any, unlabelled: list[str]) -> tuple[np.ndarray
     if kind.startswith("distilled"):
         static = distil(DEFAULT_ENCODER, learn, max_length=prep.max_length, dim=384 if kind == "distilled384" else 256)
         return static.table, {}
-    if kind == "sentences_train":
+    if kind.startswith("sentences_train"):
         learn = [prep.data.texts[i] for i in prep.split.train]
     texts = learn + ([t for folder in unlabelled for t in load_dataset(folder).texts]
                      if kind == "sentences+unlabelled" else [])
+    if kind == "sentences_train+lines":
+        texts += long_lines(learn, tokenizer)
     static, fit = distil_to_sentences(DEFAULT_ENCODER, texts, sentence_embeddings(texts), max_length=prep.max_length,
                                       dim=256 if kind == "sentences256" else None)
     return static.table, {"sentence_fit": fit.record()}
@@ -73,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     hyper = {"dim": args.dim, "dropout": args.dropout, "seed": args.split_seed}
     for kind in kinds:
         t0 = time.perf_counter()
-        table, extra = build_table(kind, prep, args.unlabelled)
+        table, extra = build_table(kind, prep, args.unlabelled, tokenizer)
         grid, predictor = fine_tuned(rounded(table), bags, hyper, prep.train, prep.val, prep.data.n_llms, tokenizer,
                                      prep.data.texts, pull=0.1)
         emit_line(args.out, {"data": prep.data.name, "split_seed": args.split_seed, "table": kind,
