@@ -85,3 +85,15 @@ def test_the_one_split_experiments_share_their_options() -> None:
     assert "pull" not in frozen and "cache" not in frozen
     assert {k: v for k, v in fine_tuning.items() if k not in ("pull", "cache", "split_seed")} == {
         k: v for k, v in frozen.items() if k != "split_seed"}
+
+
+def test_the_long_lines_are_those_of_texts_with_several_and_at_least_16_tokens() -> None:
+    from jeirt_lite_training.encoders import DEFAULT_ENCODER, load_tokenizer
+
+    from experiments.static_sentences_eval import LINE_MIN_TOKENS, long_lines
+
+    tokenizer = load_tokenizer(DEFAULT_ENCODER, 512)
+    long = " ".join(["word"] * LINE_MIN_TOKENS)
+    short = " ".join(["word"] * (LINE_MIN_TOKENS - 3))  # with "A. " before it, one token short
+    texts = [f"{long}\nA. {short}\n  {long} again  \n\n", long + "\n", f"{long} alone", f"{short}\nB. x"]
+    assert long_lines(texts, tokenizer) == [long, f"{long} again"]  # a text of one line adds nothing new
