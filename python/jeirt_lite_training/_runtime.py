@@ -11,6 +11,7 @@ from __future__ import annotations
 from jeirt_lite import JeirtError, Router
 from jeirt_lite import _alignment as alignment
 from jeirt_lite._artifact_files import write_tensors
+from jeirt_lite._io.cells import merge_repeated_cells
 from jeirt_lite._io.formats import table_format
 from jeirt_lite._io.outputs import check_output_folder, refuse_inputs
 from jeirt_lite._io.tables import read_table
@@ -36,5 +37,5 @@ __all__ = [
     "JeirtError", "NeighbourVotes", "Router", "alignment", "check_output_folder", "check_seed", "cli_options",
     "move_into_place", "neighbour_sums", "normalise_question", "read_table", "refuse_existing", "refuse_inputs", "safetensors_layout",
     "save_artifact", "short_rows", "smoothed", "table_format", "training_question_set", "unit_rows",
-    "vote_logits", "write_tensors",
+    "merge_repeated_cells", "vote_logits", "write_tensors",
 ]

@@ -30,6 +30,7 @@ from typing import Literal, Union
 import numpy as np
 import pandas as pd
 
+from ._runtime import merge_repeated_cells
 from .config import (  # the accepted column names, listed by `jeirt-lite train --help` (no pandas needed there)
     DEFAULT_BENCHMARK_COLUMNS,
     DEFAULT_CORRECT_COLUMNS,
@@ -101,22 +102,15 @@ def _questions(qid: np.ndarray, text: np.ndarray, subject: np.ndarray, benchmark
 def _resolve_cells(q: np.ndarray, m: np.ndarray, label: np.ndarray, n_llms: int,
                    report: LoadReport) -> Responses:
     """Merge duplicate (question, LLM) rows by majority; ties are dropped and reported."""
-    key = q.astype(np.int64) * n_llms + m.astype(np.int64)
-    unique, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
-    ones = np.bincount(inverse, weights=label.astype(np.float64), minlength=len(unique))
-    dup = counts > 1
-    tie = 2 * ones == counts
-    report.duplicate_cells += int(dup.sum())
-    report.duplicate_rows += int((counts[dup] - 1).sum())
-    report.ties_dropped += int(tie.sum())
-    if dup.any():
+    merged = merge_repeated_cells(q, m, label, n_llms)
+    report.duplicate_cells += merged.repeated
+    report.duplicate_rows += merged.extra_rows
+    report.ties_dropped += merged.ties
+    if merged.repeated:
         logger.warning("%s: %d (question, LLM) cells appear more than once; resolved by majority, %d ties dropped",
-                       report.source, int(dup.sum()), int(tie.sum()))
-    keep = ~tie
-    unique = unique[keep]
-    correct = (2 * ones[keep] > counts[keep]).astype(np.float32)
-    report.cells = len(unique)
-    return Responses(question=unique // n_llms, llm=unique % n_llms, correct=correct)
+                       report.source, merged.repeated, merged.ties)
+    report.cells = len(merged.question)
+    return Responses(question=merged.question, llm=merged.llm, correct=merged.correct.astype(np.float32))
 
 
 def _strata(subject: np.ndarray, benchmark: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,9 @@
 """Read a data folder in the project format (questions.csv, models.csv, responses.csv) with the I/O wing.
 
 The runtime has no pandas; this is a small, strict reader for the report: questions with their subject, LLM names,
-and observed (question, LLM, correct) cells. An absent cell is missing, never wrong.
+and observed (question, LLM, correct) cells. An absent cell is missing, never wrong. It reads a folder as training's
+loader does (jeirt_lite_training.data): the same row numbers in its messages, a question id given two texts and a
+model id or name given twice refused, a cell given more than once counted by its majority.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from typing import Optional
 import numpy as np
 
 from .._errors import JeirtError
-from .._io.tables import read_table
+from .._io.cells import merge_repeated_cells
+from .._io.records import CsvRecords
+from .._io.tables import Table, read_table
 from .._io.vocabulary import EMPTY_LABELS, TRUE_LABELS, label_of
 
 DATA_FILES = ("questions.csv", "models.csv", "responses.csv")
+CSV_ROWS = CsvRecords.row_note
 
 
 @dataclass(frozen=True)
@@ -53,50 +58,79 @@ class ResponseData:
         )
 
 
-def _rows(path: Path, needed: Sequence[str]) -> list[dict[str, str]]:
+def _table(path: Path, needed: Sequence[str]) -> Table:
     if not path.is_file():
         raise JeirtError(f"{path}: missing (a data folder holds questions.csv, models.csv and responses.csv)")
-    return read_table(path, required=needed).records()
+    return read_table(path, required=needed)
 
 
-def read_response_folder(folder: Path, question_ids: Optional[Sequence[str]] = None) -> ResponseData:
-    """Read a data folder; with `question_ids`, keep only those questions (e.g. a router's test split)."""
-    folder = Path(folder)
-    questions = _rows(folder / "questions.csv", ("question_id", "text"))
-    models = _rows(folder / "models.csv", ("model_id", "name"))
+def _where(table: Table, i: int) -> str:
+    """Row i of a data folder's CSV file, numbered as every reader numbers data rows, training's included."""
+    return f"{table.path}: data row {table.rows[i]} ({CSV_ROWS})"
+
+
+def _questions(table: Table) -> tuple[dict[str, int], list[str], list[str], list[str]]:
+    """Each question id's index, the ids, texts and subjects; a repeated id must repeat its text (training refuses
+    one given two texts alike)."""
     index: dict[str, int] = {}
     ids: list[str] = []
     texts: list[str] = []
     subjects: list[str] = []
-    for row_number, row in enumerate(questions, start=2):
-        qid, text = row["question_id"].strip(), row["text"]
-        if not qid or not text.strip():
-            raise JeirtError(f"{folder / 'questions.csv'}: row {row_number}: empty question id or text")
+    for i, row in enumerate(table.records()):
+        qid, text = row["question_id"].strip(), row["text"].strip()
+        if not qid or not text:
+            raise JeirtError(f"{_where(table, i)}: empty question id or text")
         if qid in index:
+            if texts[index[qid]] != text:
+                raise JeirtError(f"{_where(table, i)}: question {qid!r} has another text than in an earlier row")
             continue
         index[qid] = len(ids)
         ids.append(qid)
         texts.append(text)
         subjects.append((row.get("subject") or "").strip() or (row.get("benchmark") or "").strip() or "all")
-    llm_of = {row["model_id"].strip(): i for i, row in enumerate(models)}
-    names = [row["name"].strip() or row["model_id"].strip() for row in models]
+    return index, ids, texts, subjects
+
+
+def _llms(table: Table) -> tuple[dict[str, int], list[str]]:
+    """Each model id's index and the LLM names (the id where the name is empty); neither may repeat."""
+    records = table.records()
+    ids = [row["model_id"].strip() for row in records]
+    names = [row["name"].strip() or model_id for row, model_id in zip(records, ids)]
+    for values, what in ((ids, "model_id"), (names, "name")):
+        seen: set[str] = set()
+        for i, value in enumerate(values):
+            if value in seen:
+                raise JeirtError(f"{_where(table, i)}: {what} {value!r} appears twice")
+            seen.add(value)
+    return {model_id: i for i, model_id in enumerate(ids)}, names
+
+
+def read_response_folder(folder: Path, question_ids: Optional[Sequence[str]] = None) -> ResponseData:
+    """Read a data folder as training reads it (a cell given more than once counts by majority, a tie not at all);
+    with `question_ids`, keep only those questions (e.g. a router's test split)."""
+    folder = Path(folder)
+    index, ids, texts, subjects = _questions(_table(folder / "questions.csv", ("question_id", "text")))
+    llm_of, names = _llms(_table(folder / "models.csv", ("model_id", "name")))
     q_cells: list[int] = []
     m_cells: list[int] = []
     y_cells: list[float] = []
-    for row_number, row in enumerate(_rows(folder / "responses.csv", ("question_id", "model_id", "correct")), 2):
+    responses = _table(folder / "responses.csv", ("question_id", "model_id", "correct"))
+    for i, row in enumerate(responses.records()):
         label = row["correct"].strip().lower()
         if label in EMPTY_LABELS:
             continue
         if label_of(label) is None:
-            raise JeirtError(f"{folder / 'responses.csv'}: row {row_number}: correct = {label!r} is not 0/1")
+            raise JeirtError(f"{_where(responses, i)}: correct = {label!r} is not 0/1")
         q, m = index.get(row["question_id"].strip()), llm_of.get(row["model_id"].strip())
         if q is None or m is None:
-            raise JeirtError(f"{folder / 'responses.csv'}: row {row_number}: unknown question or model id")
+            raise JeirtError(f"{_where(responses, i)}: unknown question or model id")
         q_cells.append(q)
         m_cells.append(m)
         y_cells.append(float(label in TRUE_LABELS))
-    data = ResponseData(ids, texts, np.asarray(subjects, dtype=object), names, np.asarray(q_cells, dtype=np.int64),
-                        np.asarray(m_cells, dtype=np.int64), np.asarray(y_cells, dtype=np.float64))
+    cells = merge_repeated_cells(np.asarray(q_cells, dtype=np.int64), np.asarray(m_cells, dtype=np.int64),
+                                 np.asarray(y_cells, dtype=np.float64), len(names))
+    data = ResponseData(ids, texts, np.asarray(subjects, dtype=object), names, cells.question, cells.llm,
+                        cells.correct)
     if question_ids is not None:
         wanted = [str(q).strip() for q in question_ids if str(q).strip()]
         unknown = [q for q in wanted if q not in index]
