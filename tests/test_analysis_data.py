@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jeirt_lite import JeirtError
-from jeirt_lite.analysis.data import read_response_folder
+from jeirt_lite.analysis.data import read_response_folder, stratified_sample
 
 QUESTIONS = [["q1", "law", "Which court hears it?"], ["q2", "math", "What is 7 * 8?"], ["q3", "", "Who wrote it?"]]
 MODELS = [["m1", "alpha"], ["m2", "beta"]]
@@ -90,3 +90,36 @@ def test_the_report_and_training_read_one_folder_alike(tmp_path: Path) -> None:
         read_response_folder(bad)
     with pytest.raises(DataError, match=where):
         load_dataset(bad)
+
+
+def test_error_rates_are_the_share_of_wrong_answers_and_nan_without_any(tmp_path: Path) -> None:
+    questions = QUESTIONS + [["q4", "law", "Unanswered?"]]
+    responses = RESPONSES + [["q1", "m3", "0"], ["q4", "m1", ""]]
+    data = read_response_folder(_folder(tmp_path, questions=questions, models=MODELS + [["m3", "gamma"]],
+                                        responses=responses))
+    np.testing.assert_allclose(data.error_rates(), [2 / 3, 0.0, 0.5, np.nan], rtol=1e-12, atol=0)
+
+
+def test_a_subset_keeps_the_questions_in_the_order_given_and_their_cells_alone(tmp_path: Path) -> None:
+    data = read_response_folder(_folder(tmp_path)).subset(np.array([2, 0]))
+    assert data.question_ids == ["q3", "q1"] and data.texts == ["Who wrote it?", "Which court hears it?"]
+    assert data.subjects.tolist() == ["all", "law"] and data.llm_names == ["alpha", "beta"]
+    assert _cells(data.question, data.llm, data.correct) == {(0, 0, 0.0), (0, 1, 1.0), (1, 0, 1.0), (1, 1, 0.0)}
+
+
+def test_the_given_question_ids_keep_those_questions_once_each_in_their_order(tmp_path: Path) -> None:
+    data = read_response_folder(_folder(tmp_path), [" q3 ", "q2", "q3", ""])
+    assert data.question_ids == ["q3", "q2"]
+    with pytest.raises(JeirtError, match=r"1 of the given question ids are not in .* \(first: 'q9'\)"):
+        read_response_folder(_folder(tmp_path / "other"), ["q1", "q9"])
+
+
+def test_a_stratified_sample_takes_each_subject_in_proportion_and_each_at_least_once() -> None:
+    subjects = np.array(["law"] * 60 + ["math"] * 30 + ["rare"] * 2 + ["art"] * 8, dtype=object)
+    rows = stratified_sample(subjects, 50, seed=3)
+    assert np.all(np.diff(rows) > 0)  # sorted, no row twice
+    taken = {name: int((subjects[rows] == name).sum()) for name in ("law", "math", "rare", "art")}
+    assert taken == {"law": 30, "math": 15, "rare": 1, "art": 4}
+    assert stratified_sample(subjects, 100).tolist() == list(range(100))
+    assert not np.array_equal(rows, stratified_sample(subjects, 50, seed=4))  # the seed chooses the rows
+    np.testing.assert_array_equal(rows, stratified_sample(subjects, 50, seed=3))
