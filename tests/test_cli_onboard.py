@@ -63,6 +63,20 @@ def test_add_llm_writes_a_router_with_the_new_llm(
     assert grown.llms[-1] == "newbie" and len(grown.llms) == 6 and grown.costs == {"newbie": 3.5}
 
 
+def test_add_llm_leaves_out_rows_with_an_empty_label_and_says_so(tiny_router_path: Path, tmp_path: Path) -> None:
+    answers = _answers(tmp_path / "a.csv", label="")  # row 4's label is empty
+    done = run_cli("add-llm", str(tiny_router_path), "--name", "x", "--answers", str(answers), "-o",
+                   str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert "added 'x' from 23 answers (11 correct; 1 row with an empty label left out)" in done.stdout
+    lines = answers.read_text().splitlines()
+    (tmp_path / "b.csv").write_text("\n".join(lines[:4] + lines[5:]) + "\n")  # the same answers without that row
+    run_cli("add-llm", str(tiny_router_path), "--name", "x", "--answers", str(tmp_path / "b.csv"), "-o",
+            str(tmp_path / "without"))
+    assert Router.load(tmp_path / "out").llm_vectors[-1].tolist() == Router.load(
+        tmp_path / "without").llm_vectors[-1].tolist()
+
+
 def test_add_llm_parquet(tiny_router_path: Path, tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     import pyarrow as pa

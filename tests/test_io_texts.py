@@ -66,6 +66,29 @@ def test_labels_stay_with_their_texts_when_bad_rows_are_skipped(tmp_path: Path) 
         read_questions(open_text_reader(path, label_column="correct"))
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_a_row_with_an_empty_label_is_a_missing_answer_left_out_and_counted(tmp_path: Path, suffix: str) -> None:
+    # As training and the report read an empty label: no answer, never a wrong one, and never a bad row.
+    rows = {"id": ["a", "b", "c", "d", "e"], "text": ["one?", "two?", "three?", "four?", "five?"],
+            "correct": ["1", "", " NaN ", None, "0"]}
+    path = tmp_path / f"answers{suffix}"
+    if suffix == ".csv":
+        path.write_text("id,text,correct\n" + "".join(f"{i},{t},{c or ''}\n" for i, t, c in zip(*rows.values())))
+    elif suffix == ".jsonl":
+        write_jsonl(path, [dict(zip(rows, values)) for values in zip(*rows.values())])
+    else:
+        pq.write_table(pa.table({**rows, "correct": [1.0, None, float("nan"), None, 0.0]}), path)
+    table = read_questions(open_text_reader(path, label_column="correct"))
+    assert (table.ids, table.texts, table.labels, table.unanswered) == (["a", "e"], ["one?", "five?"], [1, 0], 3)
+
+
+def test_a_table_without_an_answered_row_is_refused_naming_the_empty_labels(tmp_path: Path) -> None:
+    path = tmp_path / "answers.csv"
+    path.write_text("text,correct\none?,\ntwo?,null\n")
+    with pytest.raises(JeirtError, match=r"answers\.csv: has no rows with an answer \(2 with an empty label\)"):
+        read_questions(open_text_reader(path, label_column="correct"))
+
+
 def test_a_malformed_csv_record_stops_a_run_that_skips_bad_rows(tmp_path: Path) -> None:
     # The rest of the file cannot be told apart into records: skipping it would drop rows without counting them.
     path = tmp_path / "bank.csv"

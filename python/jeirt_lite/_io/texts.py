@@ -16,7 +16,7 @@ from typing import Any, Optional
 
 from .._errors import SKIP_BAD, JeirtError, column_hint, hinted_error
 from .records import RecordReader, RowBatch
-from .vocabulary import ID_COLUMNS, default_id_column, id_problem, label_of, text_problem
+from .vocabulary import ID_COLUMNS, default_id_column, id_problem, label_missing, label_of, text_problem
 
 
 @dataclass
@@ -47,6 +47,7 @@ class TextReader:
         self.label_column = label_column
         self.skip_bad = skip_bad
         self.skipped = 0
+        self.unanswered = 0  # rows whose label is missing (an empty answer), left out as training leaves them
         self.records = records_class(path, chunk_size)
         try:
             self._check_columns(self.records.columns)
@@ -142,6 +143,9 @@ class TextReader:
                 problem = id_problem(ids[i])
             label = None
             if problem is None and labels is not None:
+                if label_missing(labels[i]):
+                    self.unanswered += 1
+                    continue
                 label = label_of(labels[i])
                 if label is None:
                     problem = f"label {labels[i]!r} is not 0/1 or true/false"
@@ -171,6 +175,7 @@ class QuestionTable:
     texts: list[str]
     ids: list[Any]
     labels: Optional[list[int]] = None
+    unanswered: int = 0  # rows left out for a missing label
 
 
 def read_questions(reader: TextReader) -> QuestionTable:
@@ -182,6 +187,8 @@ def read_questions(reader: TextReader) -> QuestionTable:
             table.ids += chunk.ids
             if table.labels is not None and chunk.labels is not None:
                 table.labels += chunk.labels
+    table.unanswered = reader.unanswered
     if not table.texts:
-        raise JeirtError(f"{reader.path}: has no rows")
+        raise JeirtError(f"{reader.path}: has no rows" + (
+            f" with an answer ({table.unanswered} with an empty label)" if table.unanswered else ""))
     return table

@@ -39,6 +39,15 @@ def label_of(value: Any) -> Optional[int]:
     return None
 
 
+def label_missing(value: Any) -> bool:
+    """Whether `value` is a missing answer: null, NaN, or a spelling in EMPTY_LABELS."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return value != value  # NaN
+    return isinstance(value, str) and value.strip().lower() in EMPTY_LABELS
+
+
 def probability_column(llm: str) -> str:
     """The output column holding P(correct) of one LLM (`score --all`)."""
     return f"p[{llm}]"

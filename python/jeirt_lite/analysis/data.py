@@ -19,7 +19,7 @@ from .._errors import JeirtError
 from .._io.cells import merge_repeated_cells
 from .._io.records import CsvRecords
 from .._io.tables import Table, read_table
-from .._io.vocabulary import EMPTY_LABELS, TRUE_LABELS, label_of
+from .._io.vocabulary import TRUE_LABELS, label_missing, label_of
 
 DATA_FILES = ("questions.csv", "models.csv", "responses.csv")
 CSV_ROWS = CsvRecords.row_note
@@ -117,7 +117,7 @@ def read_response_folder(folder: Path, question_ids: Optional[Sequence[str]] = N
     responses = _table(folder / "responses.csv", ("question_id", "model_id", "correct"))
     for i, row in enumerate(responses.records()):
         label = row["correct"].strip().lower()
-        if label in EMPTY_LABELS:
+        if label_missing(label):
             continue
         if label_of(label) is None:
             raise JeirtError(f"{_where(responses, i)}: correct = {label!r} is not 0/1")

@@ -49,7 +49,8 @@ def add_parser(subparsers: Any) -> None:
     )
     add.add_argument(
         "--label-column", default=LABEL_COLUMN, metavar="NAME",
-        help=f"the column saying whether the LLM answered correctly: 0/1 or true/false (default: {LABEL_COLUMN})",
+        help=f"the column saying whether the LLM answered correctly: 0/1 or true/false; a row with it empty is left "
+        f"out (default: {LABEL_COLUMN})",
     )
     add.add_argument(
         "--cost", type=number_in(0.0, math.inf), default=None, help="the new LLM's cost, stored for cost-aware routing"
@@ -74,8 +75,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     texts, labels = answers.texts, answers.labels or []
     grown = router.add_llm(args.name, texts, labels, cost=args.cost)
     path = grown.save(args.output, overwrite=args.overwrite)
+    n = answers.unanswered
+    left_out = f"; {n} row{'s' if n != 1 else ''} with an empty label left out" if n else ""
     console.out.write(
-        f"added {args.name!r} from {len(texts)} answers ({sum(labels)} correct); wrote {path}\n"
+        f"added {args.name!r} from {len(texts)} answers ({sum(labels)} correct{left_out}); wrote {path}\n"
     )
     console.out.write(fit_summary(grown.manifest["onboarded"][-1]))
     return 0
