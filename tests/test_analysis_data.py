@@ -59,6 +59,8 @@ def test_a_cell_given_more_than_once_counts_by_its_majority_and_a_tie_not_at_all
          r"questions\.csv: data row 4 \(1-based, header not counted\): empty question id or text"),
         ({"questions": QUESTIONS + [["q2", "math", "What is 7 * 9?"]]},
          r"questions\.csv: data row 4 .*: question 'q2' has another text than in an earlier row"),
+        ({"questions": QUESTIONS + [["q2", "math", "What is 7 * 1?"]]},  # sorts before the first text
+         r"questions\.csv: data row 4 .*: question 'q2' has another text than in an earlier row"),
         ({"models": MODELS + [["m1", "gamma"]]}, r"models\.csv: data row 3 .*: model_id 'm1' appears twice"),
         ({"models": MODELS + [["m3", "alpha"]]}, r"models\.csv: data row 3 .*: name 'alpha' appears twice"),
     ],
@@ -69,7 +71,8 @@ def test_bad_rows_are_refused_by_their_data_row_number(tmp_path: Path, change: d
 
 
 def test_a_question_repeated_with_its_text_is_one_question(tmp_path: Path) -> None:
-    data = read_response_folder(_folder(tmp_path, questions=QUESTIONS + [["q1", "other", " Which court hears it? "]]))
+    questions = QUESTIONS[:1] + [["q1", "other", " Which court hears it? "]] + QUESTIONS[1:]
+    data = read_response_folder(_folder(tmp_path, questions=questions))
     assert data.question_ids == ["q1", "q2", "q3"] and data.subjects.tolist() == ["law", "math", "all"]
 
 
@@ -123,3 +126,4 @@ def test_a_stratified_sample_takes_each_subject_in_proportion_and_each_at_least_
     assert stratified_sample(subjects, 100).tolist() == list(range(100))
     assert not np.array_equal(rows, stratified_sample(subjects, 50, seed=4))  # the seed chooses the rows
     np.testing.assert_array_equal(rows, stratified_sample(subjects, 50, seed=3))
+    np.testing.assert_array_equal(stratified_sample(subjects, 50), stratified_sample(subjects, 50, seed=0))
