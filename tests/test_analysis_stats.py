@@ -90,3 +90,78 @@ def test_pca_matches_sklearn_up_to_sign() -> None:
 def test_unit_rows_keeps_zero_rows() -> None:
     out = unit_rows(np.array([[3.0, 4.0], [0.0, 0.0]]))
     np.testing.assert_allclose(out, [[0.6, 0.8], [0.0, 0.0]])
+
+
+# -- edges a mutation round found untested (docs/research/mutation.md) ------------------------------------------
+
+
+def test_spearman_refuses_two_lengths() -> None:
+    with pytest.raises(JeirtError, match="two arrays of one length, got 3 and 4"):
+        stats.spearman(np.arange(3.0), np.arange(4.0))
+
+
+def test_silhouette_matches_sklearn_below_unit_distances_and_on_a_pair() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(40, 3)) * 0.01  # every distance below 1
+    labels = np.repeat([0, 1, 2, 3], [1, 2, 3, 34])  # a singleton, a pair, a triple
+    rng.shuffle(labels)
+    assert stats.silhouette(x, labels) == pytest.approx(silhouette_score(x, labels), abs=1e-10)
+
+
+def test_silhouette_needs_between_two_and_n_minus_one_clusters() -> None:
+    x = np.arange(10.0).reshape(5, 2)
+    with pytest.raises(JeirtError, match="between 2 and N-1 clusters, got 1 for 5 points"):
+        stats.silhouette(x, np.zeros(5))
+    with pytest.raises(JeirtError, match="got 5 for 5 points"):
+        stats.silhouette(x, np.arange(5))
+    assert stats.silhouette(x, [0, 1, 2, 3, 3]) == pytest.approx(silhouette_score(x, [0, 1, 2, 3, 3]), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_kmeans_plus_plus_starts_once_in_each_of_three_far_apart_groups(seed: int) -> None:
+    centres = np.array([[0.0, 0.0], [100.0, 0.0], [0.0, 100.0]])
+    x = np.repeat(centres, 10, axis=0) + np.random.default_rng(9).normal(size=(30, 2)) * 0.1
+    starts = stats._kmeans_plus_plus(x, (x**2).sum(axis=1), 3, np.random.default_rng(seed))
+    assert all(any(np.array_equal(start, row) for row in x) for start in starts)  # each start is a point
+    assert sorted(np.linalg.norm(starts[:, None] - centres[None], axis=2).argmin(axis=1).tolist()) == [0, 1, 2]
+
+
+def test_kmeans_reseeds_an_emptied_cluster_and_ends_with_k_finite_clusters() -> None:
+    # Five equal points and one apart: the third start repeats a centroid, which leaves a cluster empty.
+    x = np.array([[1.0, 1.0]] * 5 + [[10.0, 10.0]])
+    for seed in range(6):
+        labels, centroids, inertia = stats.kmeans(x, 3, seed=seed, n_init=1)
+        assert np.isfinite(centroids).all() and inertia == 0.0
+        assert sorted(set(labels.tolist())) == [0, 1, 2]
+
+
+def test_kmeans_keeps_its_best_start() -> None:
+    x = np.random.default_rng(4).uniform(size=(60, 2))
+    inertias = [stats.kmeans(x, 6, seed=s, n_init=1)[2] for s in range(3)]
+    assert len(set(inertias)) > 1  # the starts reach different optima, so which is kept matters
+    for seed in range(3):
+        best = stats.kmeans(x, 6, seed=seed, n_init=6)[2]
+        assert best <= stats.kmeans(x, 6, seed=seed, n_init=1)[2]  # its first start is that run's only one
+
+
+def test_ari_and_nmi_of_two_items_and_of_constant_labelings_match_sklearn() -> None:
+    for a, b in (([0, 1], [0, 0]), ([0, 1], [1, 0]), ([0, 0], [0, 0]), ([0, 0, 0], [1, 1, 1])):
+        assert stats.adjusted_rand_index(a, b) == pytest.approx(adjusted_rand_score(a, b), abs=1e-12)
+        assert stats.normalized_mutual_info(a, b) == pytest.approx(normalized_mutual_info_score(a, b), abs=1e-12)
+
+
+def test_pca_defaults_to_two_components_and_takes_fewer_points_than_components() -> None:
+    x = np.random.default_rng(5).normal(size=(30, 4))
+    assert stats.pca(x)[1].shape == (2, 4)
+    points, components, mean, ratio = stats.pca(x[:2], 3)  # two points span one direction
+    assert components.shape == (2, 4) and points.shape == (2, 2) and ratio.shape == (2,)
+    np.testing.assert_allclose(mean, x[:2].mean(axis=0))
+
+
+def test_pca_on_a_small_scale_matches_sklearn_and_turns_each_largest_loading_positive() -> None:
+    x = np.random.default_rng(6).normal(size=(50, 5)) @ np.diag([5, 3, 1, 0.5, 0.1]) * 1e-3
+    points, components, _, ratio = stats.pca(x, 3)
+    np.testing.assert_allclose(ratio, PCA(3).fit(x).explained_variance_ratio_, rtol=1e-9)
+    for row in components:
+        assert row[np.abs(row).argmax()] > 0
+    np.testing.assert_allclose(points, (x - x.mean(axis=0)) @ components.T, atol=1e-15)
