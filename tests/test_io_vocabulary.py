@@ -9,7 +9,15 @@ from typing import Any, Optional
 
 import numpy as np
 import pytest
-from jeirt_lite._io.vocabulary import FALSE_LABELS, TRUE_LABELS, id_problem, label_of, text_problem
+from jeirt_lite._io.vocabulary import (
+    EMPTY_LABELS,
+    FALSE_LABELS,
+    TRUE_LABELS,
+    id_problem,
+    label_missing,
+    label_of,
+    text_problem,
+)
 
 
 @pytest.mark.parametrize(
@@ -25,6 +33,18 @@ def test_a_label_is_a_bool_a_0_or_1_or_one_of_their_words(value: Any, label: Opt
 def test_every_word_of_the_vocabulary_reads_as_its_label() -> None:
     assert all(label_of(word.upper()) == 1 for word in TRUE_LABELS)
     assert all(label_of(f" {word} ") == 0 for word in FALSE_LABELS)
+
+
+@pytest.mark.parametrize(
+    ("value", "missing"),
+    [(None, True), (float("nan"), True), (np.float64("nan"), True), ("", True), ("  ", True), (" NULL ", True),
+     ("NaN", True), ("<NA>", True), ("None", True), (0.0, False), (0, False), (False, False), ("0", False),
+     ("false", False), ("maybe", False), (np.int64(0), False)],
+)
+def test_a_missing_answer_is_null_nan_or_an_empty_word(value: Any, missing: bool) -> None:
+    # What training, the report and add-llm leave out as no answer; "maybe" is a bad label, not a missing one.
+    assert label_missing(value) is missing
+    assert all(label_missing(word.upper()) for word in EMPTY_LABELS)
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,7 @@ def label_missing(value: Any) -> bool:
     if value is None:
         return True
     if isinstance(value, float):
-        return value != value  # NaN
+        return bool(value != value)  # NaN
     return isinstance(value, str) and value.strip().lower() in EMPTY_LABELS
 
 
