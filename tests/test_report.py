@@ -170,3 +170,14 @@ def test_report_without_matplotlib_names_the_extra_in_one_line(
     err = capsys.readouterr().err
     assert code == 1 and err == 'jeirt-lite: error: jeirt-lite report needs matplotlib: pip install "jeirt-lite[report]"\n'
     assert not (tmp_path / "r.html").exists()
+
+
+def test_without_the_train_extra_the_router_split_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from jeirt_lite.analysis._router_split import TRAIN_EXTRA, router_test_question_ids
+
+    monkeypatch.setitem(sys.modules, "jeirt_lite_training.router_split", None)  # its import fails as without torch
+    assert router_test_question_ids({"training": {"split": {"seed": 0}}}, tmp_path) == (None, TRAIN_EXTRA)
