@@ -223,3 +223,126 @@ unsafe fn tile_generic<S: Simd>(layer: &Layer, x: &[f32], out: &mut [f32], relu:
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Values in [-1, 1) from a fixed linear congruential sequence.
+    fn values(seed: u64, len: usize) -> Vec<f32> {
+        let mut state = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (0..len)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    /// `relu(x W1^T + b1) W2^T + b2` in f64, one row at a time, from PyTorch's layout.
+    fn reference(x: &[f32], w1: &[f32], b1: &[f32], w2: &[f32], b2: &[f32]) -> Vec<f64> {
+        let (hidden, inputs) = (b1.len(), x.len());
+        let h: Vec<f64> = (0..hidden)
+            .map(|o| {
+                let sum: f64 = (0..inputs)
+                    .map(|i| f64::from(w1[o * inputs + i]) * f64::from(x[i]))
+                    .sum();
+                (sum + f64::from(b1[o])).max(0.0)
+            })
+            .collect();
+        (0..b2.len())
+            .map(|o| {
+                let sum: f64 = (0..hidden)
+                    .map(|i| f64::from(w2[o * hidden + i]) * h[i])
+                    .sum();
+                sum + f64::from(b2[o])
+            })
+            .collect()
+    }
+
+    fn levels() -> Vec<SimdLevel> {
+        [SimdLevel::Avx512, SimdLevel::Avx2Fma, SimdLevel::Portable]
+            .into_iter()
+            .filter(|level| level.is_supported())
+            .collect()
+    }
+
+    #[test]
+    fn forward_is_the_two_layers_with_relu_on_every_level_row_count_and_stride() {
+        // Widths that are not multiples of a tile's columns, row counts around the tile's rows.
+        let (in_dim, hidden, out_dim) = (7, 70, 5);
+        let (w1, b1) = (values(1, hidden * in_dim), values(2, hidden));
+        let (w2, b2) = (values(3, out_dim * hidden), values(4, out_dim));
+        let adapter = Adapter::new(in_dim, &w1, &b1, &w2, &b2).expect("valid adapter");
+        assert_eq!(adapter.out_dim(), out_dim);
+        let mut negative_hidden = 0;
+        for level in levels() {
+            for rows in [1, 3, 4, 5, 9] {
+                for stride in [in_dim, in_dim + 3] {
+                    let x = values(5 + rows as u64, rows * stride);
+                    let mut out = vec![f32::NAN; rows * out_dim];
+                    let mut scratch = adapter.scratch(rows);
+                    adapter.forward(&x, stride, rows, &mut out, &mut scratch, level);
+                    for r in 0..rows {
+                        let row = &x[r * stride..r * stride + in_dim];
+                        negative_hidden += (0..hidden)
+                            .filter(|&o| {
+                                (0..in_dim)
+                                    .map(|i| w1[o * in_dim + i] * row[i])
+                                    .sum::<f32>()
+                                    + b1[o]
+                                    < 0.0
+                            })
+                            .count();
+                        let want = reference(row, &w1, &b1, &w2, &b2);
+                        for (o, &w) in want.iter().enumerate() {
+                            let got = f64::from(out[r * out_dim + o]);
+                            assert!(
+                                (got - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                                "{level:?}, {rows} rows, stride {stride}: row {r} output {o}: {got} vs {w}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert!(negative_hidden > 0, "the ReLU must have something to cut");
+    }
+
+    #[test]
+    fn weights_of_the_wrong_size_or_not_finite_are_refused_by_layer() {
+        let (w1, b1, w2, b2) = (values(1, 6), values(2, 3), values(3, 6), values(4, 2));
+        assert!(Adapter::new(2, &w1, &b1, &w2, &b2).is_ok());
+        let wrong = Adapter::new(3, &w1, &b1, &w2, &b2).expect_err("w1 is 3 x 2, not 3 x 3");
+        assert_eq!(
+            wrong,
+            "adapter layer 1: weight has 6 values, bias 3, expected 3 x 3"
+        );
+        let short = Adapter::new(2, &w1, &b1, &w2[..5], &b2).expect_err("w2 is short");
+        assert_eq!(
+            short,
+            "adapter layer 2: weight has 5 values, bias 2, expected 2 x 3"
+        );
+        assert!(
+            Adapter::new(2, &[], &[], &w2, &b2).is_err(),
+            "no hidden units"
+        );
+        assert!(Adapter::new(0, &[], &b1, &w2, &b2).is_err(), "no inputs");
+        let mut nan = b2.clone();
+        nan[1] = f32::NAN;
+        assert_eq!(
+            Adapter::new(2, &w1, &b1, &w2, &nan).expect_err("NaN bias"),
+            "adapter layer 2: holds NaN or inf"
+        );
+        let mut inf = w1.clone();
+        inf[0] = f32::INFINITY;
+        assert_eq!(
+            Adapter::new(2, &inf, &b1, &w2, &b2).expect_err("inf weight"),
+            "adapter layer 1: holds NaN or inf"
+        );
+    }
+}
