@@ -314,6 +314,14 @@ fn stable_sigmoid_saturates_without_nan() {
     assert_eq!(crate::sigmoid(-1e30), 0.0);
     assert_eq!(crate::sigmoid(0.0), 0.5);
     assert!((f64::from(crate::sigmoid(-20.0)) - sigmoid64(-20.0)).abs() < 1e-12);
+    // Where exp(-|x|) is not small beside 1, both branches' divisions show.
+    for x in [-3.0f32, -1.5, -0.25, 0.25, 1.5, 3.0] {
+        let got = f64::from(crate::sigmoid(x));
+        assert!(
+            (got - sigmoid64(f64::from(x))).abs() < 1e-7,
+            "sigmoid({x}) = {got}"
+        );
+    }
 }
 
 #[test]
