@@ -95,9 +95,15 @@ def test_unit_rows_keeps_zero_rows() -> None:
 # -- edges a mutation round found untested (docs/research/mutation.md) ------------------------------------------
 
 
-def test_spearman_refuses_two_lengths() -> None:
+def test_spearman_refuses_two_lengths_and_reads_only_the_pairs_finite_on_both_sides() -> None:
     with pytest.raises(JeirtError, match="two arrays of one length, got 3 and 4"):
         stats.spearman(np.arange(3.0), np.arange(4.0))
+    with pytest.raises(JeirtError, match="got 4 and 3"):
+        stats.spearman(np.arange(4.0), np.arange(3.0))
+    x = np.array([1.0, 2.0, np.nan, 4.0, 5.0, 6.0])
+    y = np.array([2.0, 1.0, 3.0, np.inf, 6.0, 5.0])
+    assert stats.spearman(x, y) == pytest.approx(spearmanr([1, 2, 5, 6], [2, 1, 6, 5]).statistic, abs=1e-12)
+    assert np.isnan(stats.spearman([1.0, 2.0, np.nan], [2.0, 1.0, 3.0]))  # two pairs: no correlation to tell
 
 
 def test_silhouette_matches_sklearn_below_unit_distances_and_on_a_pair() -> None:
@@ -114,6 +120,8 @@ def test_silhouette_needs_between_two_and_n_minus_one_clusters() -> None:
         stats.silhouette(x, np.zeros(5))
     with pytest.raises(JeirtError, match="got 5 for 5 points"):
         stats.silhouette(x, np.arange(5))
+    with pytest.raises(JeirtError, match="got 6 for 6 points"):
+        stats.silhouette(np.arange(12.0).reshape(6, 2), np.arange(6))
     assert stats.silhouette(x, [0, 1, 2, 3, 3]) == pytest.approx(silhouette_score(x, [0, 1, 2, 3, 3]), abs=1e-12)
 
 
@@ -135,6 +143,52 @@ def test_kmeans_reseeds_an_emptied_cluster_and_ends_with_k_finite_clusters() -> 
         assert sorted(set(labels.tolist())) == [0, 1, 2]
 
 
+def test_kmeans_checks_its_points_and_k_and_takes_k_from_1_to_n() -> None:
+    with pytest.raises(JeirtError, match=r"non-empty \(N, d\) array, got shape \(4,\)"):
+        stats.kmeans(np.zeros(4), 2)
+    with pytest.raises(JeirtError, match=r"got shape \(0, 2\)"):
+        stats.kmeans(np.zeros((0, 2)), 1)
+    with pytest.raises(JeirtError, match=r"got shape \(1, 2, 2\)"):
+        stats.kmeans(np.zeros((1, 2, 2)), 1)
+    x = np.random.default_rng(7).normal(size=(5, 2))
+    with pytest.raises(JeirtError, match=r"k must be between 1 and the number of points \(5\), got 0"):
+        stats.kmeans(x, 0)
+    labels, centroids, inertia = stats.kmeans(x, 1)
+    assert labels.tolist() == [0] * 5 and np.allclose(centroids, x.mean(axis=0))
+    labels, _, inertia = stats.kmeans(x, 5)
+    assert sorted(labels.tolist()) == [0, 1, 2, 3, 4] and inertia == pytest.approx(0.0, abs=1e-12)
+
+
+def test_kmeans_returns_a_fixed_point_of_lloyds_iteration() -> None:
+    # Uniform points take several iterations to settle: each label is then its nearest centroid, and each
+    # centroid the mean of its points.
+    x = np.random.default_rng(8).uniform(size=(200, 2))
+    labels, centroids, inertia = stats.kmeans(x, 7, n_init=1)
+    distances = ((x[:, None] - centroids[None]) ** 2).sum(axis=2)
+    np.testing.assert_array_equal(labels, distances.argmin(axis=1))
+    for j in range(7):
+        np.testing.assert_allclose(centroids[j], x[labels == j].mean(axis=0), atol=1e-12)
+    assert inertia == pytest.approx(distances.min(axis=1).sum(), rel=1e-12)
+
+
+def test_kmeans_keeps_the_start_of_least_inertia(monkeypatch: pytest.MonkeyPatch) -> None:
+    x = np.random.default_rng(4).uniform(size=(60, 2))
+    starts: list[np.ndarray] = []
+    draw = stats._kmeans_plus_plus
+
+    def recorded(*args: object) -> np.ndarray:
+        starts.append(draw(*args))  # type: ignore[arg-type]
+        return starts[-1]
+
+    monkeypatch.setattr(stats, "_kmeans_plus_plus", recorded)
+    best = stats.kmeans(x, 6, seed=1, n_init=6)[2]
+    each = []
+    for start in list(starts):
+        monkeypatch.setattr(stats, "_kmeans_plus_plus", lambda *args, start=start: start.copy())
+        each.append(stats.kmeans(x, 6, n_init=1)[2])
+    assert len(set(each)) > 1 and best == min(each)
+
+
 def test_kmeans_keeps_its_best_start() -> None:
     x = np.random.default_rng(4).uniform(size=(60, 2))
     inertias = [stats.kmeans(x, 6, seed=s, n_init=1)[2] for s in range(3)]
@@ -142,6 +196,14 @@ def test_kmeans_keeps_its_best_start() -> None:
     for seed in range(3):
         best = stats.kmeans(x, 6, seed=seed, n_init=6)[2]
         assert best <= stats.kmeans(x, 6, seed=seed, n_init=1)[2]  # its first start is that run's only one
+
+
+def test_two_labelings_of_different_lengths_are_refused_either_way_round() -> None:
+    for a, b in (([0, 1, 1], [0, 1]), ([0, 1], [0, 1, 1])):
+        with pytest.raises(JeirtError, match="two labelings of different lengths"):
+            stats.adjusted_rand_index(a, b)
+        with pytest.raises(JeirtError, match="two labelings of different lengths"):
+            stats.normalized_mutual_info(a, b)
 
 
 def test_ari_and_nmi_of_two_items_and_of_constant_labelings_match_sklearn() -> None:
