@@ -264,13 +264,6 @@ mod tests {
             .collect()
     }
 
-    fn levels() -> Vec<SimdLevel> {
-        [SimdLevel::Avx512, SimdLevel::Avx2Fma, SimdLevel::Portable]
-            .into_iter()
-            .filter(|level| level.is_supported())
-            .collect()
-    }
-
     #[test]
     fn forward_is_the_two_layers_with_relu_on_every_level_row_count_and_stride() {
         // Widths that are not multiples of a tile's columns, row counts around the tile's rows.
@@ -280,7 +273,7 @@ mod tests {
         let adapter = Adapter::new(in_dim, &w1, &b1, &w2, &b2).expect("valid adapter");
         assert_eq!(adapter.out_dim(), out_dim);
         let mut negative_hidden = 0;
-        for level in levels() {
+        for level in SimdLevel::supported() {
             for rows in [1, 3, 4, 5, 9] {
                 for stride in [in_dim, in_dim + 3] {
                     let x = values(5 + rows as u64, rows * stride);

@@ -23,13 +23,6 @@ impl Rng {
     }
 }
 
-fn levels() -> Vec<SimdLevel> {
-    [SimdLevel::Avx512, SimdLevel::Avx2Fma, SimdLevel::Portable]
-        .into_iter()
-        .filter(|l| l.is_supported())
-        .collect()
-}
-
 fn config(threads: usize, simd: SimdLevel) -> Config {
     Config { threads, simd }
 }
@@ -89,7 +82,7 @@ const SHAPES: [(usize, usize, usize); 10] = [
 #[test]
 fn probabilities_match_reference_on_every_level() {
     let mut rng = Rng(7);
-    for level in levels() {
+    for level in SimdLevel::supported() {
         for &(n, k, d) in &SHAPES {
             let q = rng.values(n * d, 1.0);
             let m = rng.values(k * d, 1.0);
@@ -107,7 +100,7 @@ fn probabilities_match_reference_on_every_level() {
 #[test]
 fn top_k_matches_reference_where_not_tied() {
     let mut rng = Rng(11);
-    for level in levels() {
+    for level in SimdLevel::supported() {
         for &(n, k_llms, d) in &SHAPES {
             let q = rng.values(n * d, 1.0);
             let m = rng.values(k_llms * d, 1.0);
@@ -142,7 +135,7 @@ fn top_k_matches_reference_where_not_tied() {
 #[test]
 fn mean_probability_matches_reference_and_ignores_thread_count() {
     let mut rng = Rng(3);
-    for level in levels() {
+    for level in SimdLevel::supported() {
         for &(n, k, d) in SHAPES.iter().filter(|s| s.0 > 0) {
             let q = rng.values(n * d, 1.0);
             let m = rng.values(k * d, 1.0);
@@ -171,7 +164,7 @@ fn identical_llm_rows_tie_exactly_and_lower_index_wins() {
         .flat_map(|j| base[(j % 3) * d..(j % 3 + 1) * d].to_vec())
         .collect();
     let q = rng.values(n * d, 1.0);
-    for level in levels() {
+    for level in SimdLevel::supported() {
         let cfg = config(1, level);
         let p = probabilities(view(&q, n, d), view(&m, k_llms, d), &cfg).expect("valid");
         for i in 0..n {
@@ -199,7 +192,7 @@ fn zero_question_has_probability_one_half() {
     let d = 6;
     let q = vec![0.0f32; 3 * d];
     let m = Rng(9).values(5 * d, 3.0);
-    for level in levels() {
+    for level in SimdLevel::supported() {
         let p = probabilities(view(&q, 3, d), view(&m, 5, d), &config(1, level)).expect("valid");
         assert!(p.iter().all(|&x| x == 0.5), "{p:?}");
         let (idx, _) = top_k(view(&q, 3, d), view(&m, 5, d), 5, &config(1, level)).expect("valid");
@@ -220,7 +213,7 @@ fn tiny_and_huge_question_norms_stay_accurate() {
         .collect();
     let m = rng.values(9 * d, 100.0);
     let logits = reference_logits(&q, &m, 4, 9, d);
-    for level in levels() {
+    for level in SimdLevel::supported() {
         let (_, val) = top_k(view(&q, 4, d), view(&m, 9, d), 9, &config(1, level)).expect("valid");
         let p = probabilities(view(&q, 4, d), view(&m, 9, d), &config(1, level)).expect("valid");
         for (g, w) in p.iter().zip(&logits) {
@@ -234,7 +227,7 @@ fn tiny_and_huge_question_norms_stay_accurate() {
 fn bad_rows_are_reported_by_lowest_index() {
     let (n, d, k) = (5000, 8, 3);
     let m = Rng(1).values(k * d, 1.0);
-    for level in levels() {
+    for level in SimdLevel::supported() {
         let cfg = config(2, level);
         let mut q = Rng(2).values(n * d, 1.0);
         q[4321 * d + 3] = f32::INFINITY;
@@ -332,7 +325,7 @@ fn a_huge_penalty_still_reports_the_probabilities() {
     let q = rng.values(n * d, 1.0);
     let m = rng.values(k * d, 1.0);
     let penalty: Vec<f32> = (0..k).map(|j| 1e8 * (1.0 + j as f32)).collect();
-    for level in levels() {
+    for level in SimdLevel::supported() {
         let cfg = config(1, level);
         let p = crate::probabilities(view(&q, n, d), view(&m, k, d), &cfg).expect("valid");
         let (idx, val) = crate::top_k_adjusted(
@@ -374,7 +367,7 @@ fn calibration_and_penalty_match_reference_on_every_level() {
             bias: Some(&bias),
             offsets: None,
         };
-        for level in levels() {
+        for level in SimdLevel::supported() {
             let cfg = config(2, level);
             let p = crate::probabilities_calibrated(view(&q, n, d), view(&m, k, d), &cal, &cfg)
                 .expect("valid");
@@ -489,7 +482,7 @@ fn offsets_are_added_to_the_logit_before_calibration_on_every_level() {
             bias: None,
             offsets: Some(view(&offsets, n, k)),
         };
-        for level in levels() {
+        for level in SimdLevel::supported() {
             let cfg = config(2, level);
             let p = crate::probabilities_calibrated(view(&q, n, d), view(&m, k, d), &cal, &cfg)
                 .expect("valid");

@@ -6,13 +6,6 @@ use crate::{
     probabilities_calibrated, top_k, top_k_adjusted, Calibration, Config, MatrixView, SimdLevel,
 };
 
-fn levels() -> Vec<SimdLevel> {
-    [SimdLevel::Avx512, SimdLevel::Avx2Fma, SimdLevel::Portable]
-        .into_iter()
-        .filter(|l| l.is_supported())
-        .collect()
-}
-
 /// Deterministic values in `[-1, 1)` (a multiplicative hash of the index and seed).
 fn values(len: usize, seed: u32) -> Vec<f32> {
     (0..len)
@@ -36,7 +29,7 @@ fn assert_top1_is_first_of_top2(
     d: usize,
     cal: &Calibration<'_>,
 ) {
-    for level in levels() {
+    for level in SimdLevel::supported() {
         let cfg = Config {
             threads: 2,
             simd: level,
@@ -91,7 +84,7 @@ fn padding_llms_never_win_when_every_real_logit_is_below_theirs() {
     let q: Vec<f32> = values(n * d, 5).iter().map(|x| 1.5 + x).collect();
     for k_llms in [1, 5, 17, 33, 49] {
         let m: Vec<f32> = values(k_llms * d, 6).iter().map(|x| x - 1.5).collect();
-        for level in levels() {
+        for level in SimdLevel::supported() {
             let cfg = Config {
                 threads: 1,
                 simd: level,
@@ -114,7 +107,7 @@ fn ties_and_zero_rows_go_to_the_lowest_index() {
     let m: Vec<f32> = (0..k_llms).flat_map(|_| base.clone()).collect(); // 40 identical LLMs
     let mut q = values(9 * d, 8);
     q[..d].fill(0.0); // a zero row: logit 0 for every LLM
-    for level in levels() {
+    for level in SimdLevel::supported() {
         let cfg = Config {
             threads: 1,
             simd: level,

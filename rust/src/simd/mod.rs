@@ -76,6 +76,15 @@ impl SimdLevel {
         }
     }
 
+    /// Every level this CPU runs, widest first: tests run each code path the machine has.
+    #[cfg(test)]
+    pub(crate) fn supported() -> Vec<Self> {
+        [Self::Avx512, Self::Avx2Fma, Self::Portable]
+            .into_iter()
+            .filter(|level| level.is_supported())
+            .collect()
+    }
+
     /// Short name, as reported by `simd_level()` in Python.
     pub fn name(self) -> &'static str {
         match self {
