@@ -35,7 +35,7 @@ from jeirt_lite.cli import _options as cli_options  # the converters and parser 
 __all__ = [
     "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "NOT_ASKED", "STATIC_ENCODER_FILE", "TRUE_LABELS",
     "JeirtError", "NeighbourVotes", "Router", "alignment", "check_output_folder", "check_seed", "cli_options",
-    "move_into_place", "neighbour_sums", "normalise_question", "read_table", "refuse_existing", "refuse_inputs", "safetensors_layout",
-    "save_artifact", "short_rows", "smoothed", "table_format", "training_question_set", "unit_rows",
-    "merge_repeated_cells", "vote_logits", "write_tensors",
+    "merge_repeated_cells", "move_into_place", "neighbour_sums", "normalise_question", "read_table",
+    "refuse_existing", "refuse_inputs", "safetensors_layout", "save_artifact", "short_rows", "smoothed",
+    "table_format", "training_question_set", "unit_rows", "vote_logits", "write_tensors",
 ]

@@ -19,7 +19,7 @@ from .._errors import JeirtError
 from .._io.cells import merge_repeated_cells
 from .._io.records import CsvRecords
 from .._io.tables import Table, read_table
-from .._io.vocabulary import TRUE_LABELS, label_missing, label_of
+from .._io.vocabulary import label_missing, label_of
 
 DATA_FILES = ("questions.csv", "models.csv", "responses.csv")
 CSV_ROWS = CsvRecords.row_note
@@ -119,14 +119,15 @@ def read_response_folder(folder: Path, question_ids: Optional[Sequence[str]] = N
         label = row["correct"].strip().lower()
         if label_missing(label):
             continue
-        if label_of(label) is None:
+        correct = label_of(label)
+        if correct is None:
             raise JeirtError(f"{_where(responses, i)}: correct = {label!r} is not 0/1")
         q, m = index.get(row["question_id"].strip()), llm_of.get(row["model_id"].strip())
         if q is None or m is None:
             raise JeirtError(f"{_where(responses, i)}: unknown question or model id")
         q_cells.append(q)
         m_cells.append(m)
-        y_cells.append(float(label in TRUE_LABELS))
+        y_cells.append(float(correct))
     cells = merge_repeated_cells(np.asarray(q_cells, dtype=np.int64), np.asarray(m_cells, dtype=np.int64),
                                  np.asarray(y_cells, dtype=np.float64), len(names))
     data = ResponseData(ids, texts, np.asarray(subjects, dtype=object), names, cells.question, cells.llm,
