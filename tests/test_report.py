@@ -104,6 +104,45 @@ def test_report_cli_notes_missing_parts(tiny_router_path: Path, tmp_path: Path,
     assert "<td>60</td>" in page
 
 
+def _section_rows(page: str, title: str) -> dict[str, str]:
+    part = page.split(f"<h2>{title}</h2>")[1].split("<section>")[0]
+    return dict(re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", part))
+
+
+def test_report_calibration_numbers_are_those_of_the_cells_it_read(tiny_router_path: Path, tmp_path: Path) -> None:
+    router = Router.load(tiny_router_path, threads=1)
+    data = _write_folder(tmp_path / "data", list(router.llms)[:3] + ["not-in-router"], n=60, seed=3)
+    # The tiny router's P(correct) all lie far below 0.5: a calibration that centres them makes the cut count.
+    raw = router.predict_proba(["which river crosses the old town?"])
+    centre = -float(np.median(np.log(raw / (1.0 - raw))))
+    router = router.with_calibration([1.0] * len(router.llms), [centre] * len(router.llms))
+    page = build_report(router, data, tmp_path / "r.html", question_ids=[f"q{i}" for i in range(60)])
+    rows = _section_rows(page.read_text(encoding="utf-8"), "Calibration")
+    # The same cells, scored and measured here without the report's code: the router's P(correct) for every
+    # answer of an LLM it holds, AUC by counting pairs, accuracy at 0.5, ECE over 15 equal-width bins.
+    with open(data / "questions.csv", newline="", encoding="utf-8") as handle:
+        texts = {row["question_id"]: row["text"] for row in csv.DictReader(handle)}
+    ids = list(texts)
+    probabilities = router.predict_proba([texts[i] for i in ids])
+    names = {f"m{j}": name for j, name in enumerate(list(router.llms)[:3] + ["not-in-router"])}
+    p, y = [], []
+    with open(data / "responses.csv", newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            if names[row["model_id"]] in router.llms:
+                p.append(probabilities[ids.index(row["question_id"]), router.llms.index(names[row["model_id"]])])
+                y.append(int(row["correct"]))
+    p_, y_ = np.asarray(p, dtype=np.float64), np.asarray(y)
+    pos, neg = p_[y_ == 1], p_[y_ == 0]
+    auc = (np.sum(pos[:, None] > neg[None, :]) + 0.5 * np.sum(pos[:, None] == neg[None, :])) / (pos.size * neg.size)
+    bins = [np.flatnonzero(np.minimum((p_ * 15).astype(int), 14) == b) for b in range(15)]
+    ece = sum(abs(y_[b].mean() - p_[b].mean()) * b.size for b in bins if b.size) / p_.size
+    assert rows["cells"] == str(p_.size) and p_.size > 100
+    assert abs(float(rows["AUC"]) - auc) <= 6e-4, (rows, auc)
+    assert abs(float(rows["accuracy at 0.5"]) - np.mean((p_ >= 0.5) == (y_ == 1))) <= 6e-4, rows
+    assert abs(float(rows["ECE (15 bins)"]) - ece) <= 6e-4, (rows, ece)
+    assert 0.0 < ece and 0.2 < np.mean(p_ >= 0.5) < 0.8  # neither number is trivially 0 or 1 here
+
+
 def test_report_cli_bad_data_folder(tiny_router_path: Path, tmp_path: Path,
                                     capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tiny_router_path), "--data", str(tmp_path), "-o", str(tmp_path / "x.html")]) == 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from jeirt_lite import JeirtError, Router
 from jeirt_lite import _alignment as alignment
+from jeirt_lite import _metrics as metrics
 from jeirt_lite._artifact_files import write_tensors
 from jeirt_lite._io.cells import merge_repeated_cells
 from jeirt_lite._io.formats import table_format
@@ -35,7 +36,7 @@ from jeirt_lite.cli import _options as cli_options  # the converters and parser 
 __all__ = [
     "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "NOT_ASKED", "STATIC_ENCODER_FILE", "TRUE_LABELS",
     "JeirtError", "NeighbourVotes", "Router", "alignment", "check_output_folder", "check_seed", "cli_options",
-    "merge_repeated_cells", "move_into_place", "neighbour_sums", "normalise_question", "read_table",
+    "merge_repeated_cells", "metrics", "move_into_place", "neighbour_sums", "normalise_question", "read_table",
     "refuse_existing", "refuse_inputs", "safetensors_layout", "save_artifact", "short_rows", "smoothed",
     "table_format", "training_question_set", "unit_rows", "vote_logits", "write_tensors",
 ]

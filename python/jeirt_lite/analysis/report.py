@@ -22,6 +22,7 @@ import numpy as np
 from .._alignment import unit_rows
 from .._errors import JeirtError
 from .._io.outputs import atomic_output, refuse_inputs
+from .._metrics import ECE_BINS, accuracy, expected_calibration_error, reliability_table
 from .._questions import EncodedQuestions
 from ._difficulty import difficulty_vs_error
 from ._onboarding_value import ANSWER_COUNTS, REPEATS, onboarding_curves
@@ -46,7 +47,6 @@ SECTIONS = (
     "Quality and cost",
     "Alignment",
 )
-CALIBRATION_BINS = 15
 
 
 def _pyplot() -> Any:
@@ -247,22 +247,17 @@ def _calibration(plt: Any, router: Router, probabilities: np.ndarray, data: Resp
         return section
     p = probabilities[data.question[cells], data_to_router[data.llm[cells]]].astype(float)
     y = data.correct[cells]
-    bins = np.minimum((p * CALIBRATION_BINS).astype(int), CALIBRATION_BINS - 1)
-    count = np.bincount(bins, minlength=CALIBRATION_BINS)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean_p = np.bincount(bins, p, CALIBRATION_BINS) / count
-        rate = np.bincount(bins, y, CALIBRATION_BINS) / count
-    filled = count > 0
-    ece = float(np.sum(np.abs(rate[filled] - mean_p[filled]) * count[filled]) / y.size)
+    table = reliability_table(y, p, ECE_BINS)
+    filled = table.count > 0
     fig, ax = plt.subplots(figsize=(4.5, 4.5))
     ax.plot([0, 1], [0, 1], "k:", lw=1)
-    ax.plot(mean_p[filled], rate[filled], "o-")
+    ax.plot(table.mean_predicted[filled], table.observed_rate[filled], "o-")
     ax.set_xlabel("predicted P(correct)")
     ax.set_ylabel("observed share correct")
     ax.set_title("reliability")
     section.figures.append(_png(fig))
-    section.rows = [("cells", str(int(y.size))), ("AUC", _f(roc_auc(y, p))),
-                    ("accuracy at 0.5", _f(float(np.mean((p >= 0.5) == (y == 1))))), ("ECE (15 bins)", _f(ece))]
+    section.rows = [("cells", str(int(y.size))), ("AUC", _f(roc_auc(y, p))), ("accuracy at 0.5", _f(accuracy(y, p))),
+                    (f"ECE ({ECE_BINS} bins)", _f(expected_calibration_error(y, p, ECE_BINS)))]
     return section
 
 

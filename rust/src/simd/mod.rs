@@ -27,17 +27,22 @@ impl SimdLevel {
     pub fn detect() -> Self {
         static LEVEL: std::sync::OnceLock<SimdLevel> = std::sync::OnceLock::new();
         *LEVEL.get_or_init(|| {
-            let best = Self::detect_cpu();
-            let cap = std::env::var(SIMD_ENV).ok().and_then(|name| {
-                [Self::Avx512, Self::Avx2Fma, Self::Portable]
-                    .into_iter()
-                    .find(|level| level.name() == name.trim())
-            });
-            match cap {
-                Some(cap) if cap.rank() < best.rank() => cap,
-                _ => best,
-            }
+            Self::capped(Self::detect_cpu(), std::env::var(SIMD_ENV).ok().as_deref())
         })
+    }
+
+    /// `best`, or the level `cap` names where that is lower: a cap never raises the level above what the CPU
+    /// runs, and a name that is no level's leaves `best`.
+    fn capped(best: Self, cap: Option<&str>) -> Self {
+        let cap = cap.and_then(|name| {
+            [Self::Avx512, Self::Avx2Fma, Self::Portable]
+                .into_iter()
+                .find(|level| level.name() == name.trim())
+        });
+        match cap {
+            Some(cap) if cap.rank() < best.rank() => cap,
+            _ => best,
+        }
     }
 
     /// Wider is higher.
@@ -436,5 +441,37 @@ mod x86 {
             _mm512_reduce_add_pd(sum)
                 + crate::simd::norm::sum_squares_f64(row.get(i..).unwrap_or(&[]))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SimdLevel::{self, Avx2Fma, Avx512, Portable};
+
+    #[test]
+    fn a_cap_lowers_the_level_and_never_raises_it() {
+        assert_eq!(SimdLevel::capped(Avx512, Some("avx2+fma")), Avx2Fma);
+        assert_eq!(SimdLevel::capped(Avx512, Some(" portable\n")), Portable);
+        assert_eq!(SimdLevel::capped(Avx2Fma, Some("portable")), Portable);
+        // A CPU without AVX-512 must not be sent to its instructions by a cap that names them.
+        assert_eq!(SimdLevel::capped(Avx2Fma, Some("avx512f")), Avx2Fma);
+        assert_eq!(SimdLevel::capped(Portable, Some("avx2+fma")), Portable);
+        assert_eq!(SimdLevel::capped(Avx2Fma, Some("avx2+fma")), Avx2Fma);
+    }
+
+    #[test]
+    fn no_cap_or_an_unknown_name_leaves_the_best_level() {
+        for best in [Avx512, Avx2Fma, Portable] {
+            assert_eq!(SimdLevel::capped(best, None), best);
+            assert_eq!(SimdLevel::capped(best, Some("avx2")), best);
+            assert_eq!(SimdLevel::capped(best, Some("")), best);
+        }
+    }
+
+    #[test]
+    fn detect_runs_a_level_this_cpu_supports() {
+        assert!(SimdLevel::detect().is_supported());
+        assert!(SimdLevel::supported().contains(&SimdLevel::detect()));
+        assert_eq!(SimdLevel::supported().last(), Some(&Portable));
     }
 }
