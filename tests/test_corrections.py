@@ -517,6 +517,43 @@ def test_folds_are_stratified_by_answer_and_seeded() -> None:
     assert not np.array_equal(fold, stratified_folds(y, 5, seed=5))
 
 
+def test_folds_keep_each_questions_answers_together() -> None:
+    y = np.array([1.0] * 23 + [0.0] * 17)
+    # Every answer its own question: the folds are those over answers, so results without repeats are unchanged.
+    np.testing.assert_array_equal(stratified_folds(y, 5, 4, groups=np.arange(40)[::-1] * 3),
+                                  stratified_folds(y, 5, 4))
+    question = np.repeat(np.arange(20), 3)  # 20 questions, each answered three times
+    labels = np.repeat((np.arange(20) % 3 == 0).astype(np.float64), 3)
+    labels[1] = 1.0 - labels[1]  # one question answered both ways: its majority label stratifies it
+    fold = stratified_folds(labels, 5, 2, groups=np.array([f"q{i}" for i in question]))
+    for i in range(20):
+        assert len(set(fold[question == i].tolist())) == 1, i
+    majority = (np.arange(20) % 3 == 0)
+    for label in (False, True):
+        counts = np.bincount(fold[::3][majority == label], minlength=5)
+        assert counts.max() - counts.min() <= 1, (label, counts)
+
+
+def test_answers_repeated_do_not_let_the_cross_validation_reward_memory() -> None:
+    # Answers unrelated to the features, each question answered three times with its one label: folds over
+    # answers score each fold on questions its fit read, so a weak ridge "predicts" them.
+    rng = np.random.default_rng(5)
+    q, f = rng.normal(size=(120, 8)) * 0.5, rng.normal(size=(120, 100))
+    y = (rng.random(120) < 0.5).astype(np.float64)
+    rows = np.repeat(np.arange(120), 3)
+    grouped = fit_onboarding(q[rows], f[rows], y[rows], prior_mean=np.zeros(8), router_scales=(1.0,))
+    # (equal question vectors: one question's answers)
+    over_answers = fit_onboarding(q[rows], f[rows], y[rows], prior_mean=np.zeros(8), router_scales=(1.0,),
+                                  groups=np.arange(360))
+    assert over_answers.report["cv_auc"] > 0.9  # what the folds over answers reported: memory
+    assert grouped.report["cv_auc"] < 0.65, grouped.report
+    texts = np.array([f"t{i}" for i in rows])
+    by_text = fit_onboarding(q[rows], f[rows], y[rows], prior_mean=np.zeros(8), router_scales=(1.0,), groups=texts)
+    assert by_text.report["cv_auc"] == grouped.report["cv_auc"]
+    with pytest.raises(JeirtError, match="one key per answer"):
+        fit_onboarding(q[rows], f[rows], y[rows], prior_mean=np.zeros(8), groups=np.arange(10))
+
+
 def test_the_ridge_fits_reach_the_penalised_optimum() -> None:
     rng = np.random.default_rng(11)
     design = np.hstack([rng.normal(size=(200, 5)), np.full((200, 1), INTERCEPT_COLUMN)])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -156,6 +157,25 @@ def test_add_llm_from_texts(router: Router) -> None:
     texts = ["what is the price", "the court and the contract law", "acid base chemistry", "prime number"]
     bigger = router.add_llm("text-llm", texts, [True, False, True, False])
     assert bigger.predict_proba(texts).shape == (4, len(router.llms) + 1)
+
+
+def test_add_llm_holds_out_a_question_asked_twice_as_one(router: Router, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jeirt_lite import _onboard_router
+
+    seen: dict[str, np.ndarray] = {}
+    fit = _onboard_router.fit_onboarding
+
+    def spy(*args: Any, groups: np.ndarray, **kwargs: Any) -> Any:
+        seen["groups"] = groups
+        return fit(*args, groups=groups, **kwargs)
+
+    monkeypatch.setattr(_onboard_router, "fit_onboarding", spy)
+    texts = ["what is two plus two", "what is  two plus two\n", "name a river", "what is two plus three"]
+    router.add_llm("again", texts, [1, 0, 1, 0])
+    keys = list(seen["groups"])
+    assert keys[0] == keys[1] and len(set(keys)) == 3  # equal up to whitespace: one question
+    router.add_llm("encoded", EncodedQuestions(np.ones((3, router.dim))), [1, 0, 1])
+    assert seen["groups"] is None  # encoded questions: equal vectors are one question's answers
 
 
 def test_add_llm_errors(router: Router) -> None:

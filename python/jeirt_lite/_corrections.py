@@ -155,8 +155,22 @@ def _auc(y: np.ndarray, score: np.ndarray) -> Optional[float]:
     return None if np.isnan(auc) else auc
 
 
-def stratified_folds(y: np.ndarray, count: int, seed: int) -> np.ndarray:
-    """Fold number per answer, stratified by label, seeded."""
+def stratified_folds(y: np.ndarray, count: int, seed: int, groups: Optional[np.ndarray] = None) -> np.ndarray:
+    """Fold number per answer, stratified by label, seeded. `groups`: one key per answer naming its question (None:
+    every answer a question of its own); answers to one question share a fold, so that no fold is scored on a
+    question its fit read, and the questions are stratified by their majority label. With every key distinct the
+    folds are those of `groups=None`."""
+    if groups is None:
+        return _label_folds(np.asarray(y, dtype=np.float64), count, seed)
+    _, first, inverse = np.unique(np.asarray(groups), return_index=True, return_inverse=True)
+    number = np.empty(first.size, dtype=np.int64)
+    number[np.argsort(first, kind="stable")] = np.arange(first.size)
+    question = number[inverse.ravel()]  # each answer's question, numbered in the order they first appear
+    share = np.bincount(question, weights=y) / np.bincount(question)
+    return _label_folds((share >= 0.5).astype(np.float64), count, seed)[question]
+
+
+def _label_folds(y: np.ndarray, count: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     fold = np.empty(len(y), dtype=np.int64)
     for label in (0.0, 1.0):
@@ -189,12 +203,14 @@ def ridge_path(
 def _cross_validated(
     q: np.ndarray, design: np.ndarray, y: np.ndarray, prior: np.ndarray, l2: float, strengths: tuple[float, ...],
     scales: tuple[float, ...], folds: int, seed: int, anchor: Optional[tuple[np.ndarray, np.ndarray]] = None,
+    groups: Optional[np.ndarray] = None,
 ) -> dict[Choice, np.ndarray]:
     """Held-out logits of every answer under each (router scale, finite strength) (m and the correction refitted
     per fold), and under the vector alone (VECTOR_ALONE: the router's logit whole), which the report reads whether
     or not the grid holds an infinite strength. `anchor`: (questions, answers) that join every fold's fit of m but
-    are never held out nor read by the correction (answers on questions the router learned from)."""
-    fold = stratified_folds(y, folds, seed)
+    are never held out nor read by the correction (answers on questions the router learned from); `groups`: each
+    answer's question (stratified_folds)."""
+    fold = stratified_folds(y, folds, seed, groups)
     finite = [s for s in strengths if np.isfinite(s)]
     choices = [VECTOR_ALONE, *[(scale, strength) for scale in scales for strength in finite]]
     held_out = {c: np.empty(len(y)) for c in choices}
@@ -250,6 +266,7 @@ def fit_onboarding(
     in_distribution: Optional[np.ndarray] = None,
     percentile: float = DEFAULT_PERCENTILE_FOR_GATE,
     learned: Optional[np.ndarray] = None,
+    groups: Optional[np.ndarray] = None,
 ) -> OnboardingFit:
     """The new LLM's vector and its feature correction, weighted over the grid by cross-validated evidence.
 
@@ -271,6 +288,9 @@ def fit_onboarding(
             (unknown: every answer counts as new to it). m is fitted on every answer; the correction is fitted and
             cross-validated only on the others: on its training questions the question vectors were fitted to the
             other LLMs' answers, so a correction's gain measured there need not carry over to unseen questions.
+        groups: (n,) a key per answer naming its question, for answers given more than once (an LLM sampled
+            several times): each question's answers are held out together. None: answers with equal question
+            vectors are one question's.
 
     Returns:
         An `OnboardingFit`; its report holds the cross-validated AUC and log-loss of the fit and of the vector
@@ -304,8 +324,12 @@ def fit_onboarding(
     )
     share = None if in_distribution is None else float(np.mean(np.asarray(in_distribution)[rows]))
     like_router = share is not None and share >= like_the_routers_share(int(rows.sum()), percentile)
+    keys = np.unique(q, axis=0, return_inverse=True)[1].ravel() if groups is None else np.asarray(groups)
+    if keys.shape != (len(y),):
+        raise JeirtError(f"groups must hold one key per answer ({len(y)}), got shape {keys.shape}")
     held_out = _cross_validated(
-        q[rows], design, y[rows], prior, l2, grid, tuple(router_scales), folds, seed, (q[~rows], y[~rows])
+        q[rows], design, y[rows], prior, l2, grid, tuple(router_scales), folds, seed, (q[~rows], y[~rows]),
+        keys[rows],
     )
     yr = y[rows]
     alone = VECTOR_ALONE

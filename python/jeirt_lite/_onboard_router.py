@@ -30,10 +30,12 @@ def with_new_llm(
     cost: Optional[float],
     learned: Optional[np.ndarray] = None,
     alignment: Optional[AlignmentResult] = None,
+    groups: Optional[np.ndarray] = None,
 ) -> RouterT:
     """A copy of `router` holding the LLM `name` fitted from its answers (see `Router.add_llm`); `learned`: which
     answered questions the router learned from (None: unknown); `alignment`: the questions' alignment with the
-    router's training questions, when it carries a reference (their flags gate the correction)."""
+    router's training questions, when it carries a reference (their flags gate the correction); `groups`: a key
+    per answer naming its question (None: equal question vectors are one question)."""
     if not isinstance(name, str) or not name.strip():
         raise JeirtError(f"the new LLM needs a non-empty name, got {name!r}")
     if name in router.llms:
@@ -52,7 +54,8 @@ def with_new_llm(
         if isinstance(percentile, (int, float)) and 0 <= percentile < 50:  # the router's own flag rate, in %
             gate["percentile"] = float(percentile)
     fit = fit_onboarding(
-        questions, features, labels, prior_mean=router.llm_vectors.mean(axis=0), l2=l2, learned=learned, **gate
+        questions, features, labels, prior_mean=router.llm_vectors.mean(axis=0), l2=l2, learned=learned, groups=groups,
+        **gate,
     )
     record = onboarding_record(name, l2, fit, alignment)
     changes: dict[str, Any] = {"onboarded": (*(router.manifest.onboarded or ()), freeze(record))}

@@ -22,6 +22,7 @@ from ._results import RouteResult
 from ._router_tables import RouterTables
 from ._routing import route_rows
 from ._static_path import StaticEncoder
+from ._training_questions import normalise_question
 from .artifact import load_artifact, save_artifact
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -289,21 +290,25 @@ class Router(RouterTables):
             name: the new LLM's name (must not be in the router yet).
             questions: questions the LLM answered: texts, or `encode(texts, features=True)`'s result (without
                 features, no correction is fitted).
-            correct: 1/True where it answered correctly, 0/False where not; one per question.
+            correct: 1/True where it answered correctly, 0/False where not; one per question. A question may come
+                more than once (the LLM sampled several times): each answer counts, and the cross-validation holds
+                out all of a question's answers together (texts equal up to whitespace are one question).
             l2: prior strength (see `jeirt_lite._onboarding.fit_llm_vector`).
             cost: the new LLM's cost, stored with the others (see `route`); None leaves it unknown.
             learned: which of the questions the router learned from; from texts it is read off the router's
                 record (`learned_from`); for encoded questions None means unknown.
         """
+        groups = None  # encoded questions: equal vectors are one question's answers
         if not isinstance(questions, EncodedQuestions):
             learned = self.learned_from(questions) if learned is None else learned
+            groups = np.asarray([normalise_question(text) for text in check_texts(questions)], dtype=object)
             questions = self.encode(questions, features=True)
         vectors = self._check_vectors(questions.vectors)
         alignment = self.alignment(EncodedQuestions(vectors)) if self.has_alignment else None
         mask = None if learned is None else np.asarray(learned)
         return with_new_llm(
             self, name, vectors, correct, features=questions.features, l2=l2, cost=cost, learned=mask,
-            alignment=alignment,
+            alignment=alignment, groups=groups,
         )
 
     def learned_from(self, texts: Sequence[str]) -> Optional[np.ndarray]:
