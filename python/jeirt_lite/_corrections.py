@@ -239,6 +239,14 @@ def _standardised_design(features: np.ndarray, rows: int) -> tuple[np.ndarray, n
     return _design(f, center, scale), center, scale
 
 
+def _question_keys(q: np.ndarray, groups: Optional[np.ndarray]) -> np.ndarray:
+    """One key per answer naming its question: `groups` checked, or (None) equal question vectors as one."""
+    keys = np.unique(q, axis=0, return_inverse=True)[1].ravel() if groups is None else np.asarray(groups)
+    if keys.shape != (q.shape[0],):
+        raise JeirtError(f"groups must hold one key per answer ({q.shape[0]}), got shape {keys.shape}")
+    return keys
+
+
 def _averaged_weights(
     design: np.ndarray, y: np.ndarray, base: np.ndarray, weights: dict[Choice, float]
 ) -> tuple[float, np.ndarray]:
@@ -324,12 +332,9 @@ def fit_onboarding(
     )
     share = None if in_distribution is None else float(np.mean(np.asarray(in_distribution)[rows]))
     like_router = share is not None and share >= like_the_routers_share(int(rows.sum()), percentile)
-    keys = np.unique(q, axis=0, return_inverse=True)[1].ravel() if groups is None else np.asarray(groups)
-    if keys.shape != (len(y),):
-        raise JeirtError(f"groups must hold one key per answer ({len(y)}), got shape {keys.shape}")
     held_out = _cross_validated(
         q[rows], design, y[rows], prior, l2, grid, tuple(router_scales), folds, seed, (q[~rows], y[~rows]),
-        keys[rows],
+        _question_keys(q, groups)[rows],
     )
     yr = y[rows]
     alone = VECTOR_ALONE
