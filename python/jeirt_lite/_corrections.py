@@ -296,9 +296,8 @@ def fit_onboarding(
             (unknown: every answer counts as new to it). m is fitted on every answer; the correction is fitted and
             cross-validated only on the others: on its training questions the question vectors were fitted to the
             other LLMs' answers, so a correction's gain measured there need not carry over to unseen questions.
-        groups: (n,) a key per answer naming its question, for answers given more than once (an LLM sampled
-            several times): each question's answers are held out together. None: answers with equal question
-            vectors are one question's.
+        groups: (n,) a key per answer naming its question (None: equal question vectors are one question); the
+            folds hold out each question's answers together (an LLM sampled several times answers it again).
 
     Returns:
         An `OnboardingFit`; its report holds the cross-validated AUC and log-loss of the fit and of the vector
