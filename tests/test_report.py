@@ -109,7 +109,7 @@ def _section_rows(page: str, title: str) -> dict[str, str]:
     return dict(re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", part))
 
 
-def test_report_calibration_numbers_are_those_of_the_cells_it_read(tiny_router_path: Path, tmp_path: Path) -> None:
+def test_report_numbers_are_those_of_the_cells_it_read(tiny_router_path: Path, tmp_path: Path) -> None:
     router = Router.load(tiny_router_path, threads=1)
     data = _write_folder(tmp_path / "data", list(router.llms)[:3] + ["not-in-router"], n=60, seed=3)
     # The tiny router's P(correct) all lie far below 0.5: a calibration that centres them makes the cut count.
@@ -117,7 +117,8 @@ def test_report_calibration_numbers_are_those_of_the_cells_it_read(tiny_router_p
     centre = -float(np.median(np.log(raw / (1.0 - raw))))
     router = router.with_calibration([1.0] * len(router.llms), [centre] * len(router.llms))
     page = build_report(router, data, tmp_path / "r.html", question_ids=[f"q{i}" for i in range(60)])
-    rows = _section_rows(page.read_text(encoding="utf-8"), "Calibration")
+    text = page.read_text(encoding="utf-8")
+    rows, routing = _section_rows(text, "Calibration"), _section_rows(text, "Quality and cost")
     # The same cells, scored and measured here without the report's code: the router's P(correct) for every
     # answer of an LLM it holds, AUC by counting pairs, accuracy at 0.5, ECE over 15 equal-width bins.
     with open(data / "questions.csv", newline="", encoding="utf-8") as handle:
@@ -125,12 +126,14 @@ def test_report_calibration_numbers_are_those_of_the_cells_it_read(tiny_router_p
     ids = list(texts)
     probabilities = router.predict_proba([texts[i] for i in ids])
     names = {f"m{j}": name for j, name in enumerate(list(router.llms)[:3] + ["not-in-router"])}
-    p, y = [], []
+    p, y, answers = [], [], np.full(probabilities.shape, np.nan)
     with open(data / "responses.csv", newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
             if names[row["model_id"]] in router.llms:
-                p.append(probabilities[ids.index(row["question_id"]), router.llms.index(names[row["model_id"]])])
+                cell = (ids.index(row["question_id"]), router.llms.index(names[row["model_id"]]))
+                p.append(probabilities[cell])
                 y.append(int(row["correct"]))
+                answers[cell] = int(row["correct"])
     p_, y_ = np.asarray(p, dtype=np.float64), np.asarray(y)
     pos, neg = p_[y_ == 1], p_[y_ == 0]
     auc = (np.sum(pos[:, None] > neg[None, :]) + 0.5 * np.sum(pos[:, None] == neg[None, :])) / (pos.size * neg.size)
@@ -141,6 +144,25 @@ def test_report_calibration_numbers_are_those_of_the_cells_it_read(tiny_router_p
     assert abs(float(rows["accuracy at 0.5"]) - np.mean((p_ >= 0.5) == (y_ == 1))) <= 6e-4, rows
     assert abs(float(rows["ECE (15 bins)"]) - ece) <= 6e-4, (rows, ece)
     assert 0.0 < ece and 0.2 < np.mean(p_ >= 0.5) < 0.8  # neither number is trivially 0 or 1 here
+    # Routing: per question, the LLM of highest P(correct) among those that answered it (two of the router's five
+    # LLMs answered nothing here), scored by its answer; the oracle is right where any of them was.
+    asked = ~np.isnan(answers).all(axis=1)
+    picks = np.argmax(np.where(np.isnan(answers), -np.inf, probabilities), axis=1)[asked]
+    routed = float(np.mean(answers[asked][np.arange(picks.size), picks]))
+    assert routing["questions"] == str(int(asked.sum()))
+    assert abs(float(routing["router (most likely LLM)"]) - routed) <= 6e-4, (routing, routed)
+    assert abs(float(routing["oracle (any LLM right)"]) - np.mean(np.nansum(answers, axis=1)[asked] > 0)) <= 6e-4
+
+
+@pytest.mark.parametrize(("questions", "ks"), [(20, [4, 6, 8]), (9, [2])])
+def test_report_taxonomy_tries_the_cluster_counts_its_questions_allow(
+        tiny_router_path: Path, tmp_path: Path, questions: int, ks: list[int]) -> None:
+    router = Router.load(tiny_router_path, threads=1)
+    data = _write_folder(tmp_path / "data", list(router.llms))
+    page = build_report(router, data, tmp_path / "r.html", question_ids=[f"q{i}" for i in range(questions)])
+    rows = _section_rows(page.read_text(encoding="utf-8"), "Taxonomy")
+    assert [int(k.split("=")[1]) for k in rows if k.startswith("silhouette k=")] == ks  # k below half the questions
+    assert int(rows["k (max silhouette)"]) in ks
 
 
 def test_report_cli_bad_data_folder(tiny_router_path: Path, tmp_path: Path,

@@ -411,3 +411,36 @@ pub(crate) fn run_rows<T: TileSink>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{unscaled_row, LARGE_DOT, LARGE_NORM, SMALL_NORM};
+
+    #[test]
+    fn ordinary_rows_are_scored_in_place() {
+        let row = unscaled_row(4.0, 3.0).expect("an ordinary norm needs no rescaled copy");
+        assert_eq!((row.a, row.b, row.scale), (0.25, 4.0, None));
+        for norm in [SMALL_NORM, 1e-9, 1.0, 1e9, LARGE_NORM] {
+            assert!(unscaled_row(norm, 1.0).is_some(), "{norm}");
+        }
+        assert!(unscaled_row(1e10, LARGE_DOT / 1e10).is_some()); // |q|·max|m| at the bound still fits
+    }
+
+    #[test]
+    fn tiny_huge_or_overflowing_rows_take_the_rescaled_copy() {
+        assert_eq!(SMALL_NORM, 2f64.powi(-40));
+        assert_eq!(LARGE_NORM, 2f64.powi(40));
+        for norm in [
+            SMALL_NORM / 2.0,
+            1e-20,
+            LARGE_NORM * 2.0,
+            0.0,
+            f64::NAN,
+            f64::INFINITY,
+        ] {
+            assert!(unscaled_row(norm, 1.0).is_none(), "{norm}");
+        }
+        assert!(unscaled_row(1e10, LARGE_DOT / 1e10 * 1.5).is_none()); // the dot products could overflow f32
+        assert!(unscaled_row(2.0, 1e30).is_none());
+    }
+}
