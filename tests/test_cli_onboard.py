@@ -77,6 +77,16 @@ def test_add_llm_leaves_out_rows_with_an_empty_label_and_says_so(tiny_router_pat
         tmp_path / "without").llm_vectors[-1].tolist()
 
 
+def test_add_llm_counts_the_questions_of_answers_given_more_than_once(tiny_router_path: Path, tmp_path: Path) -> None:
+    lines = _answers(tmp_path / "a.csv").read_text().splitlines()
+    again = [line.replace(" ", "  ", 1) for line in lines[1:7]]  # six questions asked again, spaced otherwise
+    (tmp_path / "b.csv").write_text("\n".join(lines + again) + "\n")
+    done = run_cli("add-llm", str(tiny_router_path), "--name", "x", "--answers", str(tmp_path / "b.csv"), "-o",
+                   str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert "added 'x' from 30 answers to 24 questions (" in done.stdout
+
+
 def test_add_llm_parquet(tiny_router_path: Path, tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     import pyarrow as pa

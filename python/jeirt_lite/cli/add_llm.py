@@ -11,6 +11,7 @@ from .._errors import JeirtError
 from .._io.formats import known_suffixes, read_question_table
 from .._io.outputs import check_output_folder, refuse_inputs
 from .._io.vocabulary import LABEL_COLUMN, TEXT_COLUMN
+from .._training_questions import normalise_question
 from ._shared import (
     FORMATTER,
     PROG,
@@ -77,8 +78,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     path = grown.save(args.output, overwrite=args.overwrite)
     n = answers.unanswered
     left_out = f"; {n} row{'s' if n != 1 else ''} with an empty label left out" if n else ""
+    asked = len({normalise_question(text) for text in texts})
+    to = f" to {asked} questions" if asked < len(texts) else ""  # some asked more than once: held out together
     console.out.write(
-        f"added {args.name!r} from {len(texts)} answers ({sum(labels)} correct{left_out}); wrote {path}\n"
+        f"added {args.name!r} from {len(texts)} answers{to} ({sum(labels)} correct{left_out}); wrote {path}\n"
     )
     console.out.write(fit_summary(grown.manifest["onboarded"][-1]))
     return 0
