@@ -414,7 +414,52 @@ pub(crate) fn run_rows<T: TileSink>(
 
 #[cfg(test)]
 mod tests {
-    use super::{unscaled_row, LARGE_DOT, LARGE_NORM, SMALL_NORM};
+    use super::{
+        panel_width, run_rows, unscaled_row, TileLogits, TileSink, LARGE_DOT, LARGE_NORM,
+        SMALL_NORM,
+    };
+    use crate::kernels::pack::pack_llms;
+    use crate::simd::Simd;
+    use crate::{KernelError, MatrixView, SimdLevel};
+
+    /// Counts the tiles it is given.
+    struct Tiles(usize);
+
+    impl TileSink for Tiles {
+        unsafe fn consume<S: Simd>(&mut self, _: usize, _: usize, _: usize, _: &TileLogits) {
+            self.0 += 1;
+        }
+    }
+
+    #[test]
+    fn a_table_packed_for_another_level_or_width_is_refused_not_run() {
+        let questions = vec![0.5f32; 3 * 4];
+        let llms = vec![0.25f32; 5 * 4];
+        let view = MatrixView::new("questions", &questions, 3, 4).unwrap();
+        let llm_view = MatrixView::new("llms", &llms, 5, 4).unwrap();
+        for level in SimdLevel::supported() {
+            let packed = pack_llms(llm_view, panel_width(level)).unwrap();
+            let mut tiles = Tiles(0);
+            run_rows(level, view, 0..3, &packed, None, &mut tiles).unwrap();
+            assert!(tiles.0 > 0);
+            let other = pack_llms(llm_view, panel_width(level) * 2).unwrap(); // same d, wrong panel width
+            let refused = run_rows(level, view, 0..3, &other, None, &mut Tiles(0));
+            assert!(
+                matches!(refused, Err(KernelError::DimensionMismatch { .. })),
+                "{level:?}"
+            );
+            let wide = vec![0.5f32; 3 * 5];
+            let wider = MatrixView::new("questions", &wide, 3, 5).unwrap(); // right width, other d
+            let refused = run_rows(level, wider, 0..3, &packed, None, &mut Tiles(0));
+            assert!(matches!(
+                refused,
+                Err(KernelError::DimensionMismatch {
+                    questions: 5,
+                    llms: 4
+                })
+            ));
+        }
+    }
 
     #[test]
     fn ordinary_rows_are_scored_in_place() {
