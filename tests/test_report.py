@@ -160,9 +160,11 @@ def test_report_taxonomy_tries_the_cluster_counts_its_questions_allow(
     router = Router.load(tiny_router_path, threads=1)
     data = _write_folder(tmp_path / "data", list(router.llms))
     page = build_report(router, data, tmp_path / "r.html", question_ids=[f"q{i}" for i in range(questions)])
-    rows = _section_rows(page.read_text(encoding="utf-8"), "Taxonomy")
+    text = page.read_text(encoding="utf-8")
+    rows = _section_rows(text, "Taxonomy")
     assert [int(k.split("=")[1]) for k in rows if k.startswith("silhouette k=")] == ks  # k below half the questions
     assert int(rows["k (max silhouette)"]) in ks
+    assert "No LLM of the router has 20 answers here: nothing to refit." in text  # at most one per question
 
 
 def test_report_cli_bad_data_folder(tiny_router_path: Path, tmp_path: Path,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from jeirt_lite.analysis._routing_value import answer_matrix, cost_weights, routing_value
+from jeirt_lite.analysis._routing_value import answer_matrix, cost_frontier, cost_weights, routing_value
 
 
 def test_rules_on_a_small_matrix() -> None:
@@ -104,3 +104,11 @@ def test_the_best_single_llm_is_right_most_often_by_share_and_has_answered() -> 
     value = routing_value(np.full((23, 3), 0.5), answers, ["a", "b", "never-asked"], {})
     assert value.best_single_name == "a" and value.n_questions == 23
     assert value.best_single == pytest.approx(20 / 23)  # each question goes to the best LLM that answered it
+
+
+def test_the_cost_frontier_names_the_llms_no_cheaper_one_beats() -> None:
+    single = {"big": (0.8, 10.0), "mid": (0.6, 3.0), "worse-mid": (0.5, 4.0), "tie-low": (0.55, 3.0),
+              "small": (0.4, 1.0), "as-good-dearer": (0.8, 12.0), "free": (0.3, 0.0)}
+    assert cost_frontier(single) == ["free", "small", "mid", "big"]
+    assert cost_frontier({}) == []
+    assert cost_frontier({"only": (0.0, 2.0)}) == ["only"]

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .._router import Router
 
 ANSWER_COUNTS = (10, 25, 50, 100)
+MIN_ANSWERS = 2 * ANSWER_COUNTS[0]  # an LLM with fewer is not refitted: half its answers fit, half score
 EPS = 1e-7
 REPEATS = 3
 
@@ -38,7 +39,7 @@ def onboarding_curves(
     `answers` is (N, K) in the router's LLM order, 1/0 with NaN where the data has no answer."""
     counts = (~np.isnan(answers)).sum(axis=0)
     accuracy = np.where(counts > 0, np.nansum(answers, axis=0) / np.maximum(counts, 1), np.nan)
-    usable = [j for j in np.argsort(-np.nan_to_num(accuracy, nan=-1.0)) if counts[j] >= 2 * ANSWER_COUNTS[0]]
+    usable = [j for j in np.argsort(-np.nan_to_num(accuracy, nan=-1.0)) if counts[j] >= MIN_ANSWERS]
     picks = sorted({usable[0], usable[len(usable) // 2], usable[-1]}) if usable else []
     rng = np.random.default_rng(seed)
     own = router.predict_proba(EncodedQuestions(vectors))

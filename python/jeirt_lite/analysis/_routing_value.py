@@ -93,6 +93,18 @@ def routing_value(
     return result
 
 
+def cost_frontier(single: Mapping[str, tuple[float, float]]) -> list[str]:
+    """The priced LLMs that no cheaper one beats, cheapest first, from {name: (accuracy, cost)} (at equal cost the
+    more accurate comes first and an LLM must beat every one before it)."""
+    frontier: list[str] = []
+    best = -math.inf
+    for name, (accuracy, _) in sorted(single.items(), key=lambda item: (item[1][1], -item[1][0])):
+        if accuracy > best:
+            frontier.append(name)
+            best = accuracy
+    return frontier
+
+
 def answer_matrix(question: np.ndarray, llm: np.ndarray, correct: np.ndarray, n_questions: int,
                   columns: Sequence[int]) -> np.ndarray:
     """(n_questions, len(columns)) answers of the data's LLM `columns[j]` (-1: not in the data), NaN unobserved."""

@@ -25,10 +25,10 @@ from .._io.outputs import atomic_output, refuse_inputs
 from .._metrics import ECE_BINS, accuracy, expected_calibration_error, reliability_table
 from .._questions import EncodedQuestions
 from ._difficulty import difficulty_vs_error
-from ._onboarding_value import ANSWER_COUNTS, REPEATS, onboarding_curves
+from ._onboarding_value import MIN_ANSWERS, REPEATS, onboarding_curves
 from ._probes import needs_calculation, probe_vectors
 from ._router_split import router_test_question_ids
-from ._routing_value import answer_matrix, routing_value
+from ._routing_value import answer_matrix, cost_frontier, routing_value
 from ._stats import pca, roc_auc
 from ._taxonomy import taxonomy
 from .data import DATA_FILES, ResponseData, read_response_folder, stratified_sample
@@ -298,7 +298,7 @@ def _onboarding(plt: Any, router: Router, vectors: np.ndarray, data: ResponseDat
     # The refitted LLM vector against the router's own, both without neighbour votes: the vectors are compared.
     curves = onboarding_curves(router.with_neighbours(None), vectors, _answers_in_router_order(router, data), seed)
     if not curves:
-        section.notes.append(f"No LLM of the router has {2 * ANSWER_COUNTS[0]} answers here: nothing to refit.")
+        section.notes.append(f"No LLM of the router has {MIN_ANSWERS} answers here: nothing to refit.")
         return section
     fig, ax = plt.subplots(figsize=(6.5, 4))
     for number, (name, points) in enumerate(curves.items()):
@@ -337,12 +337,11 @@ def _quality_and_cost(plt: Any, router: Router, probabilities: np.ndarray, data:
     for rule, marker in (("max P − λ·cost", "o-"), ("cheapest with P ≥ t", "s--")):
         points = [(c, a) for r, _, a, c in value.curve if r == rule]
         ax.plot([c for c, _ in points], [a for _, a in points], marker, label=rule)
-    best_so_far = -1.0
-    for name, (accuracy, cost) in sorted(value.single.items(), key=lambda item: (item[1][1], -item[1][0])):
+    for accuracy, cost in value.single.values():
         ax.plot(cost, accuracy, "k.", alpha=0.5)
-        if accuracy > best_so_far:  # name only the LLMs no cheaper one beats: the single-LLM frontier
-            ax.annotate(name, (cost, accuracy), fontsize=6, alpha=0.8)
-            best_so_far = accuracy
+    for name in cost_frontier(value.single):  # name only the LLMs no cheaper one beats
+        accuracy, cost = value.single[name]
+        ax.annotate(name, (cost, accuracy), fontsize=6, alpha=0.8)
     ax.axhline(value.oracle, color="C3", ls=":", label="oracle")
     ax.axhline(value.router, color="C2", ls="-.", label="router, every LLM")
     ax.set_xlabel("mean cost per question (the router's cost unit)")
