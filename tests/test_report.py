@@ -164,7 +164,8 @@ def test_report_taxonomy_tries_the_cluster_counts_its_questions_allow(
     rows = _section_rows(text, "Taxonomy")
     assert [int(k.split("=")[1]) for k in rows if k.startswith("silhouette k=")] == ks  # k below half the questions
     assert int(rows["k (max silhouette)"]) in ks
-    assert "No LLM of the router has 20 answers here: nothing to refit." in text  # at most one per question
+    if questions < 20:  # at most one answer per question
+        assert "No LLM of the router has 20 answers here: nothing to refit." in text
 
 
 def test_report_cli_bad_data_folder(tiny_router_path: Path, tmp_path: Path,
