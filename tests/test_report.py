@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import html
 import re
 from pathlib import Path
 
@@ -13,8 +14,9 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from jeirt_lite import Router
-from jeirt_lite.analysis.report import SECTIONS, build_report
+from jeirt_lite import JeirtError, Router
+from jeirt_lite.analysis.data import read_response_folder
+from jeirt_lite.analysis.report import SECTIONS, _answers_in_router_order, build_report
 from jeirt_lite.artifact import load_artifact, save_artifact
 from jeirt_lite.cli import main
 from tiny_router import WORDS
@@ -144,6 +146,8 @@ def test_report_numbers_are_those_of_the_cells_it_read(tiny_router_path: Path, t
     assert abs(float(rows["accuracy at 0.5"]) - np.mean((p_ >= 0.5) == (y_ == 1))) <= 6e-4, rows
     assert abs(float(rows["ECE (15 bins)"]) - ece) <= 6e-4, (rows, ece)
     assert 0.0 < ece and 0.2 < np.mean(p_ >= 0.5) < 0.8  # neither number is trivially 0 or 1 here
+    # The answers the routing and onboarding sections read, in the router's LLM order (NaN: no answer).
+    np.testing.assert_array_equal(_answers_in_router_order(router, read_response_folder(data, ids)), answers)
     # Routing: per question, the LLM of highest P(correct) among those that answered it (two of the router's five
     # LLMs answered nothing here), scored by its answer; the oracle is right where any of them was.
     asked = ~np.isnan(answers).all(axis=1)
@@ -168,6 +172,15 @@ def test_report_taxonomy_tries_the_cluster_counts_its_questions_allow(
         assert "No LLM of the router has 20 answers here: nothing to refit." in text
 
 
+def test_report_needs_three_questions(tiny_router_path: Path, tmp_path: Path) -> None:
+    router = Router.load(tiny_router_path, threads=1)
+    data = _write_folder(tmp_path / "data", list(router.llms))
+    with pytest.raises(JeirtError, match="the report needs at least 3 questions, found 2"):
+        build_report(router, data, tmp_path / "two.html", question_ids=["q0", "q1"])
+    assert not (tmp_path / "two.html").exists()
+    assert build_report(router, data, tmp_path / "three.html", question_ids=["q0", "q1", "q2"]).is_file()
+
+
 def test_report_cli_bad_data_folder(tiny_router_path: Path, tmp_path: Path,
                                     capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tiny_router_path), "--data", str(tmp_path), "-o", str(tmp_path / "x.html")]) == 1
@@ -185,6 +198,8 @@ def test_report_on_the_shipped_router_says_it_learned_from_every_question(tmp_pa
     assert "the router learned from every question of its data (no test part)" in page and "may include" in page
     assert _sections_with_figures(page) == [s for s in SECTIONS if s != "Router and data"]
     assert "gemini-3.1-pro" in page and "among the 27 LLMs with a cost" in page
+    assert f"Router label: {html.escape(Router.load().manifest['label'])}" in page
+    assert "pairwise cosine min / median" in _section_rows(page, "LLM vectors")
 
 
 def test_a_router_with_a_test_part_gets_its_test_split_drawn_again() -> None:
