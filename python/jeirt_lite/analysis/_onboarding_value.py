@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .._metrics import log_loss
 from .._questions import EncodedQuestions
 
 if TYPE_CHECKING:
@@ -20,13 +21,7 @@ if TYPE_CHECKING:
 
 ANSWER_COUNTS = (10, 25, 50, 100)
 MIN_ANSWERS = 2 * ANSWER_COUNTS[0]  # an LLM with fewer is not refitted: half its answers fit, half score
-EPS = 1e-7
 REPEATS = 3
-
-
-def log_loss(truth: np.ndarray, p: np.ndarray) -> float:
-    q = np.clip(p.astype(np.float64), EPS, 1 - EPS)
-    return float(-np.mean(truth * np.log(q) + (1 - truth) * np.log(1 - q)))
 
 
 def onboarding_curves(
