@@ -260,6 +260,28 @@ mod tests {
         f32::from_bits(u32::from(crate::kernels::bf16::pack::to_bf16(x)) << 16)
     }
 
+    #[test]
+    fn the_mean_direction_averages_unit_rows_and_skips_empty_ones() {
+        use super::mean_direction;
+        let rows: [&[f32]; 4] = [&[3.0, 4.0], &[0.0, 2.0], &[0.0, 0.0], &[f32::NAN, 1.0]];
+        let u = mean_direction(rows.into_iter(), 2);
+        // (0.6, 0.8) and (0, 1), each of norm 1; the zero and the NaN row count for nothing.
+        assert!(
+            (u[0] - 0.3).abs() < 1e-12 && (u[1] - 0.9).abs() < 1e-12,
+            "{u:?}"
+        );
+        let one: [&[f32]; 1] = [&[0.0, -5.0]];
+        assert_eq!(mean_direction(one.into_iter(), 2), vec![0.0, -1.0]);
+        // Rows that cancel, or none at all, share no direction: zero, not a tiny one to divide by.
+        let opposed: [&[f32]; 2] = [&[1.0, 1.0], &[-1.0, -1.000_001]];
+        assert_eq!(mean_direction(opposed.into_iter(), 2), vec![0.0, 0.0]);
+        assert_eq!(mean_direction(std::iter::empty(), 3), vec![0.0; 3]);
+        // Rows 0.004 radians from opposite: a mean of squared length about 4e-6, above the 1e-6 cut, is kept.
+        let faint: [&[f32]; 2] = [&[1.0, 0.0], &[-0.999_992, 0.004]];
+        let u = mean_direction(faint.into_iter(), 2);
+        assert!((u[1] - 0.002).abs() < 1e-6, "{u:?}");
+    }
+
     fn worst(a: &[f32], b: &[f64]) -> f64 {
         a.iter()
             .zip(b)
