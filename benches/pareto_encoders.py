@@ -3,7 +3,7 @@
 For every (variant, max length) a router folder is run in its own subprocess (so its peak RSS is its own: VmHWM) that
 loads it with `Router.load`, embeds every test question once (timed: questions/s over the whole test split, texts
 in file order) and writes P(correct) for all LLMs; the parent scores the observed test cells (AUC, accuracy,
-log-loss; python/jeirt_lite_training/metrics.py) and measures the folder's size. The split is the project's:
+log-loss; python/jeirt_lite/_metrics.py) and measures the folder's size. The split is the project's:
 `jeirt_lite_training.splits.make_split(load_dataset("data/mmlu_pro"), seed=0)`.
 
 A router at another max length is the same folder with `encoder.max_seq_length` changed (same graph, same
@@ -106,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.routers is None:
         parser.error("--routers is required")
 
+    from jeirt_lite._metrics import all_metrics
     from jeirt_lite_training.data import load_dataset
-    from jeirt_lite_training.metrics import all_metrics
     from jeirt_lite_training.splits import make_split
 
     from scripts.build_variants import with_max_length

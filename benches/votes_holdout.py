@@ -19,7 +19,7 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 from jeirt_lite import Router, kernels  # noqa: E402
-from jeirt_lite_training.metrics import log_loss, roc_auc  # noqa: E402
+from jeirt_lite._metrics import log_loss, roc_auc  # noqa: E402
 from jeirt_lite_training.router_split import router_test_question_ids  # noqa: E402
 
 

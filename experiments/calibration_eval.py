@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 from jeirt_lite import Router
+from jeirt_lite._metrics import all_metrics, reliability_table
 from jeirt_lite_training.data import load_dataset
-from jeirt_lite_training.metrics import all_metrics, reliability_table
 from jeirt_lite_training.router_split import router_test_question_ids
 from jeirt_lite_training.types import Responses
 

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+from jeirt_lite._metrics import all_metrics
 from jeirt_lite_training.calibration import RIDGE, fit_calibration
-from jeirt_lite_training.metrics import all_metrics
 
 Fit = Callable[[np.ndarray, np.ndarray, np.ndarray, int], tuple[np.ndarray, np.ndarray]]
 

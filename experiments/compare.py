@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from jeirt_lite._metrics import ECE_BINS, all_metrics, reliability_table
 from jeirt_lite_training.data import load_dataset
-from jeirt_lite_training.metrics import ECE_BINS, all_metrics, reliability_table
 from jeirt_lite_training.splits import make_split
 from jeirt_lite_training.types import Dataset, Predictor, Responses, Split
 

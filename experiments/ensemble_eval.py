@@ -47,7 +47,7 @@ def ensemble_logits(grids: list[np.ndarray]) -> np.ndarray:
 
 
 def scores(prep: Any, grid: np.ndarray) -> dict[str, dict[str, float]]:
-    from jeirt_lite_training.metrics import all_metrics
+    from jeirt_lite._metrics import all_metrics
 
     from .routing_metrics import within_question_auc
 

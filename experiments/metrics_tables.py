@@ -4,7 +4,7 @@ table as JSON rows and as markdown (experiments.compare and calibration_eval wri
 from __future__ import annotations
 
 import numpy as np
-from jeirt_lite_training.metrics import ReliabilityTable, all_metrics
+from jeirt_lite._metrics import ReliabilityTable, all_metrics
 
 
 def metrics_by_group(y: np.ndarray, p: np.ndarray, groups: np.ndarray) -> dict[str, dict[str, float]]:

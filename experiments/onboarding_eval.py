@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 from jeirt_lite import kernels
+from jeirt_lite._metrics import accuracy, log_loss, roc_auc
 from jeirt_lite._onboarding import fit_llm_vector
-from jeirt_lite_training.metrics import accuracy, log_loss, roc_auc
 
 from .onboarding_methods import alignment_flags, learned_flags
 from .onboarding_ood import in_domain, summary

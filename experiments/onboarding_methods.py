@@ -39,8 +39,8 @@ from jeirt_lite._corrections import (
     sigmoid,
     stratified_folds,
 )
+from jeirt_lite._metrics import log_loss
 from jeirt_lite._onboarding import fit_llm_vector
-from jeirt_lite_training.metrics import log_loss
 
 Scorer = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (q, f) of new questions -> P(correct)
 METHODS = ("vector", "add_llm", "logistic", "knn")

@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np
 from jeirt_lite import EncodedQuestions, Router
+from jeirt_lite._metrics import log_loss, roc_auc
 from jeirt_lite_training.data import load_dataset
-from jeirt_lite_training.metrics import log_loss, roc_auc
 from jeirt_lite_training.splits import make_split
 from jeirt_lite_training.types import Dataset, Responses
 

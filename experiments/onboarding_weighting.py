@@ -52,8 +52,8 @@ from jeirt_lite._corrections import (
     ridge_logistic,
     sigmoid,
 )
+from jeirt_lite._metrics import roc_auc
 from jeirt_lite._onboarding import DEFAULT_L2, fit_llm_vector
-from jeirt_lite_training.metrics import roc_auc
 
 from .onboarding_tables import write_result
 

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import torch
 from jeirt_lite import _alignment as alignment
+from jeirt_lite._metrics import all_metrics
 from jeirt_lite.analysis._stats import spearman
-from jeirt_lite_training.metrics import all_metrics
 from jeirt_lite_training.model import PUBLISHED_SCHEDULE, JeirtPredictor
 from jeirt_lite_training.prepared import Prepared, prepare
 from jeirt_lite_training.types import Responses, Split

@@ -54,7 +54,7 @@ def ensemble_logits(result: Any, extra: Sequence[Any], question: np.ndarray, llm
 
 def run_split(data: Any, split_seed: int, members: int, threads: int, fit_args: Sequence[str],
               test_fraction: float = 0.2) -> dict[str, Any]:
-    from jeirt_lite_training.metrics import all_metrics
+    from jeirt_lite._metrics import all_metrics
     from jeirt_lite_training.pipeline import cells_of
     from jeirt_lite_training.splits import make_split
 

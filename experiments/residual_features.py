@@ -76,7 +76,7 @@ def predicted_sources(features: np.ndarray, groups: Sequence[str],
 
 
 def _metrics(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
-    from jeirt_lite_training.metrics import accuracy, log_loss, roc_auc
+    from jeirt_lite._metrics import accuracy, log_loss, roc_auc
 
     return {"auc": roc_auc(y, p), "accuracy": accuracy(y, p), "log_loss": log_loss(y, p)}
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from jeirt_lite_training.metrics import roc_auc
+from jeirt_lite._metrics import roc_auc
 
 # λ in units of accuracy per (cost / dearest cost): 0 routes to the most likely LLM; the top of the grid to the
 # cheapest candidate of nearly every question.

@@ -37,7 +37,7 @@ def shared_llms(router_llms: Sequence[str], data_llms: Sequence[str]) -> dict[st
 def shared_metrics(router: Any, data: Any, pairs: dict[str, str], encoded: Any = None) -> dict[str, Any]:
     """The router's P(correct) for each shared LLM on every question of `data` that LLM answered, scored;
     `encoded`: `data`'s texts encoded by the router before (None: encoded here)."""
-    from jeirt_lite_training.metrics import all_metrics
+    from jeirt_lite._metrics import all_metrics
 
     if not pairs:
         raise ValueError("the router and the data share no LLM")

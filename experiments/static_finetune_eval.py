@@ -26,7 +26,7 @@ def _floats(text: str) -> list[float]:
 
 
 def _scores(prep: Any, predictor: Any, embeddings: np.ndarray) -> dict[str, dict[str, float]]:
-    from jeirt_lite_training.metrics import all_metrics
+    from jeirt_lite._metrics import all_metrics
 
     out = {}
     for part in ("val", "test"):

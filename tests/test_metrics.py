@@ -1,5 +1,5 @@
-"""The metrics of predicted P(correct) (jeirt_lite._metrics, which training re-exports) against sklearn and against
-cases worked out by hand."""
+"""The metrics of predicted P(correct) (jeirt_lite._metrics, which the report, training and the laboratory share)
+against sklearn and against cases worked out by hand."""
 
 from __future__ import annotations
 
@@ -110,10 +110,3 @@ def test_every_metric_refuses_what_it_cannot_score(y: list[float], p: list[float
         with pytest.raises(ValueError, match=message):
             metric(np.array(y), np.array(p))
 
-
-def test_training_reports_with_the_runtime_metrics() -> None:
-    from jeirt_lite import _metrics
-    from jeirt_lite_training import metrics
-
-    assert metrics.all_metrics is _metrics.all_metrics and metrics.roc_auc is _metrics.roc_auc
-    assert metrics.ReliabilityTable is _metrics.ReliabilityTable and metrics.ECE_BINS == _metrics.ECE_BINS

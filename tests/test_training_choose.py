@@ -13,6 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from jeirt_lite._metrics import roc_auc
 from jeirt_lite_training.__main__ import fit_summary
 from jeirt_lite_training.choose import (
     Selection,
@@ -23,7 +24,6 @@ from jeirt_lite_training.choose import (
     selection_record,
 )
 from jeirt_lite_training.config import AUTO_FOLDS
-from jeirt_lite_training.metrics import roc_auc
 from jeirt_lite_training.pipeline import choose_refit_and_export
 from jeirt_lite_training.router_writer import parity_texts
 from jeirt_lite_training.splits import make_folds, text_groups

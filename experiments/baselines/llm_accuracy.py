@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from jeirt_lite_training.metrics import log_loss
+from jeirt_lite._metrics import log_loss
 from jeirt_lite_training.types import Responses
 from jeirt_lite_training.votes import smoothed_llm_accuracy
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from jeirt_lite_training.metrics import log_loss
+from jeirt_lite._metrics import log_loss
 from jeirt_lite_training.types import Responses
 
 L2_GRID = (1e-4, 1e-3, 1e-2, 1e-1)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from jeirt_lite_training.metrics import log_loss, roc_auc
+from jeirt_lite._metrics import log_loss, roc_auc
 from jeirt_lite_training.splits import make_split
 from jeirt_lite_training.types import Dataset, Responses
 

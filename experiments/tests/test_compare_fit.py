@@ -13,10 +13,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from jeirt_lite._metrics import all_metrics
 from jeirt_lite_training.choose import DEFAULT_DIMS
 from jeirt_lite_training.data import load_dataset
 from jeirt_lite_training.encoders import DEFAULT_ENCODER
-from jeirt_lite_training.metrics import all_metrics
 from jeirt_lite_training.splits import make_split
 
 from experiments.compare import TEST_FRACTION, make_predictors

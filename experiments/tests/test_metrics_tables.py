@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from jeirt_lite_training.metrics import all_metrics, reliability_table
+from jeirt_lite._metrics import all_metrics, reliability_table
 
 from experiments.metrics_tables import metrics_by_group, reliability_markdown, reliability_rows
 

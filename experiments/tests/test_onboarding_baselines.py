@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from jeirt_lite_training.metrics import log_loss, roc_auc
+from jeirt_lite._metrics import log_loss, roc_auc
 
 from experiments.onboarding_methods import (
     KNN_K,

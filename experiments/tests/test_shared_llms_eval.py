@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from jeirt_lite import Router
+from jeirt_lite._metrics import roc_auc
 from jeirt_lite_training.data import load_dataset
-from jeirt_lite_training.metrics import roc_auc
 from tiny_router import build_tiny_router
 
 from experiments.shared_llms_eval import main, shared_llms, shared_metrics

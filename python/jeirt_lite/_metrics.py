@@ -1,7 +1,7 @@
 """Metrics for predicted P(correct): accuracy at 0.5, ROC AUC, log-loss, Brier, expected calibration error.
 
-Defined once, here, for the report (jeirt_lite.analysis) and for training and its evaluations
-(jeirt_lite_training.metrics), so that a router's numbers mean the same wherever they are printed. All vectorised
+Defined once, here, for the report (jeirt_lite.analysis), for training (through jeirt_lite_training._runtime) and
+for the laboratory's evaluations, so that a router's numbers mean the same wherever they are printed. All vectorised
 NumPy. Conventions (stated once, used everywhere):
 * accuracy predicts "correct" when p >= 0.5;
 * log-loss clips p to [1e-7, 1 - 1e-7] and uses the natural log;

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from jeirt_lite import JeirtError, Router
 from jeirt_lite import _alignment as alignment
-from jeirt_lite import _metrics as metrics
 from jeirt_lite._artifact_files import write_tensors
 from jeirt_lite._io.cells import merge_repeated_cells
 from jeirt_lite._io.formats import table_format
@@ -18,6 +17,7 @@ from jeirt_lite._io.outputs import check_output_folder, refuse_inputs
 from jeirt_lite._io.tables import read_table
 from jeirt_lite._io.vocabulary import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS
 from jeirt_lite._limits import check_seed
+from jeirt_lite._metrics import all_metrics, cell_log_losses, log_loss
 from jeirt_lite._neighbours import (
     NOT_ASKED,
     NeighbourVotes,
@@ -34,9 +34,9 @@ from jeirt_lite.artifact import _move_into_place as move_into_place  # a saved f
 from jeirt_lite.cli import _options as cli_options  # the converters and parser class of every command
 
 __all__ = [
-    "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "NOT_ASKED", "STATIC_ENCODER_FILE", "TRUE_LABELS",
-    "JeirtError", "NeighbourVotes", "Router", "alignment", "check_output_folder", "check_seed", "cli_options",
-    "merge_repeated_cells", "metrics", "move_into_place", "neighbour_sums", "normalise_question", "read_table",
-    "refuse_existing", "refuse_inputs", "safetensors_layout", "save_artifact", "short_rows", "smoothed",
-    "table_format", "training_question_set", "unit_rows", "vote_logits", "write_tensors",
+    "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "NOT_ASKED", "STATIC_ENCODER_FILE", "TRUE_LABELS", "JeirtError",
+    "NeighbourVotes", "Router", "alignment", "all_metrics", "cell_log_losses", "check_output_folder", "check_seed",
+    "cli_options", "log_loss", "merge_repeated_cells", "move_into_place", "neighbour_sums", "normalise_question",
+    "read_table", "refuse_existing", "refuse_inputs", "safetensors_layout", "save_artifact", "short_rows",
+    "smoothed", "table_format", "training_question_set", "unit_rows", "vote_logits", "write_tensors",
 ]

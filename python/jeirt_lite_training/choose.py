@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from ._runtime import all_metrics
 from .config import DEFAULT_DIMS as DEFAULT_DIMS  # the defaults of fit's options, importable without torch
 from .config import DEFAULT_DROPOUTS as DEFAULT_DROPOUTS
-from .metrics import all_metrics
 from .model import JeirtPredictor
 from .types import Responses
 

@@ -28,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ._runtime import NeighbourVotes, short_rows, unit_rows, vote_logits
-from .metrics import cell_log_losses, log_loss
+from ._runtime import NeighbourVotes, cell_log_losses, log_loss, short_rows, unit_rows, vote_logits
 from .types import Responses
 from .votes import (
     ALPHA_GRID,

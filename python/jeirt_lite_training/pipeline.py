@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._runtime import refuse_existing
+from ._runtime import all_metrics, refuse_existing
 from .calibration import apply_calibration, fit_calibration, store_calibration
 from .choose import DEFAULT_DIMS, DEFAULT_DROPOUTS, Selection, choose, refit, selection_record
 from .config import AUTO_FOLDS, AUTO_FOLDS_MAX_CELLS
 from .fit import llm_accuracies
-from .metrics import all_metrics
 from .model import JeirtPredictor
 from .prepared import Prepared
 from .router_writer import export_trained, training_summary

@@ -19,8 +19,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from ._runtime import NOT_ASKED, neighbour_sums, short_rows, smoothed, unit_rows
-from .metrics import log_loss
+from ._runtime import NOT_ASKED, log_loss, neighbour_sums, short_rows, smoothed, unit_rows
 from .types import Responses
 
 K_GRID = (10, 20, 40, 80, 160, 320)
