@@ -282,6 +282,36 @@ mod tests {
         assert!((u[1] - 0.002).abs() < 1e-6, "{u:?}");
     }
 
+    #[test]
+    fn each_llm_is_split_along_the_tables_mean_direction() {
+        use super::{centre_llms, mean_direction};
+        let (count, d) = (5, 8);
+        let table = embedding_like(count, d, 3.0, 7);
+        let view = MatrixView::new("llms", &table, count, d).unwrap();
+        let centred = centre_llms(view).expect("a finite table is packed");
+        let nu = mean_direction((0..count).map(|j| view.row(j)), d);
+        let nu_squares: f64 = centred.nu.iter().map(|&x| f64::from(x).powi(2)).sum();
+        for (a, b) in centred.nu.iter().zip(&nu) {
+            assert!((f64::from(*a) - b).abs() < 1e-7);
+        }
+        // beta = m.nu / nu.nu: the residual m - beta nu keeps no part along nu, so only it is rounded.
+        for j in 0..count {
+            let want = view
+                .row(j)
+                .iter()
+                .zip(&nu)
+                .map(|(&x, &n)| f64::from(x) * n)
+                .sum::<f64>()
+                / nu_squares;
+            assert!(
+                (f64::from(centred.beta[j]) - want).abs() < 1e-5 * want.abs(),
+                "{j}"
+            );
+            assert!(want.abs() > 1.0); // the rows share a large common direction
+        }
+        assert!(centred.beta[count..].iter().all(|&b| b == 0.0)); // padding of the last panel
+    }
+
     fn worst(a: &[f32], b: &[f64]) -> f64 {
         a.iter()
             .zip(b)
