@@ -261,3 +261,54 @@ pub(crate) fn run_rows_bf16(
     // for length before use.
     unsafe { run(questions, rows, llms, centring, sink) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::run_rows_bf16;
+    use crate::kernels::bf16::pack::pack_bf16;
+    use crate::kernels::engine::{TileLogits, TileSink};
+    use crate::simd::Simd;
+    use crate::{KernelError, MatrixView, Precision};
+
+    struct Tiles(usize);
+
+    impl TileSink for Tiles {
+        unsafe fn consume<S: Simd>(&mut self, _: usize, _: usize, _: usize, _: &TileLogits) {
+            self.0 += 1;
+        }
+    }
+
+    #[test]
+    #[ignore = "needs AVX-512 BF16 (vdpbf16ps): run `cargo test --release -- --ignored` on such a CPU (make test does)"]
+    fn questions_of_another_width_are_refused_naming_both() {
+        assert!(
+            Precision::Bf16.is_supported(),
+            "this CPU has no AVX-512 BF16"
+        );
+        let llms = vec![0.25f32; 3 * 4];
+        let packed = pack_bf16(MatrixView::new("llms", &llms, 3, 4).unwrap()).unwrap();
+        let same = vec![0.5f32; 2 * 4];
+        let mut tiles = Tiles(0);
+        let view = MatrixView::new("q", &same, 2, 4).unwrap();
+        run_rows_bf16(view, 0..2, &packed, None, &mut tiles).unwrap();
+        assert!(tiles.0 > 0);
+        let wide = vec![0.5f32; 2 * 6];
+        let refused = run_rows_bf16(
+            MatrixView::new("q", &wide, 2, 6).unwrap(),
+            0..2,
+            &packed,
+            None,
+            &mut Tiles(0),
+        );
+        assert!(
+            matches!(
+                refused,
+                Err(KernelError::DimensionMismatch {
+                    questions: 6,
+                    llms: 4
+                })
+            ),
+            "{refused:?}"
+        );
+    }
+}
