@@ -285,16 +285,16 @@ mod tests {
             Precision::Bf16.is_supported(),
             "this CPU has no AVX-512 BF16"
         );
-        let llms = vec![0.25f32; 3 * 4];
-        let packed = pack_bf16(MatrixView::new("llms", &llms, 3, 4).unwrap()).unwrap();
-        let same = vec![0.5f32; 2 * 4];
+        let llms = vec![0.25f32; 3 * 6];
+        let packed = pack_bf16(MatrixView::new("llms", &llms, 3, 6).unwrap()).unwrap();
+        let same = vec![0.5f32; 2 * 6];
         let mut tiles = Tiles(0);
-        let view = MatrixView::new("q", &same, 2, 4).unwrap();
+        let view = MatrixView::new("q", &same, 2, 6).unwrap();
         run_rows_bf16(view, 0..2, &packed, None, &mut tiles).unwrap();
         assert!(tiles.0 > 0);
-        let wide = vec![0.5f32; 2 * 6];
+        let wide = vec![0.5f32; 2 * 8];
         let refused = run_rows_bf16(
-            MatrixView::new("q", &wide, 2, 6).unwrap(),
+            MatrixView::new("q", &wide, 2, 8).unwrap(),
             0..2,
             &packed,
             None,
@@ -304,8 +304,8 @@ mod tests {
             matches!(
                 refused,
                 Err(KernelError::DimensionMismatch {
-                    questions: 6,
-                    llms: 4
+                    questions: 8,
+                    llms: 6
                 })
             ),
             "{refused:?}"

@@ -318,20 +318,46 @@ mod tests {
         assert!(same as f64 >= 0.98 * n as f64, "{same} of {n}");
         // Where bfloat16 picks another LLM than float32, only by a near tie: every row's choice is within the
         // rounding's reach of the best (a row left with a default candidate, or another row's, is not).
-        let shortfall = val
-            .iter()
-            .enumerate()
-            .map(|(row, &p)| {
-                let best = exact[row * k_llms..(row + 1) * k_llms]
-                    .iter()
-                    .fold(0.0f32, |a, &b| a.max(b));
-                best - p
-            })
-            .fold(0.0f32, f32::max);
-        assert!(
-            shortfall < 2e-3,
-            "a choice {shortfall} below its row's best"
+        let shortfall = |val: &[f32], k: usize| {
+            val.chunks(k)
+                .enumerate()
+                .map(|(row, first)| {
+                    let best = exact[row * k_llms..(row + 1) * k_llms]
+                        .iter()
+                        .fold(0.0f32, |a, &b| a.max(b));
+                    best - first[0]
+                })
+                .fold(0.0f32, f32::max)
+        };
+        let worst = shortfall(&val, 1);
+        assert!(worst < 2e-3, "a choice {worst} below its row's best");
+        // More rows than one chunk and one rescoring block, k = 3: each block's shortlist lands in its own rows.
+        let rows = crate::kernels::engine::CHUNK_ROWS + 300;
+        let (mut q, m) = (values(rows * d, 29), values(k_llms * d, 17));
+        q[..d].fill(0.0);
+        let (q, m) = (
+            MatrixView::new("q", &q, rows, d).expect("shape"),
+            MatrixView::new("m", &m, k_llms, d).expect("shape"),
         );
+        let exact3 = probabilities_calibrated(q, m, &cal, &config).expect("float32");
+        let (idx, val) =
+            top_k_with_precision(q, m, 3, &cal, None, &config, Precision::Bf16).expect("bf16");
+        for (row, (js, ps)) in idx.chunks(3).zip(val.chunks(3)).enumerate() {
+            let best = exact3[row * k_llms..(row + 1) * k_llms]
+                .iter()
+                .fold(0.0f32, |a, &b| a.max(b));
+            assert!(
+                best - ps[0] < 2e-3,
+                "row {row}: {} below the best",
+                best - ps[0]
+            );
+            for (&j, &p) in js.iter().zip(ps) {
+                assert!(
+                    (p - exact3[row * k_llms + j as usize]).abs() <= 1e-6,
+                    "row {row}"
+                );
+            }
+        }
     }
 
     #[test]
