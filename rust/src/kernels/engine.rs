@@ -412,24 +412,22 @@ pub(crate) fn run_rows<T: TileSink>(
     }
 }
 
+/// A sink that counts the tiles it is given: tests of the passes' refusals (a refused call runs none).
+#[cfg(test)]
+pub(crate) struct Tiles(pub(crate) usize);
+
+#[cfg(test)]
+impl TileSink for Tiles {
+    unsafe fn consume<S: Simd>(&mut self, _: usize, _: usize, _: usize, _: &TileLogits) {
+        self.0 += 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{
-        panel_width, run_rows, unscaled_row, TileLogits, TileSink, LARGE_DOT, LARGE_NORM,
-        SMALL_NORM,
-    };
+    use super::{panel_width, run_rows, unscaled_row, Tiles, LARGE_DOT, LARGE_NORM, SMALL_NORM};
     use crate::kernels::pack::pack_llms;
-    use crate::simd::Simd;
     use crate::{KernelError, MatrixView, SimdLevel};
-
-    /// Counts the tiles it is given.
-    struct Tiles(usize);
-
-    impl TileSink for Tiles {
-        unsafe fn consume<S: Simd>(&mut self, _: usize, _: usize, _: usize, _: &TileLogits) {
-            self.0 += 1;
-        }
-    }
 
     #[test]
     fn a_table_packed_for_another_level_or_width_is_refused_not_run() {

@@ -266,17 +266,8 @@ pub(crate) fn run_rows_bf16(
 mod tests {
     use super::run_rows_bf16;
     use crate::kernels::bf16::pack::pack_bf16;
-    use crate::kernels::engine::{TileLogits, TileSink};
-    use crate::simd::Simd;
+    use crate::kernels::engine::Tiles;
     use crate::{KernelError, MatrixView, Precision};
-
-    struct Tiles(usize);
-
-    impl TileSink for Tiles {
-        unsafe fn consume<S: Simd>(&mut self, _: usize, _: usize, _: usize, _: &TileLogits) {
-            self.0 += 1;
-        }
-    }
 
     #[test]
     #[ignore = "needs AVX-512 BF16 (vdpbf16ps): run `cargo test --release -- --ignored` on such a CPU (make test does)"]
