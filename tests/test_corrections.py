@@ -524,14 +524,19 @@ def test_folds_keep_each_questions_answers_together() -> None:
                                   stratified_folds(y, 5, 4))
     question = np.repeat(np.arange(20), 3)  # 20 questions, each answered three times
     labels = np.repeat((np.arange(20) % 3 == 0).astype(np.float64), 3)
-    labels[1] = 1.0 - labels[1]  # one question answered both ways: its majority label stratifies it
+    labels[1] = 1.0 - labels[1]  # questions answered both ways: their majority label stratifies them
+    labels[3 * 4] = labels[3 * 7] = labels[3 * 8 + 1] = 1.0
     fold = stratified_folds(labels, 5, 2, groups=np.array([f"q{i}" for i in question]))
     for i in range(20):
         assert len(set(fold[question == i].tolist())) == 1, i
     majority = (np.arange(20) % 3 == 0)
+    np.testing.assert_array_equal(fold[::3], stratified_folds(majority.astype(np.float64), 5, 2))
     for label in (False, True):
         counts = np.bincount(fold[::3][majority == label], minlength=5)
         assert counts.max() - counts.min() <= 1, (label, counts)
+    # A question answered once each way counts as answered right (its share is not below one half).
+    tie = stratified_folds(np.array([1.0, 0.0, 0.0, 0.0]), 2, 0, groups=np.array([0, 0, 1, 2]))
+    np.testing.assert_array_equal(tie, stratified_folds(np.array([1.0, 0.0, 0.0]), 2, 0)[[0, 0, 1, 2]])
 
 
 def test_answers_repeated_do_not_let_the_cross_validation_reward_memory() -> None:
@@ -550,8 +555,9 @@ def test_answers_repeated_do_not_let_the_cross_validation_reward_memory() -> Non
     texts = np.array([f"t{i}" for i in rows])
     by_text = fit_onboarding(q[rows], f[rows], y[rows], prior_mean=np.zeros(8), router_scales=(1.0,), groups=texts)
     assert by_text.report["cv_auc"] == grouped.report["cv_auc"]
-    with pytest.raises(JeirtError, match="one key per answer"):
-        fit_onboarding(q[rows], f[rows], y[rows], prior_mean=np.zeros(8), groups=np.arange(10))
+    for wrong in (np.arange(10), np.arange(400)):
+        with pytest.raises(JeirtError, match=r"one key per answer \(360\)"):
+            fit_onboarding(q[rows], f[rows], y[rows], prior_mean=np.zeros(8), groups=wrong)
 
 
 def test_the_ridge_fits_reach_the_penalised_optimum() -> None:

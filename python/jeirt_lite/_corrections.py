@@ -158,8 +158,8 @@ def _auc(y: np.ndarray, score: np.ndarray) -> Optional[float]:
 def stratified_folds(y: np.ndarray, count: int, seed: int, groups: Optional[np.ndarray] = None) -> np.ndarray:
     """Fold number per answer, stratified by label, seeded. `groups`: one key per answer naming its question (None:
     every answer a question of its own); answers to one question share a fold, so that no fold is scored on a
-    question its fit read, and the questions are stratified by their majority label. With every key distinct the
-    folds are those of `groups=None`."""
+    question its fit read, and the questions are stratified by their majority label (a tie as right). With every
+    key distinct the folds are those of `groups=None`."""
     if groups is None:
         return _label_folds(np.asarray(y, dtype=np.float64), count, seed)
     _, first, inverse = np.unique(np.asarray(groups), return_index=True, return_inverse=True)
