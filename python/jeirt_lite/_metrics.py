@@ -78,6 +78,14 @@ class ReliabilityTable:
     mean_predicted: np.ndarray  # NaN for empty bins
     observed_rate: np.ndarray  # NaN for empty bins
 
+    def calibration_error(self) -> float:
+        """The ECE of the cells binned here: each filled bin's |observed rate - mean p| weighted by its share."""
+        filled = self.count > 0
+        if not filled.any():
+            return float("nan")
+        gaps = np.abs(self.observed_rate[filled] - self.mean_predicted[filled])
+        return float(np.sum(gaps * self.count[filled]) / self.count.sum())
+
 
 def reliability_table(y: np.ndarray, p: np.ndarray, n_bins: int = ECE_BINS) -> ReliabilityTable:
     y, p = _check(y, p)
@@ -93,13 +101,7 @@ def reliability_table(y: np.ndarray, p: np.ndarray, n_bins: int = ECE_BINS) -> R
 
 
 def expected_calibration_error(y: np.ndarray, p: np.ndarray, n_bins: int = ECE_BINS) -> float:
-    y, p = _check(y, p)
-    if not y.size:
-        return float("nan")
-    table = reliability_table(y, p, n_bins)
-    filled = table.count > 0
-    gaps = np.abs(table.observed_rate[filled] - table.mean_predicted[filled])
-    return float(np.sum(gaps * table.count[filled]) / y.size)
+    return reliability_table(y, p, n_bins).calibration_error()
 
 
 def all_metrics(y: np.ndarray, p: np.ndarray) -> dict[str, float]:

@@ -22,7 +22,7 @@ import numpy as np
 from .._alignment import unit_rows
 from .._errors import JeirtError
 from .._io.outputs import atomic_output, refuse_inputs
-from .._metrics import ECE_BINS, accuracy, expected_calibration_error, reliability_table
+from .._metrics import ECE_BINS, accuracy, reliability_table
 from .._questions import EncodedQuestions
 from ._difficulty import difficulty_vs_error
 from ._onboarding_value import MIN_ANSWERS, REPEATS, onboarding_curves
@@ -257,7 +257,7 @@ def _calibration(plt: Any, router: Router, probabilities: np.ndarray, data: Resp
     ax.set_title("reliability")
     section.figures.append(_png(fig))
     section.rows = [("cells", str(int(y.size))), ("AUC", _f(roc_auc(y, p))), ("accuracy at 0.5", _f(accuracy(y, p))),
-                    (f"ECE ({ECE_BINS} bins)", _f(expected_calibration_error(y, p, ECE_BINS)))]
+                    (f"ECE ({ECE_BINS} bins)", _f(table.calibration_error()))]
     return section
 
 
