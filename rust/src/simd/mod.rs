@@ -23,6 +23,9 @@ pub enum SimdLevel {
 pub const SIMD_ENV: &str = "JEIRT_SIMD";
 
 impl SimdLevel {
+    /// Every level, widest first.
+    const ALL: [Self; 3] = [Self::Avx512, Self::Avx2Fma, Self::Portable];
+
     /// The best level this CPU supports, capped by [`SIMD_ENV`] where that names a lower one (read once).
     pub fn detect() -> Self {
         static LEVEL: std::sync::OnceLock<SimdLevel> = std::sync::OnceLock::new();
@@ -35,7 +38,7 @@ impl SimdLevel {
     /// runs, and a name that is no level's leaves `best`.
     fn capped(best: Self, cap: Option<&str>) -> Self {
         let cap = cap.and_then(|name| {
-            [Self::Avx512, Self::Avx2Fma, Self::Portable]
+            Self::ALL
                 .into_iter()
                 .find(|level| level.name() == name.trim())
         });
@@ -84,7 +87,7 @@ impl SimdLevel {
     /// Every level this CPU runs, widest first: tests run each code path the machine has.
     #[cfg(test)]
     pub(crate) fn supported() -> Vec<Self> {
-        [Self::Avx512, Self::Avx2Fma, Self::Portable]
+        Self::ALL
             .into_iter()
             .filter(|level| level.is_supported())
             .collect()
@@ -461,7 +464,7 @@ mod tests {
 
     #[test]
     fn no_cap_or_an_unknown_name_leaves_the_best_level() {
-        for best in [Avx512, Avx2Fma, Portable] {
+        for best in SimdLevel::ALL {
             assert_eq!(SimdLevel::capped(best, None), best);
             assert_eq!(SimdLevel::capped(best, Some("avx2")), best);
             assert_eq!(SimdLevel::capped(best, Some("")), best);

@@ -310,7 +310,8 @@ mod tests {
             assert!(want.abs() > 1.0); // the rows share a large common direction
         }
         assert!(centred.beta[count..].iter().all(|&b| b == 0.0)); // padding of the last panel
-                                                                  // LLM vectors that cancel share no direction: nothing is taken out (not a division by zero).
+
+        // LLM vectors that cancel share no direction: nothing is taken out (not a division by zero).
         let opposed = [1.0f32, 2.0, -1.0, -2.0];
         let centred = centre_llms(MatrixView::new("llms", &opposed, 2, 2).unwrap()).unwrap();
         assert!(centred.nu.iter().chain(&centred.beta).all(|&x| x == 0.0));
