@@ -55,13 +55,14 @@ def run(router: Router, data_dir: Path, fraction: float, repeats: int, seeds: li
             questions, labels = data.question[cells], np.full(data.n_questions, -1.0)
             labels[questions] = data.correct[cells]
             order = rng.permutation(questions)
-            fit_rows, test_rows = order[: int(round(fraction * order.size))], order[int(round(fraction * order.size)):]
+            cut = int(round(fraction * order.size))
+            fit_rows, test_rows = order[:cut], order[cut:]
             if min(labels[fit_rows].sum(), (1 - labels[fit_rows]).sum()) < 5 or len(np.unique(labels[test_rows])) < 2:
                 continue
             row: dict[str, Any] = {"llm": name, "seed": seed, "answers": int(fit_rows.size)}
+            test = EncodedQuestions(encoded.vectors[test_rows], encoded.features[test_rows])
             for folds in FOLDS:
                 grown = onboard(router, encoded, fit_rows, labels, repeats, folds)
-                test = EncodedQuestions(encoded.vectors[test_rows], encoded.features[test_rows])
                 p = grown.predict_proba(test)[:, -1]
                 record = grown.manifest["onboarded"][-1]
                 row[folds] = {"test_auc": roc_auc(labels[test_rows], p), "cv_auc": record["cv_auc"],

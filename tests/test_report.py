@@ -128,15 +128,14 @@ def test_report_numbers_are_those_of_the_cells_it_read(tiny_router_path: Path, t
     ids = list(texts)
     probabilities = router.predict_proba([texts[i] for i in ids])
     names = {f"m{j}": name for j, name in enumerate(list(router.llms)[:3] + ["not-in-router"])}
-    p, y, answers = [], [], np.full(probabilities.shape, np.nan)
+    answers = np.full(probabilities.shape, np.nan)  # (question, router LLM): its answer, NaN where none
     with open(data / "responses.csv", newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
             if names[row["model_id"]] in router.llms:
                 cell = (ids.index(row["question_id"]), router.llms.index(names[row["model_id"]]))
-                p.append(probabilities[cell])
-                y.append(int(row["correct"]))
                 answers[cell] = int(row["correct"])
-    p_, y_ = np.asarray(p, dtype=np.float64), np.asarray(y)
+    answered = ~np.isnan(answers)
+    p_, y_ = probabilities[answered].astype(np.float64), answers[answered]
     pos, neg = p_[y_ == 1], p_[y_ == 0]
     auc = (np.sum(pos[:, None] > neg[None, :]) + 0.5 * np.sum(pos[:, None] == neg[None, :])) / (pos.size * neg.size)
     bins = [np.flatnonzero(np.minimum((p_ * 15).astype(int), 14) == b) for b in range(15)]
