@@ -24,8 +24,10 @@ import numpy as np
 import torch
 from jeirt_lite.analysis import difficulty_vs_error, needs_calculation, probe_vectors, taxonomy
 from jeirt_lite.analysis._stats import roc_auc
-from jeirt_lite_training.model import PUBLISHED_SCHEDULE, JeirtPredictor
+from jeirt_lite_training.model import JeirtPredictor
 from jeirt_lite_training.prepared import prepare
+
+from scripts.shipped import PUBLISHED_SCHEDULE
 
 from .baselines.irt2pl import two_pl_diagnostic
 

@@ -44,7 +44,9 @@ def _without(cells: Responses, dropped: list[int], remap: np.ndarray) -> Respons
 
 def train_and_save(prep: Prepared, out: Path, dropped: list[int], threads: int) -> None:
     import torch
-    from jeirt_lite_training.model import PUBLISHED_SCHEDULE, JeirtPredictor
+    from jeirt_lite_training.model import JeirtPredictor
+
+    from scripts.shipped import PUBLISHED_SCHEDULE
 
     torch.set_num_threads(threads)
     kept = [k for k in range(prep.data.n_llms) if k not in dropped]

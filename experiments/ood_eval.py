@@ -25,9 +25,11 @@ import torch
 from jeirt_lite import _alignment as alignment
 from jeirt_lite._metrics import all_metrics
 from jeirt_lite.analysis._stats import spearman
-from jeirt_lite_training.model import PUBLISHED_SCHEDULE, JeirtPredictor
+from jeirt_lite_training.model import JeirtPredictor
 from jeirt_lite_training.prepared import Prepared, prepare
 from jeirt_lite_training.types import Responses, Split
+
+from scripts.shipped import PUBLISHED_SCHEDULE
 
 # JE-IRT hyper-parameters for every run (short runs: max_epochs, patience); the published runs' schedule.
 SETTINGS: dict[str, Any] = dict(PUBLISHED_SCHEDULE)

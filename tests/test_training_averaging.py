@@ -120,14 +120,13 @@ def test_a_fine_tuned_token_table_is_averaged_with_the_rest() -> None:
 
 def test_fit_averages_by_default_and_refuses_a_negative_time_constant() -> None:
     from jeirt_lite_training.__main__ import fit_options, fit_parser
-    from jeirt_lite_training.network import PUBLISHED_SCHEDULE, JeirtConfig
+    from jeirt_lite_training.network import JeirtConfig
 
     def options(*extra: str) -> dict:  # type: ignore[type-arg]
         return fit_options(fit_parser("fit").parse_args(["--data", "d", "--out", "r", *extra]))
 
     assert options()["ema_epochs"] == JeirtConfig().ema_epochs > 0
     assert options("--ema-epochs", "0")["ema_epochs"] == 0.0
-    assert PUBLISHED_SCHEDULE["ema_epochs"] == 0.0  # the published experiments keep their raw weights
     with pytest.raises(SystemExit) as refused:  # bounded where it is parsed (jeirt_lite.cli._options)
         options("--ema-epochs=-1")
     assert refused.value.code == 2

@@ -14,7 +14,6 @@ import torch
 from .fit import Questions, TrainOutcome, train_model, train_on_schedule
 from .network import (
     NORM_EPS,
-    PUBLISHED_SCHEDULE,
     Adapter,
     JeirtConfig,
     JeirtModel,
@@ -25,7 +24,6 @@ from .types import Responses
 
 __all__ = [
     "NORM_EPS",
-    "PUBLISHED_SCHEDULE",
     "Adapter",
     "JeirtConfig",
     "JeirtModel",

@@ -9,8 +9,6 @@ strength along that direction. jeirt_lite_training.fit trains it; jeirt_lite_tra
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import nn
 
@@ -23,7 +21,7 @@ NORM_EPS = 1e-8
 class Adapter(nn.Module):
     """Two-layer MLP from the frozen embedding (D) to the question vector (d): D → 2D → ReLU → dropout → d."""
 
-    def __init__(self, in_dim: int, dim: int, dropout: float = 0.1) -> None:
+    def __init__(self, in_dim: int, dim: int, dropout: float) -> None:
         super().__init__()
         self.net = nn.Sequential(
             nn.Linear(in_dim, 2 * in_dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(2 * in_dim, dim)
@@ -57,11 +55,4 @@ class JeirtModel(nn.Module):
     def logit_matrix(self, embeddings: torch.Tensor) -> torch.Tensor:
         """All-pairs logits (n_questions, K)."""
         return jeirt_logit_matrix(self.adapter(embeddings), self.llms.weight)
-
-
-# The training of the published experiments (the shipped router, docs/research/analysis*,
-# docs/research/onboarding, the OOD runs), which predate the learning-rate drops, the LLM table's own rate and the
-# weight averaging: passed by those commands so that they still reproduce their published numbers.
-PUBLISHED_SCHEDULE: dict[str, Any] = {"lr_drops": 0, "llm_lr_scale": 1.0, "ema_epochs": 0.0}
-
 
