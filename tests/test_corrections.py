@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -28,6 +27,7 @@ from jeirt_lite._corrections import (
 )
 from jeirt_lite._feature_offsets import FeatureCorrections, parse_corrections
 from jeirt_lite._onboarding import fit_llm_vector
+from tiny_router import refusals_of_an_optional_table
 
 
 def _auc(y: np.ndarray, s: np.ndarray) -> float:
@@ -212,16 +212,16 @@ def test_features_of_the_wrong_shape_or_with_nan_are_named() -> None:
         corrections.offsets(features, ["a", "b", "c"], 4)
 
 
-def test_a_corrections_file_without_its_manifest_block_is_refused(
+def test_the_corrections_block_and_file_go_together_and_a_bad_table_is_named(
     grown: tuple[Router, np.ndarray, np.ndarray], tmp_path: Path
 ) -> None:
     router, _, _ = grown
     path = router.save(tmp_path / "grown")
-    manifest = json.loads((path / "router.json").read_text())
-    del manifest["corrections"]
-    (path / "router.json").write_text(json.dumps(manifest))
-    with pytest.raises(JeirtError, match="corrections"):
-        Router.load(path)
+    said = refusals_of_an_optional_table(path, "corrections", tmp_path)
+    together = f"{path.parent}/corrections-%s: router.json's corrections block and files.corrections go together"
+    assert said["block"] == together % "block"
+    assert said["file"] == together % "file"
+    assert said["garbage"].startswith(f"{path.parent}/corrections-garbage/corrections.safetensors: not a readable safetensors file (")
 
 
 def test_score_file_streams_an_onboarded_router_with_its_correction(

@@ -26,6 +26,7 @@ from jeirt_lite._neighbours import (
 from jeirt_lite_training.neighbour_blend import choose_neighbour_votes, crossfit_losses, neighbour_votes
 from jeirt_lite_training.types import Responses
 from jeirt_lite_training.votes import VoteTuning
+from tiny_router import refusals_of_an_optional_table
 
 from experiments.baselines.knn import KnnPerLlm, answers_table
 
@@ -320,6 +321,15 @@ def test_a_router_folder_whose_votes_do_not_match_is_refused(router: Router, tmp
     (folder / "neighbours.safetensors").write_bytes(b"not a table")
     with pytest.raises(JeirtError, match="neighbours.safetensors: sha256"):
         Router.load(folder)
+
+
+def test_the_neighbours_block_and_file_go_together_and_a_bad_table_is_named(router: Router, tmp_path: Path) -> None:
+    folder = router.with_neighbours(_votes_for(router, TEXTS)).save(tmp_path / "voting")
+    said = refusals_of_an_optional_table(folder, "neighbours", tmp_path)
+    together = f"{tmp_path}/neighbours-%s: router.json's neighbours block and files.neighbours go together"
+    assert said["block"] == together % "block"
+    assert said["file"] == together % "file"
+    assert said["garbage"].startswith(f"{tmp_path}/neighbours-garbage/neighbours.safetensors: not a readable safetensors file (")
 
 
 def _clustered_problem(seed: int, informative_votes: bool) -> tuple[np.ndarray, Responses, np.ndarray,

@@ -15,11 +15,12 @@ from jeirt_lite_training.types import Responses
 
 def test_logit_matches_hand_computation() -> None:
     # q = (3, 4): |q| = 5; m = (1, 2): q·m = 11  →  11/5 − 5 = −2.8
-    q = torch.tensor([[3.0, 4.0], [0.0, 2.0]])
-    m = torch.tensor([[1.0, 2.0], [-1.0, 0.5]])
-    # second row: |q| = 2, q·m = 1  →  1/2 − 2 = −1.5
+    q = torch.tensor([[3.0, 4.0], [0.0, 2.0], [0.3, 0.4]])
+    m = torch.tensor([[1.0, 2.0], [-1.0, 0.5], [1.0, 2.0]])
+    # second row: |q| = 2, q·m = 1  →  1/2 − 2 = −1.5; third, an easy question (|q| < 1): 1.1/0.5 − 0.5 = 1.7
     got = jeirt_logits(q, m)
-    assert got.tolist() == pytest.approx([-2.8, -1.5], abs=1e-6)
+    assert got.tolist() == pytest.approx([-2.8, -1.5, 1.7], abs=1e-6)
+    assert jeirt_logit_matrix(q, m[:1]).reshape(-1).tolist() == pytest.approx([-2.8, 0.0, 1.7], abs=1e-6)
 
 
 def test_loss_is_bce_of_that_logit() -> None:

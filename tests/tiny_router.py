@@ -171,6 +171,31 @@ def edit_and_reseal(folder: Path, edit: Callable[[dict[str, Any]], None] = lambd
     (folder / "router.json").write_text(json.dumps(manifest))
 
 
+
+def refusals_of_an_optional_table(folder: Path, role: str, scratch: Path) -> dict[str, str]:
+    """What `load_artifact` says of three copies of `folder`, each resealed so that only the damage is wrong: its
+    router.json block `role` dropped, its files entry dropped, and its table's bytes replaced by garbage."""
+    from jeirt_lite._errors import JeirtError
+    from jeirt_lite.artifact import load_artifact
+
+    def drop_block(manifest: dict[str, Any]) -> None:
+        del manifest[role]
+
+    def drop_file(manifest: dict[str, Any]) -> None:
+        del manifest["files"][role]
+
+    said: dict[str, str] = {}
+    for damage in ("block", "file", "garbage"):
+        copy = copy_router(folder, scratch / f"{role}-{damage}")
+        if damage == "garbage":
+            (copy / f"{role}.safetensors").write_bytes(b"not a tensor file")
+        edit_and_reseal(copy, {"block": drop_block, "file": drop_file, "garbage": lambda manifest: None}[damage])
+        try:
+            load_artifact(copy)
+        except JeirtError as err:
+            said[damage] = str(err)
+    return said
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python tests/tiny_router.py OUT_DIR")

@@ -49,3 +49,28 @@ impl<'a> MatrixView<'a> {
             .unwrap_or(&[])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_view_has_its_shape_and_rows_and_refuses_a_buffer_of_another_size() {
+        let data: Vec<f32> = (0..6).map(|x| x as f32).collect();
+        let view = MatrixView::new("q", &data, 2, 3).unwrap();
+        assert_eq!((view.rows(), view.cols(), view.data().len()), (2, 3, 6));
+        assert_eq!(view.row(0), &[0.0, 1.0, 2.0]);
+        assert_eq!(view.row(1), &[3.0, 4.0, 5.0]);
+        assert!(view.row(2).is_empty() && view.row(usize::MAX).is_empty());
+        let tall = MatrixView::new("q", &data, 6, 1).unwrap();
+        assert_eq!((tall.rows(), tall.cols(), tall.row(5)), (6, 1, &[5.0][..]));
+        for (rows, cols) in [(2, 2), (3, 3), (usize::MAX, 2), (0, 6)] {
+            assert!(matches!(
+                MatrixView::new("q", &data, rows, cols),
+                Err(KernelError::BufferSize { name: "q", len: 6, rows: r, cols: c }) if r == rows && c == cols
+            ));
+        }
+        let empty = MatrixView::new("m", &[], 0, 4).unwrap();
+        assert_eq!((empty.rows(), empty.cols()), (0, 4));
+    }
+}
