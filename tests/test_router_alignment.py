@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from jeirt_lite import EncodedQuestions, JeirtError, Router
 from jeirt_lite.analysis import alignment_scores
 from jeirt_lite.artifact import REFERENCE_FILE, load_artifact, save_artifact
+from tiny_router import edit_and_reseal
 
 TEXTS = ["what is the derivative of a function", "which court rules on a contract", "how many prime number"]
 
@@ -83,15 +85,13 @@ def test_reference_of_wrong_shape_is_refused_on_save_and_load(aligned_router: Pa
     dim = load_artifact(tiny_router_path).dim
     with pytest.raises(JeirtError, match=r"shape \(R >= 1"):
         _with_reference(tiny_router_path, tmp_path / "bad", np.ones((3, dim + 1)))
-    # A file of the wrong width whose hash is recorded: caught by the shape check on load.
-    from jeirt_lite.artifact import sha256_of
+    # A file of the wrong width whose hash is recorded and bound: caught by the shape check on load.
     from safetensors.numpy import save
 
-    (aligned_router / REFERENCE_FILE).write_bytes(save({"reference_directions": np.ones((2, dim + 2), np.float32)}))
-    manifest = json.loads((aligned_router / "router.json").read_text())
-    manifest["files"]["reference"]["sha256"] = sha256_of(aligned_router / REFERENCE_FILE)
-    (aligned_router / "router.json").write_text(json.dumps(manifest))
-    with pytest.raises(JeirtError, match="shape"):
+    wide = {"reference_directions": np.ones((2, dim + 2), np.float32), "reference_center": np.zeros(dim, np.float32)}
+    (aligned_router / REFERENCE_FILE).write_bytes(save(wide))
+    edit_and_reseal(aligned_router)
+    with pytest.raises(JeirtError, match=re.escape(f"must have shape (R >= 1, {dim}), got (2, {dim + 2})")):
         load_artifact(aligned_router)
 
 
