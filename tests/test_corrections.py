@@ -327,6 +327,52 @@ def test_the_router_keeps_the_scale_as_the_new_llms_calibration(calibrated: bool
     np.testing.assert_array_equal(loaded.predict_proba(EncodedQuestions(vectors, features)), p)
 
 
+def test_an_uncalibrated_router_stays_so_when_the_new_llm_keeps_its_whole_logit() -> None:
+    router = Router.load(threads=1).with_neighbours(None)
+    router = router._with_llms(router.llms, router.llm_vectors, calibration=None)
+    q, _, y = _noisy_router_problem(9, 200)
+    vectors = np.hstack([q, np.zeros((200, router.llm_vectors.shape[1] - 8))]).astype(np.float32)
+    grown = router.add_llm("vector-alone", EncodedQuestions(vectors), y)  # no features: no correction, scale 1
+    assert grown.manifest["onboarded"][-1]["correction"].startswith("off")
+    assert grown.calibration is None and grown.corrections is None
+
+
+@pytest.mark.parametrize(
+    ("percentile", "share", "like_router"),
+    [
+        (40.0, 0.7, True),  # the router flags 40% of its own questions: 70% in distribution is like them
+        (49.9, 0.7, True),
+        (50.0, 0.7, False),  # 50% and above is no flag rate: the default 5% applies
+        (60, 0.7, False),
+        (-1.0, 0.96, True),  # no flag rate either: the default's 5%, so 96% in distribution is like them
+        (0.0, 0.96, False),  # flagging none of its own questions: 96% in distribution is below them
+        (5.0, 0.96, True),
+    ],
+)
+def test_the_routers_own_flag_rate_decides_whether_the_questions_are_like_its_own(
+    percentile: float, share: float, like_router: bool
+) -> None:
+    from dataclasses import replace
+
+    from jeirt_lite._alignment import AlignmentResult
+    from jeirt_lite._manifest import freeze
+    from jeirt_lite._onboard_router import with_new_llm
+
+    router = Router.load(threads=1).with_neighbours(None)
+    spec = router.manifest.alignment
+    assert spec is not None
+    router = router._with_llms(router.llms, router.llm_vectors,
+                               alignment=replace(spec, details=freeze({"percentile": percentile})))
+    n = 700
+    q, small_f, y = _noisy_router_problem(10, n)
+    vectors = np.hstack([q, np.zeros((n, router.llm_vectors.shape[1] - 8))]).astype(np.float32)
+    features = np.hstack([small_f, np.zeros((n, router.manifest["encoder"]["feature_dim"] - 16))]).astype(np.float32)
+    inside = np.arange(n) < round(share * n)
+    alignment = AlignmentResult(np.where(inside, 0.9, 0.1).astype(np.float32), inside, 0.5)
+    grown = with_new_llm(router, "new", vectors, y, features=features, l2=1.0, cost=None, alignment=alignment)
+    assert grown.manifest["onboarded"][-1]["like_router"] is like_router
+
+
 def test_fits_are_weighted_by_their_held_out_likelihood() -> None:
     y = np.array([1.0, 0.0, 1.0, 1.0])
     held_out = {

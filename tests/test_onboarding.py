@@ -185,6 +185,8 @@ def test_add_llm_errors(router: Router) -> None:
         router.add_llm(" ", EncodedQuestions(np.ones((3, router.dim))), [1, 0, 1])
     with pytest.raises(JeirtError, match="got 3 questions but 2 labels"):
         router.add_llm("x", EncodedQuestions(np.ones((3, router.dim))), [1, 0])
+    with pytest.raises(JeirtError, match=r"^this router's encoder exposes no features \(encoder.feature_output\)"):
+        router.add_llm("x", EncodedQuestions(np.ones((3, router.dim)), np.ones((3, 4))), [1, 0, 1])
 
 
 def test_select_and_remove(router: Router) -> None:

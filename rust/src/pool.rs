@@ -36,13 +36,19 @@ pub fn resolve_threads(threads: usize) -> usize {
     }
 }
 
-/// The cached pool of `threads` workers for this process, built on first use.
-pub(crate) fn pool(threads: usize) -> Result<Arc<ThreadPool>, KernelError> {
+/// Refuses more than [`MAX_THREADS`] threads.
+fn check_thread_count(threads: usize) -> Result<(), KernelError> {
     if threads > MAX_THREADS {
         return Err(KernelError::InvalidThreads(format!(
             "{threads} threads requested, at most {MAX_THREADS} allowed"
         )));
     }
+    Ok(())
+}
+
+/// The cached pool of `threads` workers for this process, built on first use.
+pub(crate) fn pool(threads: usize) -> Result<Arc<ThreadPool>, KernelError> {
+    check_thread_count(threads)?;
     // A panic while holding the lock cannot leave the map inconsistent, so a poisoned lock is usable.
     let mut guard = POOLS.lock().unwrap_or_else(|e| e.into_inner());
     let pid = std::process::id();
@@ -118,4 +124,71 @@ where
         out.push(result?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zero_threads_means_every_core_and_other_counts_are_kept() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(resolve_threads(0), cores);
+        for threads in [1, 2, 5, MAX_THREADS] {
+            assert_eq!(resolve_threads(threads), threads);
+        }
+    }
+
+    #[test]
+    fn more_than_the_most_threads_is_refused_by_name() {
+        assert!(check_thread_count(MAX_THREADS).is_ok());
+        assert_eq!(
+            check_thread_count(MAX_THREADS + 1),
+            Err(KernelError::InvalidThreads(
+                "1025 threads requested, at most 1024 allowed".to_string()
+            ))
+        );
+        assert!(matches!(
+            pool(MAX_THREADS + 1),
+            Err(KernelError::InvalidThreads(_))
+        ));
+    }
+
+    #[test]
+    fn a_pool_is_built_once_per_thread_count_and_again_after_a_fork() {
+        let first = pool(3).unwrap();
+        assert_eq!(first.current_num_threads(), 3);
+        assert!(Arc::ptr_eq(&first, &pool(3).unwrap()));
+        assert!(!Arc::ptr_eq(&first, &pool(2).unwrap()));
+        // A cache that another process built (as a forked child inherits it) is left behind, not reused.
+        POOLS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .unwrap()
+            .pid = std::process::id() + 1;
+        let rebuilt = pool(3).unwrap();
+        assert!(!Arc::ptr_eq(&first, &rebuilt));
+        assert!(Arc::ptr_eq(&rebuilt, &pool(3).unwrap()));
+        let cache = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+        assert_eq!(cache.as_ref().unwrap().pid, std::process::id());
+    }
+
+    #[test]
+    fn chunks_come_back_in_order_and_the_lowest_bad_row_is_the_error() {
+        let items: Vec<(usize, usize)> = (0..40).map(|i| (i * 10, i)).collect();
+        for (threads, work) in [(1, 0), (4, 0), (4, PARALLEL_WORK)] {
+            let squares =
+                run_chunks(threads, work, items.clone(), |row, i| Ok(row + i * i)).unwrap();
+            assert_eq!(squares, (0..40).map(|i| i * 10 + i * i).collect::<Vec<_>>());
+            let bad = run_chunks(threads, work, items.clone(), |row, i| {
+                if i == 7 || i == 30 {
+                    Err(KernelError::NonFiniteQuestion { row: row + 3 })
+                } else {
+                    Ok(i)
+                }
+            });
+            assert_eq!(bad, Err(KernelError::NonFiniteQuestion { row: 73 }));
+        }
+    }
 }
