@@ -251,6 +251,14 @@ def test_an_llm_without_answers_is_refused_in_every_layout(tmp_path: Path) -> No
         assert len(data.responses) == report.cells
 
 
+def test_an_error_names_five_llms_then_how_many_more() -> None:
+    from jeirt_lite_training.data_rows import named_llms
+
+    assert named_llms(["a", "b"]) == "'a', 'b'"
+    assert named_llms([f"m{i}" for i in range(5)]) == "'m0', 'm1', 'm2', 'm3', 'm4'"
+    assert named_llms([f"m{i}" for i in range(8)]) == "'m0', 'm1', 'm2', 'm3', 'm4' and 3 more"
+
+
 def test_the_cells_of_llms_after_one_left_out_keep_their_llm(tmp_path: Path) -> None:
     frame = pd.DataFrame({"question_id": ["a", "b"], "text": ["ta", "tb"], "m1": [1, 0], "gone": ["", ""],
                           "m2": [0, 1], "m3": [1, 1]})

@@ -47,6 +47,7 @@ from .data_rows import (
     LoadReport,
     RowChecker,
     as_str,
+    named_llms,
     parse_labels,
     read_frame,
 )
@@ -267,8 +268,7 @@ def _answered_llms(llm_names: list[str], responses: Responses, file: str, skip_b
         return llm_names, responses
     silent = [llm_names[i] for i in np.flatnonzero(~answered)]
     if not skip_bad:
-        shown = ", ".join(repr(n) for n in silent[:5]) + (f" and {len(silent) - 5} more" if len(silent) > 5 else "")
-        raise DataError(f"{file}: no answers from {len(silent)} LLM{'s' if len(silent) > 1 else ''} ({shown}): not "
+        raise DataError(f"{file}: no answers from {len(silent)} LLM{'s' if len(silent) > 1 else ''} ({named_llms(silent)}): not "
                         "one labelled cell (or only ties between repeated rows), and a router cannot learn an LLM "
                         "from no answers; give its answers, or leave it out of the data")
     report.llms_left_out += silent

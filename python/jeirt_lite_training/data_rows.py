@@ -113,6 +113,12 @@ class LazyDetail(Sequence[str]):
         return len(self.columns[0]) if self.columns else 0
 
 
+def named_llms(names: Sequence[str], shown: int = 5) -> str:
+    """The first `shown` names quoted, then how many more: for an error about several LLMs."""
+    rest = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(repr(name) for name in names[:shown]) + rest
+
+
 def read_frame(path: Path, skip_bad: bool = False, skipped: dict[str, int] | None = None) -> tuple[pd.DataFrame, str]:
     """Read a table with the package's reader (CSV values stay strings: "007" is not 7); say which kind it was.
 
