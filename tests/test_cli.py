@@ -229,6 +229,29 @@ def test_help_explains_each_command_with_examples(capsys: pytest.CaptureFixture[
         assert option in text
 
 
+def test_no_command_or_an_unknown_one_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "the following arguments are required: COMMAND" in capsys.readouterr().err
+    assert main(["zebra"]) == 2  # a word after "train" in sort order is no more the training command than any other
+    assert "invalid choice: 'zebra'" in capsys.readouterr().err
+
+
+def test_the_sigterm_handler_is_put_back_and_a_worker_thread_may_run_the_command_line(
+    tiny_router_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import threading
+
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(["info", "--router", str(tiny_router_path)]) == 0
+    assert signal.getsignal(signal.SIGTERM) is before
+    codes: list[int] = []  # off the main thread no handler can be set: the command runs without one
+    worker = threading.Thread(target=lambda: codes.append(main(["info", "--router", str(tiny_router_path)])))
+    worker.start()
+    worker.join(timeout=60)
+    assert codes == [0] and signal.getsignal(signal.SIGTERM) is before
+    assert capsys.readouterr().out.count("LLMs") >= 2
+
+
 # -- score ---------------------------------------------------------------------------------------------------
 
 
@@ -397,6 +420,23 @@ def _wait_for(condition: Any, timeout: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("timed out waiting for the subprocess")
         time.sleep(0.02)
+
+
+def test_a_reader_that_goes_away_ends_the_run_quietly_with_status_0(tiny_router_path: Path) -> None:
+    # As `jeirt-lite route < questions.txt | head -1` does once head has its line: the questions come on stdin, so
+    # the pipe's reading end is closed before the command writes anything.
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(jeirt_lite.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jeirt_lite", "route", "--router", str(tiny_router_path), "--k", "2"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdout.close()
+    _, stderr = process.communicate("\n".join(QUESTIONS * 50).encode(), timeout=60)
+    assert (process.returncode, stderr.decode()) == (0, "")
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
