@@ -45,11 +45,15 @@ impl PackedLlms {
     }
 }
 
-/// Checks every LLM row (finite, norm fits float32) and packs the table into panels of `width`.
+/// Checks the table (at least one LLM; every row finite, its norm within float32) and packs it into panels of
+/// `width`.
 pub(crate) fn pack_llms(llms: MatrixView<'_>, width: usize) -> Result<PackedLlms, KernelError> {
     let (count, d) = (llms.rows(), llms.cols());
     if d == 0 || width == 0 {
         return Err(KernelError::EmptyDimension);
+    }
+    if count == 0 {
+        return Err(KernelError::NoLlms);
     }
     let mut max_norm = 0.0f64;
     for j in 0..count {
@@ -86,4 +90,107 @@ pub(crate) fn pack_llms(llms: MatrixView<'_>, width: usize) -> Result<PackedLlms
         half_last,
         max_norm,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `count` LLMs of dimension `d`, LLM j's component t = 100 j + t + 1 (never 0, so padding stands out).
+    fn table(count: usize, d: usize) -> Vec<f32> {
+        (0..count * d)
+            .map(|i| (100 * (i / d) + i % d + 1) as f32)
+            .collect()
+    }
+
+    fn packed(count: usize, d: usize, width: usize) -> PackedLlms {
+        let m = table(count, d);
+        pack_llms(MatrixView::new("llms", &m, count, d).unwrap(), width).unwrap()
+    }
+
+    #[test]
+    fn panels_hold_their_llms_transposed_and_zero_padded() {
+        // (K, W): full panels; a last panel more than half full; at most half full (packed half as wide);
+        // one LLM; an odd width, never halved.
+        for (count, width, half_last) in [
+            (8, 4, false),
+            (7, 4, false),
+            (5, 4, true),
+            (6, 4, true),
+            (1, 4, true),
+            (4, 3, false),
+            (112, 32, true),
+            (120, 32, false),
+        ] {
+            let d = 3;
+            let packed = packed(count, d, width);
+            let panels = count.div_ceil(width);
+            assert_eq!(
+                (packed.panels, packed.half_last, packed.width, packed.d),
+                (panels, half_last, width, d)
+            );
+            let mut total = 0;
+            for p in 0..panels {
+                let lanes = packed.panel_width(p);
+                assert_eq!(
+                    lanes,
+                    if half_last && p + 1 == panels {
+                        width / 2
+                    } else {
+                        width
+                    }
+                );
+                let panel = packed.panel(p);
+                assert_eq!(panel.len(), d * lanes, "K {count} W {width} panel {p}");
+                for t in 0..d {
+                    for lane in 0..lanes {
+                        let j = p * width + lane;
+                        let want = if j < count {
+                            (100 * j + t + 1) as f32
+                        } else {
+                            0.0
+                        };
+                        assert_eq!(
+                            panel[t * lanes + lane],
+                            want,
+                            "K {count} W {width} panel {p} t {t} lane {lane}"
+                        );
+                    }
+                }
+                total += panel.len();
+            }
+            assert_eq!(packed.data.len(), total);
+            assert!(packed.panel(panels).is_empty());
+        }
+    }
+
+    #[test]
+    fn the_largest_norm_is_kept_and_bad_rows_are_refused_by_index() {
+        let m = [3.0, 4.0, 0.0, 0.0, 6.0, 8.0];
+        let packed = pack_llms(MatrixView::new("llms", &m, 3, 2).unwrap(), 4).unwrap();
+        assert_eq!(packed.max_norm, 10.0);
+        let nan = [1.0, 2.0, 3.0, f32::NAN];
+        assert_eq!(
+            pack_llms(MatrixView::new("llms", &nan, 2, 2).unwrap(), 4).err(),
+            Some(KernelError::NonFiniteLlm { row: 1 })
+        );
+        let huge = [1.0, 1.0, f32::MAX, f32::MAX]; // each entry finite, the norm past float32's range
+        assert_eq!(
+            pack_llms(MatrixView::new("llms", &huge, 2, 2).unwrap(), 4).err(),
+            Some(KernelError::LlmNormOverflow { row: 1 })
+        );
+        let largest = [f32::MAX, 0.0]; // a norm of exactly float32's largest value still fits
+        assert!(pack_llms(MatrixView::new("llms", &largest, 1, 2).unwrap(), 4).is_ok());
+        assert_eq!(
+            pack_llms(MatrixView::new("llms", &[], 0, 2).unwrap(), 4).err(),
+            Some(KernelError::NoLlms)
+        );
+        for (d, width) in [(0, 4), (2, 0)] {
+            let empty: Vec<f32> = vec![0.0; 2 * d];
+            assert_eq!(
+                pack_llms(MatrixView::new("llms", &empty, 2, d).unwrap(), width).err(),
+                Some(KernelError::EmptyDimension)
+            );
+        }
+    }
 }
