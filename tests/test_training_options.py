@@ -219,3 +219,33 @@ def test_held_out_parts_that_leave_nothing_to_train_on_are_named_by_their_option
         f"jeirt-lite: error: --val-fraction {val} and --holdout {holdout} leave no questions to train on: their sum "
         "must be below 1\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("folds", 0, "--folds must be >= 1 or auto, got 0"),
+        ("dims", [], "--dims and --dropouts need at least one value each"),
+        ("dropouts", [], "--dims and --dropouts need at least one value each"),
+        ("table_pulls", [1.0], r"--table-pulls must each be in \[0, 1\), got \[1.0\]"),
+        ("table_pulls", [-0.1], r"--table-pulls must each be in \[0, 1\), got \[-0.1\]"),
+        ("encoder", "all-MiniLM-L6-v2", "--table-pulls fine-tunes the static encoder's table: it needs --encoder static"),
+        ("ema_epochs", float("nan"), "--ema-epochs must be >= 0"),
+        ("ema_epochs", -0.5, "--ema-epochs must be >= 0"),
+    ],
+)
+def test_fit_options_recheck_a_namespace_built_in_code(field: str, value: object, message: str) -> None:
+    # fit_options is public: a Namespace built in code, not through the parser (whose bounds say the same), is checked.
+    from jeirt_lite_training.__main__ import fit_options
+    from jeirt_lite_training.data import DataError
+    from jeirt_lite_training.options import fit_parser
+
+    args = fit_parser("fit").parse_args(["--data", "d", "--out", "r", "--encoder", "static", "--table-pulls", "0.1"])
+    assert fit_options(args)["table_pulls"] == [0.1] and fit_options(args)["folds"] is None
+    setattr(args, field, value)
+    with pytest.raises(DataError, match=message):
+        fit_options(args)
+    zero = fit_parser("fit").parse_args(["--data", "d", "--out", "r", "--folds", "1", "--table-pulls", "0",
+                                         "--ema-epochs", "0", "--calibration", "none", "--encoder", "static"])
+    assert {k: fit_options(zero)[k] for k in ("folds", "table_pulls", "ema_epochs", "calibration")} == {
+        "folds": 1, "table_pulls": [0.0], "ema_epochs": 0.0, "calibration": None}
