@@ -249,3 +249,22 @@ def test_fit_options_recheck_a_namespace_built_in_code(field: str, value: object
                                          "--ema-epochs", "0", "--calibration", "none", "--encoder", "static"])
     assert {k: fit_options(zero)[k] for k in ("folds", "table_pulls", "ema_epochs", "calibration")} == {
         "folds": 1, "table_pulls": [0.0], "ema_epochs": 0.0, "calibration": None}
+
+
+def test_a_held_out_tenth_and_a_test_part_that_leave_nothing_to_train_on_are_refused(tmp_path: Path) -> None:
+    from jeirt_lite_training.__main__ import prepare_from_options
+    from jeirt_lite_training.data import DataError
+    from jeirt_lite_training.options import fit_parser
+
+    def prepared(val_fraction: str, holdout: str) -> None:
+        prepare_from_options(fit_parser("fit").parse_args(
+            ["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "r"), "--val-fraction", val_fraction,
+             "--holdout", holdout]))
+
+    with pytest.raises(DataError, match=r"^--val-fraction 0.5 and --holdout 0.5 leave no questions to train on"):
+        prepared("0.5", "0.5")
+    with pytest.raises(DataError, match="--val-fraction 0.7 and --holdout 0.4 leave no questions"):
+        prepared("0.7", "0.4")
+    with pytest.raises(DataError) as below_one:  # past this check: the missing folder is what is refused
+        prepared("0.4", "0.5")
+    assert "leave no questions" not in str(below_one.value) and "missing" in str(below_one.value)
