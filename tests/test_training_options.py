@@ -268,3 +268,45 @@ def test_a_held_out_tenth_and_a_test_part_that_leave_nothing_to_train_on_are_ref
     with pytest.raises(DataError) as below_one:  # past this check: the missing folder is what is refused
         prepared("0.4", "0.5")
     assert "leave no questions" not in str(below_one.value) and "missing" in str(below_one.value)
+
+
+@pytest.mark.parametrize(
+    ("test", "calibrated", "votes", "written"),
+    [(False, True, False, False), (True, True, False, True), (True, True, True, True), (True, False, False, True)],
+)
+def test_fits_summary_prints_what_the_run_measured_and_wrote(
+    tmp_path: Path, test: bool, calibrated: bool, votes: bool, written: bool
+) -> None:
+    from types import SimpleNamespace
+
+    from jeirt_lite_training.__main__ import fit_summary
+
+    def metrics(auc: float) -> dict[str, float]:
+        return {"auc": auc, "log_loss": 0.5, "accuracy": 0.7, "ece": 0.01}
+
+    folder = tmp_path / "router"
+    folder.mkdir()
+    (folder / "table").write_bytes(b"x" * 1_500_000)
+    predictor = SimpleNamespace(config=SimpleNamespace(dim=64, dropout=0.3), schedule=[1e-3] * 7, train_seconds=12.4)
+    result = SimpleNamespace(
+        predictor=predictor, val=metrics(0.71), test=metrics(0.72) if test else {}, floor_test=metrics(0.6),
+        votes=object() if votes else None, router_path=folder if written else None, parity=2.5e-7 if written else None,
+        extra={"selection": {"refit_on": {"questions": 900}}, "heldout": {"per_llm_accuracy_baseline": metrics(0.55)},
+               "calibration": {"kind": "global"} if calibrated else None, "test_uncalibrated": metrics(0.73)},
+    )
+    lines = fit_summary(result).splitlines()  # type: ignore[arg-type]
+    assert lines[:4] == [
+        "",
+        "JE-IRT d=64 dropout=0.3 (chosen on held-out data), trained on 900 questions for 7 epochs in 12s",
+        "  held out                 AUC 0.710  log-loss 0.500  accuracy 0.700  ECE 0.010",
+        "  held out, per-LLM floor  AUC 0.550  log-loss 0.500  accuracy 0.700  ECE 0.010",
+    ]
+    want = []
+    if test:
+        want.append("  test (untouched)         AUC 0.720  log-loss 0.500  accuracy 0.700  ECE 0.010")
+        if calibrated and not votes:  # with votes the map is part of the blend: no router without it to report
+            want.append("  test, before calibration AUC 0.730  log-loss 0.500  accuracy 0.700  ECE 0.010")
+        want.append("  test, per-LLM floor      AUC 0.600  log-loss 0.500  accuracy 0.700  ECE 0.010")
+    if written:
+        want.append(f"  router: {folder} (1.5 MB), ONNX parity max abs diff 2.50e-07")
+    assert lines[4:] == want
