@@ -111,3 +111,54 @@ def test_a_vector_does_not_depend_on_how_many_threads_encoded_it(tmp_path: Path,
     finally:
         torch.set_num_threads(before)
     assert np.array_equal(encoded[1], encoded[2])
+
+
+def test_shards_of_a_few_texts_hold_the_same_vectors_and_no_text_gives_an_empty_matrix(  # type: ignore[no-untyped-def]
+    texts: list[str], tmp_path: Path, monkeypatch
+) -> None:
+    short = texts[:4] + ["What is 7 * 8?"]
+    monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / "one"))
+    whole = embeddings.embed_texts(short)
+    monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / "pairs"))
+    in_pairs = embeddings.embed_texts(short, shard_size=2)
+    assert np.array_equal(in_pairs, whole)
+    assert len(list(embeddings.cache_dir("all-MiniLM-L6-v2", 256).glob("shard-*.npz"))) == 3
+    empty = embeddings.embed_texts([])
+    assert empty.shape == (0, 384) and empty.dtype == np.float32
+
+
+def test_an_unreadable_cache_shard_is_named_skipped_and_its_texts_encoded_again(  # type: ignore[no-untyped-def]
+    texts: list[str], tmp_path: Path, monkeypatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / "fresh"))
+    want = embeddings.embed_texts(texts[:2])
+    monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / "damaged"))
+    folder = embeddings.cache_dir("all-MiniLM-L6-v2", 256)
+    folder.mkdir(parents=True)
+    keys = np.array([embeddings.text_key(t) for t in texts[:2]], dtype="U64")
+    (folder / "shard-1-garbage.npz").write_bytes(b"not a zip")
+    np.savez(folder / "shard-2-pickled.npz", keys=keys, vectors=np.array([object(), object()]))
+    np.savez(folder / "shard-3-narrow.npz", keys=keys, vectors=np.ones((2, 383), np.float32))
+    np.savez(folder / "shard-4-nokeys.npz", vectors=np.ones((2, 384), np.float32))
+    np.savez(folder / "shard-5-float64.npz", keys=keys, vectors=np.ones((2, 384)))
+    capsys.readouterr()
+    assert np.array_equal(embeddings.embed_texts(texts[:2]), want)
+    err = capsys.readouterr().err
+    for name in ("shard-1-garbage", "shard-2-pickled", "shard-3-narrow", "shard-4-nokeys", "shard-5-float64"):
+        assert f"{folder / name}.npz: not a readable embedding cache shard, skipped (" in err, name
+    assert "(n, 384) float32" in err and "delete it to silence this" in err
+
+
+def test_the_embed_command_fills_the_cache_for_a_data_folder(  # type: ignore[no-untyped-def]
+    tmp_path: Path, monkeypatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / "cache"))
+    data = tmp_path / "bank"
+    data.mkdir()
+    pd.DataFrame({"question_id": ["a", "b"], "text": ["What is 7 * 8?", "Who wrote Hamlet?"]}).to_csv(
+        data / "questions.csv", index=False)
+    assert embeddings._main([str(data), "--max-length", "128", "--threads", "1"]) == 0
+    folder = embeddings.cache_dir("all-MiniLM-L6-v2", 128)
+    out = capsys.readouterr().out
+    assert out.startswith(f"{data}: (2, 384) in ") and out.endswith(f"s -> {folder}\n")
+    assert len(list(folder.glob("shard-*.npz"))) == 1

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import logging
 import os
 import sys
 import time
 import uuid
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,6 +36,8 @@ from .encoders import (
 )
 from .types import Dataset
 
+logger = logging.getLogger(__name__)
+
 
 def cache_root() -> Path:
     """$JEIRT_CACHE, else <user cache>/embeddings ($XDG_CACHE_HOME/jeirt-lite or ~/.cache/jeirt-lite)."""
@@ -48,14 +52,23 @@ def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _load_cache(directory: Path) -> dict[str, np.ndarray]:
+def _load_cache(directory: Path, width: int) -> dict[str, np.ndarray]:
+    """Every cached vector of `width` by its text's key. A shard that cannot be read as one (damaged, or written by
+    something else) is skipped with a warning naming it: the cache only saves time, and its texts are encoded again."""
     found: dict[str, np.ndarray] = {}
     if not directory.is_dir():
         return found
     for shard in sorted(directory.glob("shard-*.npz")):
-        with np.load(shard, allow_pickle=False) as z:
-            for key, vec in zip(z["keys"].tolist(), z["vectors"]):
-                found[str(key)] = vec
+        try:
+            with np.load(shard, allow_pickle=False) as z:
+                keys, vectors = z["keys"], z["vectors"]
+            if keys.ndim != 1 or vectors.shape != (len(keys), width) or vectors.dtype != np.float32:
+                raise ValueError(f"keys {keys.shape}, vectors {vectors.shape} {vectors.dtype}: not n keys, (n, {width}) float32")
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
+            logger.warning("%s: not a readable embedding cache shard, skipped (%s); delete it to silence this", shard,
+                           err)
+            continue
+        found.update(zip(keys.astype(str).tolist(), vectors))
     return found
 
 
@@ -88,7 +101,7 @@ def embed_texts(
     spec = get_spec(encoder)
     directory = cache_dir(encoder, max_length)
     keys = [text_key(t) for t in texts]
-    cached = _load_cache(directory)
+    cached = _load_cache(directory, spec.embedding_dim)
     todo: dict[str, str] = {}
     for key, text in zip(keys, texts):
         if key not in cached and key not in todo:
