@@ -229,6 +229,7 @@ def test_held_out_parts_that_leave_nothing_to_train_on_are_named_by_their_option
         ("dropouts", [], "--dims and --dropouts need at least one value each"),
         ("table_pulls", [1.0], r"--table-pulls must each be in \[0, 1\), got \[1.0\]"),
         ("table_pulls", [-0.1], r"--table-pulls must each be in \[0, 1\), got \[-0.1\]"),
+        ("table_pulls", [0.1, 1.5], r"--table-pulls must each be in \[0, 1\), got \[0.1, 1.5\]"),
         ("encoder", "all-MiniLM-L6-v2", "--table-pulls fine-tunes the static encoder's table: it needs --encoder static"),
         ("ema_epochs", float("nan"), "--ema-epochs must be >= 0"),
         ("ema_epochs", -0.5, "--ema-epochs must be >= 0"),
@@ -249,6 +250,19 @@ def test_fit_options_recheck_a_namespace_built_in_code(field: str, value: object
                                          "--ema-epochs", "0", "--calibration", "none", "--encoder", "static"])
     assert {k: fit_options(zero)[k] for k in ("folds", "table_pulls", "ema_epochs", "calibration")} == {
         "folds": 1, "table_pulls": [0.0], "ema_epochs": 0.0, "calibration": None}
+    zero.folds, zero.table_pulls = 5, [0.0, 0.5, 0.99]
+    assert (fit_options(zero)["folds"], fit_options(zero)["table_pulls"]) == (5, [0.0, 0.5, 0.99])
+
+
+def test_the_column_options_become_columns_only_when_one_is_given() -> None:
+    from jeirt_lite_training.__main__ import table_columns
+    from jeirt_lite_training.data import Columns
+    from jeirt_lite_training.options import fit_parser
+
+    parser = fit_parser("fit")
+    assert table_columns(parser.parse_args(["--data", "d", "--out", "r"])) is None
+    given = table_columns(parser.parse_args(["--data", "d", "--out", "r", "--text-column", "prompt"]))
+    assert given == Columns(text="prompt")
 
 
 def test_a_held_out_tenth_and_a_test_part_that_leave_nothing_to_train_on_are_refused(tmp_path: Path) -> None:
@@ -265,9 +279,10 @@ def test_a_held_out_tenth_and_a_test_part_that_leave_nothing_to_train_on_are_ref
         prepared("0.5", "0.5")
     with pytest.raises(DataError, match="--val-fraction 0.7 and --holdout 0.4 leave no questions"):
         prepared("0.7", "0.4")
-    with pytest.raises(DataError) as below_one:  # past this check: the missing folder is what is refused
-        prepared("0.4", "0.5")
-    assert "leave no questions" not in str(below_one.value) and "missing" in str(below_one.value)
+    for val_fraction, holdout in (("0.4", "0.5"), ("0.6", "0.1")):
+        with pytest.raises(DataError) as below_one:  # past this check: the missing folder is what is refused
+            prepared(val_fraction, holdout)
+        assert "leave no questions" not in str(below_one.value) and "missing" in str(below_one.value)
 
 
 @pytest.mark.parametrize(
