@@ -170,3 +170,16 @@ def test_the_published_splits_and_folds_are_drawn_the_same_way(mmlu: Dataset) ->
     assert (digest(split.test), digest(split.val)) == ("085602b92d1f0190", "c529e28fa8aa3873")
     folds = make_folds(mmlu, np.concatenate([split.train, split.val]), 5)
     assert [len(fold) for fold in folds] == [1730, 1726, 1727, 1727, 1730] and digest(folds[0]) == "419a5f8d0c989260"
+
+
+def test_cells_datasets_and_splits_are_frozen() -> None:
+    import dataclasses
+
+    cells = Responses(np.array([0, 1]), np.array([0, 0]), np.array([1, 0], np.float32))
+    data = Dataset("syn", ["1", "2"], ["a", "b"], np.full(2, "x"), np.full(2, "x"), ["m"], cells)
+    split = Split(train=np.array([0]), val=np.array([1]), test=np.array([], np.int64))
+    for value, field in ((cells, "llm"), (data, "name"), (split, "test")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, field, None)
+    both = Responses.concatenate([cells, cells.subset(np.array([False, True]))])
+    assert (len(both), both.question.tolist(), both.correct.tolist()) == (3, [0, 1, 1], [1.0, 0.0, 0.0])
