@@ -190,5 +190,17 @@ mod tests {
             });
             assert_eq!(bad, Err(KernelError::NonFiniteQuestion { row: 73 }));
         }
+        // On one thread the chunks after the bad row's are skipped: none of them can hold a lower row.
+        let calls = AtomicUsize::new(0);
+        let bad = run_chunks(1, 0, items, |row, i| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            if i == 7 {
+                Err(KernelError::QuestionNormOverflow { row: row + 9 })
+            } else {
+                Ok(i)
+            }
+        });
+        assert_eq!(bad, Err(KernelError::QuestionNormOverflow { row: 79 }));
+        assert_eq!(calls.load(Ordering::Relaxed), 8);
     }
 }
