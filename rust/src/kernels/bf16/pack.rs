@@ -89,7 +89,8 @@ pub(crate) fn pack_bf16(llms: MatrixView<'_>) -> Option<PackedBf16> {
 mod tests {
     //! The software rounding runs on every CPU (packing happens before any bf16 instruction), so it is tested on
     //! every CPU; the tests of the bf16 pass itself need AVX-512 BF16 and are `#[ignore]`d with that reason.
-    use super::to_bf16;
+    use super::{pack_bf16, to_bf16, BF16_WIDTH, LARGEST_COMPONENT};
+    use crate::matrix::MatrixView;
 
     /// Round to nearest, ties to even, written the long way.
     fn reference(x: f32) -> u16 {
@@ -152,5 +153,44 @@ mod tests {
             }
         }
         assert!(checked > 400_000, "only {checked} values checked");
+    }
+
+    #[test]
+    fn a_table_with_a_component_bfloat16_cannot_hold_is_left_to_float32() {
+        let packs = |x: f32| pack_bf16(MatrixView::new("llms", &[0.5, x], 1, 2).unwrap()).is_some();
+        assert!(packs(LARGEST_COMPONENT) && packs(-LARGEST_COMPONENT) && packs(0.0));
+        for x in [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            2e38,
+            -2e38,
+            f32::MAX,
+        ] {
+            assert!(!packs(x), "{x}");
+        }
+    }
+
+    #[test]
+    fn the_last_panel_is_halved_only_when_at_most_half_full() {
+        for (count, halved) in [
+            (1, true),
+            (16, true),
+            (17, false),
+            (32, false),
+            (33, true),
+            (48, true),
+            (49, false),
+        ] {
+            let m = vec![0.25f32; count * 3];
+            let packed = pack_bf16(MatrixView::new("llms", &m, count, 3).unwrap()).unwrap();
+            let last = count.div_ceil(BF16_WIDTH) - 1;
+            assert_eq!(
+                packed.vectors(last),
+                if halved { 1 } else { 2 },
+                "K {count}"
+            );
+            assert!(last == 0 || packed.vectors(0) == 2);
+        }
     }
 }
