@@ -128,7 +128,7 @@ def test_shards_of_a_few_texts_hold_the_same_vectors_and_no_text_gives_an_empty_
 
 
 def test_an_unreadable_cache_shard_is_named_skipped_and_its_texts_encoded_again(  # type: ignore[no-untyped-def]
-    texts: list[str], tmp_path: Path, monkeypatch, capsys: pytest.CaptureFixture[str]
+    texts: list[str], tmp_path: Path, monkeypatch
 ) -> None:
     monkeypatch.setenv("JEIRT_CACHE", str(tmp_path / "fresh"))
     want = embeddings.embed_texts(texts[:2])
@@ -141,9 +141,17 @@ def test_an_unreadable_cache_shard_is_named_skipped_and_its_texts_encoded_again(
     np.savez(folder / "shard-3-narrow.npz", keys=keys, vectors=np.ones((2, 383), np.float32))
     np.savez(folder / "shard-4-nokeys.npz", vectors=np.ones((2, 384), np.float32))
     np.savez(folder / "shard-5-float64.npz", keys=keys, vectors=np.ones((2, 384)))
-    capsys.readouterr()
-    assert np.array_equal(embeddings.embed_texts(texts[:2]), want)
-    err = capsys.readouterr().err
+    import logging
+
+    warned: list[str] = []  # read off the module's logger: other tests may have configured logging's handlers
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: warned.append(record.getMessage())  # type: ignore[method-assign]
+    embeddings.logger.addHandler(handler)
+    try:
+        assert np.array_equal(embeddings.embed_texts(texts[:2]), want)
+    finally:
+        embeddings.logger.removeHandler(handler)
+    err = "\n".join(warned)
     for name in ("shard-1-garbage", "shard-2-pickled", "shard-3-narrow", "shard-4-nokeys", "shard-5-float64"):
         assert f"{folder / name}.npz: not a readable embedding cache shard, skipped (" in err, name
     assert "(n, 384) float32" in err and "delete it to silence this" in err

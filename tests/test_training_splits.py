@@ -90,16 +90,16 @@ def test_mmlu_pro_split(mmlu: Dataset) -> None:
 def test_an_llm_answering_only_held_out_questions_is_refused() -> None:
     from jeirt_lite_training.prepared import prepare_split
 
-    # "late" answered questions 4 and 5 only, both held out: training would never read one of its answers; "silent"
-    # (possible in a Dataset built in code, which no loader checked) answered nothing. The check comes before any
-    # encoder loads.
+    # "late" answered questions 4 and 5 only, both held out: training would never read one of its answers. "silent"
+    # answered nothing (a Dataset built in code: texts alone teach the static table) and is not this check's to
+    # refuse. The check comes before any encoder loads.
     data = Dataset("syn", ["1", "2", "3", "4", "5", "6"], [f"question {i}" for i in range(6)], np.full(6, "a"),
                    np.full(6, "a"), ["early", "late", "silent"],
                    Responses(np.array([0, 1, 2, 3, 4, 5, 4, 5]), np.array([0, 0, 0, 0, 0, 0, 1, 1]),
                              np.array([1, 0, 1, 0, 1, 0, 1, 1], np.float32)))
     held_out = Split(train=np.array([0, 1, 2]), val=np.array([3]), test=np.array([4, 5]))
-    with pytest.raises(DataError, match=re.escape("syn: 2 LLM(s) ('late', 'silent') answered none of the questions "
-                                                  "training reads (every answer held out, or none given)")):
+    with pytest.raises(DataError, match=re.escape("syn: every answer of 1 LLM(s) ('late') is among the held-out "
+                                                  "questions")):
         prepare_split(data, held_out, split_seed=0, progress=False)
 
 

@@ -44,13 +44,13 @@ def _quiet(_: str) -> None:
 
 
 def _check_every_llm_learnable(data: Dataset, train: Responses, val: Responses) -> None:
-    """An LLM without an answer in the training and validation parts (every answer held out, or none given, in a
-    Dataset built in code) has nothing to be learned from."""
-    unseen = np.flatnonzero(np.bincount(np.concatenate([train.llm, val.llm]), minlength=data.n_llms) == 0)
-    if unseen.size:
-        names = named_llms([data.llm_names[i] for i in unseen])
-        raise DataError(f"{data.name}: {unseen.size} LLM(s) ({names}) answered none of the questions training reads "
-                        "(every answer held out, or none given): give them more answers, or hold out fewer questions")
+    """An LLM whose every answer fell among the held-out questions has nothing to be learned from."""
+    seen = np.bincount(np.concatenate([train.llm, val.llm]), minlength=data.n_llms) > 0
+    only_held_out = ~seen & (np.bincount(data.responses.llm, minlength=data.n_llms) > 0)
+    if only_held_out.any():
+        names = named_llms([data.llm_names[i] for i in np.flatnonzero(only_held_out)])
+        raise DataError(f"{data.name}: every answer of {int(only_held_out.sum())} LLM(s) ({names}) is among the held-out "
+                        "questions, which training never reads: give it more answers, or hold out fewer questions")
 
 
 def prepare(
