@@ -31,18 +31,23 @@ def router(tiny_router_path: Path) -> Router:
     return Router.load(tiny_router_path, threads=1)
 
 
-def run_cli(*args: str, stdin: str = "", timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """`python -m jeirt_lite ARGS` with this checkout's package importable."""
+def cli_env() -> dict[str, str]:
+    """The environment of a `python -m jeirt_lite` child, with this checkout's package importable."""
     env = dict(os.environ)
     package_root = str(Path(jeirt_lite.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join([package_root, env.get("PYTHONPATH", "")])
+    return env
+
+
+def run_cli(*args: str, stdin: str = "", timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`python -m jeirt_lite ARGS` with this checkout's package importable."""
     return subprocess.run(
         [sys.executable, "-m", "jeirt_lite", *args],
         input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=env,
+        env=cli_env(),
         check=False,
     )
 
@@ -115,15 +120,11 @@ def test_route_reads_stdin_one_question_per_line(router: Router, tiny_router_pat
 
 
 def test_route_stdin_that_is_not_utf8_is_named(tiny_router_path: Path) -> None:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(Path(jeirt_lite.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
-    )
     done = subprocess.run(
         [sys.executable, "-m", "jeirt_lite", "route", "--router", str(tiny_router_path)],
         input=b"what is the price\ncaf\xe9\n",
         capture_output=True,
-        env=env,
+        env=cli_env(),
         timeout=60,
         check=False,
     )
@@ -425,13 +426,9 @@ def _wait_for(condition: Any, timeout: float = 30.0) -> None:
 def test_a_reader_that_goes_away_ends_the_run_quietly_with_status_0(tiny_router_path: Path) -> None:
     # As `jeirt-lite route < questions.txt | head -1` does once head has its line: the questions come on stdin, so
     # the pipe's reading end is closed before the command writes anything.
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(Path(jeirt_lite.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
-    )
     process = subprocess.Popen(
         [sys.executable, "-m", "jeirt_lite", "route", "--router", str(tiny_router_path), "--k", "2"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(),
     )
     assert process.stdin is not None and process.stdout is not None
     process.stdout.close()
@@ -451,15 +448,11 @@ def test_a_signal_mid_run_leaves_no_output_and_says_how_far_it_got(
     bank = tmp_path / "bank.csv"
     os.mkfifo(bank)
     output = tmp_path / "scores.csv"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(Path(jeirt_lite.__file__).resolve().parents[1]), env.get("PYTHONPATH", "")]
-    )
     # A shell starts background jobs with SIGINT ignored, and an ignored signal stays ignored across exec: give
     # the child the default disposition (a handler in the parent becomes SIG_DFL in the child), as a terminal would.
     ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        process = _start_score(bank, output, tiny_router_path, env)
+        process = _start_score(bank, output, tiny_router_path, cli_env())
     finally:
         signal.signal(signal.SIGINT, ignored)
     try:

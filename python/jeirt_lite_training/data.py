@@ -268,9 +268,9 @@ def _answered_llms(llm_names: list[str], responses: Responses, file: str, skip_b
         return llm_names, responses
     silent = [llm_names[i] for i in np.flatnonzero(~answered)]
     if not skip_bad:
-        raise DataError(f"{file}: no answers from {len(silent)} LLM{'s' if len(silent) > 1 else ''} ({named_llms(silent)}): not "
-                        "one labelled cell (or only ties between repeated rows), and a router cannot learn an LLM "
-                        "from no answers; give its answers, or leave it out of the data")
+        llms = f"{len(silent)} LLM{'s' if len(silent) > 1 else ''} ({named_llms(silent)})"
+        raise DataError(f"{file}: no answers from {llms}: not one labelled cell (or only ties between repeated rows), "
+                        "and a router cannot learn an LLM from no answers; give its answers, or leave it out of the data")
     report.llms_left_out += silent
     new_index = np.cumsum(answered) - 1
     kept = [n for n, a in zip(llm_names, answered) if a]
