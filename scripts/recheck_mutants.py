@@ -5,8 +5,8 @@
 After a mutation round, tests are written for the survivors worth one; this says which survivors the new tests
 catch, without a whole new round: each survivor's diff is applied in turn to one copy of `python/` (the built
 extension included) in a temporary folder, the tests run from the checkout with that copy first on the path, and
-the mutated file is restored before the next. Prints one line per survivor (caught or survives) and the count;
-exits 0 either way.
+the mutated file is restored before the next. Prints one line per survivor (caught, survives, or stale: its diff no
+longer matches the file, which has changed since the round, so it is skipped) and the counts; exits 0 either way.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ SURVIVORS = (
     "SELECT s.start_pos_row, s.operator_name, r.diff FROM work_results r JOIN mutation_specs s ON s.job_id = r.job_id "
     "WHERE r.test_outcome = 'SURVIVED' ORDER BY s.start_pos_row"
 )
+
+
+class StaleDiff(Exception):
+    """The mutant's diff no longer matches its file: the code changed since the round."""
 
 
 def changed_lines(diff: str) -> str:
@@ -60,7 +64,7 @@ def apply_diff(diff: str, root: Path) -> None:
                 out.append(body[1:] + "\n")
             elif position < len(source):  # a context or removed line: it must be the file's
                 if source[position].rstrip("\n") != body[1:]:
-                    raise SystemExit(f"the mutant's diff does not match {target} at line {position + 1}")
+                    raise StaleDiff(f"the mutant's diff does not match {target} at line {position + 1}")
                 if body.startswith(" "):
                     out.append(source[position])
                 position += 1
@@ -72,7 +76,7 @@ def caught(diff: str, copy: Path, tests: list[str], timeout: float) -> bool:
     checkout's python/ folder under a scratch root), which is restored after."""
     path = copy / mutated_file(diff)
     original = path.read_text()
-    apply_diff(diff, copy)
+    apply_diff(diff, copy)  # writes nothing when it raises StaleDiff
     # No bytecode written: a mutant of the original's size within the same second could otherwise run stale.
     env = dict(os.environ, PYTHONPATH=str(copy / "python"), PYTHONDONTWRITEBYTECODE="1")
     try:
@@ -97,15 +101,19 @@ def main() -> int:
         raise SystemExit(f"{args.session}: no such cosmic-ray session")
     with sqlite3.connect(args.session) as db:
         survivors = db.execute(SURVIVORS).fetchall()
-    still = 0
+    still = stale = 0
     with tempfile.TemporaryDirectory() as scratch:  # one copy (the built extension in it), each mutant undone after
         shutil.copytree(REPO / "python", Path(scratch) / "python", ignore=shutil.ignore_patterns("__pycache__"))
         for row, operator, diff in survivors:
-            now_caught = caught(diff, Path(scratch), args.tests.split(), args.timeout)
-            still += not now_caught
-            print(f"{'caught  ' if now_caught else 'SURVIVES'} line {row} {operator.split('/')[-1]}: "
-                  f"{changed_lines(diff)[:160]}", flush=True)
-    print(f"{len(survivors)} survivors in the session; {still} survive the tests as they are now")
+            try:
+                verdict = "caught  " if caught(diff, Path(scratch), args.tests.split(), args.timeout) else "SURVIVES"
+            except StaleDiff:
+                verdict = "stale   "
+            still += verdict == "SURVIVES"
+            stale += verdict == "stale   "
+            print(f"{verdict} line {row} {operator.split('/')[-1]}: {changed_lines(diff)[:160]}", flush=True)
+    print(f"{len(survivors)} survivors in the session; {still} survive the tests as they are now, "
+          f"{stale} no longer apply (their file changed)")
     return 0
 
 
