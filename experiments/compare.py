@@ -39,7 +39,8 @@ from .routing_metrics import router_metrics
 METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "logreg", "embedllm_mf_same_care",
            "mirt_text_same_care", "jeirt_fit", "jeirt", "jeirt_fit_static", "jeirt_fit_no_votes",
            "jeirt_fit_static_no_votes", "embedllm_mf_same_care_refit", "mirt_text_same_care_refit",
-           "jeirt_fit_static_short_votes", "jeirt_fit_static_feature_votes", "mirt_text_same_care_refit_auto_folds")
+           "jeirt_fit_static_short_votes", "jeirt_fit_static_feature_votes", "mirt_text_same_care_refit_auto_folds",
+           "mirt_text_issue_recipe")
 # embedllm_mf and mirt_text train at the constant rate the published tables used until the baselines got the same
 # care as fit; the *_same_care rows choose their schedule (decay, drops, averaging) and model on validation loss
 # (experiments/baselines/torch_fit.py, docs/research/baselines-same-care.md); the *_same_care_refit rows make the
@@ -49,7 +50,9 @@ METHODS = ("llm_accuracy", "knn", "embedllm_mf", "mirt_text", "logreg", "embedll
 # the *_short_votes and *_feature_votes rows with one search space's votes (compare_fit.FitVoteSpaceRun).
 # The *_refit rows repeat their *_same_care row's choice (the whole grid again): asked for, not by default;
 # mirt_text_same_care_refit_auto_folds makes it on the folds `fit --folds auto` takes (compare_fit.fit_folds).
-DEFAULT_METHODS = tuple(m for m in METHODS if not m.startswith("jeirt_fit_static") and "_refit" not in m)
+# mirt_text_issue_recipe is issue #30's kept-back MIRT as the issue gives it, on its own (asked for).
+DEFAULT_METHODS = tuple(m for m in METHODS if not m.startswith("jeirt_fit_static") and "_refit" not in m
+                        and m != "mirt_text_issue_recipe")
 TEST_FRACTION = 0.2  # each split's test part (make_split's default), also `fit`'s --holdout in the fit rows
 
 
@@ -149,7 +152,7 @@ def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str
     from .baselines import EmbedLlmMF, KnnPerLlm, LlmAccuracy, TextMirt
     from .baselines.embedllm import same_care_mf, same_care_mf_refit
     from .baselines.logreg import LogisticPerLlm
-    from .baselines.mirt import same_care_mirt, same_care_mirt_refit
+    from .baselines.mirt import issue_recipe_mirt, same_care_mirt, same_care_mirt_refit
     from .baselines.torch_fit import FitSettings
     from .tuned_jeirt import TunedJeirt
 
@@ -181,6 +184,8 @@ def make_predictors(methods: Sequence[str], seed: int = 0, jeirt_hyper: dict[str
             made.append(same_care_mirt(seed))
         elif method == "embedllm_mf_same_care_refit":
             made.append(same_care_mf_refit(seed))
+        elif method == "mirt_text_issue_recipe":
+            made.append(issue_recipe_mirt(seed))
         elif method == "mirt_text_same_care_refit":
             made.append(same_care_mirt_refit(seed))
         elif method == "mirt_text_same_care_refit_auto_folds":  # chosen on the folds fit --folds auto takes

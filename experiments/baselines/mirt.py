@@ -82,6 +82,14 @@ def same_care_mirt(seed: int = 0) -> TextMirt:
     return TextMirt(SAME_CARE_GRID, with_seed(SAME_CARE, seed), name="mirt_text_same_care")
 
 
+def issue_recipe_mirt(seed: int = 0) -> TextMirt:
+    """The kept-back MIRT's recipe exactly as issue #30 gives it: d in {4, 16} chosen on validation loss, the 0.7
+    decay alone, early-stopped on validation and not refitted: what the careful rows search, run on its own."""
+    grid = tuple(config for config in SAME_CARE_GRID if config["dim"] in (4, 16))
+    decay = tuple(settings for settings in with_seed(SAME_CARE, seed) if settings.name == "decay 0.7")
+    return TextMirt(grid, decay, name="mirt_text_issue_recipe")
+
+
 def same_care_mirt_refit(seed: int = 0, folds_of: FoldsOf | None = None) -> TextMirt:
     """`same_care_mirt` refitted as `fit` is: the same choice on validation, then the chosen setting trained afresh on
     training + validation cells for the learning-rate path that led to its best weights. With `folds_of`, chosen on

@@ -18,7 +18,7 @@ from torch import nn
 
 from experiments.baselines import torch_fit
 from experiments.baselines.embedllm import same_care_mf, same_care_mf_refit
-from experiments.baselines.mirt import SAME_CARE_GRID, same_care_mirt, same_care_mirt_refit
+from experiments.baselines.mirt import SAME_CARE_GRID, issue_recipe_mirt, same_care_mirt, same_care_mirt_refit
 from experiments.baselines.torch_fit import (
     SAME_CARE,
     FitSettings,
@@ -146,6 +146,17 @@ def test_the_same_care_baselines_search_the_leading_recipe() -> None:
     mirt, mf = same_care_mirt(seed=3), same_care_mf(seed=3)
     assert mirt.name == "mirt_text_same_care" and mf.name == "embedllm_mf_same_care"
     assert all(s.seed == 3 for s in (*mirt.settings, *mf.settings))  # type: ignore[union-attr]
+
+
+def test_the_issues_recipe_is_its_d_and_its_decay_alone_without_a_refit() -> None:
+    recipe = issue_recipe_mirt(seed=2)
+    assert recipe.name == "mirt_text_issue_recipe" and not recipe.refit
+    assert [c["dim"] for c in recipe.grid] == [4, 16]
+    assert all(c["activation"] == "relu" and c["theta_sd"] == 0.1 for c in recipe.grid)
+    (decay,) = recipe.settings  # type: ignore[misc]
+    assert (decay.name, decay.lr, decay.weight_decay, decay.lr_decay, decay.batch_size, decay.patience, decay.seed) == (
+        "decay 0.7", 1e-3, 0.01, 0.7, 512, 10, 2)
+    assert (decay.lr_drops, decay.ema_epochs) == (0, 0.0)
 
 
 def test_bad_schedules_are_refused(world: tuple[np.ndarray, Responses, Responses]) -> None:
