@@ -104,6 +104,23 @@ def test_caches_and_assembled_encoders_live_in_the_users_cache(tmp_path: Path, m
     assert encoders.encoders_home() == tmp_path / "mine"
 
 
+def test_an_assembled_encoder_needs_both_its_config_and_its_tokenizer(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JEIRT_ENCODERS", str(tmp_path))
+    spec = encoders.EncoderSpec(name="half", package="half-part-001", module="", subdir="half", embedding_dim=4,
+                                split_zip_parts=("half-part-001",), split_zip_version="1")
+    (tmp_path / "half").mkdir()
+    for present in ("config.json", "tokenizer.json"):
+        for name in ("config.json", "tokenizer.json"):
+            (tmp_path / "half" / name).unlink(missing_ok=True)
+        (tmp_path / "half" / present).write_text("{}")
+        with pytest.raises(FileNotFoundError, match=r"encoder 'half': no config.json/tokenizer.json in .*half \(run: "
+                           r"python -m jeirt_lite_training.install_encoder half\)"):
+            spec.model_dir()
+    (tmp_path / "half" / "config.json").write_text("{}")
+    assert spec.model_dir() == tmp_path / "half"
+
+
 @pytest.fixture()
 def unpadded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """An assembled encoder 'unpadded': MiniLM's tokenizer.json without a padding setting of its own."""
@@ -139,8 +156,9 @@ def test_loading_the_encoder_leaves_transformers_progress_bars_as_they_were(bars
     was = transformers_logging.is_progress_bar_enabled()
     try:
         (transformers_logging.enable_progress_bar if bars_on else transformers_logging.disable_progress_bar)()
-        encoders.load_encoder.__wrapped__("all-MiniLM-L6-v2")  # past the cache: really loaded
+        model = encoders.load_encoder.__wrapped__("all-MiniLM-L6-v2")  # past the cache: really loaded
         assert transformers_logging.is_progress_bar_enabled() is bars_on
+        assert not model.training and not any(p.requires_grad for p in model.parameters())  # frozen
     finally:
         (transformers_logging.enable_progress_bar if was else transformers_logging.disable_progress_bar)()
 
@@ -162,3 +180,20 @@ def test_the_pool_runs_torch_on_one_thread_and_an_error_waits_for_the_texts_runn
             started.wait()
             raise RuntimeError("stopped")
     assert finished == [1] and torch.get_num_threads() == threads
+
+
+def test_an_error_cancels_the_texts_not_yet_started() -> None:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # one worker: the second text waits in the queue
+    ran: list[str] = []
+    try:
+        with pytest.raises(RuntimeError, match="stopped"):
+            with encoders.one_torch_thread_each() as pool:
+                started = threading.Event()
+                running = pool.submit(lambda: (started.set(), time.sleep(0.3), ran.append("running")))
+                queued = pool.submit(lambda: ran.append("queued"))
+                started.wait()
+                raise RuntimeError("stopped")
+        assert ran == ["running"] and running.done() and queued.cancelled()
+    finally:
+        torch.set_num_threads(threads)

@@ -172,6 +172,16 @@ mod tests {
     }
 
     #[test]
+    fn a_table_whose_norm_float32_cannot_hold_is_left_to_float32() {
+        // Every component within bfloat16's range, the row's norm (3e38, then 4e38) within float32's, then beyond.
+        let packs = |d: usize| {
+            let row = vec![LARGEST_COMPONENT; d];
+            pack_bf16(MatrixView::new("llms", &row, 1, d).unwrap()).is_some()
+        };
+        assert!(packs(9) && !packs(16));
+    }
+
+    #[test]
     fn the_last_panel_is_halved_only_when_at_most_half_full() {
         for (count, halved) in [
             (1, true),
