@@ -276,21 +276,29 @@ mod tests {
         Calibration, Config, MatrixView, Precision,
     };
 
-    #[test]
-    #[ignore = "needs AVX-512 BF16 (vdpbf16ps): run `cargo test --release -- --ignored` on such a CPU (make test does)"]
-    fn bf16_top1_reports_the_exact_calibrated_probability_of_its_choice() {
+    fn assert_bf16_cpu() {
         assert!(
             Precision::Bf16.is_supported(),
             "this CPU has no AVX-512 BF16"
         );
+    }
+
+    /// `len` values spread over [-half_width, half_width] in steps of half_width / 1000, a hash of (index, seed).
+    fn spread(len: usize, seed: u32, half_width: f32) -> Vec<f32> {
+        (0..len)
+            .map(|i| {
+                let step = ((i as u32).wrapping_mul(2_654_435_761) ^ seed) % 2001;
+                (step as f32 / 1000.0 - 1.0) * half_width
+            })
+            .collect()
+    }
+
+    #[test]
+    #[ignore = "needs AVX-512 BF16 (vdpbf16ps): run `cargo test --release -- --ignored` on such a CPU (make test does)"]
+    fn bf16_top1_reports_the_exact_calibrated_probability_of_its_choice() {
+        assert_bf16_cpu();
         let (n, d, k_llms) = (500, 33, 45);
-        let values = |len: usize, seed: u32| -> Vec<f32> {
-            (0..len)
-                .map(|i| {
-                    (((i as u32).wrapping_mul(2_654_435_761) ^ seed) % 2001) as f32 / 1000.0 - 1.0
-                })
-                .collect()
-        };
+        let values = |len: usize, seed: u32| spread(len, seed, 1.0);
         let (mut q, m) = (values(n * d, 13), values(k_llms * d, 17));
         q[..d].fill(0.0); // a zero row
         let scale: Vec<f32> = values(k_llms, 19).iter().map(|x| 1.5 + x).collect();
@@ -354,19 +362,10 @@ mod tests {
     #[test]
     #[ignore = "needs AVX-512 BF16 (vdpbf16ps): run `cargo test --release -- --ignored` on such a CPU (make test does)"]
     fn bf16_probabilities_stay_near_float32_and_offsets_fall_back() {
-        assert!(
-            Precision::Bf16.is_supported(),
-            "this CPU has no AVX-512 BF16"
-        );
+        assert_bf16_cpu();
         // Three chunks of rows, the last one partial: each chunk's rows land in its own slice of the output.
         let (n, d, k_llms) = (2 * crate::kernels::engine::CHUNK_ROWS + 150, 40, 45);
-        let values = |len: usize, seed: u32| -> Vec<f32> {
-            (0..len)
-                .map(|i| {
-                    (((i as u32).wrapping_mul(2_654_435_761) ^ seed) % 2001) as f32 / 4000.0 - 0.25
-                })
-                .collect()
-        };
+        let values = |len: usize, seed: u32| spread(len, seed, 0.25);
         let (q, m, offsets) = (
             values(n * d, 3),
             values(k_llms * d, 5),
@@ -401,18 +400,9 @@ mod tests {
     #[test]
     #[ignore = "needs AVX-512 BF16 (vdpbf16ps): run `cargo test --release -- --ignored` on such a CPU (make test does)"]
     fn bf16_ranking_with_exact_values_matches_float32() {
-        assert!(
-            Precision::Bf16.is_supported(),
-            "this CPU has no AVX-512 BF16"
-        );
+        assert_bf16_cpu();
         let (n, d, k_llms) = (200, 37, 45);
-        let values = |len: usize, seed: u32| -> Vec<f32> {
-            (0..len)
-                .map(|i| {
-                    (((i as u32).wrapping_mul(2_654_435_761) ^ seed) % 2001) as f32 / 1000.0 - 1.0
-                })
-                .collect()
-        };
+        let values = |len: usize, seed: u32| spread(len, seed, 1.0);
         let (q, m) = (values(n * d, 7), values(k_llms * d, 11));
         let (q, m) = (
             MatrixView::new("q", &q, n, d).expect("shape"),
