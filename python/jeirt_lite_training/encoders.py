@@ -3,9 +3,9 @@
 The same torch module (`SentenceEncoder`) computes the cached training embeddings and is exported to ONNX, so the
 cache and the shipped router cannot disagree. Texts are tokenised with the `tokenizers` library from the model's own
 `tokenizer.json`, exactly as the runtime does, with truncation set EXPLICITLY: MiniLM's tokenizer.json says 128,
-but sentence-transformers (and this project) use 256; 37% of MMLU-Pro questions are longer than 128 tokens. Every
-encoder is truncated at `--max-length` (256 unless given), all-mpnet-base-v2 too, whose sentence-transformers
-setting is 384.
+but sentence-transformers (and this project) use 256, and many MMLU-Pro questions are longer than 128 tokens
+(docs/research/encoders.md). Every encoder is truncated at `--max-length` (256 unless given), all-mpnet-base-v2
+too, whose sentence-transformers setting is 384.
 """
 
 from __future__ import annotations
