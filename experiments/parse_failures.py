@@ -78,8 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{max(out['per_llm_rate'].values()):.1%}; per-question count variance {ratio:.1f}x what the LLMs' "
           f"rates alone give")
     for band in out["accuracy_of_parsed_by_failures_on_the_question"]:
-        print(f"  {band['failed_llms']} LLMs failed: {band['questions']} questions, parsed answers right "
-              f"{band['accuracy_of_parsed']:.3f}")
+        right = "none parsed" if band["accuracy_of_parsed"] is None else f"{band['accuracy_of_parsed']:.3f}"
+        print(f"  {band['failed_llms']} LLMs failed: {band['questions']} questions, parsed answers right {right}")
     if args.json is not None:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
     return 0
