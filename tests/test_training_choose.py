@@ -169,7 +169,11 @@ def test_choose_refuses_an_empty_grid_and_logs_each_setting_it_tries() -> None:
         assert line.endswith("s)")
 
 
-def test_refit_draws_no_progress_bar_unless_asked(capfd: pytest.CaptureFixture[str]) -> None:
+def test_refit_draws_no_progress_bar_unless_asked(capfd: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from jeirt_lite_training import progress
+
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: True)
     emb, cells = _synthetic()
     sel = Selection(hyper={"dim": 4, "dropout": 0.0, "seed": 0}, schedule=[1e-3, 1e-4])
     refit(emb, cells, 6, sel)

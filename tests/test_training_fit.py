@@ -186,11 +186,18 @@ def test_a_run_records_its_epochs_from_one_and_the_seconds_it_took() -> None:
     assert 0 < run.seconds <= time.perf_counter() - began
 
 
-def test_the_progress_bar_counts_the_epochs_run(capfd: pytest.CaptureFixture[str]) -> None:
+def test_the_progress_bar_counts_the_epochs_run_on_a_terminal_only(capfd: pytest.CaptureFixture[str],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from jeirt_lite_training import progress
+
     emb, train, val = _problem()
     train_model(JeirtConfig(dim=4, max_epochs=2), emb, train, val, 5)
     train_on_schedule(JeirtConfig(dim=4), emb, train, 5, [1e-3])
     assert capfd.readouterr().err == ""  # quiet unless asked
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: False)  # a log, a pipe, a batch job
+    train_model(JeirtConfig(dim=4, max_epochs=2), emb, train, val, 5, progress=True)
+    assert capfd.readouterr().err == ""  # asked, but not drawn into a file
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: True)
     train_model(JeirtConfig(dim=4, max_epochs=3, patience=10, lr_drops=0), emb, train, val, 5, progress=True)
     assert "JE-IRT d=4" in (err := capfd.readouterr().err) and "3/3" in err and "4/3" not in err
     train_on_schedule(JeirtConfig(dim=4), emb, train, 5, [1e-3, 1e-3], progress=True)

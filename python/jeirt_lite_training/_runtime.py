@@ -32,11 +32,13 @@ from jeirt_lite._training_questions import normalise_question, training_question
 from jeirt_lite.artifact import ENCODER_FILE, STATIC_ENCODER_FILE, refuse_existing, save_artifact
 from jeirt_lite.artifact import _move_into_place as move_into_place  # a saved folder swapped in whole
 from jeirt_lite.cli import _options as cli_options  # the converters and parser class of every command
+from jeirt_lite.cli._shared import stderr_is_terminal  # progress drawn on a terminal only, as every command's
 
 __all__ = [
     "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "NOT_ASKED", "STATIC_ENCODER_FILE", "TRUE_LABELS", "JeirtError",
     "NeighbourVotes", "Router", "alignment", "all_metrics", "cell_log_losses", "check_output_folder", "check_seed",
     "cli_options", "log_loss", "merge_repeated_cells", "move_into_place", "neighbour_sums", "normalise_question",
     "read_table", "refuse_existing", "refuse_inputs", "safetensors_layout", "save_artifact", "short_rows",
-    "smoothed", "table_format", "training_question_set", "unit_rows", "vote_logits", "write_tensors",
+    "smoothed", "stderr_is_terminal", "table_format", "training_question_set", "unit_rows", "vote_logits",
+    "write_tensors",
 ]

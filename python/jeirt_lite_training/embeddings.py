@@ -34,6 +34,7 @@ from .encoders import (
     one_torch_thread_each,
     user_cache_home,
 )
+from .progress import progress_bar
 from .types import Dataset
 
 logger = logging.getLogger(__name__)
@@ -107,11 +108,7 @@ def embed_texts(
         if key not in cached and key not in todo:
             todo[key] = text
     if todo:
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=len(todo), desc=f"encoding with {encoder}", unit="text")
+        bar = progress_bar(len(todo), f"encoding with {encoder}", "text") if progress else None
         load_tokenizer(encoder, max_length)  # loaded once, before the workers ask for them
         load_encoder(encoder)
         missing = list(todo.items())

@@ -33,6 +33,7 @@ from torch import nn
 from ._runtime import check_seed
 from .averaging import WeightAverage, ema_decay
 from .network import JeirtConfig, JeirtModel, jeirt_logits
+from .progress import progress_bar
 from .types import Responses
 
 # Warm start (llm_init="accuracy"): the adapter's output starts near WARM_NORM·u for one shared unit vector u, and
@@ -259,12 +260,8 @@ def _train_epoch(
     return running / len(train)
 
 
-def _progress_bar(cfg: JeirtConfig, total: int, progress: bool):  # type: ignore[no-untyped-def]
-    if not progress:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=f"JE-IRT d={cfg.dim}", unit="epoch")
+def _progress_bar(cfg: JeirtConfig, total: int, progress: bool) -> Any:
+    return progress_bar(total, f"JE-IRT d={cfg.dim}", "epoch") if progress else None
 
 
 def train_model(
