@@ -32,7 +32,6 @@ import hashlib
 import json
 import os
 import shutil
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +50,7 @@ from ._artifact_files import (
 )
 from ._errors import JeirtError
 from ._feature_offsets import CORRECTIONS_FILE, FeatureCorrections
+from ._io.outputs import hidden_beside
 from ._manifest import (
     DEFAULT_ALIGNMENT_TOP_K,
     FORMAT_NAME,
@@ -275,7 +275,7 @@ def _write_folder(
 ) -> None:
     """Stage every file, bind router.json to the table, validate the manifest, then rename into place."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
+    staging = hidden_beside(target, "tmp")
     staging.mkdir()
     try:
         for name, source in sources.items():
@@ -350,7 +350,7 @@ def _move_into_place(staging: Path, target: Path) -> None:
         return
     # A folder cannot be atomically swapped for another; move the old one aside first so that at every moment
     # `target` is either the complete old router or the complete new one (or briefly absent, never half).
-    retired = target.parent / f".{target.name}.old-{uuid.uuid4().hex}"
+    retired = hidden_beside(target, "old")
     os.replace(target, retired)
     os.replace(staging, target)
     shutil.rmtree(retired, ignore_errors=True)

@@ -9,18 +9,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ._runtime import move_into_place, refuse_existing
+from ._runtime import HIDDEN_WRITE_KINDS, move_into_place, refuse_existing
 
 logger = logging.getLogger(__name__)
-# The folders a write of a router named NAME makes beside it and removes when it ends: this module's staging
-# folder, the router writer's own (jeirt_lite.artifact) and the old router moved aside while it is replaced.
-LEFTOVER_PATTERNS = (".{name}.staging-*", ".{name}.tmp-*", ".{name}.old-*")
+# The hidden folders a write of a router NAME makes beside it, `.NAME.KIND-<random>`, and removes when it ends:
+# this module's staging folder, and the router writer's own (jeirt_lite._io.outputs.HIDDEN_WRITE_KINDS).
+STAGING_KIND = "staging"
 
 
 def leftover_folders(out_dir: Path) -> list[Path]:
     """The folders beside `out_dir` that earlier writes of it made and never removed (a run killed outright, by
     SIGKILL or the out-of-memory killer, has no chance to), or that a write running now is making."""
-    found = (path for pattern in LEFTOVER_PATTERNS for path in out_dir.parent.glob(pattern.format(name=out_dir.name)))
+    kinds = (STAGING_KIND, *HIDDEN_WRITE_KINDS)
+    found = (path for kind in kinds for path in out_dir.parent.glob(f".{out_dir.name}.{kind}-*"))
     return sorted(path for path in found if path.is_dir())
 
 
@@ -44,7 +45,7 @@ def staged_router(out_dir: Path, *, overwrite: bool = False) -> Iterator[Path]:
                        "unless another run is writing %s now", len(leftovers), out_dir,
                        sum(_megabytes(folder) for folder in leftovers), ", ".join(p.name for p in leftovers),
                        out_dir.name)
-    with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=f".{out_dir.name}.staging-") as staging:
+    with tempfile.TemporaryDirectory(dir=out_dir.parent, prefix=f".{out_dir.name}.{STAGING_KIND}-") as staging:
         staged = Path(staging) / "router"
         yield staged
         refuse_existing(out_dir, overwrite)  # made while the router was being made

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Optional
@@ -60,6 +61,17 @@ def check_output_path(output: Path, inputs: Sequence[Path]) -> str:
 def check_output_folder(output: Path) -> None:
     if not output.parent.is_dir():
         raise JeirtError(f"{output.parent}: no such folder for the output")
+
+
+# The hidden folders a write of a router folder NAME makes beside it, `.NAME.KIND-<random>`, and removes when it
+# ends: the folder being written ("tmp") and the router it replaces, moved aside ("old"). Training names those that
+# a run killed outright left behind (jeirt_lite_training.staging).
+HIDDEN_WRITE_KINDS = ("tmp", "old")
+
+
+def hidden_beside(target: Path, kind: str) -> Path:
+    """A new hidden path `.NAME.KIND-<random>` beside `target`, KIND one of HIDDEN_WRITE_KINDS."""
+    return target.parent / f".{target.name}.{kind}-{uuid.uuid4().hex}"
 
 
 def partial_path(output: Path) -> Path:
