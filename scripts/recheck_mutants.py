@@ -18,6 +18,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -101,19 +102,18 @@ def main() -> int:
         raise SystemExit(f"{args.session}: no such cosmic-ray session")
     with sqlite3.connect(args.session) as db:
         survivors = db.execute(SURVIVORS).fetchall()
-    still = stale = 0
+    verdicts: Counter[str] = Counter()
     with tempfile.TemporaryDirectory() as scratch:  # one copy (the built extension in it), each mutant undone after
         shutil.copytree(REPO / "python", Path(scratch) / "python", ignore=shutil.ignore_patterns("__pycache__"))
         for row, operator, diff in survivors:
             try:
-                verdict = "caught  " if caught(diff, Path(scratch), args.tests.split(), args.timeout) else "SURVIVES"
+                verdict = "caught" if caught(diff, Path(scratch), args.tests.split(), args.timeout) else "SURVIVES"
             except StaleDiff:
-                verdict = "stale   "
-            still += verdict == "SURVIVES"
-            stale += verdict == "stale   "
-            print(f"{verdict} line {row} {operator.split('/')[-1]}: {changed_lines(diff)[:160]}", flush=True)
-    print(f"{len(survivors)} survivors in the session; {still} survive the tests as they are now, "
-          f"{stale} no longer apply (their file changed)")
+                verdict = "stale"
+            verdicts[verdict] += 1
+            print(f"{verdict:<8} line {row} {operator.split('/')[-1]}: {changed_lines(diff)[:160]}", flush=True)
+    print(f"{len(survivors)} survivors in the session; {verdicts['SURVIVES']} survive the tests as they are now, "
+          f"{verdicts['stale']} no longer apply (their file changed)")
     return 0
 
 
