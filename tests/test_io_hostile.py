@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from jeirt_lite import EncodedQuestions, JeirtError, Router
 from jeirt_lite._io.formats import read_question_table
-from jeirt_lite._io.outputs import partial_path, refuse_inputs, remove_stale_partials
+from jeirt_lite._io.outputs import partial_path, refuse_inputs, remove_stale_partials, writer_token
 from jeirt_lite._io.tables import read_table
 from jeirt_lite.batch import ScoreOptions, score_file
 from jeirt_lite.cli import main
@@ -301,7 +301,7 @@ def test_the_partial_file_of_a_killed_run_is_removed_by_the_next_run(tiny_router
         with open(fifo, "w", encoding="utf-8") as feed:
             feed.write("text\n" + "what is the price of a market\n" * 12)
             feed.flush()
-            left = tmp_path / f".scores.csv.partial-{killed.pid}"
+            left = tmp_path / f".scores.csv.partial-{killed.pid}@{writer_token().split('@')[1]}"
             _wait_for(lambda: left.exists() and len(left.read_text().splitlines()) == 11)
             killed.send_signal(signal.SIGKILL)  # no handler runs: the partial file stays
             killed.wait(timeout=60)
@@ -311,7 +311,7 @@ def test_the_partial_file_of_a_killed_run_is_removed_by_the_next_run(tiny_router
     assert left.exists()
     alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        someone_elses = tmp_path / f".scores.csv.partial-{alive.pid}"
+        someone_elses = tmp_path / f".scores.csv.partial-{alive.pid}@{writer_token().split('@')[1]}"
         someone_elses.write_text("a run still going")
         bank = tmp_path / "bank.csv"
         bank.write_text("text\nwhat is the price\n")
@@ -325,7 +325,27 @@ def test_the_partial_file_of_a_killed_run_is_removed_by_the_next_run(tiny_router
         alive.kill()
         alive.wait()
     assert len(output.read_text().splitlines()) == 2
-    assert remove_stale_partials(output) == [someone_elses] and partial_path(output).name.endswith(str(os.getpid()))
+    assert remove_stale_partials(output) == [someone_elses] and f".partial-{os.getpid()}@" in partial_path(output).name
+
+
+def test_the_folder_of_a_killed_save_is_removed_by_the_next_save(tiny_router_path: Path, tmp_path: Path) -> None:
+    target = tmp_path / "router"
+    killed_midway = (  # the process dies, as under SIGKILL or the out-of-memory killer, while writing the LLM table
+        "import os, signal, sys\n"
+        "import jeirt_lite.artifact as artifact\n"
+        "from jeirt_lite import Router\n"
+        "artifact.write_tensors = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "Router.load(sys.argv[1], threads=1).save(sys.argv[2])\n"
+    )
+    killed = subprocess.Popen([sys.executable, "-c", killed_midway, str(tiny_router_path), str(target)],
+                              env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert killed.wait(timeout=120) == -signal.SIGKILL
+    (left,) = tmp_path.glob(".router.tmp-*")
+    assert left.name.startswith(f".router.tmp-{killed.pid}@") and (left / "encoder.onnx").is_file()
+    assert not target.exists()
+    Router.load(tiny_router_path, threads=1).save(target)
+    assert [path.name for path in tmp_path.iterdir()] == ["router"]
+    assert Router.load(target, threads=1).llms == Router.load(tiny_router_path, threads=1).llms
 
 
 def test_training_reads_tables_through_the_same_strict_reader(tmp_path: Path) -> None:

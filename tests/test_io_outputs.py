@@ -1,6 +1,7 @@
-"""Where outputs go, on their own (jeirt_lite._io.outputs): which leftover partial files a new run removes, an output
-that is a folder or has no folder, and outputs that are inputs under another name. tests/test_io_hostile.py kills a
-real run to leave a partial file; tests/test_batch.py interrupts one."""
+"""Where outputs go, on their own (jeirt_lite._io.outputs): which leftover partial files and hidden router folders a
+new run removes, an output that is a folder or has no folder, and outputs that are inputs under another name.
+tests/test_io_hostile.py kills a real run to leave a partial file, tests/test_training_staging.py real writes of a
+router folder; tests/test_batch.py interrupts one."""
 
 from __future__ import annotations
 
@@ -15,10 +16,16 @@ from jeirt_lite._io import outputs
 from jeirt_lite._io.outputs import (
     atomic_output,
     check_output_path,
+    hidden_beside,
     partial_path,
     refuse_inputs,
+    remove_stale_folders,
     remove_stale_partials,
+    writer_token,
 )
+from logged import warnings_of
+
+HOST = writer_token().split("@")[1]
 
 
 def _dead_pid() -> int:
@@ -30,20 +37,23 @@ def _dead_pid() -> int:
 def test_only_the_partial_files_of_dead_runs_to_the_same_output_are_removed(tmp_path: Path) -> None:
     output = tmp_path / "scores.parquet"
     dead = _dead_pid()
-    dead_main = tmp_path / f".scores.parquet.partial-{dead}"
-    dead_widened = tmp_path / f".scores.parquet.partial-{dead}.text-ids"  # the Parquet writer's side file
+    dead_main = tmp_path / f".scores.parquet.partial-{dead}@{HOST}"
+    dead_widened = tmp_path / f".scores.parquet.partial-{dead}@{HOST}.text-ids"  # the Parquet writer's side file
+    dead_unhosted = tmp_path / f".scores.parquet.partial-{dead}"  # named before the host was
     mine = partial_path(output)
+    assert mine.name == f".scores.parquet.partial-{os.getpid()}@{HOST}"
     kept = [
         mine,  # this process's own run
         Path(f"{mine}.text-ids"),
+        tmp_path / f".scores.parquet.partial-{dead}@0123abcd",  # another machine's, whose processes are not seen
         tmp_path / ".scores.parquet.partial-notapid",
         tmp_path / f".other.parquet.partial-{dead}",  # another output's
         tmp_path / f"scores.parquet.partial-{dead}",  # not hidden: not ours
     ]
-    for path in [dead_main, dead_widened, *kept]:
+    for path in [dead_main, dead_widened, dead_unhosted, *kept]:
         path.write_text("x")
-    assert sorted(remove_stale_partials(output)) == sorted([dead_main, dead_widened])
-    assert all(path.exists() for path in kept) and not dead_main.exists() and not dead_widened.exists()
+    assert sorted(remove_stale_partials(output)) == sorted([dead_main, dead_widened, dead_unhosted])
+    assert all(path.exists() for path in kept) and not any(p.exists() for p in (dead_main, dead_widened, dead_unhosted))
 
 
 def test_a_live_run_keeps_its_file_and_is_only_asked_whether_it_exists(tmp_path: Path) -> None:
@@ -68,6 +78,19 @@ def test_a_process_that_cannot_be_asked_about_keeps_its_file(tmp_path: Path, mon
     theirs = tmp_path / f".scores.csv.partial-{_dead_pid()}"
     theirs.write_text("x")
     monkeypatch.setattr(outputs.os, "kill", refused)
+    assert remove_stale_partials(output) == [] and theirs.exists()
+
+
+def test_on_windows_no_process_is_asked_about_and_every_file_is_kept(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    def ends_it(pid: int, signal: int) -> None:
+        raise AssertionError(f"os.kill({pid}, {signal}) would end that process on Windows")
+
+    output = tmp_path / "scores.csv"
+    theirs = tmp_path / f".scores.csv.partial-{_dead_pid()}@{HOST}"
+    theirs.write_text("x")
+    monkeypatch.setattr(outputs.os, "kill", ends_it)
+    monkeypatch.setattr(outputs.os, "name", "nt")
     assert remove_stale_partials(output) == [] and theirs.exists()
 
 
@@ -110,3 +133,60 @@ def test_a_failed_write_leaves_the_previous_output_and_no_partial(tmp_path: Path
     with atomic_output(output) as temporary:
         temporary.write_text("new\n")
     assert output.read_text() == "new\n" and not temporary.exists() and os.listdir(tmp_path) == ["scores.csv"]
+
+
+def _router_like(folder: Path, size: int = 0) -> Path:
+    folder.mkdir()
+    (folder / "llms.safetensors").write_bytes(b"\0" * size)
+    return folder
+
+
+def test_only_the_hidden_folders_of_dead_writers_of_the_same_router_are_removed(tmp_path: Path) -> None:
+    target = _router_like(tmp_path / "router")
+    dead = _dead_pid()
+    removed = [_router_like(tmp_path / f".router.{kind}-{dead}@{HOST}-a1b2") for kind in ("tmp", "old")]
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        kept = [
+            _router_like(hidden_beside(target, "tmp"), 400_000),  # this process's own write
+            _router_like(tmp_path / f".router.tmp-{alive.pid}@{HOST}-c3"),  # a live writer's
+            _router_like(tmp_path / f".router.tmp-{dead}@0123abcd-d4"),  # another machine's
+            _router_like(tmp_path / ".router.old-5f0e9c2a77d14b1c"),  # named before writers were
+        ]
+        ignored = [
+            _router_like(tmp_path / f".router.staging-{dead}@{HOST}-e5"),  # a kind it was not asked about
+            _router_like(tmp_path / f".other.tmp-{dead}@{HOST}-f6"),  # another router's
+        ]
+        (tmp_path / f".router.tmp-{dead}@{HOST}-file").write_text("not a folder")
+        with warnings_of(outputs.logger) as records:
+            assert remove_stale_folders(target, ("tmp", "old")) == sorted(removed)
+            assert remove_stale_folders(target, ("tmp", "old")) == []
+    finally:
+        alive.kill()
+        alive.wait()
+    assert not any(folder.exists() for folder in removed)
+    assert all(folder.is_dir() for folder in kept + ignored) and target.is_dir()
+    assert (tmp_path / f".router.tmp-{dead}@{HOST}-file").is_file()
+    names = ", ".join(sorted(folder.name for folder in kept))
+    assert [record.getMessage() for record in records] == [
+        f"4 folder(s) beside {target} from a write of it that has not ended (0.4 MB): {names}; remove them unless "
+        "another process, here or on another machine, is writing router now"] * 2
+
+
+def test_the_router_a_dead_write_was_replacing_is_kept_while_its_name_is_missing(tmp_path: Path) -> None:
+    target = tmp_path / "router"
+    retired = _router_like(tmp_path / f".router.old-{_dead_pid()}@{HOST}-a1")
+    with warnings_of(outputs.logger) as records:
+        assert remove_stale_folders(target, ("tmp", "old")) == []
+    assert retired.is_dir()
+    assert [record.getMessage() for record in records] == [
+        f"{target}: a write that replaced it stopped before it ended; the copy it replaced is in {retired}: rename "
+        "that to router to keep it (the first write that finds router in place removes it)"]
+    _router_like(target)
+    with warnings_of(outputs.logger) as records:
+        assert remove_stale_folders(target, ("tmp", "old")) == [retired]
+    assert records == [] and not retired.exists()
+
+
+def test_a_missing_folder_has_no_hidden_folders(tmp_path: Path) -> None:
+    assert remove_stale_folders(tmp_path / "nowhere" / "router", ("tmp", "old")) == []

