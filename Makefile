@@ -1,5 +1,5 @@
 # Developer shortcuts. CI runs .ci/run (a fresh venv, the README's test command, then `make lint`).
-.PHONY: build-dev build-prod dist lint test bench default-router mutants mutants-python mutants-rust
+.PHONY: build-dev build-prod dist lint test bench default-router mutants mutants-python mutants-rust mutants-bindings
 
 build-dev:      ## editable install with a release extension (debug builds make benchmarks meaningless)
 	pip install -e ".[test,dev]" --no-build-isolation
@@ -45,8 +45,10 @@ MUTATION_TESTS ?= tests/test_routing_costs.py tests/test_router_hostile.py
 # Seconds before a mutant's test run counts as caught: a mutant that makes a loop endless waits this long.
 MUTATION_TIMEOUT ?= 600
 RUST_MUTATE ?= rust/src/kernels/adjust.rs
+BINDINGS_MUTATE ?= rust/src/python/votes.rs
+BINDINGS_TESTS ?= tests/test_vote_kernel.py tests/test_vote_short_space.py tests/test_neighbours.py
 
-mutants: mutants-python mutants-rust
+mutants: mutants-python mutants-rust mutants-bindings
 
 # A fixed Hypothesis seed: a property test that met a real failure midway would save it and replay it against every
 # later mutant, counting them all caught. The baseline stops a round whose tests fail on the unmutated code.
@@ -65,3 +67,9 @@ BF16_TESTS = $(shell grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null && echo -- -
 
 mutants-rust:  ## cargo-mutants (cargo install cargo-mutants) on RUST_MUTATE with the pure-Rust tests
 	cargo mutants --file $(RUST_MUTATE) --cargo-arg=--release $(BF16_TESTS)
+
+# The PyO3 bindings, which cargo's tests do not build: each mutant is built as the extension in a copy of the crate
+# and tested by pytest (scripts/mutate_bindings.py). A binding returning arrays gets up to some 2,900 replacements of
+# its value, built from constructors its types lack (`PyResult::new`, `Bound::new`): the first ten of each are tried.
+mutants-bindings:  ## cargo-mutants' mutants of BINDINGS_MUTATE against the Python tests BINDINGS_TESTS
+	python -m scripts.mutate_bindings --file $(BINDINGS_MUTATE) --tests "$(BINDINGS_TESTS)" --per-function 10

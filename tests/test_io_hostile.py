@@ -63,6 +63,15 @@ def test_an_unclosed_quote_is_an_error_naming_its_row_never_a_merge(router: Rout
         read_question_table(bank)
 
 
+def test_a_malformed_first_row_is_named_by_its_own_line_after_a_long_header_or_blank_lines(tmp_path: Path) -> None:
+    bank = tmp_path / "bank.csv"
+    cases = (("id,text", 2), ('"question\nid",text', 3), ("id,text\n\n", 4))  # a quoted name may hold a newline
+    for before, line in cases:
+        bank.write_text(f'{before}\na,"never closed\n', encoding="utf-8")
+        with pytest.raises(JeirtError, match=rf"data row 1 \(.*\) .*the row starting on line {line} is never closed"):
+            read_question_table(bank)
+
+
 def test_text_after_a_closing_quote_is_an_error(router: Router, tmp_path: Path) -> None:
     bank = tmp_path / "bank.csv"
     bank.write_text('id,text\na,plain\nb,"quoted" and more\nc,plain\n', encoding="utf-8")

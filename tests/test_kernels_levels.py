@@ -60,3 +60,27 @@ def test_capped_level_gives_the_same_answers(level: str, tmp_path: Path) -> None
     np.testing.assert_allclose(top, exact, atol=1e-6)
     assert np.mean(out["idx"] == idx) >= 0.999  # only float32 rounding differs between levels
     assert np.mean(out["top1"][:, 0] == kernels.top_k(q, m, 1)[0][:, 0]) >= 0.999
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        pytest.skip("no /proc/cpuinfo to compare with")
+    line = next((line for line in text.splitlines() if line.startswith("flags")), None)
+    if line is None:
+        pytest.skip("/proc/cpuinfo names no flags")
+    return set(line.split(":", 1)[1].split())
+
+
+def test_the_bfloat16_pass_is_on_exactly_where_the_cpu_says_it_has_avx512_bf16() -> None:
+    # Were it off on a CPU that has it, test_kernels_bf16.py would skip rather than fail.
+    if os.environ.get("JEIRT_SIMD"):
+        pytest.skip("JEIRT_SIMD caps the level in this process")
+    flags = _cpu_flags()
+    assert kernels.bf16_supported() == ("avx512_bf16" in flags and "avx512f" in flags)
+    assert (_core.simd_level() == "avx512f") == ("avx512f" in flags)
+    f32_peak, bf16_peak = _core.multiply_add_peak(0.01)  # what benches/bench_kernels.py compares with
+    assert np.isfinite(f32_peak) and f32_peak > 0
+    assert (bf16_peak is None) != kernels.bf16_supported()
+    assert bf16_peak is None or (np.isfinite(bf16_peak) and bf16_peak > 0)

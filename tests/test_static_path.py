@@ -217,3 +217,18 @@ def test_the_probe_texts_reach_truncation_and_both_encoders_agree_on_them(fast: 
     got = fast.encode(list(PROBE_TEXTS), features=False).vectors
     want = reference.encode(list(PROBE_TEXTS), features=False).vectors
     assert np.abs(got - want).max() <= PROBE_TOLERANCE * max(1.0, np.abs(want).max()) / 10  # a margin of 10x
+
+
+def test_a_background_job_gives_what_encoding_in_the_foreground_gives(fast: Router) -> None:
+    encoder = _encoder(fast)
+    texts = _questions("zeroeval_crux_gsm_math")[::20] + ROUTABLE_EDGE_TEXTS  # pieces of 64 texts, the last short
+    vectors, features = encoder.encode_with_features(texts)
+    assert features is not None
+    for asked in (False, True):  # a router with feature corrections and no votes asks for the features alone
+        got_vectors, got_features, votes = encoder.encode_start(texts, features=asked).result()
+        np.testing.assert_array_equal(got_vectors, vectors)
+        assert votes is None
+        if asked:
+            np.testing.assert_array_equal(got_features, features)
+        else:
+            assert got_features is None

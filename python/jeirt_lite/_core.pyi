@@ -117,10 +117,6 @@ class StaticEncoder:
         w2: npt.NDArray[np.float32],
         b2: npt.NDArray[np.float32],
     ) -> StaticEncoder: ...
-    @property
-    def dim(self) -> int:
-        """Dimension of the question vectors."""
-
     def token_ids(self, texts: list[str]) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
         """``(ids, offsets)``: text i's ids (``[CLS]`` and ``[SEP]`` included) are ``ids[offsets[i]:offsets[i+1]]``."""
 
@@ -135,14 +131,7 @@ class StaticEncoder:
 
 @final
 class EmbedJob:
-    """One chunk of texts being encoded on the Rust pool (``embed_start``); ``wait`` returns its vectors."""
-
-    @property
-    def rows(self) -> int:
-        """Number of texts in the job."""
-
-    def wait(self) -> npt.NDArray[np.float32]:
-        """Question vectors, float32 ``(rows, dim)``, once encoded (blocks, the GIL released); once only."""
+    """One chunk of texts being encoded on the Rust pool (``embed_start``); ``wait_all`` returns its outputs."""
 
     def wait_all(
         self,
@@ -181,14 +170,6 @@ class VoteTable:
     ) -> VoteTable:
         """``keys`` (n, p) unit rows, ``answers`` (n, K) 1/0/-1, ``projection`` (p, dims) (dims 0: no coarse pass);
         with ``centre`` (f,) and ``query_map`` (f, p), queries of f features are mapped to the keys' space first."""
-
-    @property
-    def rows(self) -> int:
-        """Stored questions."""
-
-    @property
-    def query_cols(self) -> int:
-        """Width of the queries ``sums`` takes (the features, before any query map)."""
 
     def sums(
         self, queries: npt.NDArray[np.float32], k: int, temperature: float | None, candidates: int, threads: int

@@ -1,6 +1,6 @@
 //! Background encoding for `score`'s pipeline (python/jeirt_lite/_pipeline.py): `embed_start` copies a chunk of
-//! texts and hands it to the rayon pool at once; `EmbedJob.wait` blocks, the GIL released, for its vectors
-//! (`wait_all`: with the encoder's features and the neighbour votes' sums, when asked for). A router that votes
+//! texts and hands it to the rayon pool at once; `EmbedJob.wait_all` blocks, the GIL released, for its vectors
+//! (with the encoder's features and the neighbour votes' sums, when asked for). A router that votes
 //! gets its votes in the same piece of work as its vectors: the features never leave Rust, and the search runs
 //! on the pool beside the encoding, not on the thread that reads and writes.
 //!
@@ -69,7 +69,7 @@ impl ChunkTexts {
     }
 }
 
-/// One chunk of texts being encoded on the rayon pool; `wait` returns its question vectors.
+/// One chunk of texts being encoded on the rayon pool; `wait_all` returns its outputs.
 #[pyclass(frozen, module = "jeirt_lite._core")]
 pub struct EmbedJob {
     rows: usize,
@@ -80,18 +80,8 @@ pub struct EmbedJob {
 
 #[pymethods]
 impl EmbedJob {
-    /// Number of texts in the job.
-    #[getter]
-    fn rows(&self) -> usize {
-        self.rows
-    }
-
-    /// The question vectors, float32 `(rows, dim)`, once encoded (blocks until then, the GIL released).
-    fn wait<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f32>>> {
-        Ok(self.wait_all(py)?.0)
-    }
-
-    /// `(vectors, features, vote sums, vote weights)`, the last three None where not asked for.
+    /// `(vectors, features, vote sums, vote weights)`, the last three None where not asked for, once encoded
+    /// (blocks until then, the GIL released); once only.
     fn wait_all<'py>(&self, py: Python<'py>) -> PyResult<Outputs<'py>> {
         let receiver = self
             .outcome

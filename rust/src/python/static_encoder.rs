@@ -81,12 +81,6 @@ impl StaticEncoder {
         })
     }
 
-    /// Dimension of the question vectors.
-    #[getter]
-    fn dim(&self) -> usize {
-        self.inner.dim()
-    }
-
     /// Token ids of each text as `(ids uint32, offsets int64 (N + 1,))`:
     /// text i is `ids[offsets[i]:offsets[i+1]]`.
     fn token_ids<'py>(

@@ -130,18 +130,6 @@ impl VoteTable {
             matrix(py, counts, rows, llms)?,
         ))
     }
-
-    /// Stored questions.
-    #[getter]
-    fn rows(&self) -> usize {
-        self.inner.len()
-    }
-
-    /// Width of the queries `sums` takes (the features, before any query map).
-    #[getter]
-    fn query_cols(&self) -> usize {
-        self.inner.query_cols()
-    }
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
