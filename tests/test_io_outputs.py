@@ -28,6 +28,12 @@ from logged import warnings_of
 HOST = writer_token().split("@")[1]
 
 
+# A live process that any signal but 0 would end: its parent may have set SIGHUP or SIGINT aside (nohup, a shell's
+# background job), and a child inherits that.
+SLEEPER = ("import signal, time\nfor s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGUSR1):\n"
+           "    signal.signal(s, signal.SIG_DFL)\ntime.sleep(60)\n")
+
+
 def _dead_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
@@ -45,7 +51,8 @@ def test_only_the_partial_files_of_dead_runs_to_the_same_output_are_removed(tmp_
     kept = [
         mine,  # this process's own run
         Path(f"{mine}.text-ids"),
-        tmp_path / f".scores.parquet.partial-{dead}@0123abcd",  # another machine's, whose processes are not seen
+        tmp_path / f".scores.parquet.partial-{dead}@00000000",  # other machines', whose processes are not seen
+        tmp_path / f".scores.parquet.partial-{dead}@ffffffff",
         tmp_path / ".scores.parquet.partial-notapid",
         tmp_path / f".other.parquet.partial-{dead}",  # another output's
         tmp_path / f"scores.parquet.partial-{dead}",  # not hidden: not ours
@@ -58,7 +65,7 @@ def test_only_the_partial_files_of_dead_runs_to_the_same_output_are_removed(tmp_
 
 def test_a_live_run_keeps_its_file_and_is_only_asked_whether_it_exists(tmp_path: Path) -> None:
     output = tmp_path / "scores.csv"
-    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    alive = subprocess.Popen([sys.executable, "-c", SLEEPER])
     try:
         theirs = tmp_path / f".scores.csv.partial-{alive.pid}"
         theirs.write_text("a run still going")
@@ -135,6 +142,26 @@ def test_a_failed_write_leaves_the_previous_output_and_no_partial(tmp_path: Path
     assert output.read_text() == "new\n" and not temporary.exists() and os.listdir(tmp_path) == ["scores.csv"]
 
 
+def test_a_host_is_its_name_and_its_process_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
+    def namespace(name: str) -> object:
+        def readlink(path: str) -> str:
+            assert path == "/proc/self/ns/pid"
+            return name
+        return readlink
+
+    def no_proc(path: str) -> str:
+        raise FileNotFoundError(path)
+
+    monkeypatch.setattr(outputs.socket, "gethostname", lambda: "build-box")
+    digests = []
+    for readlink in (namespace("pid:[4026531836]"), namespace("pid:[4026532999]"), no_proc):
+        monkeypatch.setattr(outputs.os, "readlink", readlink)
+        digests.append(outputs._host_digest())
+    monkeypatch.setattr(outputs.socket, "gethostname", lambda: "other-box")
+    digests.append(outputs._host_digest())
+    assert len(set(digests)) == 4 and all(len(d) == 8 and int(d, 16) >= 0 for d in digests)
+
+
 def _router_like(folder: Path, size: int = 0) -> Path:
     folder.mkdir()
     (folder / "llms.safetensors").write_bytes(b"\0" * size)
@@ -145,12 +172,13 @@ def test_only_the_hidden_folders_of_dead_writers_of_the_same_router_are_removed(
     target = _router_like(tmp_path / "router")
     dead = _dead_pid()
     removed = [_router_like(tmp_path / f".router.{kind}-{dead}@{HOST}-a1b2") for kind in ("tmp", "old")]
-    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    alive = subprocess.Popen([sys.executable, "-c", SLEEPER])
     try:
         kept = [
             _router_like(hidden_beside(target, "tmp"), 400_000),  # this process's own write
             _router_like(tmp_path / f".router.tmp-{alive.pid}@{HOST}-c3"),  # a live writer's
-            _router_like(tmp_path / f".router.tmp-{dead}@0123abcd-d4"),  # another machine's
+            _router_like(tmp_path / f".router.tmp-{dead}@00000000-d4"),  # other machines'
+            _router_like(tmp_path / f".router.tmp-{dead}@ffffffff-d5"),
             _router_like(tmp_path / ".router.old-5f0e9c2a77d14b1c"),  # named before writers were
         ]
         ignored = [
@@ -158,18 +186,22 @@ def test_only_the_hidden_folders_of_dead_writers_of_the_same_router_are_removed(
             _router_like(tmp_path / f".other.tmp-{dead}@{HOST}-f6"),  # another router's
         ]
         (tmp_path / f".router.tmp-{dead}@{HOST}-file").write_text("not a folder")
+        pointed = _router_like(tmp_path / "elsewhere")
+        (tmp_path / f".router.tmp-{dead}@{HOST}-link").symlink_to(pointed)  # a link is never followed
         with warnings_of(outputs.logger) as records:
             assert remove_stale_folders(target, ("tmp", "old")) == sorted(removed)
             assert remove_stale_folders(target, ("tmp", "old")) == []
+        assert alive.poll() is None  # only asked whether it exists
     finally:
         alive.kill()
         alive.wait()
     assert not any(folder.exists() for folder in removed)
     assert all(folder.is_dir() for folder in kept + ignored) and target.is_dir()
     assert (tmp_path / f".router.tmp-{dead}@{HOST}-file").is_file()
+    assert (tmp_path / f".router.tmp-{dead}@{HOST}-link").is_symlink() and (pointed / "llms.safetensors").is_file()
     names = ", ".join(sorted(folder.name for folder in kept))
     assert [record.getMessage() for record in records] == [
-        f"4 folder(s) beside {target} from a write of it that has not ended (0.4 MB): {names}; remove them unless "
+        f"5 folder(s) beside {target} from a write of it that has not ended (0.4 MB): {names}; remove them unless "
         "another process, here or on another machine, is writing router now"] * 2
 
 
@@ -186,6 +218,24 @@ def test_the_router_a_dead_write_was_replacing_is_kept_while_its_name_is_missing
     with warnings_of(outputs.logger) as records:
         assert remove_stale_folders(target, ("tmp", "old")) == [retired]
     assert records == [] and not retired.exists()
+
+
+def test_a_folder_that_cannot_be_removed_is_named_not_counted_and_stops_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refused(path: str, ignore_errors: bool = False) -> None:  # as rmtree where a file is not the user's
+        if not ignore_errors:
+            raise PermissionError(13, "Permission denied", path)
+
+    target = _router_like(tmp_path / "router")
+    stuck = _router_like(tmp_path / f".router.tmp-{_dead_pid()}@{HOST}-a1")
+    monkeypatch.setattr(outputs.shutil, "rmtree", refused)
+    with warnings_of(outputs.logger) as records:
+        assert remove_stale_folders(target, ("tmp", "old")) == []
+    assert stuck.is_dir()
+    assert [record.getMessage() for record in records] == [
+        f"1 folder(s) beside {target} from a write of it that has not ended (0.0 MB): {stuck.name}; remove them "
+        "unless another process, here or on another machine, is writing router now"]
 
 
 def test_a_missing_folder_has_no_hidden_folders(tmp_path: Path) -> None:

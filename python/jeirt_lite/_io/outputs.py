@@ -74,9 +74,20 @@ logger = logging.getLogger(__name__)
 # staging folder (jeirt_lite_training.staging).
 HIDDEN_WRITE_KINDS = ("tmp", "old")
 RETIRED_KIND = "old"
-# A short digest of this machine's name: on a folder shared between machines, a process that does not exist here
-# may be running on another, so only this machine's leftovers are ever removed.
-_HOST = hashlib.sha256(socket.gethostname().encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+def _host_digest() -> str:
+    """A short digest of this machine's name and, on Linux, of the process namespace: on a folder shared between
+    machines, or containers, a process that does not exist here may be running in another, so only leftovers of
+    this one are ever removed."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:  # not Linux, or no /proc
+        namespace = ""
+    return hashlib.sha256(f"{socket.gethostname()}\0{namespace}".encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+_HOST = _host_digest()
 
 
 def writer_token() -> str:
@@ -120,8 +131,9 @@ def remove_stale_folders(target: Path, kinds: Sequence[str]) -> list[Path]:
     """Delete the hidden folders `.NAME.KIND-PID@HOST-*` beside `target` whose writer no longer exists; returns them.
 
     Those it keeps are named in a warning, being as large as a router each: a live writer's (or another machine's,
-    or one named before writers were) and the router a write was replacing ("old") while `target` is missing: a
-    writer killed between moving it aside and moving the new one in left it as the only complete copy.
+    one named before writers were, or one it could not remove), and the router a write was replacing ("old") while
+    `target` is missing: a writer killed between moving it aside and moving the new one in left it as the only
+    complete copy.
     """
     removed: list[Path] = []
     kept: list[Path] = []
@@ -135,8 +147,8 @@ def remove_stale_folders(target: Path, kinds: Sequence[str]) -> list[Path]:
                            "rename that to %s to keep it (the first write that finds %s in place removes it)",
                            target, entry.path, target.name, target.name)
         elif gone:
-            shutil.rmtree(entry.path, ignore_errors=True)
-            removed.append(Path(entry.path))
+            shutil.rmtree(entry.path, ignore_errors=True)  # one that cannot be removed stops no write
+            (kept if os.path.lexists(entry.path) else removed).append(Path(entry.path))
         else:
             kept.append(Path(entry.path))
     if kept:
