@@ -63,6 +63,16 @@ def test_only_the_partial_files_of_dead_runs_to_the_same_output_are_removed(tmp_
     assert all(path.exists() for path in kept) and not any(p.exists() for p in (dead_main, dead_widened, dead_unhosted))
 
 
+def test_an_output_named_like_a_glob_removes_only_its_own_partial_files(tmp_path: Path) -> None:
+    dead = _dead_pid()
+    own = tmp_path / f".s[1]*.csv.partial-{dead}@{HOST}"
+    like = [tmp_path / f".s1x.csv.partial-{dead}@{HOST}", tmp_path / f".s[1]*.csv.part-{dead}@{HOST}"]
+    for path in [own, *like]:
+        path.write_text("x")
+    assert remove_stale_partials(tmp_path / "s[1]*.csv") == [own]
+    assert all(path.exists() for path in like)
+
+
 def test_a_live_run_keeps_its_file_and_is_only_asked_whether_it_exists(tmp_path: Path) -> None:
     output = tmp_path / "scores.csv"
     alive = subprocess.Popen([sys.executable, "-c", SLEEPER])

@@ -163,3 +163,36 @@ def test_the_embed_command_fills_the_cache_for_a_data_folder(  # type: ignore[no
     out = capsys.readouterr().out
     assert out.startswith(f"{data}: (2, 384) in ") and out.endswith(f"s -> {folder}\n")
     assert len(list(folder.glob("shard-*.npz"))) == 1
+
+
+def test_a_shard_is_whole_or_absent_and_a_killed_builds_temporary_file_goes(  # type: ignore[no-untyped-def]
+    texts: list[str], tmp_path: Path, monkeypatch
+) -> None:
+    import subprocess
+    import sys
+
+    from jeirt_lite._io.outputs import writer_token
+
+    monkeypatch.setenv("JEIRT_CACHE", str(tmp_path))
+    folder = embeddings.cache_dir("all-MiniLM-L6-v2", 256)
+    real_savez = np.savez
+
+    def disk_full(handle, **arrays) -> None:  # type: ignore[no-untyped-def]
+        handle.write(b"half a shard")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(embeddings.np, "savez", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        embeddings.embed_texts(texts[:1])
+    assert list(folder.iterdir()) == []  # neither a shard nor its temporary file
+    monkeypatch.setattr(embeddings.np, "savez", real_savez)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = writer_token().split("@")[1]
+    killed = folder / f".shard-20261206-0a1b2c3d.npz.partial-{dead.pid}@{host}"
+    killed.write_bytes(b"half a shard")
+    theirs = folder / f".shard-20261206-4e5f6a7b.npz.partial-{dead.pid}@00000000"  # another machine's
+    theirs.write_bytes(b"half a shard")
+    embeddings.embed_texts(texts[:1])
+    assert not killed.exists() and theirs.exists()
+    assert [p.name for p in folder.glob("shard-*.npz")] != []

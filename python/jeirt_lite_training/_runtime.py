@@ -15,10 +15,12 @@ from jeirt_lite._io.cells import merge_repeated_cells
 from jeirt_lite._io.formats import table_format
 from jeirt_lite._io.outputs import (
     HIDDEN_WRITE_KINDS,
+    atomic_output,
     check_output_folder,
     hidden_prefix,
     refuse_inputs,
     remove_stale_folders,
+    remove_stale_partials_like,
 )
 from jeirt_lite._io.tables import read_table
 from jeirt_lite._io.vocabulary import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS
@@ -42,9 +44,9 @@ from jeirt_lite.cli._shared import stderr_is_terminal  # progress drawn on a ter
 
 __all__ = [
     "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "HIDDEN_WRITE_KINDS", "NOT_ASKED", "STATIC_ENCODER_FILE", "TRUE_LABELS", "JeirtError",
-    "NeighbourVotes", "Router", "alignment", "all_metrics", "cell_log_losses", "check_output_folder", "check_seed",
+    "NeighbourVotes", "Router", "alignment", "all_metrics", "atomic_output", "cell_log_losses", "check_output_folder", "check_seed",
     "cli_options", "hidden_prefix", "log_loss", "merge_repeated_cells", "move_into_place", "neighbour_sums", "normalise_question",
-    "read_table", "refuse_existing", "refuse_inputs", "remove_stale_folders", "safetensors_layout", "save_artifact", "short_rows",
+    "read_table", "refuse_existing", "refuse_inputs", "remove_stale_folders", "remove_stale_partials_like", "safetensors_layout", "save_artifact", "short_rows",
     "smoothed", "stderr_is_terminal", "table_format", "training_question_set", "unit_rows", "vote_logits",
     "write_tensors",
 ]

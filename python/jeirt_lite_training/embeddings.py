@@ -3,7 +3,8 @@
 Cache layout: `<cache>/<encoder>__len<max_length>/shard-*.npz`, <cache> being $JEIRT_CACHE, else
 `~/.cache/jeirt-lite/embeddings` (under $XDG_CACHE_HOME when set). Each shard holds `keys` (sha256 hex of the text,
 utf-8) and `vectors` (float32). Shards are written atomically (temp file + rename) and never modified, so
-several processes can read while one writes, and an interrupted build keeps what it had finished.
+several processes can read while one writes, and an interrupted build keeps what it had finished; the temporary
+file of a build killed outright is removed by the next read of the cache on the same machine.
 
 Run as a script to fill the cache for whole data folders:
     python -m jeirt_lite_training.embeddings data/mmlu_pro data/zeroeval_crux_gsm_math
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._runtime import atomic_output, remove_stale_partials_like
 from .encoders import (
     DEFAULT_ENCODER,
     DEFAULT_MAX_LENGTH,
@@ -38,6 +40,7 @@ from .progress import progress_bar
 from .types import Dataset
 
 logger = logging.getLogger(__name__)
+SHARD_NAMES = "shard-*.npz"
 
 
 def cache_root() -> Path:
@@ -59,7 +62,8 @@ def _load_cache(directory: Path, width: int) -> dict[str, np.ndarray]:
     found: dict[str, np.ndarray] = {}
     if not directory.is_dir():
         return found
-    for shard in sorted(directory.glob("shard-*.npz")):
+    remove_stale_partials_like(directory, SHARD_NAMES)
+    for shard in sorted(directory.glob(SHARD_NAMES)):
         try:
             with np.load(shard, allow_pickle=False) as z:
                 keys, vectors = z["keys"], z["vectors"]
@@ -76,9 +80,9 @@ def _load_cache(directory: Path, width: int) -> dict[str, np.ndarray]:
 def _write_shard(directory: Path, keys: list[str], vectors: np.ndarray) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     name = f"shard-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}.npz"
-    tmp = directory / f".{name}.tmp.npz"
-    np.savez(tmp, keys=np.array(keys, dtype="U64"), vectors=vectors.astype(np.float32))
-    os.replace(tmp, directory / name)
+    # A handle, not a path: np.savez would add ".npz" to the temporary file's name.
+    with atomic_output(directory / name) as temporary, open(temporary, "wb") as handle:
+        np.savez(handle, keys=np.array(keys, dtype="U64"), vectors=vectors.astype(np.float32))
 
 
 def embed_texts(

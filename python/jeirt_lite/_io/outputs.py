@@ -9,6 +9,8 @@ process is gone.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
+import glob
 import hashlib
 import logging
 import os
@@ -116,14 +118,22 @@ def _partial_prefix(output: Path) -> str:
 
 def remove_stale_partials(output: Path) -> list[Path]:
     """Delete temporary files of earlier runs to `output` whose process no longer exists; returns them."""
-    prefix = _partial_prefix(output)
+    return remove_stale_partials_like(output.parent, glob.escape(output.name))
+
+
+def remove_stale_partials_like(folder: Path, names: str) -> list[Path]:
+    """Delete the temporary files in `folder` of earlier runs to any output whose name matches the glob `names`
+    (outputs named afresh by each run, as the embedding cache's shards) whose process no longer exists."""
     removed: list[Path] = []
-    for entry in _entries(output.parent):
-        if not entry.name.startswith(prefix) or not _writer_is_gone(entry.name[len(prefix) :].split(".", 1)[0]):
-            continue  # the token is "PID@HOST", "PID@HOST.text-ids" or, written before hosts were named, "PID"
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(entry.path)
-            removed.append(Path(entry.path))
+    for entry in _entries(folder):
+        output, marker, token = entry.name[1:].rpartition(".partial-")
+        # The token is "PID@HOST", "PID@HOST.text-ids" or, written before hosts were named, "PID".
+        if not entry.name.startswith(".") or not marker or not fnmatch.fnmatchcase(output, names):
+            continue
+        if _writer_is_gone(token.split(".", 1)[0]):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
     return removed
 
 
