@@ -59,10 +59,9 @@ def first_of_each_function(mutants: list[dict[str, Any]], limit: int) -> list[di
 
 def mutated(source: str, mutant: dict[str, Any]) -> str:
     """`source` with the mutant's span (1-based lines and columns, the end exclusive) replaced."""
-    lines = source.splitlines(keepends=True)
     starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
+    for line in source.split("\n"):  # lines as Rust counts them: str.splitlines would also split at \x0c
+        starts.append(starts[-1] + len(line) + 1)
     span = mutant["span"]
     begin = starts[span["start"]["line"] - 1] + span["start"]["column"] - 1
     end = starts[span["end"]["line"] - 1] + span["end"]["column"] - 1
@@ -89,7 +88,8 @@ class Workspace:
                               capture_output=True, check=False)
         if done.returncode != 0:
             return False
-        shutil.copy2(self.target / "release" / "libjeirt_lite.so", self.python / "jeirt_lite" / "_core.abi3.so")
+        library = "libjeirt_lite.dylib" if sys.platform == "darwin" else "libjeirt_lite.so"
+        shutil.copy2(self.target / "release" / library, self.python / "jeirt_lite" / "_core.abi3.so")
         return True
 
     def tests_pass(self, tests: list[str], timeout: float) -> bool | None:

@@ -213,3 +213,22 @@ def test_metrics_with_numpy_scalars_and_nan_are_stored_as_json(tiny_router_path:
     )
     metrics = json.loads((tmp_path / "out" / "router.json").read_text())["metrics"]
     assert metrics == {"auc": pytest.approx(0.75), "ece": None, "per_subject": {"law": 0.6}}
+
+
+def test_a_swap_that_fails_puts_the_router_it_was_replacing_back(tiny_router_path: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    router = Router.load(tiny_router_path, threads=1)
+    target = router.save(tmp_path / "router")
+    before = {f.name: f.read_bytes() for f in target.iterdir()}
+    real_replace = os.replace
+
+    def refuse_moving_in(source: os.PathLike[str] | str, destination: os.PathLike[str] | str) -> None:
+        if ".tmp-" in Path(source).name:  # the new folder onto the name, after the old one was moved aside
+            raise OSError(5, "Input/output error")
+        real_replace(source, destination)
+
+    monkeypatch.setattr(artifact.os, "replace", refuse_moving_in)
+    with pytest.raises(OSError, match="Input/output error"):
+        router.save(target, overwrite=True)
+    assert {f.name: f.read_bytes() for f in target.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["router"]

@@ -152,7 +152,7 @@ def test_a_failed_write_leaves_the_previous_output_and_no_partial(tmp_path: Path
     assert output.read_text() == "new\n" and not temporary.exists() and os.listdir(tmp_path) == ["scores.csv"]
 
 
-def test_a_host_is_its_name_and_its_process_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_host_is_its_name_machine_id_and_process_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
     def namespace(name: str) -> object:
         def readlink(path: str) -> str:
             assert path == "/proc/self/ns/pid"
@@ -167,9 +167,11 @@ def test_a_host_is_its_name_and_its_process_namespace(monkeypatch: pytest.Monkey
     for readlink in (namespace("pid:[4026531836]"), namespace("pid:[4026532999]"), no_proc):
         monkeypatch.setattr(outputs.os, "readlink", readlink)
         digests.append(outputs._host_digest())
+    monkeypatch.setattr(outputs, "_machine_id", lambda: "0f3a9c")  # a clone of the same name, another install
+    digests.append(outputs._host_digest())
     monkeypatch.setattr(outputs.socket, "gethostname", lambda: "other-box")
     digests.append(outputs._host_digest())
-    assert len(set(digests)) == 4 and all(len(d) == 8 and int(d, 16) >= 0 for d in digests)
+    assert len(set(digests)) == 5 and all(len(d) == 8 and int(d, 16) >= 0 for d in digests)
 
 
 def _router_like(folder: Path, size: int = 0) -> Path:
@@ -194,6 +196,13 @@ def test_only_the_hidden_folders_of_dead_writers_of_the_same_router_are_removed(
         ignored = [
             _router_like(tmp_path / f".router.staging-{dead}@{HOST}-e5"),  # a kind it was not asked about
             _router_like(tmp_path / f".other.tmp-{dead}@{HOST}-f6"),  # another router's
+            # the folders of routers whose names start with this one's and a kind: "router.old-2024-05", ...
+            _router_like(tmp_path / f".router.old-2024-05.tmp-{dead}@{HOST}-g7"),
+            _router_like(tmp_path / f".router.old-{dead}-05.old-{dead}@{HOST}-h8"),
+            _router_like(tmp_path / f".router.tmp-v2.tmp-{dead}@{HOST}-i9"),
+            _router_like(tmp_path / f".router.tmp-{dead}@{HOST}.tmp-{dead}@{HOST}-j0"),
+            _router_like(tmp_path / f".router.tmp-{dead}-k1"),  # no host: only ever written by another program
+            _router_like(tmp_path / f".router.tmp-\u00b2@{HOST}-l2"),  # "²" is a digit to str.isdigit, not to int
         ]
         (tmp_path / f".router.tmp-{dead}@{HOST}-file").write_text("not a folder")
         pointed = _router_like(tmp_path / "elsewhere")
@@ -246,6 +255,17 @@ def test_a_folder_that_cannot_be_removed_is_named_not_counted_and_stops_nothing(
     assert [record.getMessage() for record in records] == [
         f"1 folder(s) beside {target} from a write of it that has not ended (0.0 MB): {stuck.name}; remove them "
         "unless another process, here or on another machine, is writing router now"]
+
+
+def test_a_process_id_beyond_any_the_system_gives_is_kept(tmp_path: Path) -> None:
+    output = tmp_path / "scores.csv"
+    odd = [tmp_path / f".scores.csv.partial-9999999999@{HOST}", tmp_path / f".scores.csv.partial-\u00b2@{HOST}",
+           tmp_path / f".scores.csv.partial-99999999999@{HOST}"]
+    for path in odd:
+        path.write_text("x")
+    (tmp_path / f".scores.csv.partial-{_dead_pid()}@{HOST}.text-ids").mkdir()  # not a file: left, not fatal
+    assert remove_stale_partials(output) == []
+    assert all(path.exists() for path in odd)
 
 
 def test_a_missing_folder_has_no_hidden_folders(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ from ._artifact_files import (
 )
 from ._errors import JeirtError
 from ._feature_offsets import CORRECTIONS_FILE, FeatureCorrections
-from ._io.outputs import HIDDEN_WRITE_KINDS, hidden_beside, remove_stale_folders
+from ._io.outputs import HIDDEN_WRITE_KINDS, hidden_beside, move_into_place, remove_stale_folders
 from ._manifest import (
     DEFAULT_ALIGNMENT_TOP_K,
     FORMAT_NAME,
@@ -306,7 +306,7 @@ def _write_folder(
         with open(staging / MANIFEST_FILE, "w", encoding="utf-8") as handle:
             json.dump(fields, handle, indent=2, allow_nan=False)
             handle.write("\n")
-        _move_into_place(staging, target)
+        move_into_place(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -343,18 +343,6 @@ def validate_center(center: Optional[np.ndarray], dim: int, where: str) -> np.nd
     if array.shape != (dim,) or not np.issubdtype(array.dtype, np.floating) or not np.isfinite(array).all():
         raise JeirtError(f"{where}: reference center must be {dim} finite floats, got shape {array.shape}")
     return np.ascontiguousarray(array, dtype=np.float32)
-
-
-def _move_into_place(staging: Path, target: Path) -> None:
-    if not target.exists():
-        os.replace(staging, target)
-        return
-    # A folder cannot be atomically swapped for another; move the old one aside first so that at every moment
-    # `target` is either the complete old router or the complete new one (or briefly absent, never half).
-    retired = hidden_beside(target, "old")
-    os.replace(target, retired)
-    os.replace(staging, target)
-    shutil.rmtree(retired, ignore_errors=True)
 
 
 def load_artifact(path: PathLike, *, allow_legacy: bool = False) -> Artifact:

@@ -18,6 +18,7 @@ from jeirt_lite._io.outputs import (
     atomic_output,
     check_output_folder,
     hidden_prefix,
+    move_into_place,
     refuse_inputs,
     remove_stale_folders,
     remove_stale_partials_like,
@@ -38,7 +39,6 @@ from jeirt_lite._neighbours import (
 from jeirt_lite._onnx_external import safetensors_layout
 from jeirt_lite._training_questions import normalise_question, training_question_set
 from jeirt_lite.artifact import ENCODER_FILE, STATIC_ENCODER_FILE, refuse_existing, save_artifact
-from jeirt_lite.artifact import _move_into_place as move_into_place  # a saved folder swapped in whole
 from jeirt_lite.cli import _options as cli_options  # the converters and parser class of every command
 from jeirt_lite.cli._shared import stderr_is_terminal  # progress drawn on a terminal only, as every command's
 

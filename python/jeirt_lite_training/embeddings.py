@@ -4,7 +4,7 @@ Cache layout: `<cache>/<encoder>__len<max_length>/shard-*.npz`, <cache> being $J
 `~/.cache/jeirt-lite/embeddings` (under $XDG_CACHE_HOME when set). Each shard holds `keys` (sha256 hex of the text,
 utf-8) and `vectors` (float32). Shards are written atomically (temp file + rename) and never modified, so
 several processes can read while one writes, and an interrupted build keeps what it had finished; the temporary
-file of a build killed outright is removed by the next read of the cache on the same machine.
+file of a build killed outright is removed by the next read of the cache on the same machine (not on Windows).
 
 Run as a script to fill the cache for whole data folders:
     python -m jeirt_lite_training.embeddings data/mmlu_pro data/zeroeval_crux_gsm_math

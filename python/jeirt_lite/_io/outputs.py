@@ -14,6 +14,7 @@ import glob
 import hashlib
 import logging
 import os
+import re
 import shutil
 import socket
 import uuid
@@ -79,14 +80,23 @@ RETIRED_KIND = "old"
 
 
 def _host_digest() -> str:
-    """A short digest of this machine's name and, on Linux, of the process namespace: on a folder shared between
-    machines, or containers, a process that does not exist here may be running in another, so only leftovers of
-    this one are ever removed."""
+    """A short digest of this machine's name and, on Linux, its machine id and process namespace: on a folder shared
+    between machines, or containers, a process that does not exist here may be running in another, so only
+    leftovers of this one are ever removed."""
     try:
         namespace = os.readlink("/proc/self/ns/pid")
     except OSError:  # not Linux, or no /proc
         namespace = ""
-    return hashlib.sha256(f"{socket.gethostname()}\0{namespace}".encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    identity = f"{socket.gethostname()}\0{_machine_id()}\0{namespace}"
+    return hashlib.sha256(identity.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+
+
+def _machine_id() -> str:
+    """systemd's id of this installation: two machines that cloned one name (`localhost`) still differ by it."""
+    try:
+        return Path("/etc/machine-id").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
 
 
 _HOST = _host_digest()
@@ -105,6 +115,23 @@ def hidden_prefix(target: Path, kind: str) -> str:
 def hidden_beside(target: Path, kind: str) -> Path:
     """A new hidden path `.NAME.KIND-PID@HOST-<random>` beside `target`, KIND one of HIDDEN_WRITE_KINDS."""
     return target.parent / f"{hidden_prefix(target, kind)}{uuid.uuid4().hex[:16]}"
+
+
+def move_into_place(staging: Path, target: Path) -> None:
+    """Rename the complete folder `staging` to `target`, replacing a folder there."""
+    if not target.exists():
+        os.replace(staging, target)
+        return
+    # A folder cannot be atomically swapped for another; move the old one aside first so that at every moment
+    # `target` is either the complete old router or the complete new one (or briefly absent, never half).
+    retired = hidden_beside(target, "old")
+    os.replace(target, retired)
+    try:
+        os.replace(staging, target)
+    except BaseException:  # the old router back under its name, rather than left hidden as the only copy
+        os.replace(retired, target)
+        raise
+    shutil.rmtree(retired, ignore_errors=True)
 
 
 def partial_path(output: Path) -> Path:
@@ -131,7 +158,7 @@ def remove_stale_partials_like(folder: Path, names: str) -> list[Path]:
         if not entry.name.startswith(".") or not marker or not fnmatch.fnmatchcase(output, names):
             continue
         if _writer_is_gone(token.split(".", 1)[0]):
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):  # gone already, or not removable (a folder, no permission)
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))
     return removed
@@ -147,12 +174,13 @@ def remove_stale_folders(target: Path, kinds: Sequence[str]) -> list[Path]:
     """
     removed: list[Path] = []
     kept: list[Path] = []
+    ours, legacy = _hidden_name_patterns(target, kinds)
     for entry in _entries(target.parent):
-        kind = next((k for k in kinds if entry.name.startswith(f".{target.name}.{k}-")), None)
-        if kind is None or not entry.is_dir(follow_symlinks=False):
-            continue
-        gone = _writer_is_gone(entry.name[len(f".{target.name}.{kind}-") :].split("-", 1)[0])
-        if gone and kind == RETIRED_KIND and not target.exists():
+        match = ours.fullmatch(entry.name)
+        if (match is None and legacy.fullmatch(entry.name) is None) or not entry.is_dir(follow_symlinks=False):
+            continue  # another router's (its name then holds a "." or "-" where the random part is), or a file
+        gone = match is not None and _writer_is_gone(f"{match['pid']}@{match['host']}")
+        if gone and match is not None and match["kind"] == RETIRED_KIND and not target.exists():
             logger.warning("%s: a write that replaced it stopped before it ended; the copy it replaced is in %s: "
                            "rename that to %s to keep it (the first write that finds %s in place removes it)",
                            target, entry.path, target.name, target.name)
@@ -177,6 +205,15 @@ def _megabytes(folder: Path) -> float:
     return total / 1e6
 
 
+def _hidden_name_patterns(target: Path, kinds: Sequence[str]) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The hidden folders of writes of `target`: those named by their writer, and those named before writers were
+    (`.NAME.KIND-<random>`). The random part holds no "." or "-", so a router whose own name starts with NAME and a
+    kind (`NAME.old-2024-05`) never has its folders taken for these."""
+    head = rf"\.{re.escape(target.name)}\.(?P<kind>{'|'.join(re.escape(kind) for kind in kinds)})-"
+    return (re.compile(rf"{head}(?P<pid>[0-9]{{1,10}})@(?P<host>[0-9a-f]{{8}})-[0-9a-z_]+"),
+            re.compile(rf"{head}[0-9a-z_]+"))
+
+
 def _entries(folder: Path) -> list[os.DirEntry[str]]:
     try:
         return list(os.scandir(folder))
@@ -188,7 +225,7 @@ def _writer_is_gone(token: str) -> bool:
     pid, at, host = token.partition("@")
     if at and host != _HOST:  # another machine's process, which this one cannot see
         return False
-    return pid.isdigit() and not _process_exists(int(pid))
+    return re.fullmatch("[0-9]{1,10}", pid) is not None and not _process_exists(int(pid))
 
 
 def _process_exists(pid: int) -> bool:
@@ -198,6 +235,8 @@ def _process_exists(pid: int) -> bool:
         os.kill(pid, 0)  # signal 0: only asks whether the process exists
     except ProcessLookupError:
         return False
+    except OverflowError:  # beyond any process id this system gives: not a name this module wrote
+        return True
     except OSError:  # it exists but belongs to someone else (EPERM), or cannot be told: keep its file
         return True
     return True
