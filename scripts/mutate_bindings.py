@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+from scripts.mutant_tests import REPO, tests_pass
+
 BUILD_ENV = {  # a release build, as the tests expect, but one that rebuilds in seconds rather than minutes
     "CARGO_PROFILE_RELEASE_LTO": "false",
     "CARGO_PROFILE_RELEASE_CODEGEN_UNITS": "16",
@@ -92,21 +92,6 @@ class Workspace:
         shutil.copy2(self.target / "release" / library, self.python / "jeirt_lite" / "_core.abi3.so")
         return True
 
-    def tests_pass(self, tests: list[str], timeout: float) -> bool | None:
-        """Whether the tests pass against the copy; None when they run past `timeout` seconds."""
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(self.python), str(REPO)])}
-        command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--hypothesis-seed=0",
-                   *tests]
-        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True)
-        try:
-            return process.wait(timeout=timeout) == 0
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-            return None
-
-
 def outcome(workspace: Workspace, mutant: dict[str, Any], tests: list[str], timeout: float) -> str:
     source_path = workspace.crate / mutant["file"]
     original = source_path.read_text(encoding="utf-8")
@@ -114,7 +99,7 @@ def outcome(workspace: Workspace, mutant: dict[str, Any], tests: list[str], time
     try:
         if not workspace.build():
             return "unviable"
-        passed = workspace.tests_pass(tests, timeout)
+        passed = tests_pass(workspace.python, tests, timeout)
         return "missed" if passed else ("timeout" if passed is None else "caught")
     finally:
         source_path.write_text(original, encoding="utf-8")
@@ -137,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         mutants = [mutant for mutant in mutants if args.only in mutant["name"]]
     with tempfile.TemporaryDirectory(prefix="mutate-bindings-") as root:
         workspace = Workspace(Path(root))
-        if not workspace.build() or not workspace.tests_pass(tests, args.timeout):
+        if not workspace.build() or not tests_pass(workspace.python, tests, args.timeout):
             print("the tests fail (or the extension does not build) on the unmutated code", file=sys.stderr)
             return 1
         results = []

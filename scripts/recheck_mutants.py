@@ -12,16 +12,15 @@ longer matches the file, which has changed since the round, so it is skipped) an
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from scripts.mutant_tests import REPO, tests_pass
+
 SURVIVORS = (
     "SELECT s.start_pos_row, s.operator_name, r.diff FROM work_results r JOIN mutation_specs s ON s.job_id = r.job_id "
     "WHERE r.test_outcome = 'SURVIVED' ORDER BY s.start_pos_row"
@@ -78,17 +77,10 @@ def caught(diff: str, copy: Path, tests: list[str], timeout: float) -> bool:
     path = copy / mutated_file(diff)
     original = path.read_text()
     apply_diff(diff, copy)  # writes nothing when it raises StaleDiff
-    # No bytecode written: a mutant of the original's size within the same second could otherwise run stale.
-    env = dict(os.environ, PYTHONPATH=str(copy / "python"), PYTHONDONTWRITEBYTECODE="1")
     try:
-        run = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-                              "--hypothesis-seed=0", *tests],
-                             cwd=REPO, env=env, capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return True
+        return tests_pass(copy / "python", tests, timeout) is not True  # failed, or ran past the timeout
     finally:
         path.write_text(original)
-    return run.returncode != 0
 
 
 def main() -> int:

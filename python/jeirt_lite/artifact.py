@@ -50,7 +50,13 @@ from ._artifact_files import (
 )
 from ._errors import JeirtError
 from ._feature_offsets import CORRECTIONS_FILE, FeatureCorrections
-from ._io.outputs import HIDDEN_WRITE_KINDS, hidden_beside, move_into_place, remove_stale_folders
+from ._io.outputs import (
+    HIDDEN_WRITE_KINDS,
+    WRITING_KIND,
+    hidden_beside,
+    move_into_place,
+    remove_stale_folders,
+)
 from ._manifest import (
     DEFAULT_ALIGNMENT_TOP_K,
     FORMAT_NAME,
@@ -276,7 +282,7 @@ def _write_folder(
     """Stage every file, bind router.json to the table, validate the manifest, then rename into place."""
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_folders(target, HIDDEN_WRITE_KINDS)  # what writes of it killed outright left beside it
-    staging = hidden_beside(target, "tmp")
+    staging = hidden_beside(target, WRITING_KIND)
     staging.mkdir()
     try:
         for name, source in sources.items():

