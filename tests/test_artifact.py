@@ -147,6 +147,28 @@ def test_save_refuses_to_overwrite_unless_asked(tiny_router_path: Path, tmp_path
     assert sorted(os.listdir(tmp_path)) == ["out"]  # no staging or retired folders left behind
 
 
+def test_overwrite_replaces_only_a_router_folder_or_an_empty_one(tiny_router_path: Path, tmp_path: Path) -> None:
+    router = Router.load(tiny_router_path, threads=1)
+    project = tmp_path / "project"
+    router.save(project / "router")
+    (project / "notes.txt").write_text("mine")
+    with pytest.raises(JeirtError, match=r"project is not a router folder \(it holds no router.json\)"):
+        Router.load(project / "router", threads=1).save(project, overwrite=True)
+    assert (project / "notes.txt").read_text() == "mine" and (project / "router" / "router.json").is_file()
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(JeirtError, match="afile is not a folder; overwrite replaces only a router folder"):
+        router.save(tmp_path / "afile", overwrite=True)
+    (tmp_path / "link").symlink_to(project / "router", target_is_directory=True)
+    with pytest.raises(JeirtError, match="link is not a folder"):
+        router.save(tmp_path / "link", overwrite=True)
+    assert (tmp_path / "afile").read_text() == "x" and (tmp_path / "link").is_symlink()
+    (tmp_path / "empty").mkdir()
+    router.save(tmp_path / "empty", overwrite=True)  # an empty folder, as a user may make before saving
+    router.save(project / "router", overwrite=True)  # a router folder, its own source included
+    assert Router.load(project / "router", threads=1).llms == Router.load(tmp_path / "empty", threads=1).llms
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "empty", "link", "project"]
+
+
 def test_a_router_saved_twice_is_the_same_folder_byte_for_byte(tiny_router_path: Path, tmp_path: Path) -> None:
     # llms.safetensors' metadata (the binding) came out in a new order from one save to the next, and router.json
     # with it (it holds the table's hash).

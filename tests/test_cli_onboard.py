@@ -117,6 +117,7 @@ def test_add_llm_parquet(tiny_router_path: Path, tmp_path: Path) -> None:
         ("one_row", "need at least 2 answers"),
         ("no_column", "no label column 'correct'"),
         ("exists", "already exists (pass --overwrite"),
+        ("not_a_router", "is not a router folder (it holds no router.json); overwrite replaces only a router folder"),
     ],
 )
 def test_add_llm_errors_are_clear(tiny_router_path: Path, tmp_path: Path, setup: str, message: str) -> None:
@@ -134,14 +135,18 @@ def test_add_llm_errors_are_clear(tiny_router_path: Path, tmp_path: Path, setup:
         _answers(answers)
     if setup == "duplicate":
         name = "llm-0"
-    if setup == "exists":
+    if setup in ("exists", "not_a_router"):
         out.mkdir()
+        (out / "notes.txt").write_text("mine")
+    overwrite = ["--overwrite"] if setup == "not_a_router" else []
     done = run_cli(
-        "add-llm", str(tiny_router_path), "--name", name, "--answers", str(answers), "-o", str(out)
+        "add-llm", str(tiny_router_path), "--name", name, "--answers", str(answers), "-o", str(out), *overwrite
     )
     assert done.returncode == 1
     assert message in done.stderr, done.stderr
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+    if setup in ("exists", "not_a_router"):
+        assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
 def test_the_fit_summary_says_how_the_correction_was_averaged() -> None:

@@ -158,6 +158,21 @@ def test_corrections_survive_save_and_load_and_are_hash_checked(
         Router.load(path)
 
 
+def test_a_renamed_llm_keeps_its_correction_and_record_and_saves(
+    grown: tuple[Router, np.ndarray, np.ndarray], tmp_path: Path
+) -> None:
+    router, vectors, features = grown
+    renamed = router.rename_llms({"feature-llm": "feature-model"})
+    assert renamed.corrections is not None and renamed.corrections.llms == ("feature-model",)
+    assert renamed.manifest["onboarded"][-1]["name"] == "feature-model"
+    assert router.manifest["onboarded"][-1]["name"] == "feature-llm"  # the original is unchanged
+    encoded = EncodedQuestions(vectors, features)
+    np.testing.assert_array_equal(renamed.predict_proba(encoded), router.predict_proba(encoded))
+    loaded = Router.load(renamed.save(tmp_path / "renamed"), threads=1)
+    np.testing.assert_array_equal(loaded.predict_proba(encoded), router.predict_proba(encoded))
+    assert loaded.costs["feature-model"] == 3.0
+
+
 def test_a_second_corrected_llm_keeps_the_first_ones_correction(
     grown: tuple[Router, np.ndarray, np.ndarray], tmp_path: Path
 ) -> None:

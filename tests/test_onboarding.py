@@ -181,8 +181,13 @@ def test_add_llm_holds_out_a_question_asked_twice_as_one(router: Router, monkeyp
 def test_add_llm_errors(router: Router) -> None:
     with pytest.raises(JeirtError, match="already in this router"):
         router.add_llm(router.llms[0], EncodedQuestions(np.ones((3, router.dim))), [1, 0, 1])
-    with pytest.raises(JeirtError, match="non-empty name"):
+    with pytest.raises(JeirtError, match="new LLM's name must be a non-empty string"):
         router.add_llm(" ", EncodedQuestions(np.ones((3, router.dim))), [1, 0, 1])
+    for name in ("a\nb", "x\x00y", "a" * 1001):  # names a save would refuse are refused here, not at the save
+        with pytest.raises(JeirtError, match="new LLM's name .* is too long .* or holds control characters"):
+            router.add_llm(name, EncodedQuestions(np.ones((3, router.dim))), [1, 0, 1])
+    grown = router.add_llm("a" * 1000, EncodedQuestions(np.ones((3, router.dim))), iter([1, 0, 1]))
+    assert grown.llms[-1] == "a" * 1000  # the longest name allowed, labels from an iterator
     with pytest.raises(JeirtError, match="got 3 questions but 2 labels"):
         router.add_llm("x", EncodedQuestions(np.ones((3, router.dim))), [1, 0])
     with pytest.raises(JeirtError, match=r"^this router's encoder exposes no features \(encoder.feature_output\)"):

@@ -140,3 +140,38 @@ def test_a_nul_inside_a_text_is_refused_by_the_api_as_by_the_table_readers(tiny_
     for call in (router.encode, router.predict_proba, lambda texts: router.route(texts, k=1)):
         with pytest.raises(JeirtError, match="text 1 holds a NUL character"):
             call(["what is the price", "acid\x00base"])
+
+
+def test_a_table_a_mapping_or_a_set_of_texts_is_refused_not_routed_by_its_keys(tiny_router_path: Path) -> None:
+    pandas = pytest.importorskip("pandas")
+    router = Router.load(tiny_router_path, threads=1)
+    table = pandas.DataFrame({"id": ["q1", "q2"], "text": ["Who wrote Hamlet?", "What is 7 * 8?"]})
+    cases = [
+        (table, r"got a DataFrame \(pass its text column, e\.g\. table\['text'\]\)"),
+        ({"q1": "Who wrote Hamlet?"}, r"got a dict \(pass its values"),
+        ({"Who wrote Hamlet?", "What is 7 * 8?"}, "got a set, which has no order"),
+        (frozenset({"Who wrote Hamlet?"}), "got a frozenset, which has no order"),
+    ]
+    for texts, message in cases:
+        for call in (router.encode, router.predict_proba, router.forecast, lambda t: router.route(t, k=1),
+                     lambda t: router.add_llm("new", t, [1] * len(t))):
+            with pytest.raises(JeirtError, match=message):
+                call(texts)
+    column = router.predict_proba(table["text"])  # a column is a sequence of texts
+    np.testing.assert_array_equal(column, router.predict_proba(list(table["text"])))
+
+
+def test_a_wrong_argument_is_named_with_what_to_pass_instead(tiny_router_path: Path) -> None:
+    router = Router.load(tiny_router_path, threads=1)
+    with pytest.raises(JeirtError, match=r"select_llms takes a list of LLM names, not one string \(wrap it"):
+        router.select_llms("llm-1")
+    encoded = router.encode(["what is the price", "acid and base"])
+    with pytest.raises(JeirtError, match=r"text 0 is a ndarray, not a string \(question vectors go in as Encoded"):
+        router.predict_proba((encoded.vectors, encoded.features))  # type: ignore[arg-type]
+    with pytest.raises(JeirtError, match=r"calibration.scale\[0\] must be > 0, got -1.0$"):
+        router.with_calibration([-1.0] * len(router.llms), [0.0] * len(router.llms))
+    result = router.route(encoded, k=2)
+    assert result[0:1] == [result[0]] and result[:] == list(result) and result[::-1][0] == result[1]
+    assert result[np.int64(1)] == result[-1]
+    with pytest.raises(TypeError, match="indexed by a question's position or a slice, not list"):
+        result[[0]]  # type: ignore[call-overload]

@@ -131,7 +131,8 @@ BAD_REQUESTS = [
     ("lone surrogate", "POST", "/v1/route", b'{"texts": ["\\ud800"]}', 400, "not valid UTF-8"),
     ("k a string", "POST", "/v1/route", b'{"texts": ["a"], "k": "3"}', 400, "k must be a whole number"),
     ("k a boolean", "POST", "/v1/route", b'{"texts": ["a"], "k": true}', 400, "k must be a whole number"),
-    ("k a fraction", "POST", "/v1/route", b'{"texts": ["a"], "k": 2.5}', 400, "k must be a whole number"),
+    ("k a fraction", "POST", "/v1/route", b'{"texts": ["a"], "k": 2.5}', 400, "k must be a whole number, not 2.5"),
+    ("k a float", "POST", "/v1/route", b'{"texts": ["a"], "k": 2.0}', 400, "k must be a whole number, not 2.0"),
     ("k zero", "POST", "/v1/route", b'{"texts": ["a"], "k": 0}', 400, "k: must be at least 1, got 0"),
     ("k too large", "POST", "/v1/route", b'{"texts": ["a"], "k": 33}', 400, "k 33 is more than the router's 32"),
     ("k over llms", "POST", "/v1/route", b'{"texts": ["a"], "k": 2, "llms": ["Yi-6B"]}', 400,
@@ -181,6 +182,7 @@ def test_bad_request_gets_a_json_error_and_the_service_keeps_serving(
         (b'{"k": -Infinity}', "the request body is not valid JSON: -Infinity is not a JSON number"),
         (b'{"texts": ["a"], "k": 1, "k": 2}', "the request body names 'k' twice"),
         (b'{"texts": ["a"', "the request body is not valid JSON: Expecting ',' delimiter (line 1, column 15)"),
+        (b'{"k": ' + b"9" * 5000 + b"}", "the request body holds an integer too long to read (over 4,300 digits)"),
     ],
 )
 def test_a_body_that_is_not_strict_json_is_refused_in_one_sentence(body: bytes, message: str) -> None:
@@ -194,6 +196,8 @@ def test_a_route_request_is_read_with_the_defaults_and_nulls_as_not_given(router
     assert plain == RouteRequest(["a"], RouteParams(k=1, llms=None, cost_weight=0.0, min_probability=None))
     nulls = {"texts": ["a"], "k": None, "llms": None, "cost_weight": None, "min_probability": 0.5}
     assert route_request(nulls, router, MAX_TEXTS).params == RouteParams(min_probability=0.5)
+    zero = {"texts": ["a"], "cost_weight": 0, "min_probability": 0.5}  # no trade-off, as Router.route reads 0
+    assert route_request(zero, router, MAX_TEXTS).params == RouteParams(min_probability=0.5)
     # k may be as large as the LLMs it chooses among: all of them, or all that have a cost
     assert route_request({"texts": ["a"], "k": 32}, router, MAX_TEXTS).params.k == 32
     assert route_request({"texts": ["a"], "k": 27, "cost_weight": 0.1}, router, MAX_TEXTS).params.k == 27

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any, Optional
 
@@ -26,13 +27,26 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     if isinstance(texts, np.ndarray) and np.issubdtype(texts.dtype, np.number):
         raise JeirtError("texts must be a list of strings, got a numeric array (question vectors embedded elsewhere: "
                          "pass EncodedQuestions(vectors))")
+    # Iterating these gives a table's column names, a mapping's keys, or a set's strings in no fixed order: each
+    # would be routed without an error, as the wrong questions or in the wrong order.
+    if hasattr(texts, "columns") and hasattr(texts, "iloc"):
+        raise JeirtError(f"texts must be a list of strings, got a {type(texts).__name__} (pass its text column, "
+                         "e.g. table['text'])")
+    if isinstance(texts, Mapping):
+        raise JeirtError(f"texts must be a list of strings, got a {type(texts).__name__} (pass its values, e.g. "
+                         "list(texts.values()))")
+    if isinstance(texts, AbstractSet):
+        raise JeirtError(f"texts must be a list of strings, got a {type(texts).__name__}, which has no order "
+                         "(pass a list, e.g. sorted(texts))")
     try:
         items = list(texts)
     except TypeError as err:
         raise JeirtError(f"texts must be a sequence of strings, got {type(texts).__name__}") from err
     for i, text in enumerate(items):
         if not isinstance(text, str):
-            raise JeirtError(f"text {i} is a {type(text).__name__}, not a string")
+            hint = " (question vectors go in as EncodedQuestions(vectors, features))" if isinstance(
+                text, np.ndarray) else ""
+            raise JeirtError(f"text {i} is a {type(text).__name__}, not a string{hint}")
         if not text.strip():
             raise JeirtError(f"text {i} is empty")
         if "\x00" in text:  # refused as the table readers refuse it: a binary file, or UTF-16 read as UTF-8

@@ -11,7 +11,7 @@ how they are fitted.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 import numpy as np
@@ -73,6 +73,10 @@ class FeatureCorrections:
             np.vstack([self.weights, np.asarray(weights, np.float32)[None, :]]),
             np.append(self.bias, np.float32(bias)).astype(np.float32),
         )
+
+    def renamed(self, names: Mapping[str, str]) -> FeatureCorrections:
+        """The same corrections, each under its LLM's new name (`names`: old -> new; others unchanged)."""
+        return replace(self, llms=tuple(str(names.get(name, name)) for name in self.llms))
 
     def restricted(self, names: Sequence[str]) -> Optional[FeatureCorrections]:
         """Only the corrections of LLMs in `names`; None when none is left."""

@@ -75,7 +75,7 @@ def make_calibration(scale: Any, bias: Any, kind: str, k: int, where: str = "cal
     b = _floats(_as_list(bias), "calibration.bias", k, where)
     bad = np.flatnonzero(s <= 0)
     if bad.size:
-        raise JeirtError(f"{where}: calibration.scale[{int(bad[0])}] must be > 0, got {s[bad[0]]!r}")
+        raise JeirtError(f"{where}: calibration.scale[{int(bad[0])}] must be > 0, got {float(s[bad[0]])!r}")
     return Calibration(kind, s.astype(np.float32), b.astype(np.float32))
 
 

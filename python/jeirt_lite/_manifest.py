@@ -223,14 +223,21 @@ def check_llm_names(names: Any, where: str) -> tuple[str, ...]:
         raise JeirtError(f"{where}: {len(names)} LLMs, at most {MAX_LLMS} allowed")
     seen: dict[str, int] = {}
     for i, name in enumerate(names):
-        if not isinstance(name, str) or not name.strip():
-            raise JeirtError(f"{where}: LLM name {i} must be a non-empty string, got {name!r}")
-        if len(name) > MAX_NAME_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in name):
-            raise JeirtError(f"{where}: LLM name {i} ({name[:40]!r}) is too long or holds control characters")
+        check_llm_name(name, f"{where}: LLM name {i}")
         if name in seen:
             raise JeirtError(f"{where}: LLM name {name!r} appears twice (rows {seen[name]} and {i})")
         seen[name] = i
     return tuple(names)
+
+
+def check_llm_name(name: Any, what: str) -> str:
+    """A non-blank string of at most MAX_NAME_CHARS characters, none of them a control character."""
+    if not isinstance(name, str) or not name.strip():
+        raise JeirtError(f"{what} must be a non-empty string, got {name!r}")
+    if len(name) > MAX_NAME_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise JeirtError(f"{what} ({name[:40]!r}) is too long (over {MAX_NAME_CHARS} characters) or holds control "
+                         "characters")
+    return name
 
 
 def _text(value: Any, field: str, where: str) -> str:

@@ -12,7 +12,7 @@ from ._corrections import check_features, fit_onboarding, onboarding_record
 from ._errors import JeirtError
 from ._feature_offsets import new_corrections
 from ._llm_params import Calibration, check_costs
-from ._manifest import freeze
+from ._manifest import check_llm_name, freeze
 from ._onboarding import check_labels
 from ._router_tables import RouterTables
 
@@ -36,12 +36,11 @@ def with_new_llm(
     answered questions the router learned from (None: unknown); `alignment`: the questions' alignment with the
     router's training questions, when it carries a reference (their flags gate the correction); `groups`: a key
     per answer naming its question (None: equal question vectors are one question)."""
-    if not isinstance(name, str) or not name.strip():
-        raise JeirtError(f"the new LLM needs a non-empty name, got {name!r}")
+    check_llm_name(name, "the new LLM's name")  # as a saved router's names are checked, so that it can be saved
     if name in router.llms:
         raise JeirtError(f"LLM {name!r} is already in this router")
     questions = router._check_vectors(vectors)
-    labels = check_labels(np.asarray(correct), questions.shape[0])
+    labels = check_labels(correct, questions.shape[0])
     if features is not None:
         spec = router.manifest["encoder"]
         feature_dim = int(spec.get("feature_dim") or 0) if spec.get("feature_output") else 0

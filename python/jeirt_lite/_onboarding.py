@@ -9,6 +9,7 @@ The prior mean m₀ is the mean of the router's existing LLM vectors: with very 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Optional
 
 import numpy as np
@@ -21,8 +22,8 @@ MIN_LABELS = 2
 
 
 def check_labels(correct: object, n: int) -> np.ndarray:
-    """Answers as float64 0/1; bool, int 0/1 and float 0.0/1.0 are accepted."""
-    labels = np.asarray(correct)
+    """Answers as float64 0/1; bool, int 0/1 and float 0.0/1.0 are accepted, from a sequence, array or iterator."""
+    labels = np.asarray(list(correct) if isinstance(correct, Iterator) else correct)
     if labels.ndim != 1:
         raise JeirtError(f"correct must be 1-D (one label per question), got shape {labels.shape}")
     if labels.shape[0] != n:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union, overload
 
 import numpy as np
 
@@ -48,8 +48,20 @@ class RouteResult:
         """Per question, the single most likely-correct LLM."""
         return [self.llm_names[row[0]] for row in self.indices.tolist()]
 
-    def __getitem__(self, i: int) -> list[tuple[str, float]]:
-        """(name, probability) pairs for question i, best first."""
+    @overload
+    def __getitem__(self, i: int) -> list[tuple[str, float]]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[list[tuple[str, float]]]: ...
+
+    def __getitem__(
+        self, i: Union[int, slice]
+    ) -> Union[list[tuple[str, float]], list[list[tuple[str, float]]]]:
+        """(name, probability) pairs for question i, best first; a slice gives those of each question in it."""
+        if isinstance(i, slice):
+            return [self[row] for row in range(len(self))[i]]
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"a route result is indexed by a question's position or a slice, not {type(i).__name__}")
         return [
             (self.llm_names[j], float(p))
             for j, p in zip(self.indices[i].tolist(), self.probabilities[i].tolist())

@@ -300,9 +300,10 @@ class Router(RouterTables):
         """
         groups = None  # encoded questions: equal vectors are one question's answers
         if not isinstance(questions, EncodedQuestions):
-            learned = self.learned_from(questions) if learned is None else learned
-            groups = np.asarray([normalise_question(text) for text in check_texts(questions)], dtype=object)
-            questions = self.encode(questions, features=True)
+            texts = check_texts(questions)  # read once: a generator of texts is spent by its first reading
+            learned = self.learned_from(texts) if learned is None else learned
+            groups = np.asarray([normalise_question(text) for text in texts], dtype=object)
+            questions = self.encode(texts, features=True)
         vectors = self._check_vectors(questions.vectors)
         alignment = self.alignment(EncodedQuestions(vectors)) if self.has_alignment else None
         mask = None if learned is None else np.asarray(learned)

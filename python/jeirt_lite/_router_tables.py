@@ -16,7 +16,7 @@ from ._errors import JeirtError
 from ._feature_offsets import FeatureCorrections
 from ._limits import MAX_THREADS, check_threads
 from ._llm_params import Calibration, check_costs, make_calibration
-from ._manifest import Manifest, freeze
+from ._manifest import Manifest, freeze, thaw
 from ._neighbours import NeighbourVotes, parse_neighbours
 from ._static_path import StaticEncoder, check_agreement, static_encoder_for
 from .artifact import Artifact, validate_llm_table
@@ -158,6 +158,8 @@ class RouterTables:
 
     def select_llms(self: RouterT, names: Sequence[str]) -> RouterT:
         """A router restricted to `names` (in that order), e.g. the LLMs a service actually has."""
+        if isinstance(names, str):
+            raise JeirtError("select_llms takes a list of LLM names, not one string (wrap it: [name])")
         wanted = list(names)
         if not wanted:
             raise JeirtError("select at least one LLM")
@@ -200,16 +202,20 @@ class RouterTables:
         return self._with_llms(self.llms, self._llm_vectors, costs=merged)
 
     def rename_llms(self: RouterT, names: Mapping[str, str]) -> RouterT:
-        """A router whose LLMs `old` are called `names[old]` (costs follow their LLM; the rest is unchanged)."""
+        """A router whose LLMs `old` are called `names[old]`: everything kept by LLM name (costs, onboarded LLMs'
+        corrections and records, neighbour votes' tallies) follows its LLM; the rest is unchanged."""
         for old in names:
             self.llm_index(old)
         renamed = tuple(str(names.get(name, name)) for name in self.llms)
         changes: dict[str, Any] = {}
         if self.manifest.costs is not None:
             changes["costs"] = {str(names.get(name, name)): cost for name, cost in self.costs.items()}
+        if self.manifest.onboarded is not None:
+            changes["onboarded"] = tuple(_renamed_record(record, names) for record in self.manifest.onboarded)
         validate_llm_table(renamed, self._llm_vectors, "renamed LLMs")
+        corrections = None if self.corrections is None else self.corrections.renamed(names)
         neighbours = None if self.neighbours is None else self.neighbours.renamed(names)
-        return self._with_llms(renamed, self._llm_vectors, neighbours=neighbours, **changes)
+        return self._with_llms(renamed, self._llm_vectors, corrections=corrections, neighbours=neighbours, **changes)
 
     def remove_llm(self: RouterT, name: str) -> RouterT:
         """A router without the LLM `name`."""
@@ -248,3 +254,11 @@ class RouterTables:
         router = type(self)(artifact, threads=self._threads, encoder=self._encoder)
         router._graph = self._graph
         return router
+
+
+def _renamed_record(record: Any, names: Mapping[str, str]) -> Any:
+    """An onboarded LLM's record (router.json's `onboarded`) under the LLM's new name."""
+    name = record.get("name") if isinstance(record, Mapping) else None
+    if not isinstance(name, str) or name not in names:
+        return record
+    return freeze({**thaw(record), "name": str(names[name])})

@@ -319,10 +319,19 @@ def _write_folder(
 
 
 def refuse_existing(target: PathLike, overwrite: bool) -> None:
-    """An existing router folder (or any file) at `target` is replaced only with `overwrite`: the one refusal of
-    every writer of a router folder, training included, which makes it before anything is trained too."""
-    if Path(target).exists() and not overwrite:
+    """Whatever is at `target` is replaced only with `overwrite`, and only when it is a router folder or an empty
+    folder: the one refusal of every writer of a router folder, training included, which makes it before anything
+    is trained too. A mistyped path (`..`, a project folder, a file) is never replaced whole."""
+    path = Path(target)
+    if not path.exists() and not path.is_symlink():
+        return
+    if not overwrite:
         raise JeirtError(f"{target} already exists (pass overwrite=True to replace it)")
+    if path.is_symlink() or not path.is_dir():
+        raise JeirtError(f"{target} is not a folder; overwrite replaces only a router folder (remove it first)")
+    if not (path / MANIFEST_FILE).is_file() and any(path.iterdir()):
+        raise JeirtError(f"{target} is not a router folder (it holds no {MANIFEST_FILE}); overwrite replaces only a "
+                         "router folder or an empty one, so choose another path")
 
 
 def validate_reference(

@@ -72,8 +72,8 @@ def parse_body(body: bytes) -> dict[str, Any]:
         raise JeirtError(
             f"the request body is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
         ) from None
-    except ValueError as error:  # e.g. an integer of more digits than Python converts
-        raise JeirtError(f"the request body is not valid JSON: {error}") from None
+    except ValueError:  # an integer of more digits than Python converts (its message advises a Python setting)
+        raise JeirtError("the request body holds an integer too long to read (over 4,300 digits)") from None
     if not isinstance(value, dict):
         raise JeirtError(f"the request body must be a JSON object, not {_kind(value)}")
     return value
@@ -91,7 +91,7 @@ def route_request(value: dict[str, Any], router: Router, max_texts: int) -> Rout
     cost_weight = _argument(given.get("cost_weight", 0.0), "cost_weight", number_in(0.0, math.inf), float)
     min_probability = None
     if "min_probability" in given:
-        if "cost_weight" in given:
+        if cost_weight != 0:  # a weight of 0 is no trade-off, as Router.route and --cost-weight 0 read it
             raise JeirtError("use either cost_weight (trade-off) or min_probability (cheapest above it), not both")
         min_probability = _argument(given["min_probability"], "min_probability", number_in(0.0, 1.0), float)
     params = RouteParams(k=k, llms=llms, cost_weight=cost_weight, min_probability=min_probability)
@@ -166,7 +166,8 @@ def _argument(value: Any, field: str, parse: Callable[[str], Any], kind: type) -
     the command line's; JSON's own types are checked first (true is not 1, 2.0 is not the integer 2)."""
     if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
         wanted = "a number" if kind is float else "a whole number"
-        raise JeirtError(f"{field} must be {wanted}, not {_kind(value)}")
+        given = repr(value) if isinstance(value, float) else _kind(value)  # "not 2.0", where "not a number" misleads
+        raise JeirtError(f"{field} must be {wanted}, not {given}")
     try:
         return parse(repr(value))
     except argparse.ArgumentTypeError as error:

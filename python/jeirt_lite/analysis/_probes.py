@@ -53,6 +53,10 @@ def probe_vectors(with_vectors: np.ndarray, without_vectors: np.ndarray, *, norm
         raise JeirtError(f"both groups need vectors of one dimension, got shapes {a.shape} and {b.shape}")
     if a.shape[0] == 0 or b.shape[0] == 0:
         raise JeirtError("a probe needs at least one question in each group")
+    for group, vectors in (("with", a), ("without", b)):
+        bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
+        if bad.size:
+            raise JeirtError(f"{group}_vectors row {int(bad[0])} contains NaN or inf")
     if normalize:
         a, b = unit_rows(a), unit_rows(b)
     mean_a, mean_b = a.mean(axis=0), b.mean(axis=0)
@@ -82,6 +86,8 @@ NUMERIC_OPTION_SHARE = 0.75
 def needs_calculation(text: str) -> bool:
     """The rule: at least 75% of the lettered options (A. … J.) are numbers (with optional units), or, with
     fewer than two options, the text contains a calculation keyword (calculate, compute, how many, …)."""
+    if not isinstance(text, str):
+        raise JeirtError(f"needs_calculation takes a question text, got {type(text).__name__}")
     options = [match.group(2) for match in _OPTION.finditer(text)]
     if len(options) >= 2:
         numeric = sum(1 for option in options if _NUMBER.match(option))

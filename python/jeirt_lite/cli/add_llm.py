@@ -61,6 +61,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace, console: Console) -> int:
     from .._router import DEFAULT_ROUTER_PATH  # here: loading the router package is the slow part of a run
+    from ..artifact import refuse_existing
 
     router_path = chosen_router(args)
     check_output_folder(args.output)  # the rule of every command: a missing folder is a typo, never created
@@ -72,6 +73,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise JeirtError(f"LLM {args.name!r} is already in {router.path}; pick another --name")
     if args.output.exists() and not args.overwrite:
         raise JeirtError(f"{args.output} already exists (pass --overwrite to replace it)")
+    refuse_existing(args.output, args.overwrite)  # before the fit: --overwrite replaces only a router folder
     answers = read_question_table(args.answers, args.text_column, args.label_column)
     texts, labels = answers.texts, answers.labels or []
     grown = router.add_llm(args.name, texts, labels, cost=args.cost)
