@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import Optional
 
 from jeirt_lite._errors import JeirtError
-from jeirt_lite._io.records import RecordReader, RowBatch, check_encoding, check_unique_columns
+from jeirt_lite._io.records import (
+    CsvRecords,
+    RecordReader,
+    RowBatch,
+    TsvRecords,
+    check_encoding,
+    check_unique_columns,
+)
+from jeirt_lite._io.records import _malformed as malformed
 
 CSV_FIELD_LIMIT = 2**31 - 1
 
@@ -28,6 +36,7 @@ class OracleCsvRecords(RecordReader):
     row_note = "1-based, header not counted"
     line_note = ", ending on line {}"
     delimiter = ","
+    kind = CsvRecords.kind
 
     def __init__(self, path: Path, chunk_size: int):
         super().__init__(path, chunk_size)
@@ -101,7 +110,7 @@ class OracleCsvRecords(RecordReader):
                 if len(records) >= self.chunk_size:
                     break
         except csv.Error as err:
-            problems[len(records)] = _malformed(err, start)
+            problems[len(records)] = malformed(str(err), start, self.kind)  # the reader's wording around the csv module's error
             batch.fatal.add(len(records))
             records.append(None)
             lines.append(reader.line_num)
@@ -124,15 +133,6 @@ def _valid_utf8(fields: list[str]) -> bool:
     return True
 
 
-def _malformed(error: csv.Error, start: int) -> str:
-    if "unexpected end of data" in str(error):
-        return (
-            f"is not valid CSV: a quoted value in the row starting on line {start} is never closed "
-            "(every later line would have been read into it)"
-        )
-    return f"is not valid CSV ({error}; the row starts on line {start})"
-
-
-
 class OracleTsvRecords(OracleCsvRecords):
     delimiter = "\t"
+    kind = TsvRecords.kind

@@ -442,6 +442,17 @@ def test_vectors_mode_ids_and_bad_rows(router: Router, tmp_path: Path) -> None:
             output=tmp_path / "t.csv",
             options=ScoreOptions(skip_bad=True),
         )
+    (tmp_path / "trailing.txt").write_text("".join(f"id-{i}\n" for i in range(6)) + "\n \n")
+    score_file(router, vectors_path=tmp_path / "q.npy", ids_path=tmp_path / "trailing.txt",
+               output=tmp_path / "t.csv", options=ScoreOptions(skip_bad=True))
+    assert [row["id"] for row in read_scores(tmp_path / "t.csv")][-1] == "id-5"  # blank lines at the end: no ids
+    (tmp_path / "t.csv").unlink()
+    for name, text, problem in (("more.txt", "a\nb\nc\nd\ne\nf\n\ng\n", "has more ids than the 6 vector rows"),
+                                ("blank.txt", "a\nb\n\nd\ne\nf\n", r"id 3 \(1-based\): id is empty")):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(JeirtError, match=problem):
+            score_file(router, vectors_path=tmp_path / "q.npy", ids_path=tmp_path / name,
+                       output=tmp_path / "t.csv", options=ScoreOptions(skip_bad=True))
     np.save(tmp_path / "wrong.npy", np.ones((3, router.dim + 1)))
     with pytest.raises(JeirtError, match=r"shape \(N, 4\) for this router, got \(3, 5\)"):
         score_file(router, vectors_path=tmp_path / "wrong.npy", output=tmp_path / "t.csv")

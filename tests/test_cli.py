@@ -106,7 +106,7 @@ def test_route_with_costs_threshold_and_a_subset_matches_the_api(
         assert [[item["llm"] for item in r["route"]] for r in records] == expected.names
         if expected.fallback is not None:
             assert [r["fallback"] for r in records] == expected.fallback.tolist()
-    assert main(["route", "--router", str(folder), "--llms", "gpt-9", *QUESTIONS]) == 1
+    assert main(["route", "--router", str(folder), "--llms", "gpt-9", *QUESTIONS]) == 2  # an option's value
     assert "unknown LLM 'gpt-9'" in capsys.readouterr().err
 
 
@@ -132,11 +132,11 @@ def test_route_stdin_that_is_not_utf8_is_named(tiny_router_path: Path) -> None:
     assert b"stdin line 2 is not valid UTF-8" in done.stderr and b"Traceback" not in done.stderr
 
 
-def test_route_errors_exit_1_with_the_message(
+def test_route_errors_exit_with_the_message(
     tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["route", "--router", str(tiny_router_path), "--k", "6", "x"]) == 1
-    assert "--k 6 is more than the router's 5 LLMs" in capsys.readouterr().err
+    assert main(["route", "--router", str(tiny_router_path), "--k", "6", "x"]) == 2
+    assert "k must be between 1 and the 5 LLMs routed among (the router's LLMs), got 6" in capsys.readouterr().err
     assert main(["route", "--router", str(tiny_router_path), "fine", " "]) == 1
     assert "question argument 2: text is empty" in capsys.readouterr().err
     assert main(["route", "--router", str(tmp_path / "nowhere"), "x"]) == 1
@@ -170,6 +170,21 @@ def test_info_shows_stored_costs(capsys: pytest.CaptureFixture[str]) -> None:
         f"neighbours votes of the {votes.keys.shape[0]} training questions' answers (k {votes.k}, weight "
         f"{votes.weight:.3g}, {votes.keys.shape[1]} principal directions; docs/research/neighbours.md)\n"
     ) in out
+
+
+def test_info_shows_the_calibration_the_llms_add_llm_added_and_counts_as_counts(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    answers = tmp_path / "answers.csv"
+    answers.write_text("text,correct\nWhat is 7 * 8?,1\nWho wrote Hamlet?,1\nWhat is the capital of Australia?,0\n")
+    assert main(["add-llm", "--name", "my-llm", "--answers", str(answers), "-o", str(tmp_path / "plus")]) == 0
+    capsys.readouterr()
+    assert main(["info", "--router", str(tmp_path / "plus")]) == 0
+    out = capsys.readouterr().out
+    assert "calibration: global (P = sigmoid(scale * logit + bias))\n" in out
+    assert "added by add-llm: my-llm (from 3 answers)\n    0 of its 3 answers are on questions the router" in out
+    n = Router.load(tmp_path / "plus").manifest["metrics"]["heldout"]["n"]
+    assert f"  heldout.n: {int(n)}\n" in out  # stored as 34365.0, a count
 
 
 def test_info_shows_training_and_metrics(
@@ -349,26 +364,31 @@ def test_score_vectors_mode(
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("args", "code", "message"),
     [
-        (["score", "-o", "x.csv"], "give an input file of question texts, or a .npy of question vectors"),
-        (["score", "BANK", "--vectors", "q.npy", "-o", "x.csv"], "exactly one of them"),
-        (["score", "BANK"], "nothing to do: give an output file (-o OUTPUT)"),
-        (["score", "BANK", "--ids", "ids.txt", "-o", "x.csv"], "ids (--ids) go with question vectors"),
-        (["score", "BANK", "-o", "x.csv", "--text-column", "question"], "no column 'question'"),
-        (["score", "BANK", "-o", "x.csv", "--k", "9"], "k must be between 1 and the router's 5 LLMs"),
+        # options that cannot run together, or out of the router's bound: a usage error, as argparse's (exit 2)
+        (["score", "-o", "x.csv"], 2, "give an input file of question texts, or a .npy of question vectors"),
+        (["score", "BANK", "--vectors", "q.npy", "-o", "x.csv"], 2, "exactly one of them"),
+        (["score", "BANK"], 2, "nothing to do: give an output file (-o OUTPUT)"),
+        (["score", "BANK", "--ids", "ids.txt", "-o", "x.csv"], 2, "ids (--ids) go with question vectors"),
+        (["score", "BANK", "-o", "x.csv", "--k", "9"], 2, "k must be between 1 and the router's 5 LLMs"),
+        (["score", "BANK", "-o", "x.csv", "--address", "auto"], 2, "--address goes with --engine ray"),
+        # what the input holds: exit 1
+        (["score", "BANK", "-o", "x.csv", "--text-column", "question"], 1, "no column 'question'"),
     ],
 )
-def test_score_usage_errors_exit_1(
-    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+def test_score_usage_errors_exit_2_and_input_errors_1(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], code: int,
+    message: str
 ) -> None:
     bank = _bank(tmp_path, QUESTIONS)
     argv = [
         str(bank) if a == "BANK" else str(tmp_path / a) if a.endswith((".csv", ".npy", ".txt")) else a
         for a in args
     ]
-    assert main([*argv, "--router", str(tiny_router_path)]) == 1
-    assert message in capsys.readouterr().err
+    assert main([*argv, "--router", str(tiny_router_path)]) == code
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == (1 if code == 2 else 2)  # exit 1: and how far it got
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.csv"]
 
 
@@ -438,10 +458,13 @@ def test_a_reader_that_goes_away_ends_the_run_quietly_with_status_0(tiny_router_
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
 @pytest.mark.parametrize(
-    ("sent", "code", "word"), [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
+    ("sent", "times", "code", "word"),
+    [(signal.SIGINT, 1, 130, "interrupted"), (signal.SIGTERM, 1, 143, "terminated"),
+     # `timeout -s INT` signals the child and then its own process group; a user may press Ctrl-C twice
+     (signal.SIGINT, 2, 130, "interrupted")],
 )
 def test_a_signal_mid_run_leaves_no_output_and_says_how_far_it_got(
-    tiny_router_path: Path, tmp_path: Path, sent: int, code: int, word: str
+    tiny_router_path: Path, tmp_path: Path, sent: int, times: int, code: int, word: str
 ) -> None:
     # The bank is a named pipe fed by the test, so the run is stopped at a known point: after 2 chunks of 10
     # rows were written, while it waits for more input.
@@ -464,7 +487,8 @@ def test_a_signal_mid_run_leaves_no_output_and_says_how_far_it_got(
                 return list(tmp_path.glob(".scores.csv.partial-*"))
 
             _wait_for(lambda: bool(partials()) and len(partials()[0].read_text().splitlines()) == 21)
-            process.send_signal(sent)
+            for _ in range(times):
+                process.send_signal(sent)
             _, stderr = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
@@ -475,6 +499,7 @@ def test_a_signal_mid_run_leaves_no_output_and_says_how_far_it_got(
         or f"{word} after scoring 20 rows (of 20 read)" in stderr
     )
     assert "Traceback" not in stderr
+    assert stderr.startswith(f"jeirt-lite: {word}")  # stderr is no terminal: no blank line before the message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.csv"]
 
 

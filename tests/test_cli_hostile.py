@@ -35,7 +35,7 @@ def test_a_name_with_commas_passes_whole_and_lists_still_split(
     assert _routed(capsys, comma_router, ODD_NAME, "c") == {ODD_NAME, "c"}
     assert _routed(capsys, comma_router, "b,c") == {"b", "c"}
     assert _routed(capsys, comma_router, "b", "c") == {"b", "c"}
-    assert main(["route", "what is the price", "--router", str(comma_router), "--llms", "b,nope"]) == 1
+    assert main(["route", "what is the price", "--router", str(comma_router), "--llms", "b,nope"]) == 2
     assert "unknown LLM 'nope'" in capsys.readouterr().err
 
 
@@ -44,8 +44,8 @@ def test_a_name_with_commas_passes_whole_and_lists_still_split(
     [
         (["route", "q", "--threads", "1000000"], f"must be at most {MAX_THREADS}, got 1,000,000"),
         (["route", "q", "--threads", "0"], "must be at least 1"),
-        (["route", "q", "--cost-weight", "nan"], "must be a finite number in [0, inf], got nan"),
-        (["route", "q", "--cost-weight", "-1"], "must be a finite number in [0, inf], got -1"),
+        (["route", "q", "--cost-weight", "nan"], "must be a finite number in [0, inf), got nan"),
+        (["route", "q", "--cost-weight", "-1"], "must be a finite number in [0, inf), got -1"),
         (["route", "q", "--min-probability", "1.5"], "must be a finite number in [0, 1], got 1.5"),
         (["route", "q", "--k", "99999999999"], "must be at most"),
         (["score", "bank.csv", "-o", "x.csv", "--chunk-size", "10000000000"], "must be at most 1,048,576"),

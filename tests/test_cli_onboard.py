@@ -223,7 +223,7 @@ def test_a_cost_may_be_zero_but_not_negative(capsys: pytest.CaptureFixture[str])
     argv = ["add-llm", "--name", "x", "--answers", "a.csv", "-o", "out", "--cost"]
     assert build_parser().parse_args([*argv, "0"]).cost == 0.0
     assert main([*argv, "-0.5"]) == 2
-    assert "argument --cost: must be a finite number in [0, inf], got -0.5" in capsys.readouterr().err
+    assert "argument --cost: must be a finite number in [0, inf), got -0.5" in capsys.readouterr().err
 
 
 def test_an_output_that_is_or_holds_an_input_is_refused_before_anything_is_written(

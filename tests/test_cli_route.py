@@ -69,8 +69,8 @@ def test_k_may_be_every_llm_and_no_more(router: Router, capsys: pytest.CaptureFi
     n = len(router.llms)
     assert main(["route", "--json", "--k", str(n), "--threads", "1", QUESTIONS[0]]) == 0
     assert len(json.loads(capsys.readouterr().out)["route"]) == n
-    assert main(["route", "--k", str(n + 1), "--threads", "1", QUESTIONS[0]]) == 1
-    assert f"--k {n + 1} is more than the router's {n} LLMs" in capsys.readouterr().err
+    assert main(["route", "--k", str(n + 1), "--threads", "1", QUESTIONS[0]]) == 2
+    assert f"k must be between 1 and the {n} LLMs routed among (the router's LLMs), got {n + 1}" in capsys.readouterr().err
 
 
 def test_an_empty_question_argument_is_named_by_its_position(capsys: pytest.CaptureFixture[str]) -> None:

@@ -103,7 +103,7 @@ def test_ray_options_without_the_ray_engine_are_refused_before_ray_is_imported(
     flags: list[str], message: str,
 ) -> None:
     monkeypatch.setitem(sys.modules, "jeirt_lite.ray_engine", None)  # importing it would fail
-    assert main(["score", str(bank), "-o", str(tmp_path / "s.parquet"), *flags]) == 1
+    assert main(["score", str(bank), "-o", str(tmp_path / "s.parquet"), *flags]) == 2  # a usage error
     assert message in capsys.readouterr().err
 
 

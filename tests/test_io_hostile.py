@@ -389,7 +389,8 @@ def test_ids_print_the_same_in_every_output(router: Router, tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("ident", "problem"),
     [("true", "id 'True' is a bool"), ("1.5", "id '1.5' is a float"), ("null", "has no id (missing or null)"),
-     ("[1]", "id '[1]' is a list"), ('{"a": 1}', "id \"{'a': 1}\" is a dict"), ('"a\\u0000b"', "id holds a NUL character")],
+     ("[1]", "id '[1]' is a list"), ('{"a": 1}', "id \"{'a': 1}\" is a dict"), ('"a\\u0000b"', "id holds a NUL character"),
+     ('""', "id is empty"), ('" \\t"', "id is empty")],
 )
 def test_an_id_that_is_not_a_string_or_an_integer_is_a_bad_row(
     router: Router, tmp_path: Path, ident: str, problem: str
@@ -407,6 +408,25 @@ def test_a_named_id_column_missing_from_jsonl_is_refused_as_in_csv(router: Route
     bank = _jsonl_bank(tmp_path / "bank.jsonl", 3)
     with pytest.raises(JeirtError, match=r"no id column 'qid' \(columns: id, text\)"):
         score_file(router, input_path=bank, output=tmp_path / "s.csv", id_column="qid")
+
+
+def test_a_jsonl_id_the_first_row_did_not_have_is_a_bad_row_never_dropped(router: Router, tmp_path: Path) -> None:
+    """The first object stands for the header: a later row's id, when it had none, would be replaced by a row
+    number without a word; and a field given twice would keep its last value, where a CSV header is refused."""
+    bank = tmp_path / "bank.jsonl"
+    rows = ['{"text": "law"}', '{"text": "tax"}', '{"id": "x3", "text": "acid base"}', '{"text": "war", "id": null}']
+    bank.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(JeirtError, match=r"data row 3 \(1-based, blank lines not counted, line 3\): has an id field "
+                       r"'id' where the first row has none \(ids are then row numbers\)"):
+        score_file(router, input_path=bank, output=tmp_path / "s.csv", options=ScoreOptions(chunk_size=2))
+    summary = score_file(router, input_path=bank, output=tmp_path / "s.csv",
+                         options=ScoreOptions(chunk_size=2, skip_bad=True))
+    assert summary.skipped == 1 and summary.rows == 3
+    assert [line.split(",")[0] for line in (tmp_path / "s.csv").read_text().splitlines()[1:]] == ["1", "2", "4"]
+    bank.write_text('{"id": 10, "text": "ok"}\n{"id": 11, "text": "law", "id": 12}\n', encoding="utf-8")
+    with pytest.raises(JeirtError, match=r"data row 2 \(1-based, blank lines not counted, line 2\): line names the "
+                       r"field 'id' twice"):
+        score_file(router, input_path=bank, output=tmp_path / "t.csv")
 
 
 def test_jsonl_rows_are_numbered_across_chunks(router: Router, tmp_path: Path) -> None:
@@ -433,3 +453,51 @@ def test_an_empty_jsonl_is_refused_like_an_empty_csv(router: Router, tmp_path: P
         with pytest.raises(JeirtError, match=f"{name}: empty file"):
             score_file(router, input_path=tmp_path / name, output=tmp_path / "s.csv")
         assert not (tmp_path / "s.csv").exists()
+
+
+def test_a_blank_csv_id_is_a_bad_row_as_a_blank_text_is(router: Router, tmp_path: Path) -> None:
+    bank = tmp_path / "bank.csv"
+    bank.write_text("id,text\nq1,law\n,tax\n  ,war\nq4,acid base\n", encoding="utf-8")
+    with pytest.raises(JeirtError, match=r"data row 2 \(1-based, header not counted, ending on line 3\): id is empty"):
+        score_file(router, input_path=bank, output=tmp_path / "s.csv")
+    summary = score_file(router, input_path=bank, output=tmp_path / "s.csv", options=ScoreOptions(skip_bad=True))
+    assert summary.skipped == 2
+    assert [line.split(",")[0] for line in (tmp_path / "s.csv").read_text().splitlines()[1:]] == ["q1", "q4"]
+
+
+def test_a_column_that_differs_in_case_or_spaces_and_a_compressed_bank_are_named(
+    router: Router, tmp_path: Path
+) -> None:
+    bank = tmp_path / "bank.csv"
+    bank.write_text("id, text\nq1,law\n", encoding="utf-8")  # a space after the comma: the column ' text'
+    with pytest.raises(JeirtError, match=r"no column 'text' \(columns: id,  text; did you mean ' text'\?\)"):
+        score_file(router, input_path=bank, output=tmp_path / "s.csv")
+    bank.write_text("ID,Text\nq1,law\n", encoding="utf-8")
+    with pytest.raises(JeirtError, match=r"\(columns: ID, Text; did you mean 'Text'\?\)"):
+        score_file(router, input_path=bank, output=tmp_path / "s.csv")
+    packed = tmp_path / "bank.csv.gz"
+    packed.write_bytes(b"\x1f\x8b")
+    with pytest.raises(JeirtError, match=r"bank.csv.gz: a compressed input \(.gz\) is not read; decompress it first"):
+        score_file(router, input_path=packed, output=tmp_path / "s.csv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.csv", "bank.csv.gz"]
+
+
+def test_a_tsv_value_opening_a_quote_it_never_closes_names_the_rule(router: Router, tmp_path: Path) -> None:
+    bank = tmp_path / "bank.tsv"
+    bank.write_text('id\ttext\n1\tWho wrote "Hamlet"?\n2\t"Hamlet" was written by whom?\n', encoding="utf-8")
+    with pytest.raises(JeirtError, match=r"data row 2 .* is not valid TSV \(quoted as CSV is: a value that starts with "
+                       r"a quote must end with one\) \('<tab>' expected after '\"'; the row starts on line 3\)"):
+        score_file(router, input_path=bank, output=tmp_path / "s.csv", options=ScoreOptions(skip_bad=True))
+
+
+def test_scores_are_never_written_into_the_router_folder(tiny_router_path: Path, tmp_path: Path) -> None:
+    from tiny_router import copy_router
+
+    folder = copy_router(tiny_router_path, tmp_path / "router")
+    router = Router.load(folder, threads=1)
+    before = sorted(p.name for p in folder.iterdir())
+    bank = tmp_path / "bank.csv"
+    bank.write_text("id,text\nq1,law\n", encoding="utf-8")
+    with pytest.raises(JeirtError, match="scores.csv: is inside the router folder .*router, which it would change"):
+        score_file(router, input_path=bank, output=folder / "scores.csv")
+    assert sorted(p.name for p in folder.iterdir()) == before

@@ -39,10 +39,14 @@ def test_a_parquet_bank_gives_its_row_count_before_a_row_is_read(tmp_path: Path)
 
 
 def test_a_jsonl_first_row_decides_the_id_column_for_the_whole_file(tmp_path: Path) -> None:
-    # Row 1 has no id field: every row is named by its row number, even those that carry one later.
+    # Row 1 has no id field: every row is named by its row number, and a later row that carries an id is bad (its
+    # id would give way to a row number), as a later row without one is when row 1 has one.
     path = write_jsonl(tmp_path / "bank.jsonl", [{"text": "first?"}, {"text": "second?", "id": "x"}, {"text": "third?"}])
-    table = read_questions(open_text_reader(path, chunk_size=1))
-    assert table.ids == [1, 2, 3] and table.texts == ["first?", "second?", "third?"]
+    with pytest.raises(JeirtError, match=r"bank\.jsonl: data row 2 .*has an id field 'id' where the first row has none"):
+        read_questions(open_text_reader(path, chunk_size=1))
+    reader = open_text_reader(path, chunk_size=1, skip_bad=True)
+    table = read_questions(reader)
+    assert table.ids == [1, 3] and table.texts == ["first?", "third?"] and reader.skipped == 1
     # Row 1 has one: it is the id column, and a later row without it is bad.
     path = write_jsonl(tmp_path / "ids.jsonl", [{"text": "first?", "question_id": "q1"}, {"text": "second?"}])
     with pytest.raises(JeirtError, match=r"ids\.jsonl: data row 2 .*has no id"):

@@ -54,6 +54,9 @@ def test_a_non_finite_or_huge_number_anywhere_is_a_jeirt_error_naming_the_field(
         (lambda m: m.update(training={"split": "0.8/0.2"}), "field training.split must be an object"),
         (lambda m: m.update(training={"split": {"seed": "0"}}), "field training.split.seed must be an integer"),
         (lambda m: m.update(training={"split": {"n_test_questions": -1}}), "training.split.n_test_questions must"),
+        (lambda m: m.update(training={"split": {"val_fraction": 0.1, "test_fraction": 1.0}}),
+         r"training.split.test_fraction must be a number in \[0, 1\), got 1.0"),
+        (lambda m: m.update(training={"split": {"val_fraction": 0.1}}), "records val_fraction or test_fraction without the other"),
         (lambda m: m.update(training={"deep": json.loads("[" * 40 + "]" * 40)}), "nested more than 32 levels"),
     ],
 )

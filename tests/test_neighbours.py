@@ -246,7 +246,7 @@ def test_score_no_neighbours_scores_vectors_as_the_router_without_votes(router: 
     want = router.route(EncodedQuestions(router.encode(TEXTS, features=False).vectors), k=1)
     assert [row["llm_1"] for row in best] == [router.llms[i] for i in want.indices[:, 0]]
     assert main(["score", "--router", str(folder), "x.parquet", "-o", "y.parquet", "--engine", "ray",
-                 "--no-neighbours"]) == 1
+                 "--no-neighbours"]) == 2  # options that cannot run together
     assert "--no-neighbours runs on one machine" in capsys.readouterr().err
 
 

@@ -186,6 +186,8 @@ def test_add_llm_errors(router: Router) -> None:
     for name in ("a\nb", "x\x00y", "a" * 1001):  # names a save would refuse are refused here, not at the save
         with pytest.raises(JeirtError, match="new LLM's name .* is too long .* or holds control characters"):
             router.add_llm(name, EncodedQuestions(np.ones((3, router.dim))), [1, 0, 1])
+    with pytest.raises(JeirtError, match="name ' llm-9 ' has spaces at its ends; give it as 'llm-9'"):
+        router.add_llm(" llm-9 ", EncodedQuestions(np.ones((3, router.dim))), [1, 0, 1])
     grown = router.add_llm("a" * 1000, EncodedQuestions(np.ones((3, router.dim))), iter([1, 0, 1]))
     assert grown.llms[-1] == "a" * 1000  # the longest name allowed, labels from an iterator
     with pytest.raises(JeirtError, match="got 3 questions but 2 labels"):

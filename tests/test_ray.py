@@ -186,7 +186,7 @@ def test_ray_engine_refuses_what_it_cannot_do(
     code, _, err = score(capsys, no_ids, "--router", tiny_router_path, "-o", tmp_path / "s.parquet", "--engine", "ray")
     assert code == 1 and "needs an id column" in err
     code, _, err = score(capsys, bank, "--router", tiny_router_path, "-o", tmp_path / "s.parquet", "--ship-router")
-    assert code == 1 and "--ship-router goes with --engine ray" in err
+    assert code == 2 and "--ship-router goes with --engine ray" in err
     not_parquet = tmp_path / "bank.parquet"
     not_parquet.write_text("id,text\nq1,what is a prime number\n")  # a CSV under a Parquet name
     code, _, err = score(capsys, not_parquet, "--router", tiny_router_path, "-o", tmp_path / "s.parquet",

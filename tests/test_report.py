@@ -19,7 +19,7 @@ from jeirt_lite.analysis.data import read_response_folder
 from jeirt_lite.analysis.report import SECTIONS, _answers_in_router_order, build_report
 from jeirt_lite.artifact import load_artifact, save_artifact
 from jeirt_lite.cli import main
-from tiny_router import WORDS
+from tiny_router import WORDS, copy_router
 
 SUBJECTS = ("math", "law", "biology")
 
@@ -189,6 +189,28 @@ def test_report_cli_bad_data_folder(tiny_router_path: Path, tmp_path: Path,
     assert "missing/dir does not exist" in capsys.readouterr().err and not (tmp_path / "missing").exists()
 
 
+def test_report_output_is_refused_inside_the_router_a_folder_or_without_a_data_folder(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    router = copy_router(tiny_router_path, tmp_path / "router")
+    before = {f.name: f.read_bytes() for f in router.iterdir()}
+    data = _write_folder(tmp_path / "data", list(Router.load(router, threads=1).llms))
+    for output, words in ((router / "router.json", "is inside the router folder"),
+                          (router / "new.html", "is inside the router folder"),
+                          (tmp_path / "data", "is a folder; give a file name such as"),
+                          (Path(""), "is a folder; give a file name such as")):
+        assert main(["report", "--router", str(router), "--data", str(data), "-o", str(output)]) == 1
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1, err
+    assert {f.name: f.read_bytes() for f in router.iterdir()} == before
+    table = tmp_path / "bank.csv"
+    table.write_text("id,text\nq1,law\n")
+    for folder in (table, tmp_path / "nowhere"):
+        assert main(["report", "--router", str(router), "--data", str(folder), "-o", str(tmp_path / "x.html")]) == 1
+        assert "not a data folder (the report reads a folder holding questions.csv" in capsys.readouterr().err
+    assert not (tmp_path / "x.html").exists()
+
+
 def test_report_on_the_shipped_router_says_it_learned_from_every_question(tmp_path: Path) -> None:
     pytest.importorskip("pandas", reason="drawing the router's split again needs the train extra")
     data = Path(__file__).resolve().parent.parent / "data" / "mmlu_pro"
@@ -212,6 +234,25 @@ def test_a_router_with_a_test_part_gets_its_test_split_drawn_again() -> None:
     assert how == "the router's test split (seed 0, drawn again: 2161 questions)"
     wrong = router_test_question_ids({"training": {"split": {**sizes, "n_test_questions": 2000}}}, data)
     assert wrong[0] is None and "questions" in wrong[1]
+
+
+def test_a_split_drawn_for_other_fractions_is_drawn_again_from_the_recorded_ones(tmp_path: Path) -> None:
+    # `train --holdout 0.3`: the sizes alone imply fractions whose per-subject rounding draws other parts.
+    pytest.importorskip("pandas", reason="drawing the router's split again needs the train extra")
+    from jeirt_lite.analysis._router_split import router_test_question_ids
+    from jeirt_lite_training.data import load_dataset
+    from jeirt_lite_training.splits import make_split
+    from make_data_slice import write_slice
+
+    data = write_slice(Path(__file__).resolve().parent.parent / "data" / "mmlu_pro", tmp_path / "slice", 300, seed=5)
+    dataset = load_dataset(data)
+    split = make_split(dataset, seed=0, val_fraction=0.1, test_fraction=0.3)
+    sizes = {"seed": 0, "n_train_questions": len(split.train), "n_val_questions": len(split.val),
+             "n_test_questions": len(split.test)}
+    assert router_test_question_ids({"training": {"split": sizes}}, data)[0] is None  # the sizes alone: not found
+    record = {**sizes, "val_fraction": 0.1, "test_fraction": 0.3}
+    ids, _ = router_test_question_ids({"training": {"split": record}}, data)
+    assert ids == [dataset.question_ids[i] for i in split.test]
 
 @pytest.mark.parametrize(("cap", "questions"), [("0", 90), ("45", 45)])
 def test_report_cli_max_questions_caps_the_sample_and_zero_takes_all(

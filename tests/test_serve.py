@@ -144,7 +144,7 @@ BAD_REQUESTS = [
     ("unpriced LLM", "POST", "/v1/route", b'{"texts": ["a"], "cost_weight": 1, "llms": ["gemini-3.1-pro"]}', 400,
      "needs a cost for every LLM; missing: gemini-3.1-pro"),
     ("negative weight", "POST", "/v1/route", b'{"texts": ["a"], "cost_weight": -1}', 400,
-     "cost_weight: must be a finite number in [0, inf]"),
+     "cost_weight: must be a finite number in [0, inf)"),
     ("huge weight", "POST", "/v1/route", b'{"texts": ["a"], "cost_weight": 1e400}', 400, "cost_weight: must be"),
     ("weight a string", "POST", "/v1/route", b'{"texts": ["a"], "cost_weight": "1"}', 400, "must be a number"),
     ("probability above 1", "POST", "/v1/route", b'{"texts": ["a"], "min_probability": 1.5}', 400,

@@ -164,6 +164,34 @@ def test_long_jsonl_with_booleans_and_custom_columns(tmp_path: Path) -> None:
     assert list(data.subjects) == ["all", "all"]
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [("question_id", 7.0, "question id 7.0 is a float, not a string or an integer"),
+     ("question_id", True, "question id True is a bool, not a string or an integer"),
+     ("question_id", [1], "question id [1] is a list, not a string or an integer"),
+     ("text", 5, "text 5 is a int, not a string")],
+)
+def test_a_typed_id_or_text_is_refused_as_the_package_s_readers_refuse_it(
+    tmp_path: Path, field: str, value: object, problem: str
+) -> None:
+    # str() would make 7.0 the id '7.0' and 5 the text '5'; `score` and `add-llm` refuse such a row.
+    rows = [{"question_id": "a", "text": "ta", "llm": "m1", "correct": 1},
+            {"question_id": "b", "text": "tb", "llm": "m1", "correct": 0},
+            {"question_id": "c", "text": "tc", "llm": "m2", "correct": 1}]
+    rows[1][field] = value
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with pytest.raises(DataError, match=r"t\.jsonl: data row 2 \(1-based, blank lines not counted\): .*" + re.escape(problem)):
+        load_dataset(path)
+    data, report = load_dataset_with_report(path, skip_bad=True)
+    assert data.question_ids == ["a", "c"] and sum(report.skipped.values()) == 1
+    wide = tmp_path / "w.jsonl"  # the wide layout checks the same two columns
+    wide.write_text("".join(json.dumps({"question_id": row["question_id"], "text": row["text"], "m1": 1, "m2": 0})
+                            + "\n" for row in rows))
+    with pytest.raises(DataError, match=r"w\.jsonl: data row 2 .*" + re.escape(problem)):
+        load_dataset(wide)
+
+
 def test_long_bad_cases(tmp_path: Path) -> None:
     bad_label = LONG.copy()
     bad_label.loc[3, "correct"] = "0.5"
@@ -449,3 +477,12 @@ def test_a_tsv_names_its_rows_as_a_csv_does(tmp_path: Path) -> None:
     path.write_text("question_id\ttext\tllm\tcorrect\nq1\tt1\tm1\t1\nq2\tt2\tm1\tmaybe\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"t.tsv: data row 2 \(1-based, header not counted\): label not 0/1/true/false"):
         load_dataset(path)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_table_without_answers_is_refused_not_loaded_empty(tmp_path: Path, suffix: str) -> None:
+    header_only = tmp_path / f"h{suffix}"
+    header_only.write_text("question_id,text,llm,correct\n" if suffix == ".csv" else
+                           '{"question_id": "a", "text": "ta", "llm": "m1", "correct": ""}\n')
+    with pytest.raises(DataError, match=rf"h\{suffix}: no answers to learn from \(\d+ rows read"):
+        load_dataset(header_only)

@@ -25,13 +25,14 @@ from jeirt_lite.cli import main
         (["--val-fraction", "0"], "argument --val-fraction: must be a finite number in (0, 1), got 0"),
         (["--holdout", "1"], "argument --holdout/--test-fraction: must be a finite number in [0, 1), got 1"),
         (["--dropouts", "0.5,1.2"], "'1.2': must be a finite number in [0, 1)"),
-        (["--lr", "nan"], "argument --lr: must be a finite number in (0, inf], got nan"),
-        (["--lr", "0"], "argument --lr: must be a finite number in (0, inf], got 0"),
-        (["--weight-decay=-1e-3"], "argument --weight-decay: must be a finite number in [0, inf]"),
+        (["--lr", "nan"], "argument --lr: must be a finite number in (0, inf), got nan"),
+        (["--lr", "0"], "argument --lr: must be a finite number in (0, inf), got 0"),
+        (["--weight-decay=-1e-3"], "argument --weight-decay: must be a finite number in [0, inf)"),
         (["--ema-epochs", "inf"], "argument --ema-epochs: must be a finite number"),
         (["--folds", "0"], "argument --folds: must be at least 1, got 0 (or auto)"),
         (["--folds", "five"], "argument --folds: 'five' is not a whole number (or auto)"),
-        (["--max-length", "0"], "argument --max-length: must be at least 1"),
+        (["--max-length", "7"], "argument --max-length: must be at least 8, got 7"),
+        (["--max-length", "513"], "argument --max-length: must be at most 512, got 513"),  # past the positions
         (["--seed", "1" * 30], "argument --seed: must be at most"),
         # NumPy's generators take no negative seed, and every seed must fit an int64.
         (["--seed", "-1"], "argument --seed: must be at least 0, got -1"),

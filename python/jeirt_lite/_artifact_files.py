@@ -1,19 +1,22 @@
 """Reading a router folder's files: router.json as JSON, safetensors tensors and metadata, and the check that
 router.json is the one saved with the LLM table (the binding: LLM names in table order and a digest of router.json's
-content, stored in llms.safetensors' metadata); and writing safetensors files byte for byte reproducibly."""
+content, stored in llms.safetensors' metadata); writing safetensors files byte for byte reproducibly; and the rule on
+what a router folder written may replace."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import numpy as np
 
 from ._errors import JeirtError
+from ._json_keys import RepeatedKey, unique_keys
 from ._manifest import content_digest
 
+MANIFEST_FILE = "router.json"
 # llms.safetensors metadata keys that bind router.json to the table.
 NAMES_KEY = "llm_names"
 DIGEST_KEY = "manifest_sha256"
@@ -26,24 +29,11 @@ def read_manifest_json(path: Path) -> Any:
         raise JeirtError(f"{path}: missing; a router folder needs its manifest")
     try:
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle, object_pairs_hook=_unique_keys)
-    except _RepeatedKey as err:
-        raise JeirtError(f"{path}: the key {err.args[0]!r} appears twice in one object") from None
+            return json.load(handle, object_pairs_hook=unique_keys)
+    except RepeatedKey as err:
+        raise JeirtError(f"{path}: the key {err.key!r} appears twice in one object") from None
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
         raise JeirtError(f"{path}: not readable JSON ({err})") from err
-
-
-class _RepeatedKey(Exception):
-    pass
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _RepeatedKey(key)
-        out[key] = value
-    return out
 
 
 def check_binding(manifest_path: Path, raw: Any, metadata: Mapping[str, str], llms_path: Path) -> None:
@@ -127,3 +117,19 @@ def read_tensors(path: Path, names: Sequence[str]) -> tuple[dict[str, np.ndarray
         if table.dtype != np.float32:
             raise JeirtError(f"{path}: {name} must be float32, got {table.dtype}")
     return tensors, metadata
+
+
+def refuse_existing(target: Union[str, Path], overwrite: bool) -> None:
+    """Whatever is at `target` is replaced only with `overwrite`, and only when it is a router folder or an empty
+    folder: the one refusal of every writer of a router folder, training included, which makes it before anything
+    is trained too. A mistyped path (`..`, a project folder, a file) is never replaced whole."""
+    path = Path(target)
+    if not path.exists() and not path.is_symlink():
+        return
+    if not overwrite:
+        raise JeirtError(f"{target} already exists (pass overwrite=True to replace it)")
+    if path.is_symlink() or not path.is_dir():
+        raise JeirtError(f"{target} is not a folder; overwrite replaces only a router folder (remove it first)")
+    if not (path / MANIFEST_FILE).is_file() and any(path.iterdir()):
+        raise JeirtError(f"{target} is not a router folder (it holds no {MANIFEST_FILE}); overwrite replaces only a "
+                         "router folder or an empty one, so choose another path")

@@ -12,7 +12,10 @@ from typing import Callable, Optional
 
 from jeirt_lite._core import JeirtError
 
-__all__ = ["SKIP_BAD", "Hint", "JeirtError", "column_hint", "error_text", "hinted_error", "rehint"]
+__all__ = [
+    "SKIP_BAD", "Hint", "JeirtError", "column_hint", "error_text", "hinted_error", "is_option_error", "option_error",
+    "rehint",
+]
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,18 @@ def hinted_error(problem: str, hint: Hint) -> JeirtError:
     setattr(error, "problem", problem)  # noqa: B010 - the extension's exception type declares no attributes
     setattr(error, "hint", hint)  # noqa: B010
     return error
+
+
+def option_error(message: str) -> JeirtError:
+    """A JeirtError about the options of a call rather than its input (k beyond the LLMs routed among, two rules
+    that exclude each other): the command line ends it as it ends an option out of its bound (exit 2)."""
+    error = JeirtError(message)
+    setattr(error, "option", True)  # noqa: B010 - the extension's exception type declares no attributes
+    return error
+
+
+def is_option_error(error: BaseException) -> bool:
+    return bool(getattr(error, "option", False))
 
 
 def rehint(message: str) -> JeirtError:

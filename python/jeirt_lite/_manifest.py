@@ -22,7 +22,6 @@ from ._limits import (
     MAX_CHARS_PER_TOKEN,
     MAX_CHUNK_ROWS,
     MAX_DIM,
-    MAX_LLMS,
     MAX_NAME_CHARS,
     MAX_REFERENCE,
     MAX_SEQ_LENGTH,
@@ -30,6 +29,8 @@ from ._limits import (
     finite_float,
 )
 from ._llm_params import Calibration, parse_calibration, parse_costs
+from ._manifest_values import check_llm_name as check_llm_name  # re-exported: the writers check names too
+from ._manifest_values import check_llm_names as check_llm_names
 from ._manifest_values import check_values
 
 FORMAT_NAME = "jeirt-lite-router"
@@ -211,33 +212,6 @@ class Manifest(Mapping[str, Any]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._json
-
-
-def check_llm_names(names: Any, where: str) -> tuple[str, ...]:
-    """1..MAX_LLMS unique, non-blank names without control characters, as a tuple."""
-    if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple)):
-        raise JeirtError(f"{where}: LLM names must be a list of strings, got {type(names).__name__}")
-    if not names:
-        raise JeirtError(f"{where}: a router needs at least one LLM")
-    if len(names) > MAX_LLMS:
-        raise JeirtError(f"{where}: {len(names)} LLMs, at most {MAX_LLMS} allowed")
-    seen: dict[str, int] = {}
-    for i, name in enumerate(names):
-        check_llm_name(name, f"{where}: LLM name {i}")
-        if name in seen:
-            raise JeirtError(f"{where}: LLM name {name!r} appears twice (rows {seen[name]} and {i})")
-        seen[name] = i
-    return tuple(names)
-
-
-def check_llm_name(name: Any, what: str) -> str:
-    """A non-blank string of at most MAX_NAME_CHARS characters, none of them a control character."""
-    if not isinstance(name, str) or not name.strip():
-        raise JeirtError(f"{what} must be a non-empty string, got {name!r}")
-    if len(name) > MAX_NAME_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in name):
-        raise JeirtError(f"{what} ({name[:40]!r}) is too long (over {MAX_NAME_CHARS} characters) or holds control "
-                         "characters")
-    return name
 
 
 def _text(value: Any, field: str, where: str) -> str:

@@ -14,12 +14,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._errors import JeirtError
+from ._limits import MAX_LLMS, MAX_NAME_CHARS
 
 MAX_DEPTH = 32
 INT_LIMIT = 1 << 63
 # Numbers a metrics block holds (training writes them; `info` and the report format them as numbers).
 METRIC_NAMES = frozenset({"n", "accuracy", "auc", "log_loss", "brier", "ece"})
 # training.split: what the report reads to draw a router's test split again.
+SPLIT_FRACTIONS = ("val_fraction", "test_fraction")  # the targets the split was drawn for
 SPLIT_SIZES = ("n_train_questions", "n_val_questions", "n_test_questions", "n_train_cells", "n_val_cells",
                "n_test_cells")
 
@@ -79,3 +81,36 @@ def _check_split(split: Any, where: str) -> None:
         value = split.get(key)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
             raise JeirtError(f"{where}: field training.split.{key} must be a whole number >= 0, got {value!r}"[:300])
+    for key in SPLIT_FRACTIONS:
+        value = split.get(key)
+        if value is not None and not (_is_number(value) and 0 <= value < 1):
+            raise JeirtError(f"{where}: field training.split.{key} must be a number in [0, 1), got {value!r}"[:300])
+    if ("val_fraction" in split) != ("test_fraction" in split):
+        raise JeirtError(f"{where}: field training.split records val_fraction or test_fraction without the other")
+
+
+def check_llm_names(names: Any, where: str) -> tuple[str, ...]:
+    """1..MAX_LLMS unique, non-blank names without control characters, as a tuple."""
+    if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple)):
+        raise JeirtError(f"{where}: LLM names must be a list of strings, got {type(names).__name__}")
+    if not names:
+        raise JeirtError(f"{where}: a router needs at least one LLM")
+    if len(names) > MAX_LLMS:
+        raise JeirtError(f"{where}: {len(names)} LLMs, at most {MAX_LLMS} allowed")
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        check_llm_name(name, f"{where}: LLM name {i}")
+        if name in seen:
+            raise JeirtError(f"{where}: LLM name {name!r} appears twice (rows {seen[name]} and {i})")
+        seen[name] = i
+    return tuple(names)
+
+
+def check_llm_name(name: Any, what: str) -> str:
+    """A non-blank string of at most MAX_NAME_CHARS characters, none of them a control character."""
+    if not isinstance(name, str) or not name.strip():
+        raise JeirtError(f"{what} must be a non-empty string, got {name!r}")
+    if len(name) > MAX_NAME_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in name):
+        raise JeirtError(f"{what} ({name[:40]!r}) is too long (over {MAX_NAME_CHARS} characters) or holds control "
+                         "characters")
+    return name

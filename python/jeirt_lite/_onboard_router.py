@@ -37,6 +37,8 @@ def with_new_llm(
     router's training questions, when it carries a reference (their flags gate the correction); `groups`: a key
     per answer naming its question (None: equal question vectors are one question)."""
     check_llm_name(name, "the new LLM's name")  # as a saved router's names are checked, so that it can be saved
+    if name != name.strip():  # training strips names: ' x ' would be a second LLM named like x
+        raise JeirtError(f"the new LLM's name {name!r} has spaces at its ends; give it as {name.strip()!r}")
     if name in router.llms:
         raise JeirtError(f"LLM {name!r} is already in this router")
     questions = router._check_vectors(vectors)

@@ -12,7 +12,8 @@ import numpy as np
 from . import kernels
 from ._alignment import AlignmentResult, align
 from ._encoder import OnnxEncoder, check_texts
-from ._errors import JeirtError
+from ._errors import JeirtError, option_error
+from ._limits import check_probability, finite_float
 from ._llm_params import check_costs, cost_vector
 from ._manifest import thaw
 from ._onboard_router import with_new_llm
@@ -169,19 +170,10 @@ class Router(RouterTables):
             min_probability: the threshold t of the cheapest-above-threshold rule.
             llms: route only among these LLMs (e.g. those a service has); indices still refer to the full table.
         """
+        cost_table = check_costs(costs, self.llms, "costs") if costs is not None else self.costs
+        rows = self._routing_rows(k, cost_weight, min_probability, llms, cost_table)
         vectors, features = self._encoded(questions)
         needs_costs = cost_weight != 0 or min_probability is not None
-        cost_table = check_costs(costs, self.llms, "costs") if costs is not None else self.costs
-        if llms is None and needs_costs:
-            # An LLM without a known cost cannot be traded off against the others: it is left out, never given
-            # an invented cost. Naming it in `llms` explicitly is an error instead (cost_vector says which).
-            llms = [name for name in self.llms if name in cost_table]
-            if not llms:
-                raise JeirtError(
-                    "cost-aware routing needs per-LLM costs; this router stores none (store them with "
-                    "router.with_costs({name: cost}).save(path), or pass costs=; docs/guide/routing-costs.md)"
-                )
-        rows = list(range(len(self.llms))) if llms is None else self._subset_rows(llms)
         names = [self.llms[r] for r in rows]
         cost_array = cost_vector(cost_table, names, "cost-aware routing") if needs_costs else None
         calibration = None if self._calibration is None else self._calibration.select(rows)
@@ -196,20 +188,58 @@ class Router(RouterTables):
             threads=self._threads,
             offsets=self._offsets(vectors, features, names, questions),
         )
-        if llms is not None:
+        if rows != list(range(len(self.llms))):  # a subset, or the LLMs in another order: rows of the full table
             indices = np.asarray(rows, dtype=np.uint32)[indices]
         return RouteResult(
             indices=indices, probabilities=probabilities, llm_names=self.llms, fallback=fallback
         )
 
+    def _routing_rows(
+        self,
+        k: object,
+        cost_weight: float,
+        min_probability: Optional[float],
+        llms: Optional[Sequence[str]],
+        cost_table: Mapping[str, float],
+    ) -> list[int]:
+        """The table rows a route chooses among, its options checked before any question is encoded (the command
+        line checks them so before it reads a question)."""
+        weight = finite_float(cost_weight, "cost_weight", low=0.0)
+        if min_probability is not None:
+            check_probability(min_probability, "min_probability")
+            if weight != 0:
+                raise option_error("use either cost_weight (trade-off) or min_probability (cheapest above it), "
+                                   "not both")
+        among = "the router's"
+        if llms is not None:
+            among = "the given"
+        elif weight != 0 or min_probability is not None:
+            # An LLM without a known cost cannot be traded off against the others: it is left out, never given
+            # an invented cost. Naming it in `llms` explicitly is an error instead (cost_vector says which).
+            llms = [name for name in self.llms if name in cost_table]
+            if not llms:
+                raise JeirtError(
+                    "cost-aware routing needs per-LLM costs; this router stores none (store them with "
+                    "router.with_costs({name: cost}).save(path), or pass costs=; docs/guide/routing-costs.md)"
+                )
+            among = "the priced"
+        rows = list(range(len(self.llms))) if llms is None else self._subset_rows(llms)
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(rows):
+            raise option_error(f"k must be between 1 and the {len(rows)} LLMs routed among ({among} LLMs), got {k!r}")
+        return rows
+
     def _subset_rows(self, names: Sequence[str]) -> list[int]:
+        """The rows of the LLMs `names` (a call's `llms` option: what is wrong with it is an option error)."""
         if isinstance(names, str):
-            raise JeirtError("llms must be a list of LLM names, not one string")
-        rows = [self.llm_index(name) for name in names]
+            raise option_error("llms must be a list of LLM names, not one string")
+        try:
+            rows = [self.llm_index(name) for name in names]
+        except JeirtError as unknown:
+            raise option_error(str(unknown)) from None
         if not rows:
-            raise JeirtError("llms must name at least one LLM")
+            raise option_error("llms must name at least one LLM")
         if len(set(rows)) != len(rows):
-            raise JeirtError("llms names an LLM twice")
+            raise option_error("llms names an LLM twice")
         return rows
 
     def difficulty(self, questions: Questions) -> np.ndarray:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ._errors import JeirtError
+from ._errors import JeirtError, option_error
 from ._io.formats import format_of
 from ._limits import check_chunk_rows
 
@@ -28,7 +28,7 @@ class ScoreOptions:
 def check_k(k: object, n_llms: int) -> int:
     """k as an int in 1..n_llms (the router's LLMs), else a JeirtError saying the range."""
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n_llms:
-        raise JeirtError(f"k must be between 1 and the router's {n_llms} LLMs, got {k!r}")
+        raise option_error(f"k must be between 1 and the router's {n_llms} LLMs, got {k!r}")
     return k
 
 
@@ -46,17 +46,17 @@ def check_score_request(
     only with vectors), something to produce (an output file or the forecast), k and the chunk size in range, and
     for the Ray engine a Parquet bank in and Parquet out."""
     if (input_path is None) == (vectors_path is None):
-        raise JeirtError("give an input file of question texts, or a .npy of question vectors (--vectors), exactly one "
+        raise option_error("give an input file of question texts, or a .npy of question vectors (--vectors), exactly one "
                          "of them")
     if ids_path is not None and vectors_path is None:
-        raise JeirtError("ids (--ids) go with question vectors (--vectors); a text bank carries its ids in its id column")
+        raise option_error("ids (--ids) go with question vectors (--vectors); a text bank carries its ids in its id column")
     if output is None and not options.forecast:
-        raise JeirtError("nothing to do: give an output file (-o OUTPUT), or ask for the forecast (--forecast)")
+        raise option_error("nothing to do: give an output file (-o OUTPUT), or ask for the forecast (--forecast)")
     check_k(options.k, n_llms)
     check_chunk_rows(options.chunk_size, "chunk_size")
     if engine == RAY:
         if input_path is None:
-            raise JeirtError("the Ray engine scores text banks only; question vectors run on one machine")
+            raise option_error("the Ray engine scores text banks only; question vectors run on one machine")
         if format_of(input_path) != "parquet" or not Path(input_path).is_file():
             raise JeirtError(f"{input_path}: the Ray engine reads an existing Parquet file")
         if output is not None and format_of(output, "output") != "parquet":

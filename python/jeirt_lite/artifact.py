@@ -48,6 +48,10 @@ from ._artifact_files import (
     read_tensors,
     write_tensors,
 )
+
+# Re-exported with the folder's other file names, and for every writer of a router folder.
+from ._artifact_files import MANIFEST_FILE as MANIFEST_FILE
+from ._artifact_files import refuse_existing as refuse_existing
 from ._errors import JeirtError
 from ._feature_offsets import CORRECTIONS_FILE, FeatureCorrections
 from ._io.outputs import (
@@ -85,7 +89,6 @@ __all__ = [
     "save_artifact",
 ]
 
-MANIFEST_FILE = "router.json"
 TOKENIZER_FILE = "tokenizer.json"
 ENCODER_FILE = "encoder.onnx"
 LLMS_FILE = "llms.safetensors"
@@ -316,22 +319,6 @@ def _write_folder(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-
-
-def refuse_existing(target: PathLike, overwrite: bool) -> None:
-    """Whatever is at `target` is replaced only with `overwrite`, and only when it is a router folder or an empty
-    folder: the one refusal of every writer of a router folder, training included, which makes it before anything
-    is trained too. A mistyped path (`..`, a project folder, a file) is never replaced whole."""
-    path = Path(target)
-    if not path.exists() and not path.is_symlink():
-        return
-    if not overwrite:
-        raise JeirtError(f"{target} already exists (pass overwrite=True to replace it)")
-    if path.is_symlink() or not path.is_dir():
-        raise JeirtError(f"{target} is not a folder; overwrite replaces only a router folder (remove it first)")
-    if not (path / MANIFEST_FILE).is_file() and any(path.iterdir()):
-        raise JeirtError(f"{target} is not a router folder (it holds no {MANIFEST_FILE}); overwrite replaces only a "
-                         "router folder or an empty one, so choose another path")
 
 
 def validate_reference(

@@ -219,7 +219,7 @@ def score_file(
                         ids_path=ids_path, output=output)
     _check_vectors_source(router, vectors_path)
     sources = [path for path in (input_path, vectors_path, ids_path) if path is not None]
-    fmt = check_output_path(output, sources) if output is not None else None
+    fmt = check_output_path(output, sources, router.path) if output is not None else None
 
     if "parquet" in (fmt, input_path and format_of(input_path)):
         # Import pyarrow before the clock starts (its first array conversion also imports pandas when

@@ -40,7 +40,14 @@ except ImportError as _err:  # the extra is missing: say which one to install
 from ._errors import SKIP_BAD, Hint, JeirtError, column_hint, hinted_error, rehint
 from ._io.optional import require_pyarrow
 from ._io.outputs import atomic_output, check_output_path
-from ._io.vocabulary import TEXT_COLUMN, default_id_column, probability_column, score_columns, text_problem
+from ._io.vocabulary import (
+    TEXT_COLUMN,
+    columns_listed,
+    default_id_column,
+    probability_column,
+    score_columns,
+    text_problem,
+)
 from ._io.writers import ScoredChunk, score_table
 from ._limits import MAX_CHUNK_ROWS, bounded_int, check_chunk_rows, check_threads
 from ._router import DEFAULT_ROUTER_PATH
@@ -133,12 +140,12 @@ def find_id_column(column_names_: list[str], text_column: str, id_column: Option
     """The id column to carry to the output: the named one, else `id` or `question_id`."""
     if text_column not in column_names_:
         raise hinted_error(
-            f"no column {text_column!r} (columns: {', '.join(column_names_)})", column_hint("text_column")
+            f"no column {text_column!r} ({columns_listed(text_column, column_names_)})", column_hint("text_column")
         )
     if id_column is not None:
         if id_column not in column_names_:
             raise hinted_error(
-                f"no id column {id_column!r} (columns: {', '.join(column_names_)})", column_hint("id_column")
+                f"no id column {id_column!r} ({columns_listed(id_column, column_names_)})", column_hint("id_column")
             )
         return id_column
     found = default_id_column(column_names_)
@@ -306,7 +313,7 @@ def score_file_on_ray(
     llms = read_manifest(router_path).llms
     check_score_request(options, len(llms), input_path=Path(input_path), output=output, engine=RAY)
     if output is not None:
-        check_output_path(output, [input_path])
+        check_output_path(output, [input_path], router_path)
     total = _parquet_rows(input_path)  # from the file's footer: a Ray count would be one more job to schedule
     started_here = not ray.is_initialized()
     if started_here:

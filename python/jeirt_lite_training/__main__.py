@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._runtime import check_output_folder, refuse_inputs
+from ._runtime import check_output_folder, refuse_inputs, stderr_is_terminal
 from ._runtime import cli_options as opt  # the command line's converters and parser class
 from .config import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, DEFAULT_TABLE_PULLS, ENCODER_NAMES, STATIC
 from .options import AUTO, COLUMN_OPTIONS, DefaultsFormatter, fit_arguments
@@ -100,6 +100,7 @@ def prepare_from_options(args: argparse.Namespace) -> Any:
         encoder=args.encoder,
         max_length=args.max_length,
         columns=table_columns(args),
+        progress=stderr_is_terminal(),  # the static table's fitting epochs: on a terminal, as the other bars are
     )
     print(prep.load_report.summary())
     print(

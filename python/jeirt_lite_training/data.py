@@ -40,7 +40,9 @@ from .config import (  # the accepted column names, listed by `jeirt-lite train 
     DEFAULT_TEXT_COLUMNS,
 )
 from .data_rows import (
+    ID_TYPES,
     ROW_NOTES,
+    TEXT_TYPES,
     Columns,
     DataError,
     LazyDetail,
@@ -50,6 +52,7 @@ from .data_rows import (
     named_llms,
     parse_labels,
     read_frame,
+    wrong_type,
 )
 from .types import Dataset, Responses
 
@@ -78,12 +81,14 @@ def _pick(frame: pd.DataFrame, given: str | None, defaults: Sequence[str], role:
 
 
 def _questions(qid: np.ndarray, text: np.ndarray, subject: np.ndarray, benchmark: np.ndarray, rows: np.ndarray,
-               check: RowChecker, report: LoadReport) -> tuple[pd.DataFrame, np.ndarray]:
-    """One row per question id in first-appearance order, plus the keep-mask over the input rows.
+               check: RowChecker, report: LoadReport, kept: np.ndarray | None = None) -> tuple[pd.DataFrame, np.ndarray]:
+    """One row per question id in first-appearance order, plus the keep-mask over the input rows (`kept`: the rows
+    still kept by earlier checks, default all).
 
     Rows with an empty id or text are bad; an id given with two different texts is bad (all its rows).
     """
-    keep = check.check(qid == "", rows, "empty question id", LazyDetail("question id is empty", qid))
+    keep = np.ones(len(qid), dtype=bool) if kept is None else kept.copy()
+    keep &= check.check(keep & (qid == ""), rows, "empty question id", LazyDetail("question id is empty", qid))
     keep &= check.check(keep & (text == ""), rows, "empty question text",
                         LazyDetail("question {!r} has an empty text", qid))
     frame = pd.DataFrame({"qid": qid, "text": text, "subject": subject, "benchmark": benchmark, "row": rows})
@@ -98,6 +103,17 @@ def _questions(qid: np.ndarray, text: np.ndarray, subject: np.ndarray, benchmark
                             LazyDetail("question {!r} has different texts (at " + names + ")", qid))
     unique = frame[keep].drop_duplicates("qid", keep="first")
     return unique.reset_index(drop=True), keep
+
+
+def _typed(frame: pd.DataFrame, qcol: str, tcol: str, rows: np.ndarray, check: RowChecker) -> np.ndarray:
+    """The keep-mask of a table's rows whose question id is a string or an integer and whose text is a string."""
+    keep = np.ones(len(rows), dtype=bool)
+    for column, allowed, what in ((qcol, ID_TYPES, "question id"), (tcol, TEXT_TYPES, "text")):
+        bad, names = wrong_type(frame[column], allowed)
+        kinds = "a string or an integer" if allowed is ID_TYPES else "a string"
+        keep &= check.check(keep & bad, rows, f"{what} not {kinds}",
+                            LazyDetail(f"{what} {{!r}} is a {{}}, not {kinds}", frame[column].to_numpy(), names))
+    return keep
 
 
 def _resolve_cells(q: np.ndarray, m: np.ndarray, label: np.ndarray, n_llms: int,
@@ -192,7 +208,8 @@ def _load_long(frame: pd.DataFrame, kind: str, file: str, name: str, cols: Colum
     rows = np.arange(len(frame))
     empty_col = np.full(len(frame), "", dtype=object)
     qid, llm = as_str(frame[qcol]), as_str(frame[lcol])
-    keep = check.check(llm == "", rows, "empty LLM name", LazyDetail("LLM name is empty", llm))
+    keep = _typed(frame, qcol, tcol, rows, check)
+    keep &= check.check(keep & (llm == ""), rows, "empty LLM name", LazyDetail("LLM name is empty", llm))
     label, empty, bad = parse_labels(frame[ccol])
     keep &= check.check(keep & bad, rows, "label not 0/1/true/false",
                         LazyDetail("{} = {!r} is not 0/1/true/false", np.full(len(frame), ccol, dtype=object),
@@ -235,7 +252,8 @@ def _load_wide(frame: pd.DataFrame, kind: str, file: str, name: str, cols: Colum
     bench = as_str(frame[bcol]) if bcol else empty_col
     assert qcol and tcol
     qid = as_str(frame[qcol])
-    questions, qkeep = _questions(qid, as_str(frame[tcol]), subject, bench, rows, check, report)
+    questions, qkeep = _questions(qid, as_str(frame[tcol]), subject, bench, rows, check, report,
+                                  _typed(frame, qcol, tcol, rows, check))
     report.duplicate_question_rows += int(qkeep.sum() - len(questions))
     q_index = pd.Index(questions["qid"]).get_indexer(qid)  # -1 for skipped rows
 
@@ -279,6 +297,9 @@ def _answered_llms(llm_names: list[str], responses: Responses, file: str, skip_b
 
 def _dataset(name: str, questions: pd.DataFrame, llm_names: list[str], responses: Responses, file: str,
              skip_bad: bool, report: LoadReport) -> Dataset:
+    if len(responses.question) == 0:  # a header alone, or every row bad and skipped, or every answer empty
+        raise DataError(f"{file}: no answers to learn from ({report.rows_read} rows read; a router needs LLMs' "
+                        "answers to questions)")
     llm_names, responses = _answered_llms(llm_names, responses, file, skip_bad, report)
     subject, bench = _strata(questions["subject"].to_numpy(dtype=object), questions["benchmark"].to_numpy(dtype=object),
                              name)

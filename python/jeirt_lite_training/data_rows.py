@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._runtime import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS, JeirtError, read_table, table_format
+from ._runtime import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS, TYPED_IDS, JeirtError, read_table, table_format
 
 logger = logging.getLogger(__name__)
 
@@ -113,10 +113,34 @@ class LazyDetail(Sequence[str]):
         return len(self.columns[0]) if self.columns else 0
 
 
-def named_llms(names: Sequence[str], shown: int = 5) -> str:
-    """The first `shown` names quoted, then how many more: for an error about several LLMs."""
+def named_llms(names: Sequence[str], shown: int = 5, width: int = 60) -> str:
+    """The first `shown` names quoted, each cut at `width` characters, then how many more: for an error about
+    several LLMs (a wrong --llm-column gives question texts as names)."""
     rest = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(repr(name) for name in names[:shown]) + rest
+    return ", ".join(repr(name if len(name) <= width else name[:width] + "...") for name in names[:shown]) + rest
+
+
+# What a question id and a text may be, as the package's readers take them (`score`, `add-llm`): a CSV holds only
+# strings; a JSONL or Parquet table may hold a number, a bool or a list, which str() would turn into a text or an
+# id without a word.
+ID_TYPES = (str, int, *TYPED_IDS)
+TEXT_TYPES = (str,)
+
+
+def wrong_type(values: pd.Series, allowed: tuple[type, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """((N,) bool: a value present and not of `allowed` (a bool is no int here), (N,) its type's name)."""
+    items = values.to_numpy(dtype=object)
+    names = np.asarray([type(value).__name__ for value in items], dtype=object)
+    bad = np.fromiter(
+        (value is not None and not _missing_number(value) and (isinstance(value, bool) or not isinstance(value, allowed))
+         for value in items),
+        dtype=bool, count=len(items),
+    )
+    return bad, names
+
+
+def _missing_number(value: object) -> bool:
+    return isinstance(value, float) and value != value  # NaN: pandas' missing value
 
 
 def read_frame(path: Path, skip_bad: bool = False, skipped: dict[str, int] | None = None) -> tuple[pd.DataFrame, str]:

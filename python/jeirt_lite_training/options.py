@@ -75,7 +75,7 @@ def common_arguments(p: argparse.ArgumentParser, data_required: bool = True) -> 
         "--encoder", default=DEFAULT_ENCODER, choices=sorted([*ENCODER_NAMES, STATIC]),
         help=f"frozen transformer, or {STATIC!r}: a token table distilled from {DEFAULT_ENCODER} (far faster)",
     )
-    p.add_argument("--max-length", type=opt.tokens, default=DEFAULT_MAX_LENGTH, help="encoder truncation, in tokens")
+    p.add_argument("--max-length", type=opt.tokens, default=DEFAULT_MAX_LENGTH, help="the transformer's truncation, in tokens, 8..512 (the static encoder always reads 512)")
     p.add_argument("--split-seed", type=opt.seed, default=0,
                    help="seed of the random split of the questions (the held-out part, the folds, --holdout's part)")
     p.add_argument("--val-fraction", type=opt.open_fraction, default=0.1,

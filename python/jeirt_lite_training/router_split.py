@@ -34,8 +34,11 @@ def router_test_question_ids(manifest: Mapping[str, Any], data_dir: Path) -> tup
     wanted = [int(split[key]) for key in SPLIT_SIZES]
     if total != sum(wanted):
         return None, f"{data_dir} has {total} questions, the router's split had {sum(wanted)}"
-    # The fractions are not recorded: the training defaults first, then the ones the sizes imply.
-    for val_fraction, test_fraction in ((0.1, 0.2), (wanted[1] / total, wanted[2] / total)):
+    # The recorded fractions; a router made before they were recorded: the split's defaults, then the fractions its
+    # sizes imply.
+    tries = [(split["val_fraction"], split["test_fraction"])] if "test_fraction" in split else []
+    tries += [(0.1, 0.2), (wanted[1] / total, wanted[2] / total)]
+    for val_fraction, test_fraction in tries:
         drawn = make_split(dataset, seed=int(split["seed"]), val_fraction=val_fraction, test_fraction=test_fraction)
         if [len(drawn.train), len(drawn.val), len(drawn.test)] == wanted:
             ids = [dataset.question_ids[i] for i in drawn.test]

@@ -38,6 +38,9 @@ def training_summary(prep: Prepared, predictor: JeirtPredictor) -> dict[str, Any
             "n_train_cells": len(prep.train),
             "n_val_cells": len(prep.val),
             "n_test_cells": len(prep.test),
+            # the targets of the draw: with the seed and the data, they draw the same parts again (the report)
+            **{name: value for name, value in (("val_fraction", prep.split.val_fraction),
+                                               ("test_fraction", prep.split.test_fraction)) if value is not None},
         },
         "hyper_parameters": predictor.config.to_dict(),
         "best_epoch": predictor.best_epoch,

@@ -91,4 +91,6 @@ def make_split(dataset: Dataset, *, seed: int = 0, val_fraction: float = 0.1, te
         train=np.flatnonzero(part == 0).astype(np.int64),
         val=np.flatnonzero(part == 1).astype(np.int64),
         test=np.flatnonzero(part == 2).astype(np.int64),
+        val_fraction=float(val_fraction),
+        test_fraction=float(test_fraction),
     )

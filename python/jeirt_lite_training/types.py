@@ -60,6 +60,9 @@ class Split:
     train: np.ndarray  # int64 question indices
     val: np.ndarray
     test: np.ndarray
+    # The targets it was drawn for (make_split), recorded so that the split can be drawn again; None: not drawn so.
+    val_fraction: float | None = None
+    test_fraction: float | None = None
 
     def responses(self, data: Dataset, part: str) -> Responses:
         questions = getattr(self, part)

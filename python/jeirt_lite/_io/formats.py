@@ -49,6 +49,9 @@ _BY_SUFFIX = {suffix: fmt for fmt in FORMATS for suffix in fmt.suffixes}
 _BY_NAME = {fmt.name: fmt for fmt in FORMATS}
 
 
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".zip")
+
+
 def known_suffixes() -> str:
     """The table suffixes, for help texts: ".csv, .tsv, .jsonl, .ndjson, .parquet, .pq"."""
     return ", ".join(suffix for fmt in FORMATS for suffix in fmt.suffixes)
@@ -59,6 +62,10 @@ def table_format(path: Path, what: str = "input") -> Format:
     fmt = _BY_SUFFIX.get(path.suffix.lower())
     if fmt is None:
         known = ", ".join(sorted(_BY_SUFFIX))
+        inner = Path(path.stem).suffix.lower()
+        if path.suffix.lower() in COMPRESSED_SUFFIXES and inner in _BY_SUFFIX:
+            raise JeirtError(f"{path}: a compressed {what} ({path.suffix}) is not read; decompress it first (e.g. to "
+                             f"{path.stem}), or write Parquet, which compresses by itself")
         raise JeirtError(
             f"{path}: cannot tell the {what} format from the suffix {path.suffix!r} (use one of {known})"
         )

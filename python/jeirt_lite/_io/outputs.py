@@ -26,12 +26,20 @@ from .._errors import JeirtError
 from .formats import format_of
 
 
-def refuse_inputs(output: Path, inputs: Sequence[Optional[Path]], *, replaces_folder: bool = False) -> None:
+def refuse_inputs(
+    output: Path, inputs: Sequence[Optional[Path]], *, replaces_folder: bool = False,
+    folders: Sequence[Optional[Path]] = (),
+) -> None:
     """Refuse an output that is an input, under another name, a symbolic link or a hard link (same inode).
 
     With `replaces_folder` (a folder output, replaced whole when it exists), also refuse one that holds an
-    input: replacing it would delete that input.
+    input: replacing it would delete that input. An output inside one of `folders` (the router folder a command
+    reads) is refused too: it would replace one of its files, or add one its record of files does not hold.
     """
+    for folder in folders:
+        if folder is not None and _inside(output, folder):
+            raise JeirtError(f"{output}: is inside the router folder {folder}, which it would change; write the "
+                             "output elsewhere")
     for source in inputs:
         if source is None:
             continue
@@ -56,13 +64,14 @@ def _inside(path: Path, folder: Path) -> bool:
     return True
 
 
-def check_output_path(output: Path, inputs: Sequence[Path]) -> str:
-    """The output's format; refuses an output that would replace an input or has nowhere to go."""
+def check_output_path(output: Path, inputs: Sequence[Path], router_folder: Optional[Path] = None) -> str:
+    """The output's format; refuses an output that would replace an input, change the router folder read, or
+    has nowhere to go."""
     fmt = format_of(output, "output")
     if output.is_dir():
         raise JeirtError(f"{output}: is a folder; give a file name such as {output / 'scores.parquet'}")
     check_output_folder(output)
-    refuse_inputs(output, inputs)
+    refuse_inputs(output, inputs, folders=[router_folder])
     return fmt
 
 

@@ -19,6 +19,7 @@ from typing import IO, Any, Optional
 
 from .. import _core
 from .._errors import JeirtError
+from .._json_keys import RepeatedKey, unique_keys
 from .optional import require_pyarrow
 
 # Bytes read and parsed at a time: large enough that a call costs nothing beside its parsing, small enough that
@@ -113,6 +114,7 @@ class CsvRecords(RecordReader):
     row_note = "1-based, header not counted"
     line_note = ", ending on line {}"
     delimiter = ","
+    kind = "CSV"  # as a malformed record's error names the format
 
     def __init__(self, path: Path, chunk_size: int):
         super().__init__(path, chunk_size)
@@ -168,7 +170,7 @@ class CsvRecords(RecordReader):
             batch = RowBatch(self.rows_read + 1, dict(zip(wanted, columns)), lines, len(lines), dict(problems))
             if fatal is not None:
                 row, error, start = fatal
-                batch.problems[row] = _malformed(error, start)
+                batch.problems[row] = _malformed(error, start, self.kind)
                 batch.fatal.add(row)
             self.rows_read += len(lines)
             yield batch
@@ -188,13 +190,13 @@ def check_unique_columns(path: Path, columns: list[str]) -> None:
         seen.add(name)
 
 
-def _malformed(error: str, start: int) -> str:
+def _malformed(error: str, start: int, kind: str) -> str:
     if "unexpected end of data" in error:
         return (
-            f"is not valid CSV: a quoted value in the row starting on line {start} is never closed "
+            f"is not valid {kind}: a quoted value in the row starting on line {start} is never closed "
             "(every later line would have been read into it)"
         )
-    return f"is not valid CSV ({error}; the row starts on line {start})"
+    return f"is not valid {kind} ({error.replace(chr(9), '<tab>')}; the row starts on line {start})"
 
 
 _BYTE_ORDER_MARKS = (
@@ -222,9 +224,10 @@ def check_encoding(path: Path, head: bytes) -> None:
 
 
 class TsvRecords(CsvRecords):
-    """Tab-separated values with a header row (quoting as in CSV)."""
+    """Tab-separated values with a header row (quoting as in CSV, as pandas and spreadsheets write them)."""
 
     delimiter = "\t"
+    kind = "TSV (quoted as CSV is: a value that starts with a quote must end with one)"
 
 
 class JsonlRecords(RecordReader):
@@ -256,11 +259,13 @@ class JsonlRecords(RecordReader):
         if line_number == 1 and line.startswith(b"\xef\xbb\xbf"):
             line = line[3:]
         try:
-            record = json.loads(line.decode("utf-8"))
+            record = json.loads(line.decode("utf-8"), object_pairs_hook=unique_keys)
         except UnicodeDecodeError:
             return "line holds bytes that are not valid UTF-8"
         except json.JSONDecodeError as err:
             return f"line is not valid JSON ({err.msg})"
+        except RepeatedKey as twice:  # a CSV header may not name a column twice either
+            return f"line names the field {twice.key!r} twice"
         if not isinstance(record, dict):
             return f"line is a JSON {type(record).__name__}, not an object"
         for name in required:

@@ -10,6 +10,7 @@ from typing import Any
 
 from .._errors import SKIP_BAD, JeirtError, hinted_error
 from .formats import check_input_file, table_format
+from .vocabulary import columns_listed
 
 # Rows per read: whole tables are in memory anyway, larger chunks only mean fewer Python-level batches.
 TABLE_CHUNK = 1 << 16
@@ -95,4 +96,4 @@ def _check_required(path: Path, columns: Any, required: Sequence[str]) -> None:
         return
     missing = [name for name in required if name not in columns]
     if missing:
-        raise JeirtError(f"{path}: no column {', '.join(missing)} (columns: {', '.join(map(str, columns))})")
+        raise JeirtError(f"{path}: no column {', '.join(missing)} ({columns_listed(missing[0], list(columns))})")

@@ -16,7 +16,15 @@ from typing import Any, Optional
 
 from .._errors import SKIP_BAD, JeirtError, column_hint, hinted_error
 from .records import RecordReader, RowBatch
-from .vocabulary import ID_COLUMNS, default_id_column, id_problem, label_missing, label_of, text_problem
+from .vocabulary import (
+    ID_COLUMNS,
+    columns_listed,
+    default_id_column,
+    id_problem,
+    label_missing,
+    label_of,
+    text_problem,
+)
 
 
 @dataclass
@@ -61,19 +69,19 @@ class TextReader:
             return
         if self.text_column not in columns:
             raise hinted_error(
-                f"{self.path}: no column {self.text_column!r} (columns: {', '.join(columns)})",
+                f"{self.path}: no column {self.text_column!r} ({columns_listed(self.text_column, columns)})",
                 column_hint("text_column"),
             )
         if self.label_column is not None and self.label_column not in columns:
             raise hinted_error(
-                f"{self.path}: no label column {self.label_column!r} (columns: {', '.join(columns)})",
+                f"{self.path}: no label column {self.label_column!r} ({columns_listed(self.label_column, columns)})",
                 column_hint("label_column"),
             )
         if self.id_column is None:
             self.id_column = default_id_column(columns)
         elif self.id_column not in columns:
             raise hinted_error(
-                f"{self.path}: no id column {self.id_column!r} (columns: {', '.join(columns)})",
+                f"{self.path}: no id column {self.id_column!r} ({columns_listed(self.id_column, columns)})",
                 column_hint("id_column"),
             )
 
@@ -120,12 +128,19 @@ class TextReader:
             id_candidates = ID_COLUMNS if schemaless else ()
         required = [self.text_column] + ([self.label_column] if self.label_column is not None else [])
         wanted = list(dict.fromkeys([*required, *id_candidates]))
+        unclaimed: tuple[str, ...] = ()  # id fields a later row may not bring when the first row had none
         for batch in self.records.batches(wanted, required=required):
             if schemaless and self.records.columns is not None:
                 # The first readable row stands for the header: it decides the default id column, and a named
                 # one must be in it.
                 self._check_columns(self.records.columns)
                 schemaless = False
+                unclaimed = id_candidates if self.id_column is None else ()
+            for name in unclaimed:  # else its id would be dropped for a row number, silently
+                for i, value in enumerate(batch.values.get(name, ())):
+                    if value is not None and i not in batch.problems:
+                        batch.problems[i] = (f"has an id field {name!r} where the first row has none (ids are then "
+                                             "row numbers); give every row an id, or none")
             chunk = self._chunk(batch)
             if chunk.texts:
                 yield chunk

@@ -248,7 +248,8 @@ class IdReader:
         return out
 
     def finish(self) -> None:
-        if self.handle is not None and self.handle.readline():
+        """Refuse ids left over once every vector row has one; blank lines at the end of the file are not ids."""
+        if self.handle is not None and any(line.strip() for line in self.handle):
             raise JeirtError(f"{self.path}: has more ids than the {self.expected} vector rows")
 
     def close(self) -> None:

@@ -19,6 +19,15 @@ FALSE_LABELS = frozenset({"0", "0.0", "false"})
 EMPTY_LABELS = frozenset({"", "nan", "none", "<na>", "null"})
 
 
+def columns_listed(name: str, columns: Sequence[Any]) -> str:
+    """The table's columns, for an error about the column `name` missing from them, with the one that differs
+    from it only in case or surrounding spaces (a header "id, text" has the column ' text'), which a list alone
+    would not show."""
+    listed = ", ".join(map(str, columns))
+    near = [column for column in columns if str(column).strip().lower() == name.strip().lower()]
+    return f"columns: {listed}; did you mean {str(near[0])!r}?" if near else f"columns: {listed}"
+
+
 def default_id_column(columns: Sequence[str]) -> Optional[str]:
     """The first of `ID_COLUMNS` among `columns`, or None."""
     return next((name for name in ID_COLUMNS if name in columns), None)
@@ -89,13 +98,15 @@ TYPED_IDS = (datetime.date, datetime.time, decimal.Decimal)
 def id_problem(value: Any) -> Optional[str]:
     """Why `value` cannot be a question id, or None when it can: an id is a string or an integer, or a date, time
     or decimal of a typed (Parquet) column; a null, a bool, a float, a list or an object is not, and a string id
-    holds valid UTF-8 and no NUL, as a text must (it is copied into the output, where a NUL cuts it short for many
+    is not blank and holds valid UTF-8 and no NUL, as a text must (it is copied into the output, where a NUL cuts it short for many
     readers)."""
     if value is None:
         return "has no id (missing or null)"
     if isinstance(value, bool) or not isinstance(value, (str, int, *TYPED_IDS)):
         return f"id {str(value)[:40]!r} is a {type(value).__name__}, not a string or an integer"
     if isinstance(value, str):
+        if not value.strip():  # nothing to join the output back by, as an empty text has nothing to route
+            return "id is empty"
         if "\x00" in value:
             return "id holds a NUL character"
         if not value.isascii():

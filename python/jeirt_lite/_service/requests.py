@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .._errors import JeirtError
 from .._io.vocabulary import text_problem
+from .._json_keys import RepeatedKey, unique_keys
 from .._llm_params import cost_vector
 from ..cli._shared import number_in, positive_int
 
@@ -63,9 +64,11 @@ def parse_body(body: bytes) -> dict[str, Any]:
     if not text.strip():
         raise JeirtError('the request body is empty; send a JSON object such as {"texts": ["What is 2 + 2?"]}')
     try:
-        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
-    except JeirtError:  # the hooks' own refusals, already in full words (a JeirtError is also a ValueError)
+        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=unique_keys)
+    except JeirtError:  # the hook's own refusal, already in full words (a JeirtError is also a ValueError)
         raise
+    except RepeatedKey as twice:
+        raise JeirtError(f"the request body names {twice.key!r} twice") from None
     except RecursionError:
         raise JeirtError("the request body is JSON nested too deeply") from None
     except json.JSONDecodeError as error:
@@ -188,14 +191,3 @@ def _kind(value: Any) -> str:
 
 def _no_constant(name: str) -> Any:
     raise JeirtError(f"the request body is not valid JSON: {name} is not a JSON number")
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    value = dict(pairs)
-    if len(value) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise JeirtError(f"the request body names {key!r} twice")
-            seen.add(key)
-    return value

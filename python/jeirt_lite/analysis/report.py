@@ -110,9 +110,13 @@ def build_report(
         max_questions: embed a subject-stratified seeded sample of at most this many questions (None: all).
     """
     output = Path(output)
+    if output.is_dir():
+        raise JeirtError(f"{output}: is a folder; give a file name such as {output / 'report.html'}")
     if not output.parent.is_dir():  # checked before the work, and never created in passing
         raise JeirtError(f"{output}: folder {output.parent} does not exist")
-    refuse_inputs(output, [*(Path(data_dir) / name for name in DATA_FILES), router.path])
+    if not Path(data_dir).is_dir():
+        raise JeirtError(f"{data_dir}: not a data folder (the report reads a folder holding {', '.join(DATA_FILES)})")
+    refuse_inputs(output, [*(Path(data_dir) / name for name in DATA_FILES), router.path], folders=[router.path])
     plt = _pyplot()
     how = "the question ids given"
     if question_ids is None:

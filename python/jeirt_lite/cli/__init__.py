@@ -3,26 +3,26 @@
 One module per command, each with `add_parser(subparsers)` and `run(args, console)`; `COMMANDS` lists them in
 the order `--help` shows them.
 
-Exit codes: 0 done; 1 a bad input, argument or router folder (the message says which, no traceback); 2 a
-command line argparse cannot parse; 130 interrupted (Ctrl-C); 143 terminated (SIGTERM). An interrupted or failed
-`score` leaves no output file.
+Exit codes: 0 done; 1 a bad input, output path or router folder (the message says which, no traceback); 2 a
+command line argparse cannot parse, or options that cannot run (out of the router's bounds, excluding each other);
+130 interrupted (Ctrl-C); 143 terminated (SIGTERM). An interrupted or failed command leaves no output.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 from collections.abc import Sequence
 from functools import partial
 from types import FrameType
-from typing import Any, Optional, Protocol
+from typing import Any, Optional, Protocol, TextIO, cast
 
-from .._errors import JeirtError, error_text
+from .._errors import JeirtError, error_text, is_option_error
 from . import add_llm, info, report, route, score, serve, train
 from ._options import OptionParser, parse_or_exit_code
 from ._shared import FORMATTER, PROG, Console, Terminated, flag_for
+from ._stdout import OutlivesItsReader, silence_stdout
 
 
 class Command(Protocol):
@@ -44,6 +44,10 @@ COMMANDS: dict[str, Command] = {
 }
 
 __all__ = ["COMMANDS", "build_parser", "main"]
+
+
+# The commands whose result is a file or folder: they outlive the reader of their stdout (cli/_stdout.py).
+WRITE_RESULTS = frozenset({"train", "score", "add-llm", "report"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,6 +77,14 @@ def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
     raise Terminated()
 
 
+def _on_sigint(signum: int, frame: Optional[FrameType]) -> None:
+    # The first SIGINT stops the command, and its clean-up (deleting a partial output, the closing lines) then
+    # runs to its end: a second one, such as `timeout -s INT` sends to its whole process group right after the
+    # first, or a second Ctrl-C, is ignored rather than breaking the clean-up with a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit code (the console script passes it to sys.exit)."""
     words = list(sys.argv[1:] if argv is None else argv)
@@ -83,33 +95,43 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if isinstance(parsed, int):
             return parsed
         args = parsed
+    stdout = sys.stdout
+    if args.command in WRITE_RESULTS:  # print() in the training library goes through it too
+        sys.stdout = cast(TextIO, OutlivesItsReader(stdout))
     console = Console(sys.stdout, sys.stderr)
-    previous = None
+    previous: dict[int, Any] = {}
     try:
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    except ValueError:  # not the main thread (e.g. called from a test runner's worker): leave SIGTERM alone
+        previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, _on_sigterm)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where it came ignored (nohup, &)
+            previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_sigint)
+    except ValueError:  # not the main thread (e.g. called from a test runner's worker): leave the signals alone
         pass
+    # On a terminal the message starts on a line of its own, after the progress line or the echoed ^C.
+    lead = "\n" if console.err.isatty() else ""
     try:
         return COMMANDS[args.command].run(args, console)
     except JeirtError as error:
         console.err.write(f"{PROG}: error: {error_text(error, partial(flag_for, args))}\n")
+        if is_option_error(error):  # the options cannot run together: nothing was started to say how far it got
+            return 2
         return _stopped(console, "stopped", 1)
     except KeyboardInterrupt:
-        console.err.write(f"\n{PROG}: interrupted\n")
+        console.err.write(f"{lead}{PROG}: interrupted\n")
         return _stopped(console, "interrupted", 130)
     except Terminated:
-        console.err.write(f"\n{PROG}: terminated (SIGTERM)\n")
+        console.err.write(f"{lead}{PROG}: terminated (SIGTERM)\n")
         return _stopped(console, "terminated", 143)
     except BrokenPipeError:
         # The reader of our stdout went away (e.g. `| head`); silence the flush at exit, as other CLIs do.
-        _silence_stdout()
+        silence_stdout()
         return 0
     except OSError as error:  # an unreadable input or an unwritable output folder, disk full
         console.err.write(f"{PROG}: error: {error}\n")
         return _stopped(console, "stopped", 1)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        sys.stdout = stdout
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _stopped(console: Console, how: str, code: int) -> int:
@@ -117,8 +139,3 @@ def _stopped(console: Console, how: str, code: int) -> int:
     if console.stopped_note is not None:
         console.err.write(console.stopped_note(how))
     return code
-
-
-def _silence_stdout() -> None:
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())

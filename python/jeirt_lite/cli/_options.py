@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Callable, NoReturn, TypeVar
 
-from .._limits import MAX_CHUNK_ROWS, MAX_DIM, MAX_SEED, MAX_SEQ_LENGTH, MAX_THREADS
+from .._limits import MAX_CHUNK_ROWS, MAX_DIM, MAX_SEED, MAX_THREADS
 
 PROG = "jeirt-lite"
 # Epochs of training: far above any schedule that stops early (the default is 200), low enough that a typo does
@@ -69,7 +69,8 @@ def int_in(low: int, high: int) -> Callable[[str], int]:
 
 def number_in(low: float, high: float, *, low_open: bool = False, high_open: bool = False) -> Callable[[str], float]:
     """An argparse type: a finite number in [low, high] (an open end with `low_open` / `high_open`)."""
-    interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    # An infinite end is open ("[0, inf)"): "[0, inf]" would promise inf, which no finite number reaches.
+    interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open or math.isinf(high) else ']'}"
 
     def parse(text: str) -> float:
         try:
@@ -103,7 +104,9 @@ def list_of(item: Callable[[str], T], *, allow_empty: bool = False) -> Callable[
 
 threads = int_in(1, MAX_THREADS)
 seed = int_in(0, MAX_SEED)
-tokens = int_in(1, MAX_SEQ_LENGTH)  # an encoder's truncation
+# A training encoder's truncation: the encoders `train` offers hold 512 positions (a longer text would index past
+# them), and under 8 tokens a question is hardly read at all.
+tokens = int_in(8, 512)
 positive_int = int_in(1, MAX_CHUNK_ROWS)  # chunk sizes, batch sizes, k, budgets
 at_most = int_in(0, sys.maxsize)  # a cap on how many of a set are taken, 0 meaning all of them
 dimension = int_in(1, MAX_DIM)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +19,7 @@ from ._shared import (
     short,
     threads_option,
 )
+from .add_llm import fit_summary
 
 
 def add_parser(subparsers: Any) -> None:
@@ -37,6 +39,8 @@ def _flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
         for key, item in value.items():
             yield from _flatten(item, f"{prefix}.{key}" if prefix else str(key))
     else:
+        if prefix.rsplit(".", 1)[-1] == "n" and isinstance(value, float) and value.is_integer():
+            value = int(value)  # a count, stored as a number of JSON
         text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else value
         yield prefix, short(text, 160)
 
@@ -82,6 +86,12 @@ def run(args: argparse.Namespace, console: Console) -> int:
     out.writelines(
         f"  {name:<{width}}  cost {costs[name]:g}\n" if name in costs else f"  {name}\n" for name in router.llms
     )
+    calibration = router.calibration
+    if calibration is not None:
+        out.write(f"calibration: {calibration.kind} (P = sigmoid(scale * logit + bias))\n")
+    for record in manifest.get("onboarded") or []:  # what add-llm printed when it added the LLM
+        out.write(f"added by add-llm: {record.get('name')} (from {record.get('answers')} answers)\n")
+        out.write(textwrap.indent(fit_summary(dict(record)), "  "))
     for section in ("training", "metrics"):
         block = manifest.get(section)
         if not block:

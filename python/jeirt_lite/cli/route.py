@@ -60,8 +60,8 @@ def add_parser(subparsers: Any) -> None:
         type=number_in(0.0, math.inf),
         default=0.0,
         metavar="LAMBDA",
-        help="rank by P(correct) - LAMBDA * cost, with the costs stored in the router (default 0: P alone); "
-        "LLMs without a cost are left out",
+        help="rank by P(correct) - LAMBDA * cost, with the costs stored in the router; with LAMBDA > 0, LLMs "
+        "without a cost are left out (default 0: P alone, among every LLM)",
     )
     route.add_argument(
         "--min-probability",
@@ -155,11 +155,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
     router = load_router(args.router, args.threads)
     if not args.neighbours:
         router = router.with_neighbours(None)
-    if args.k > len(router.llms):
-        raise JeirtError(f"--k {args.k} is more than the router's {len(router.llms)} LLMs")
+    llms = llm_subset(args.llms, router.llms)
+    # The options checked before a question is read, and before the note on the LLMs left out.
+    router._routing_rows(args.k, args.cost_weight, args.min_probability, llms, router.costs)
     batches = _question_batches(args)
     width = max(len(name) for name in router.llms)
-    llms = llm_subset(args.llms, router.llms)
     cost_aware = args.cost_weight != 0 or args.min_probability is not None
     unpriced = [name for name in router.llms if name not in router.costs]
     if cost_aware and llms is None and unpriced and len(unpriced) < len(router.llms):

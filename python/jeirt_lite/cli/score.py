@@ -7,7 +7,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Optional
 
-from .._errors import JeirtError
+from .._errors import JeirtError, option_error
 from .._io.formats import known_suffixes
 from .._io.vocabulary import TEXT_COLUMN
 from ..batch import DEFAULT_CHUNK_SIZE, ScoreOptions, ScoreState, score_file
@@ -30,7 +30,7 @@ def add_parser(subparsers: Any) -> None:
         "score",
         parents=[threads_option(), router_option()],
         formatter_class=FORMATTER,
-        help="score a question bank file (CSV, JSONL, Parquet) or precomputed vectors, streaming",
+        help="score a question bank file (CSV, TSV, JSONL, Parquet) or precomputed vectors, streaming",
         description=(
             "Score every question of a bank, chunk by chunk (memory stays flat whatever its size).\n"
             "The output has per question: id, llm_1, p_1, ... llm_k, p_k (best first), difficulty\n"
@@ -94,7 +94,7 @@ def _add_input_arguments(score: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="with --vectors: ids for the rows, a .npy array or one id per line (default: row numbers)",
+        help="with --vectors: ids for the rows, a .npy array or one id per line (default: each row's 0-based index)",
     )
     score.add_argument(
         "--chunk-size",
@@ -106,8 +106,9 @@ def _add_input_arguments(score: argparse.ArgumentParser) -> None:
     score.add_argument(
         "--skip-bad",
         action="store_true",
-        help="skip rows without a usable text (empty, not text, not UTF-8) and count them, "
-        "instead of stopping at the first with its row number",
+        help="skip bad rows (a text or id that is empty, not text or not UTF-8, the wrong number of fields, a "
+        "JSONL line that is no object, a vector with NaN) and count them, instead of stopping at the first with "
+        "its row number",
     )
 
 
@@ -209,10 +210,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
 def _check_ray_arguments(args: argparse.Namespace) -> None:
     """What only the command line can get wrong about Ray (the request itself: score_file_on_ray's check)."""
     if not args.neighbours:
-        raise JeirtError("--no-neighbours runs on one machine; --engine ray scores with the router as it is")
+        raise option_error("--no-neighbours runs on one machine; --engine ray scores with the router as it is")
     for flag, given in (("--address", args.address is not None), ("--ship-router", args.ship_router)):
         if given and args.engine != "ray":
-            raise JeirtError(f"{flag} goes with --engine ray")
+            raise option_error(f"{flag} goes with --engine ray")
 
 
 def _run_on_ray(args: argparse.Namespace, console: Console) -> int:
