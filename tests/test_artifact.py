@@ -159,7 +159,7 @@ def test_overwrite_replaces_only_a_router_folder_or_an_empty_one(tiny_router_pat
     with pytest.raises(JeirtError, match="afile is not a folder; overwrite replaces only a router folder"):
         router.save(tmp_path / "afile", overwrite=True)
     (tmp_path / "link").symlink_to(project / "router", target_is_directory=True)
-    with pytest.raises(JeirtError, match="link is not a folder"):
+    with pytest.raises(JeirtError, match="link is a symbolic link; overwrite replaces only a router folder"):
         router.save(tmp_path / "link", overwrite=True)
     assert (tmp_path / "afile").read_text() == "x" and (tmp_path / "link").is_symlink()
     (tmp_path / "empty").mkdir()

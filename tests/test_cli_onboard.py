@@ -149,6 +149,20 @@ def test_add_llm_errors_are_clear(tiny_router_path: Path, tmp_path: Path, setup:
         assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
+def test_add_llm_reads_no_ids_so_a_blank_or_a_late_one_is_no_error(tiny_router_path: Path, tmp_path: Path) -> None:
+    # add-llm keeps texts and labels only: an id column, blank in places or brought by later JSONL rows alone,
+    # is not its business (score refuses such ids, as it writes them out).
+    (tmp_path / "a.csv").write_text("id,text,correct\nq1,what is the price,1\n,acid and base,0\nq3,law,1\n")
+    (tmp_path / "a.jsonl").write_text('{"text": "what is the price", "correct": 1}\n'
+                                      '{"id": "q2", "text": "acid and base", "correct": 0}\n'
+                                      '{"id": "q3", "text": "law", "correct": 1}\n')
+    for name in ("a.csv", "a.jsonl"):
+        done = run_cli("add-llm", "--router", str(tiny_router_path), "--name", "x", "--answers", str(tmp_path / name),
+                       "-o", str(tmp_path / f"out-{name}"))
+        assert done.returncode == 0, done.stderr
+        assert "from 3 answers (2 correct)" in done.stdout
+
+
 def test_the_fit_summary_says_how_the_correction_was_averaged() -> None:
     from jeirt_lite.cli.add_llm import fit_summary
 

@@ -423,6 +423,12 @@ def test_a_jsonl_id_the_first_row_did_not_have_is_a_bad_row_never_dropped(router
                          options=ScoreOptions(chunk_size=2, skip_bad=True))
     assert summary.skipped == 1 and summary.rows == 3
     assert [line.split(",")[0] for line in (tmp_path / "s.csv").read_text().splitlines()[1:]] == ["1", "2", "4"]
+    # A bad first row decides nothing: the first good row does, so --skip-bad loses that row alone.
+    bank.write_text('{"text": ""}\n{"id": "a", "text": "law"}\n{"id": "b", "text": "tax"}\n', encoding="utf-8")
+    summary = score_file(router, input_path=bank, output=tmp_path / "s.csv",
+                         options=ScoreOptions(chunk_size=1, skip_bad=True))
+    assert (summary.rows, summary.skipped) == (2, 1)
+    assert [line.split(",")[0] for line in (tmp_path / "s.csv").read_text().splitlines()[1:]] == ["a", "b"]
     bank.write_text('{"id": 10, "text": "ok"}\n{"id": 11, "text": "law", "id": 12}\n', encoding="utf-8")
     with pytest.raises(JeirtError, match=r"data row 2 \(1-based, blank lines not counted, line 2\): line names the "
                        r"field 'id' twice"):

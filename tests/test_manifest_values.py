@@ -57,6 +57,8 @@ def test_a_non_finite_or_huge_number_anywhere_is_a_jeirt_error_naming_the_field(
         (lambda m: m.update(training={"split": {"val_fraction": 0.1, "test_fraction": 1.0}}),
          r"training.split.test_fraction must be a number in \[0, 1\), got 1.0"),
         (lambda m: m.update(training={"split": {"val_fraction": 0.1}}), "records val_fraction or test_fraction without the other"),
+        (lambda m: m.update(training={"split": {"val_fraction": None, "test_fraction": 0.2}}),
+         r"training.split.val_fraction must be a number in \[0, 1\), got None"),
         (lambda m: m.update(training={"deep": json.loads("[" * 40 + "]" * 40)}), "nested more than 32 levels"),
     ],
 )

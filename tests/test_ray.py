@@ -156,8 +156,10 @@ def test_bad_rows_stop_the_run_or_are_skipped_and_counted_as_on_one_machine(
 ) -> None:
     texts: list[Any] = list(real_texts[:30])
     texts[7], texts[19] = None, "   "
+    ids: list[Any] = [f"q{i:02d}" for i in range(30)]
+    ids[25] = " "  # a blank id, refused as on one machine
     bank = tmp_path / "bad.parquet"
-    pq.write_table(pa.table({"id": [f"q{i:02d}" for i in range(30)], "text": texts}), bank)
+    pq.write_table(pa.table({"id": ids, "text": texts}), bank)
     output = tmp_path / "ray.parquet"
     code, _, err = score(capsys, bank, "--router", tiny_router_path, "-o", output, "--engine", "ray", "-q")
     assert code == 1
@@ -171,7 +173,7 @@ def test_bad_rows_stop_the_run_or_are_skipped_and_counted_as_on_one_machine(
     common = [bank, "--router", tiny_router_path, "--skip-bad", "-q"]
     assert score(capsys, *common, "-o", local)[0] == 0
     code, _, err = score(capsys, *common, "-o", output, "--engine", "ray", "--chunk-size", "8")
-    assert code == 0 and "skipped 2 bad rows" in err
+    assert code == 0 and "skipped 3 bad rows" in err
     assert by_id(output).equals(by_id(local))
 
 

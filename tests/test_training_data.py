@@ -463,7 +463,8 @@ def test_a_report_counts_from_zero_and_names_one_llm_or_several() -> None:
     from jeirt_lite_training.data_rows import LoadReport, RowChecker
 
     report = LoadReport("s", "wide")
-    assert report.summary() == "s (wide): 0 rows read, 0 cells kept"
+    assert report.summary() == "s (wide): 0 cells read, 0 cells kept"  # a wide table is read cell by cell
+    assert LoadReport("s", "long").summary() == "s (long): 0 rows read, 0 cells kept"
     assert LoadReport("s", "wide", llms_left_out=["a"]).summary().endswith("left out 1 LLM without answers: a")
     assert LoadReport("s", "wide", llms_left_out=["a", "b"]).summary().endswith("left out 2 LLMs without answers: a, b")
     checker = RowChecker("f.csv", "csv", True, report)

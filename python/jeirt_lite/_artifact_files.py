@@ -128,7 +128,10 @@ def refuse_existing(target: Union[str, Path], overwrite: bool) -> None:
         return
     if not overwrite:
         raise JeirtError(f"{target} already exists (pass overwrite=True to replace it)")
-    if path.is_symlink() or not path.is_dir():
+    if path.is_symlink():
+        raise JeirtError(f"{target} is a symbolic link; overwrite replaces only a router folder (save to the folder "
+                         "it points to, or remove the link first)")
+    if not path.is_dir():
         raise JeirtError(f"{target} is not a folder; overwrite replaces only a router folder (remove it first)")
     if not (path / MANIFEST_FILE).is_file() and any(path.iterdir()):
         raise JeirtError(f"{target} is not a router folder (it holds no {MANIFEST_FILE}); overwrite replaces only a "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any, Optional
 
@@ -35,7 +34,7 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     if isinstance(texts, Mapping):
         raise JeirtError(f"texts must be a list of strings, got a {type(texts).__name__} (pass its values, e.g. "
                          "list(texts.values()))")
-    if isinstance(texts, AbstractSet):
+    if isinstance(texts, (set, frozenset)):  # a mapping's key view is a set too, but an ordered one
         raise JeirtError(f"texts must be a list of strings, got a {type(texts).__name__}, which has no order "
                          "(pass a list, e.g. sorted(texts))")
     try:

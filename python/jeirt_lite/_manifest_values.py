@@ -82,9 +82,9 @@ def _check_split(split: Any, where: str) -> None:
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
             raise JeirtError(f"{where}: field training.split.{key} must be a whole number >= 0, got {value!r}"[:300])
     for key in SPLIT_FRACTIONS:
-        value = split.get(key)
-        if value is not None and not (_is_number(value) and 0 <= value < 1):
-            raise JeirtError(f"{where}: field training.split.{key} must be a number in [0, 1), got {value!r}"[:300])
+        share: Any = split.get(key)
+        if key in split and not (_is_number(share) and 0 <= share < 1):  # null too: the report draws with it
+            raise JeirtError(f"{where}: field training.split.{key} must be a number in [0, 1), got {share!r}"[:300])
     if ("val_fraction" in split) != ("test_fraction" in split):
         raise JeirtError(f"{where}: field training.split records val_fraction or test_fraction without the other")
 

@@ -226,6 +226,11 @@ class Router(RouterTables):
         rows = list(range(len(self.llms))) if llms is None else self._subset_rows(llms)
         if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(rows):
             raise option_error(f"k must be between 1 and the {len(rows)} LLMs routed among ({among} LLMs), got {k!r}")
+        if weight != 0 or min_probability is not None:
+            try:  # an LLM named in llms without a cost
+                cost_vector(cost_table, [self.llms[r] for r in rows], "cost-aware routing")
+            except JeirtError as unpriced:
+                raise option_error(str(unpriced)) from None
         return rows
 
     def _subset_rows(self, names: Sequence[str]) -> list[int]:

@@ -44,6 +44,7 @@ from ._io.vocabulary import (
     TEXT_COLUMN,
     columns_listed,
     default_id_column,
+    id_problem,
     probability_column,
     score_columns,
     text_problem,
@@ -93,8 +94,8 @@ class _BankScorer:
         texts = batch.column(self.text_column).to_pylist()
         ids = batch.column(self.id_column).combine_chunks()
         keep = []
-        for i, text in enumerate(texts):
-            problem = text_problem(text)
+        for i, (text, ident) in enumerate(zip(texts, ids.to_pylist())):
+            problem = text_problem(text) or id_problem(ident)  # the rules of the single-machine reader
             if problem is None:
                 keep.append(i)
             elif not self.options.skip_bad:

@@ -44,7 +44,8 @@ class LoadReport:
         return sum(self.skipped.values())
 
     def summary(self) -> str:
-        parts = [f"{self.source} ({self.layout}): {self.rows_read} rows read, {self.cells} cells kept"]
+        unit = "cells" if self.layout == "wide" else "rows"  # a wide table's rows_read counts question x LLM cells
+        parts = [f"{self.source} ({self.layout}): {self.rows_read} {unit} read, {self.cells} cells kept"]
         if self.empty_labels:
             parts.append(f"{self.empty_labels} empty labels treated as missing")
         if self.duplicate_cells:

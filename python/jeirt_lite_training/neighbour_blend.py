@@ -83,9 +83,12 @@ class VoteChoice:
         other = self.passed_over
         passed_over = "" if other is None else (f" (on {_space_name(other['space_dims'])}: "
                                                 f"{other['crossfit_with_votes']:.4f}, {_kept(other['kept'])})")
+        lower = self.crossfit["with_votes"] < self.crossfit["calibration_only"]
+        # Dropped although they lower the loss: their weight beside the router's logit came out zero or less.
+        why = " (their fitted weight beside the router's logit is not positive)" if lower and not self.kept else ""
         return (f"neighbour votes: k={self.k} on {_space_name(self.space_dims)}, weight {self.weight:.3f}, "
                 f"cross-fitted held-out log-loss {self.crossfit['with_votes']:.4f} with, "
-                f"{self.crossfit['calibration_only']:.4f} without: {_kept(self.kept)}{passed_over}")
+                f"{self.crossfit['calibration_only']:.4f} without: {_kept(self.kept)}{why}{passed_over}")
 
 
 def _space_name(space_dims: int | None) -> str:

@@ -114,7 +114,7 @@ def common_arguments(p: argparse.ArgumentParser, data_required: bool = True) -> 
 def fit_arguments(p: argparse.ArgumentParser, out_required: bool, data_required: bool = True) -> None:
     common_arguments(p, data_required)
     p.add_argument(
-        "--out", type=Path, required=out_required, metavar="ROUTER",
+        "--out", type=opt.output_path, required=out_required, metavar="ROUTER",
         help="router folder to write (must not exist; its parent folder must)"
         + ("" if out_required else "; omit to train and evaluate only"),
     )

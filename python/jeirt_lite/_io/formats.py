@@ -92,12 +92,13 @@ def open_text_reader(
     chunk_size: int = 4096,
     skip_bad: bool = False,
     label_column: Optional[str] = None,
+    read_ids: bool = True,
 ) -> TextReader:
     """A chunked reader of question texts and ids (and labels) from any table format, chosen by the suffix."""
     fmt = table_format(path)
     check_input_file(path)
     try:
-        return TextReader(path, fmt.records, text_column, id_column, chunk_size, skip_bad, label_column)
+        return TextReader(path, fmt.records, text_column, id_column, chunk_size, skip_bad, label_column, read_ids)
     except OSError as err:
         raise JeirtError(f"{path}: cannot read it ({err.strerror or err})") from err
 
@@ -125,8 +126,11 @@ def read_question_table(
     text_column: str = TEXT_COLUMN,
     label_column: Optional[str] = None,
     id_column: Optional[str] = None,
+    read_ids: bool = True,
 ) -> QuestionTable:
-    """All texts (and labels) of a table file of any format, for `add-llm`; bad rows stop."""
+    """All texts (and labels) and ids of a table file of any format; bad rows stop. `read_ids=False` (add-llm,
+    which keeps no id): no id column is read or checked, the rows are named by their numbers."""
     return read_questions(
-        open_text_reader(path, text_column=text_column, id_column=id_column, label_column=label_column)
+        open_text_reader(path, text_column=text_column, id_column=id_column, label_column=label_column,
+                         read_ids=read_ids)
     )

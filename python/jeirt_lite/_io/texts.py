@@ -48,8 +48,10 @@ class TextReader:
         chunk_size: int,
         skip_bad: bool,
         label_column: Optional[str] = None,
+        read_ids: bool = True,
     ):
         self.path = path
+        self.read_ids = read_ids  # False: no id column is read or checked, rows are named by their numbers
         self.text_column = text_column
         self.id_column: Optional[str] = id_column
         self.label_column = label_column
@@ -57,6 +59,7 @@ class TextReader:
         self.skipped = 0
         self.unanswered = 0  # rows whose label is missing (an empty answer), left out as training leaves them
         self.records = records_class(path, chunk_size)
+        self.schemaless = self.records.columns is None  # JSONL: no header, the rows' fields say what there is
         try:
             self._check_columns(self.records.columns)
         except JeirtError:
@@ -78,7 +81,8 @@ class TextReader:
                 column_hint("label_column"),
             )
         if self.id_column is None:
-            self.id_column = default_id_column(columns)
+            if self.read_ids and not self.schemaless:  # JSONL: its first good row decides (__iter__)
+                self.id_column = default_id_column(columns)
         elif self.id_column not in columns:
             raise hinted_error(
                 f"{self.path}: no id column {self.id_column!r} ({columns_listed(self.id_column, columns)})",
@@ -121,29 +125,42 @@ class TextReader:
         raise hinted_error(f"{self.path}: data row {row} ({self.row_note}{where}): {problem}", SKIP_BAD)
 
     def __iter__(self) -> Iterator[TextChunk]:
-        schemaless = self.records.columns is None
+        schemaless = self.schemaless
+        deciding = schemaless and self.read_ids and self.id_column is None
         if self.id_column is not None:
             id_candidates: tuple[str, ...] = (self.id_column,)
         else:
-            id_candidates = ID_COLUMNS if schemaless else ()
+            id_candidates = ID_COLUMNS if deciding else ()
         required = [self.text_column] + ([self.label_column] if self.label_column is not None else [])
         wanted = list(dict.fromkeys([*required, *id_candidates]))
-        unclaimed: tuple[str, ...] = ()  # id fields a later row may not bring when the first row had none
+        unclaimed: tuple[str, ...] = ()  # id fields no row may bring once the first good row came without one
         for batch in self.records.batches(wanted, required=required):
             if schemaless and self.records.columns is not None:
-                # The first readable row stands for the header: it decides the default id column, and a named
-                # one must be in it.
+                # The first readable row stands for the header: a named column must be in it.
                 self._check_columns(self.records.columns)
                 schemaless = False
-                unclaimed = id_candidates if self.id_column is None else ()
+            start = 0
+            if deciding:  # the first good row decides the id column; those before it are bad rows anyway
+                first = self._first_good_row(batch)
+                if first is None:
+                    start = batch.size
+                else:
+                    self.id_column = next((name for name in ID_COLUMNS if batch.values[name][first] is not None), None)
+                    unclaimed, deciding, start = (ID_COLUMNS if self.id_column is None else ()), False, first
             for name in unclaimed:  # else its id would be dropped for a row number, silently
-                for i, value in enumerate(batch.values.get(name, ())):
+                for i, value in enumerate(batch.values[name][start:], start):
                     if value is not None and i not in batch.problems:
                         batch.problems[i] = (f"has an id field {name!r} where the first row has none (ids are then "
                                              "row numbers); give every row an id, or none")
             chunk = self._chunk(batch)
             if chunk.texts:
                 yield chunk
+
+    def _first_good_row(self, batch: RowBatch) -> Optional[int]:
+        """The first row of `batch` the format could read whose text is usable."""
+        texts = batch.values[self.text_column]
+        return next((i for i in range(batch.size) if i not in batch.problems and text_problem(texts[i]) is None),
+                    None)
 
     def _chunk(self, batch: RowBatch) -> TextChunk:
         ids = batch.values.get(self.id_column) if self.id_column is not None else None

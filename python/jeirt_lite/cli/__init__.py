@@ -131,7 +131,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         sys.stdout = stdout
         for number, handler in previous.items():
-            signal.signal(number, handler)
+            # After a real SIGINT the process is on its way out: a second one, even now, must not end it with a
+            # KeyboardInterrupt at exit, so it stays ignored.
+            if number != signal.SIGINT or signal.getsignal(number) is _on_sigint:
+                signal.signal(number, handler)
 
 
 def _stopped(console: Console, how: str, code: int) -> int:

@@ -13,6 +13,7 @@ import argparse
 import math
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Callable, NoReturn, TypeVar
 
 from .._limits import MAX_CHUNK_ROWS, MAX_DIM, MAX_SEED, MAX_THREADS
@@ -100,6 +101,14 @@ def list_of(item: Callable[[str], T], *, allow_empty: bool = False) -> Callable[
         return values
 
     return parse
+
+
+def output_path(text: str) -> Path:
+    """An argparse type: an output's path, never an empty one (Path("") is the current folder, which a write
+    would then replace or be refused as)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("is empty; give a path")
+    return Path(text)
 
 
 threads = int_in(1, MAX_THREADS)

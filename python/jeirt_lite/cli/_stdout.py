@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from typing import Any, Callable, TextIO
 
 
@@ -31,6 +32,10 @@ class OutlivesItsReader:
             except BrokenPipeError:
                 self._gone()
         return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
 
     def flush(self) -> None:
         if not self.reader_gone:

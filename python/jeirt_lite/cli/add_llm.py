@@ -12,6 +12,7 @@ from .._io.formats import known_suffixes, read_question_table
 from .._io.outputs import check_output_folder, refuse_inputs
 from .._io.vocabulary import LABEL_COLUMN, TEXT_COLUMN
 from .._training_questions import normalise_question
+from ._options import output_path
 from ._shared import (
     FORMATTER,
     PROG,
@@ -43,7 +44,7 @@ def add_parser(subparsers: Any) -> None:
         metavar="FILE",
         help=f"{known_suffixes()} table with a text and a correct (0/1, true/false) column",
     )
-    add.add_argument("-o", "--output", type=Path, required=True, metavar="NEW_ROUTER", help="folder to write")
+    add.add_argument("-o", "--output", type=output_path, required=True, metavar="NEW_ROUTER", help="folder to write")
     add.add_argument(
         "--text-column", default=TEXT_COLUMN, metavar="NAME",
         help=f"the column holding the question text (default: {TEXT_COLUMN})",
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.output.exists() and not args.overwrite:
         raise JeirtError(f"{args.output} already exists (pass --overwrite to replace it)")
     refuse_existing(args.output, args.overwrite)  # before the fit: --overwrite replaces only a router folder
-    answers = read_question_table(args.answers, args.text_column, args.label_column)
+    answers = read_question_table(args.answers, args.text_column, args.label_column, read_ids=False)
     texts, labels = answers.texts, answers.labels or []
     grown = router.add_llm(args.name, texts, labels, cost=args.cost)
     path = grown.save(args.output, overwrite=args.overwrite)

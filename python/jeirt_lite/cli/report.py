@@ -8,7 +8,7 @@ from typing import Any
 
 from .._errors import JeirtError
 from .._io.vectors import read_id_lines
-from ._options import at_most
+from ._options import at_most, output_path
 from ._shared import (
     FORMATTER,
     PROG,
@@ -44,7 +44,7 @@ def add_parser(subparsers: Any) -> None:
     add_router_arguments(report)
     report.add_argument("--data", type=Path, required=True, metavar="DIR",
                         help="data folder in the project format, e.g. data/mmlu_pro of a checkout of the repository")
-    report.add_argument("-o", "--output", type=Path, default=Path("report.html"), metavar="HTML",
+    report.add_argument("-o", "--output", type=output_path, default=Path("report.html"), metavar="HTML",
                         help="the page to write (default: report.html)")
     report.add_argument("--question-ids", type=Path, default=None, metavar="FILE",
                         help="only the question ids in FILE (one per line); default: the router's test split when "

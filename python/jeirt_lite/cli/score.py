@@ -11,6 +11,7 @@ from .._errors import JeirtError, option_error
 from .._io.formats import known_suffixes
 from .._io.vocabulary import TEXT_COLUMN
 from ..batch import DEFAULT_CHUNK_SIZE, ScoreOptions, ScoreState, score_file
+from ._options import output_path
 from ._shared import (
     FORMATTER,
     PROG,
@@ -116,7 +117,7 @@ def _add_output_arguments(score: argparse.ArgumentParser) -> None:
     score.add_argument(
         "-o",
         "--output",
-        type=Path,
+        type=output_path,
         default=None,
         metavar="OUTPUT",
         help=f"scores file: {known_suffixes()} (format from the suffix); optional with --forecast",
