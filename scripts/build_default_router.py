@@ -37,7 +37,11 @@ def main(argv: list[str] | None = None) -> int:
                         preset=PRESET)
     args = parser.parse_args(argv)
     _set_threads(args)
-    return cmd_fit(args, overwrite=True, costs=cost_proxies)
+    try:
+        return cmd_fit(args, overwrite=True, costs=cost_proxies)
+    except ValueError as error:  # a bad data file, option or output path (JeirtError, DataError): named, no traceback
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

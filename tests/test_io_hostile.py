@@ -207,15 +207,18 @@ def test_score_and_report_onto_an_input_are_refused(
     assert (data / "questions.csv").read_text() == "question_id,text\nq1,law\n"
 
 
-def test_training_refuses_an_output_folder_holding_its_data(tmp_path: Path) -> None:
+def test_training_refuses_an_output_folder_holding_its_data(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pytest.importorskip("torch")
     from jeirt_lite_training.__main__ import main as training_main
 
     data = tmp_path / "data"
     data.mkdir()
     for target, message in ((data, "is also the input"), (tmp_path, "holds the input")):
-        with pytest.raises(JeirtError, match=message):
-            training_main(["fit", "--data", str(data), "--out", str(target)])
+        assert training_main(["fit", "--data", str(data), "--out", str(target)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("python -m jeirt_lite_training fit: error: ") and message in err  # no traceback
     with pytest.raises(JeirtError, match="holds the input"):
         refuse_inputs(tmp_path, [data / "questions.csv"], replaces_folder=True)
 

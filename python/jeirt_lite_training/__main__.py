@@ -203,7 +203,11 @@ def _set_threads(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _set_threads(args)
-    return {"fit": cmd_fit, "embed": cmd_embed}[args.command](args)
+    try:
+        return {"fit": cmd_fit, "embed": cmd_embed}[args.command](args)
+    except ValueError as error:  # a bad data file, option or output path (JeirtError, DataError): named, no traceback
+        print(f"python -m jeirt_lite_training {args.command}: error: {error}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

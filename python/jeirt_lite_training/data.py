@@ -187,7 +187,7 @@ def _load_folder(folder: Path, name: str, skip_bad: bool, report: LoadReport) ->
                          LazyDetail("model id {!r} is not in models.csv", r_mid))
     label, empty, bad = parse_labels(rf["correct"])
     keep &= rcheck.check(keep & bad, rows, "label not 0/1/true/false",
-                         LazyDetail("correct = {!r} is not 0/1/true/false", rf["correct"].to_numpy()))
+                         LazyDetail("correct = {!r}", rf["correct"].to_numpy()))
     report.empty_labels += int((keep & empty).sum())
     keep &= ~empty
     responses = _resolve_cells(q_index[keep], m_index[keep], label[keep], len(model_id), report)
@@ -212,7 +212,7 @@ def _load_long(frame: pd.DataFrame, kind: str, file: str, name: str, cols: Colum
     keep &= check.check(keep & (llm == ""), rows, "empty LLM name", LazyDetail("LLM name is empty", llm))
     label, empty, bad = parse_labels(frame[ccol])
     keep &= check.check(keep & bad, rows, "label not 0/1/true/false",
-                        LazyDetail("{} = {!r} is not 0/1/true/false", np.full(len(frame), ccol, dtype=object),
+                        LazyDetail("{} = {!r}", np.full(len(frame), ccol, dtype=object),
                                     frame[ccol].to_numpy()))
     subject = as_str(frame[scol]) if scol else empty_col
     bench = as_str(frame[bcol]) if bcol else empty_col
@@ -266,7 +266,7 @@ def _load_wide(frame: pd.DataFrame, kind: str, file: str, name: str, cols: Colum
     keep = np.tile(qkeep, len(llm_cols))
     col_names = np.asarray([str(c) for c in llm_cols], dtype=object)[cell_llm]
     keep &= check.check(keep & bad, cell_row, "label not 0/1/true/false",
-                        LazyDetail("column {!r}: {!r} is not 0/1/true/false", col_names, labels.to_numpy()))
+                        LazyDetail("column {!r} = {!r}", col_names, labels.to_numpy()))
     report.empty_labels += int((keep & empty).sum())
     keep &= ~empty
     responses = _resolve_cells(q_index[cell_row[keep]], cell_llm[keep], label[keep], len(llm_cols), report)

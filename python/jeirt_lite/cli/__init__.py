@@ -11,17 +11,16 @@ command line argparse cannot parse, or options that cannot run (out of the route
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from collections.abc import Sequence
 from functools import partial
-from types import FrameType
 from typing import Any, Optional, Protocol, TextIO, cast
 
 from .._errors import JeirtError, error_text, is_option_error
 from . import add_llm, info, report, route, score, serve, train
 from ._options import OptionParser, parse_or_exit_code
 from ._shared import FORMATTER, PROG, Console, Terminated, flag_for
+from ._signals import stop_signals
 from ._stdout import OutlivesItsReader, silence_stdout
 
 
@@ -73,18 +72,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _on_sigterm(signum: int, frame: Optional[FrameType]) -> None:
-    raise Terminated()
-
-
-def _on_sigint(signum: int, frame: Optional[FrameType]) -> None:
-    # The first SIGINT stops the command, and its clean-up (deleting a partial output, the closing lines) then
-    # runs to its end: a second one, such as `timeout -s INT` sends to its whole process group right after the
-    # first, or a second Ctrl-C, is ignored rather than breaking the clean-up with a traceback.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    raise KeyboardInterrupt
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit code (the console script passes it to sys.exit)."""
     words = list(sys.argv[1:] if argv is None else argv)
@@ -99,13 +86,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command in WRITE_RESULTS:  # print() in the training library goes through it too
         sys.stdout = cast(TextIO, OutlivesItsReader(stdout))
     console = Console(sys.stdout, sys.stderr)
-    previous: dict[int, Any] = {}
     try:
-        previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, _on_sigterm)
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not where it came ignored (nohup, &)
-            previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_sigint)
-    except ValueError:  # not the main thread (e.g. called from a test runner's worker): leave the signals alone
-        pass
+        with stop_signals():
+            return _run(args, console)
+    except KeyboardInterrupt:  # the first signal, come while a failure was being reported: its message is out
+        return 130
+    except Terminated:
+        return 143
+    finally:
+        sys.stdout = stdout
+
+
+def _run(args: argparse.Namespace, console: Console) -> int:
+    """The command, and how it ended: its exit code, after one line naming the failure."""
     # On a terminal the message starts on a line of its own, after the progress line or the echoed ^C.
     lead = "\n" if console.err.isatty() else ""
     try:
@@ -128,13 +121,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OSError as error:  # an unreadable input or an unwritable output folder, disk full
         console.err.write(f"{PROG}: error: {error}\n")
         return _stopped(console, "stopped", 1)
-    finally:
-        sys.stdout = stdout
-        for number, handler in previous.items():
-            # After a real SIGINT the process is on its way out: a second one, even now, must not end it with a
-            # KeyboardInterrupt at exit, so it stays ignored.
-            if number != signal.SIGINT or signal.getsignal(number) is _on_sigint:
-                signal.signal(number, handler)
 
 
 def _stopped(console: Console, how: str, code: int) -> int:

@@ -84,7 +84,7 @@ def add_no_neighbours(parser: argparse.ArgumentParser) -> None:
         "--no-neighbours",
         dest="neighbours",
         action="store_false",
-        help="route without the router's neighbour votes (its training questions' answers): several times faster, "
+        help="route without the router's neighbour votes (its training questions' answers): about 1.5-2x as fast from texts, "
         "a little less accurate (docs/research/neighbours.md)",
     )
 

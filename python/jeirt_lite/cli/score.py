@@ -88,7 +88,7 @@ def _add_input_arguments(score: argparse.ArgumentParser) -> None:
         dest="neighbours",
         action="store_false",
         help="score without the router's neighbour votes (its training questions' answers, which read the texts' "
-        "encoder features): needed with --vectors on a router that has them, and several times faster",
+        "encoder features): needed with --vectors on a router that has them, and about 1.5-2x as fast",
     )
     score.add_argument(
         "--ids",
