@@ -76,6 +76,27 @@ def test_probe_separates_groups_and_ignores_norm() -> None:
     assert np.linalg.norm(fitted.direction) == pytest.approx(1.0)
 
 
+def test_nan_vectors_are_refused_by_the_taxonomy_the_probe_s_score_and_the_alignment() -> None:
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(60, 8))
+    vectors[5, 2] = np.nan
+    with pytest.raises(JeirtError, match="vectors row 5 contains NaN or inf"):
+        taxonomy(vectors, ["s"] * 60, k=4)  # it chose k=4 with NaN silhouettes and one cluster of 57
+    for k in (3.0, True):
+        with pytest.raises(JeirtError, match="k must be a whole number of clusters"):
+            taxonomy(rng.normal(size=(60, 8)), None, k=k)  # type: ignore[arg-type]
+    probe = probe_vectors(np.ones((2, 8)) * np.eye(8)[0], np.ones((2, 8)) * np.eye(8)[1])
+    with pytest.raises(JeirtError, match="vectors row 5 contains NaN or inf"):
+        probe.score(vectors)
+    with pytest.raises(JeirtError, match="training question vectors row 5 contains NaN or inf"):
+        reference_directions(vectors)
+    reference, center = reference_directions(rng.normal(size=(100, 8)))
+    with pytest.raises(JeirtError, match="question vectors row 5 contains NaN or inf"):
+        validation_threshold(vectors, reference, center=center)  # a NaN threshold flagged every question
+    with pytest.raises(JeirtError, match="question vectors row 5 contains NaN or inf"):
+        align(vectors, reference, 0.1, center=center)
+
+
 def test_probe_errors() -> None:
     with pytest.raises(JeirtError, match="at least one question"):
         probe_vectors(np.zeros((0, 3)), np.ones((2, 3)))
@@ -289,6 +310,14 @@ def test_difficulty_per_subject_needs_ten_questions_and_one_subject_each() -> No
         with pytest.raises(JeirtError, match="one error rate per norm is needed"):
             difficulty_vs_error(norms, e)
     assert difficulty_vs_error(np.array([1.0, np.nan, 3, 4]), np.array([0.1, 0.2, 0.3, 0.4])).n_questions == 3
+    # A question without a subject (None, or NaN from a table's empty cell) counts overall only, never a TypeError.
+    unnamed = difficulty_vs_error(norms, errors, subjects[:-2] + [None, np.nan])  # type: ignore[list-item]
+    assert unnamed.n_questions == 29 and sorted(unnamed.per_subject) == ["a"]  # c keeps 8: too few
+    for empty in ((np.array([]), np.array([])), (np.array([np.nan]), np.array([0.5]))):
+        with pytest.raises(JeirtError, match="no question has both a finite norm and an error rate"):
+            difficulty_vs_error(*empty)
+    with pytest.raises(JeirtError, match=r"both 1-D; got shapes \(2, 3\) and \(3, 2\)"):
+        difficulty_vs_error(np.ones((2, 3)), np.ones((3, 2)))  # same size: paired cell by cell before
 
 
 def test_a_probe_and_a_taxonomy_take_wide_vectors_and_large_sets() -> None:

@@ -41,7 +41,10 @@ KERNELS: list[Callable[..., Any]] = [probabilities, mean_probability, lambda q, 
         ({"scale": np.array(["a", "b"])}, "scale must hold real numbers"),
         ({"threads": "2"}, "threads must be an int or None, got str"),
         ({"threads": True}, "threads must be an int or None, got bool"),
-        ({"threads": -1}, r"threads must be >= 0 \(0 or None = all cores\), got -1"),
+        ({"threads": -1}, r"threads must be in 0\.\.256 \(0 or None = all cores\), got -1"),
+        ({"threads": 257}, r"threads must be in 0\.\.256 \(0 or None = all cores\), got 257"),  # whatever N is
+        ({"threads": 10**30}, r"threads must be in 0\.\.256"),
+        ({"offsets": [[0.0] * 4] * 2 + [[0.0] * 3]}, r"offsets must be a numeric 2-D array"),
     ],
 )
 def test_a_bad_optional_argument_is_refused_naming_it(

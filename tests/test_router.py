@@ -100,8 +100,13 @@ def test_vector_methods_check_their_input(router: Router) -> None:
 
 def test_a_vector_too_long_for_its_norm_is_named_by_its_first_row(router: Router) -> None:
     huge = np.ones((4, 4), np.float32)
-    huge[[1, 3]] = 1e30  # finite, but the norm overflows float32
-    with pytest.raises(JeirtError, match=r"question row 1 contains NaN or inf"), np.errstate(over="ignore"):
+    huge[[1, 3]] = 1e30  # its square overflows float32, its norm does not: the norm is computed in float64
+    np.testing.assert_allclose(router.difficulty(EncodedQuestions(huge))[1], 2e30, rtol=1e-6)
+    huge[[1, 3]] = 3e38  # finite, but the norm overflows float32
+    with pytest.raises(JeirtError, match=r"question row 1 has a norm that overflows float32"):
+        router.difficulty(EncodedQuestions(huge))
+    huge[2, 0] = np.nan  # before it: named as what it is
+    with pytest.raises(JeirtError, match=r"question row 2 contains NaN or inf"):
         router.difficulty(EncodedQuestions(huge))
 
 

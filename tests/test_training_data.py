@@ -245,6 +245,22 @@ def test_wide_numeric_and_nan_cells(tmp_path: Path) -> None:
     assert cell_map(load_dataset(tmp_path / "n.parquet")) == {("a", "m1"): 1.0, ("a", "m2"): 0.0, ("b", "m2"): 1.0}
 
 
+def test_a_wide_llm_column_named_like_the_benchmark_is_warned_about(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jeirt_lite_training import data as data_module
+
+    warned: list[str] = []
+    monkeypatch.setattr(data_module.logger, "warning", lambda message, *args: warned.append(message % args))
+    named_task = WIDE.assign(task=["1", "0", "1"])  # an LLM called "task": read as the benchmark
+    assert load_dataset(write_table(named_task, tmp_path / "w.csv")).llm_names == ["m1", "m2"]
+    assert any("column 'task' is read as the benchmark, though it holds only 0/1 answers; if it is an LLM, rename it"
+               in line for line in warned)
+    warned.clear()
+    load_dataset(write_table(WIDE.assign(task=["t1", "t2", "t1"]), tmp_path / "b.csv"))  # a real benchmark
+    assert not any("is read as the" in line for line in warned)
+
+
 def test_wide_bad_label_names_column_and_row(tmp_path: Path) -> None:
     bad = WIDE.assign(answer=["A", "B", "C"])
     with pytest.raises(DataError, match=r"data row 1 \(1-based, header not counted\): label.*column 'answer'"):

@@ -16,6 +16,7 @@ from typing import Optional
 import numpy as np
 
 from ._errors import JeirtError
+from ._limits import check_finite_rows
 
 TOP_K = 10
 DEFAULT_PERCENTILE = 5.0
@@ -43,6 +44,8 @@ def alignment_scores(
 ) -> np.ndarray:
     """Mean of the `top_k` largest cosines between each (centred) question vector and the reference directions."""
     x = np.asarray(vectors, dtype=np.float64)
+    if x.ndim == 2:
+        check_finite_rows(x, "question vectors")  # a NaN score would read as out of distribution, or set a threshold
     if center is not None:
         x = x - np.asarray(center, dtype=np.float64).reshape(1, -1)
     x = unit_rows(x)
@@ -68,6 +71,7 @@ def reference_directions(
     x = np.asarray(train_vectors, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] == 0:
         raise JeirtError(f"need a non-empty (N, d) array of training question vectors, got shape {x.shape}")
+    check_finite_rows(x, "training question vectors")  # one would make the centre, and every direction, NaN
     center = x.mean(axis=0)
     rows = np.arange(x.shape[0])
     if x.shape[0] > size:

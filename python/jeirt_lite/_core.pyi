@@ -42,8 +42,8 @@ def probabilities(
     bfloat16: bool = False,
 ) -> npt.NDArray[np.float32]:
     """P(correct) for every pair: float32 ``(N, K)``; with scale/bias ``sigmoid(scale * logit + bias)``. With
-    ``bfloat16``, logits from bfloat16 products (each within about 1e-3 of float32's; float32 kernel where the CPU
-    lacks AVX-512 BF16, and with offsets)."""
+    ``bfloat16``, logits from bfloat16 products (within about 1e-3 of float32's on the shipped router's real
+    questions, more for larger vectors; float32 kernel where the CPU lacks AVX-512 BF16, and with offsets)."""
 
 def top_k(
     questions: npt.NDArray[np.float32],

@@ -78,3 +78,11 @@ def check_probability(value: Any, name: str) -> float:
 
 def check_chunk_rows(value: Any, name: str) -> int:
     return bounded_int(value, name, 1, MAX_CHUNK_ROWS)
+
+
+def check_finite_rows(array: np.ndarray, what: str) -> None:
+    """Refuse an (N, d) array holding NaN or inf, naming the first such row ("question vectors row 3 contains NaN
+    or inf"): one would poison a mean, a percentile or a clustering without an error."""
+    bad = np.flatnonzero(~np.isfinite(array).all(axis=1))
+    if bad.size:
+        raise JeirtError(f"{what} row {int(bad[0])} contains NaN or inf")

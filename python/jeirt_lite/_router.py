@@ -13,7 +13,7 @@ from . import kernels
 from ._alignment import AlignmentResult, align
 from ._encoder import OnnxEncoder, check_texts
 from ._errors import JeirtError, option_error
-from ._limits import check_probability, finite_float
+from ._limits import check_finite_rows, check_probability, finite_float
 from ._llm_params import check_costs, cost_vector
 from ._manifest import thaw
 from ._onboard_router import with_new_llm
@@ -249,11 +249,13 @@ class Router(RouterTables):
 
     def difficulty(self, questions: Questions) -> np.ndarray:
         """Difficulty of each question: the norm of its question vector (N,) float32; larger is harder."""
-        norms: np.ndarray = np.linalg.norm(self._vectors_of(questions), axis=1).astype(np.float32)
-        bad = np.flatnonzero(~np.isfinite(norms))
+        vectors = self._vectors_of(questions)
+        check_finite_rows(vectors, "question")
+        norms: np.ndarray = np.linalg.norm(vectors.astype(np.float64), axis=1)
+        bad = np.flatnonzero(norms > np.finfo(np.float32).max)
         if bad.size:
-            raise JeirtError(f"question row {int(bad[0])} contains NaN or inf")
-        return norms
+            raise JeirtError(f"question row {int(bad[0])} has a norm that overflows float32")
+        return norms.astype(np.float32)
 
     def forecast(self, questions: Questions) -> dict[str, float]:
         """Expected accuracy of each LLM on a question bank: the mean P(correct) over the questions."""

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from jeirt_lite import _core
 from jeirt_lite._errors import JeirtError
+from jeirt_lite._limits import MAX_THREADS
 
 __all__ = ["JeirtError", "bf16_supported", "mean_probability", "probabilities", "top_k"]
 
@@ -45,7 +46,11 @@ def _offsets(x: npt.ArrayLike | None, n: int, k: int) -> npt.NDArray[np.float32]
     """Optional (N, K) logit offsets as C-contiguous float32; NaN/inf are left to the kernel, which names them."""
     if x is None:
         return None
-    offsets = _as_matrix(x, "offsets") if np.asarray(x).ndim == 2 else None
+    try:
+        ndim = np.asarray(x).ndim
+    except (TypeError, ValueError) as e:  # a ragged nested list
+        raise JeirtError(f"offsets must be a numeric 2-D array: {e}") from None
+    offsets = _as_matrix(x, "offsets") if ndim == 2 else None
     if offsets is None or offsets.shape != (n, k):
         raise JeirtError(f"offsets must have shape ({n}, {k}) (questions x LLMs), got {np.shape(x)}")
     return offsets
@@ -56,8 +61,8 @@ def _threads(threads: int | None) -> int:
         return 0
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
         raise JeirtError(f"threads must be an int or None, got {type(threads).__name__}")
-    if threads < 0:
-        raise JeirtError(f"threads must be >= 0 (0 or None = all cores), got {threads}")
+    if threads < 0 or threads > MAX_THREADS:  # the bound of Router.load, whatever the problem's size
+        raise JeirtError(f"threads must be in 0..{MAX_THREADS} (0 or None = all cores), got {threads}")
     return int(threads)
 
 
@@ -158,9 +163,10 @@ def top_k(
             ties by lower index; the values returned are still the probabilities.
         precision: ``"float32"``, or ``"bfloat16"``: the LLMs are ranked with bfloat16 products (AVX-512 BF16,
             where :func:`bf16_supported`; float32 otherwise and with a penalty or offsets) and the chosen k scored again
-            exactly, so the probabilities are float32's and the set differs only where two LLMs are within
-            about 1e-3 in logit. Whether it saves CPU time depends on the CPU and K: docs/research/throughput.md has
-            the measurements.
+            exactly, so the probabilities are float32's and the set differs only where two LLMs are close in logit:
+            within about 1e-3 on the shipped router over real questions, more for larger vectors (the products'
+            error grows with ``‖q‖·‖m‖``; up to about 1e-2 on random ones of norm 3). Whether it saves CPU time
+            depends on the CPU and K: docs/research/throughput.md has the measurements.
         offsets: optional ``(N, K)`` added to each logit before the calibration.
 
     Returns:

@@ -116,6 +116,12 @@ def _typed(frame: pd.DataFrame, qcol: str, tcol: str, rows: np.ndarray, check: R
     return keep
 
 
+def _looks_like_answers(values: pd.Series) -> bool:
+    """Every value a label of the vocabulary (0/1, true/false) or empty, and at least one of them not empty."""
+    _, empty, bad = parse_labels(values)
+    return not bad.any() and not empty.all()
+
+
 def _resolve_cells(q: np.ndarray, m: np.ndarray, label: np.ndarray, n_llms: int,
                    report: LoadReport) -> Responses:
     """Merge duplicate (question, LLM) rows by majority; ties are dropped and reported."""
@@ -238,6 +244,11 @@ def _load_wide(frame: pd.DataFrame, kind: str, file: str, name: str, cols: Colum
     scol = _pick(frame, cols.subject, DEFAULT_SUBJECT_COLUMNS, "subject", file, required=False)
     bcol = _pick(frame, cols.benchmark, DEFAULT_BENCHMARK_COLUMNS, "benchmark", file, required=False)
     meta = {c for c in (qcol, tcol, scol, bcol) if c}
+    for column, role, given in ((scol, "subject", cols.subject), (bcol, "benchmark", cols.benchmark)):
+        if column and given is None and cols.llm_columns is None and _looks_like_answers(frame[column]):
+            logger.warning("%s: column %r is read as the %s, though it holds only 0/1 answers; if it is an LLM, "
+                           "rename it (a wide table's LLM columns are those besides id, text, subject and "
+                           "benchmark)", file, column, role)
     llm_cols = list(cols.llm_columns) if cols.llm_columns is not None else [c for c in frame.columns if c not in meta]
     missing = [c for c in llm_cols if c not in frame.columns]
     if missing:

@@ -15,6 +15,7 @@ import numpy as np
 
 from .._alignment import unit_rows
 from .._errors import JeirtError
+from .._limits import check_finite_rows
 
 if TYPE_CHECKING:
     from .._router import Router
@@ -35,6 +36,7 @@ class Probe:
         x = np.asarray(vectors, dtype=np.float64)
         if x.ndim != 2 or x.shape[1] != self.direction.shape[0]:
             raise JeirtError(f"vectors must have shape (N, {self.direction.shape[0]}), got {x.shape}")
+        check_finite_rows(x, "vectors")  # as fitting the probe refuses them
         if self.normalize:
             x = unit_rows(x)
         scores: np.ndarray = x @ self.direction - self.midpoint
@@ -53,10 +55,8 @@ def probe_vectors(with_vectors: np.ndarray, without_vectors: np.ndarray, *, norm
         raise JeirtError(f"both groups need vectors of one dimension, got shapes {a.shape} and {b.shape}")
     if a.shape[0] == 0 or b.shape[0] == 0:
         raise JeirtError("a probe needs at least one question in each group")
-    for group, vectors in (("with", a), ("without", b)):
-        bad = np.flatnonzero(~np.isfinite(vectors).all(axis=1))
-        if bad.size:
-            raise JeirtError(f"{group}_vectors row {int(bad[0])} contains NaN or inf")
+    check_finite_rows(a, "with_vectors")
+    check_finite_rows(b, "without_vectors")
     if normalize:
         a, b = unit_rows(a), unit_rows(b)
     mean_a, mean_b = a.mean(axis=0), b.mean(axis=0)

@@ -14,6 +14,7 @@ import numpy as np
 
 from .._alignment import unit_rows
 from .._errors import JeirtError
+from .._limits import check_finite_rows
 from ._stats import adjusted_rand_index, kmeans, normalized_mutual_info, silhouette
 
 SILHOUETTE_SAMPLE = 2000  # silhouette is O(N^2): choose k on a seeded sample of this many questions
@@ -84,7 +85,12 @@ def taxonomy(
         k: fixed number of clusters; None chooses it among `k_values` by the highest silhouette on a sample.
         seed: for the k-means starts and the silhouette sample.
     """
-    directions = unit_rows(vectors)
+    array = np.asarray(vectors, dtype=np.float64)
+    if array.ndim == 2:
+        check_finite_rows(array, "vectors")  # one NaN row would poison a centroid and every silhouette, silently
+    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer))):
+        raise JeirtError(f"k must be a whole number of clusters, got {k!r}")
+    directions = unit_rows(array)
     silhouettes: dict[int, float] = {}
     if k is None:
         silhouettes = choose_k(directions, k_values, seed=seed)
