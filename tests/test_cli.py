@@ -152,6 +152,7 @@ def test_info(tiny_router_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "tiny test router built in code" in out
     assert "d = 4" in out and "tiny-word-mean (max 16 tokens; pooling: mean)" in out
     assert "LLMs (5):" in out and "  llm-4\n" in out
+    assert "calibration: none (P = sigmoid(logit))\n" in out  # said, not left out
     assert main(["info", "--router", str(tiny_router_path), "--json"]) == 0  # the documented form
     manifest = json.loads(capsys.readouterr().out)
     assert manifest["llms"] == [f"llm-{i}" for i in range(5)] and manifest["dim"] == 4

@@ -104,6 +104,13 @@ def test_choose_names_settings_that_reach_no_finite_loss() -> None:
         choose(huge, [(train, val)], 6, dims=(4,), dropouts=(0.0,), max_epochs=2, seed=0)
 
 
+def test_a_candidate_given_twice_is_trained_once() -> None:
+    emb, cells = _synthetic()
+    train, val = _part(cells, np.arange(180)), _part(cells, np.arange(180, 240))
+    sel = choose(emb, [(train, val)], 6, dims=(4, 4), dropouts=(0.3, 0.30), max_epochs=2, seed=0)  # --dims 4,4
+    assert [(c["dim"], c["dropout"]) for c in sel.candidates] == [(4, 0.3)]
+
+
 @pytest.mark.parametrize("drops", [1, 2])
 def test_a_schedule_through_every_learning_rate_is_carried_over_and_recorded(drops: int) -> None:
     emb, cells = _synthetic()
@@ -224,6 +231,12 @@ def test_the_calibration_is_fitted_on_the_held_out_predictions_not_the_refit(
     none = choose_refit_and_export(prep, None, folds=1, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0, calibration=None,
                                    progress=False, neighbours=False, log=lambda _: None)
     assert none.extra["calibration"] is None and none.test == none.extra["test_uncalibrated"]
+    assert none.extra["selection"]["neighbours"] == {"kept": False, "why": "--no-neighbours"}  # recorded either way
+    # Without a calibration, votes (kept below when calibrated) would be 1/a times too strong: none are kept.
+    raw = choose_refit_and_export(prep, None, folds=1, dims=(8,), dropouts=(0.5,), max_epochs=30, seed=0,
+                                  calibration=None, progress=False, log=lambda _: None)
+    assert raw.votes is None and raw.extra["selection"]["neighbours"]["why"].startswith("--calibration none")
+    seen.clear()
     # With neighbour votes (kept here: the short runs leave the geometry weak), the calibration is fitted on the
     # same held-out logits plus the weighted held-out votes, and the test part is scored with the votes.
     seen.clear()

@@ -503,3 +503,21 @@ def test_a_table_without_answers_is_refused_not_loaded_empty(tmp_path: Path, suf
                            '{"question_id": "a", "text": "ta", "llm": "m1", "correct": ""}\n')
     with pytest.raises(DataError, match=rf"h\{suffix}: no answers to learn from \(\d+ rows read"):
         load_dataset(header_only)
+
+
+def test_folds_or_fractions_that_leave_a_part_empty_are_named_before_any_training(tmp_path: Path) -> None:
+    # Each subject's questions are dealt out: a fold, or the training part, is empty long before the numbers say so.
+    from jeirt_lite_training.pipeline import fold_parts
+    from jeirt_lite_training.prepared import prepare
+    from make_data_slice import write_slice
+
+    data = write_slice(Path(__file__).resolve().parent.parent / "data" / "mmlu_pro", tmp_path / "slice", 60, seed=1)
+    dataset = load_dataset(data)
+    pool = np.arange(dataset.n_questions)
+    assert len(fold_parts(dataset, pool, 5, seed=0)) == 5
+    with pytest.raises(ValueError, match=r"--folds 40 leaves fold \d+ without an answered question \(60 questions, "
+                       r"dealt within each of their \d+ subjects\); give fewer folds"):
+        fold_parts(dataset, pool, 40, seed=0)
+    with pytest.raises(ValueError, match=r"val_fraction 0.49 \(--val-fraction\) and test_fraction 0.5 \(--holdout\) "
+                       "leave no question to train on"):
+        prepare(data, val_fraction=0.49, test_fraction=0.5)

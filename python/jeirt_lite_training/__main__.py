@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._runtime import check_output_folder, refuse_inputs, stderr_is_terminal
+from ._runtime import check_output_folder, option_error, refuse_inputs, stderr_is_terminal
 from ._runtime import cli_options as opt  # the command line's converters and parser class
 from .config import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, DEFAULT_TABLE_PULLS, ENCODER_NAMES, STATIC
 from .options import AUTO, COLUMN_OPTIONS, DefaultsFormatter, fit_arguments
@@ -86,11 +86,10 @@ def metrics_line(m: dict[str, float]) -> str:
 
 def prepare_from_options(args: argparse.Namespace) -> Any:
     """The data of common_arguments' options, loaded, split and embedded; what loading read is printed."""
-    from .data import DataError
     from .prepared import prepare
 
     if args.val_fraction + args.holdout >= 1:  # each is bounded where it is parsed, their sum only here
-        raise DataError(f"--val-fraction {args.val_fraction:g} and --holdout {args.holdout:g} leave no questions "
+        raise option_error(f"--val-fraction {args.val_fraction:g} and --holdout {args.holdout:g} leave no questions "
                         "to train on: their sum must be below 1")
     prep = prepare(
         args.data,
@@ -128,9 +127,9 @@ def fit_options(args: argparse.Namespace) -> dict[str, Any]:
     if not args.dims or not args.dropouts:
         raise DataError("--dims and --dropouts need at least one value each")
     if args.table_pulls and args.encoder != STATIC:
-        raise DataError(f"--table-pulls fine-tunes the static encoder's table: it needs --encoder {STATIC}")
+        raise option_error(f"--table-pulls fine-tunes the static encoder's table: it needs --encoder {STATIC}")
     if args.table_pulls and not all(0 <= pull < 1 for pull in args.table_pulls):
-        raise DataError(f"--table-pulls must each be in [0, 1), got {args.table_pulls}")
+        raise option_error(f"--table-pulls must each be in [0, 1), got {args.table_pulls}")
     if not args.ema_epochs >= 0:
         raise DataError(f"--ema-epochs must be >= 0 (0: no weight averaging), got {args.ema_epochs}")
     return {

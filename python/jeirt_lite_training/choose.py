@@ -114,7 +114,8 @@ def choose(
     best: Selection | None = None
     best_loss = math.inf
     candidates: list[dict[str, Any]] = []
-    for dim, dropout in itertools.product(dims, dropouts):
+    # A value given twice (--dims 16,16) is one candidate, trained once.
+    for dim, dropout in itertools.product(dict.fromkeys(map(int, dims)), dict.fromkeys(map(float, dropouts))):
         setting = {**hyper, "dim": int(dim), "dropout": float(dropout)}
         runs = [JeirtPredictor(**setting).fit(embeddings, train, val, n_llms) for train, val in parts]
         loss = parts_loss([r.best_val_loss for r in runs], parts)

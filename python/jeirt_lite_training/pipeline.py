@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._runtime import all_metrics, refuse_existing
+from ._runtime import all_metrics, refuse_existing, stderr_is_terminal
 from .calibration import apply_calibration, fit_calibration, store_calibration
 from .choose import DEFAULT_DIMS, DEFAULT_DROPOUTS, Selection, choose, refit, selection_record
 from .config import AUTO_FOLDS, AUTO_FOLDS_MAX_CELLS
@@ -165,7 +165,8 @@ def choose_refit_and_export(
     heldout = selection.heldout_metrics()
     result = FitResult(predictor=predictor, val=heldout.get("jeirt", {}), test={}, floor_test={},
                        selection=selection, embeddings=prep.embeddings)
-    heldout_logits, vote_record = _neighbour_votes(prep, frozen, parts, all_cells, selection, result, neighbours, log)
+    heldout_logits, vote_record = _neighbour_votes(prep, frozen, parts, all_cells, selection, result, neighbours,
+                                                   calibration is not None, log)
     fitted = heldout_calibration(selection, heldout_logits, prep.data.n_llms, calibration)
     raw_test: dict[str, float] = {}
     if len(prep.test):
@@ -180,8 +181,7 @@ def choose_refit_and_export(
         record["static_table"] = table_choice.record()
     if prep.table_fitted_to is not None:
         record["static_table_texts"] = {"choices": len(prep.split.train), "router": len(prep.table_fitted_to)}
-    if vote_record is not None:
-        record["neighbours"] = vote_record
+    record["neighbours"] = vote_record
     result.extra = {"selection": record, "heldout": heldout, "calibration": fitted, "test_uncalibrated": raw_test}
     if out_dir is not None:
         training = training_summary(prep, predictor)
@@ -207,8 +207,14 @@ def fold_parts(data: Dataset, pool: np.ndarray, k: int, seed: int) -> list[tuple
     """The (train, validation) cells of each of k folds of the questions `pool` (splits.make_folds: grouped by text,
     stratified by subject), each fold held out once."""
     questions = make_folds(data, pool, k, seed=seed)
-    return [(cells_of(data, np.concatenate(questions[:j] + questions[j + 1 :])), cells_of(data, questions[j]))
-            for j in range(k)]
+    parts = [(cells_of(data, np.concatenate(questions[:j] + questions[j + 1 :])), cells_of(data, questions[j]))
+             for j in range(k)]
+    empty = next((j for j, (_, held_out) in enumerate(parts) if len(held_out.question) == 0), None)
+    if empty is not None:  # folds are dealt within each subject, so one is empty long before k reaches the questions
+        raise ValueError(f"--folds {k} leaves fold {empty + 1} without an answered question ({len(pool)} questions, "
+                         f"dealt within each of their {len(set(np.asarray(data.subjects)[pool]))} subjects); give "
+                         "fewer folds")
+    return parts
 
 
 def _table_for_router(prep: Prepared, pool: np.ndarray, log: Callable[[str], None]) -> Prepared:
@@ -219,23 +225,29 @@ def _table_for_router(prep: Prepared, pool: np.ndarray, log: Callable[[str], Non
     from .static_router import static_embeddings
 
     log(f"fitting the static table again, to the {len(pool)} training and validation texts ...")
-    static, emb = static_embeddings(prep.data, pool, prep.max_length, prep.teacher, fit_sentences=True, log=log,
-                                    fit_on=pool)
+    static, emb = static_embeddings(prep.data, pool, prep.max_length, prep.teacher, fit_sentences=True,
+                                    log=log if stderr_is_terminal() else _quiet, fit_on=pool)  # epochs: progress
     return replace(prep, static=static, embeddings=emb, table_fitted_to=pool)
 
 
 def _neighbour_votes(
     prep: Prepared, frozen: np.ndarray, parts: Sequence[tuple[Responses, Responses]], all_cells: Responses,
-    selection: Selection, result: FitResult, wanted: bool, log: Callable[[str], None],
-) -> tuple[np.ndarray, dict[str, Any] | None]:
+    selection: Selection, result: FitResult, wanted: bool, calibrated: bool, log: Callable[[str], None],
+) -> tuple[np.ndarray, dict[str, Any]]:
     """Choose the neighbour votes on the held-out parts (jeirt_lite_training.neighbour_blend); when kept, set result.votes
     (every question learned from, with the router's own features). Returns the held-out logits the calibration is
-    fitted on (with the votes when kept) and the record for router.json."""
+    fitted on (with the votes when kept) and the record for router.json, which says why when there are none."""
     from .neighbour_blend import MAX_STORED_QUESTIONS, choose_neighbour_votes, neighbour_votes
 
     assert selection.heldout is not None and selection.heldout_logits is not None
     if not wanted:
-        return selection.heldout_logits, None
+        return selection.heldout_logits, {"kept": False, "why": "--no-neighbours"}
+    if not calibrated:
+        # The votes' weight is fitted beside the logit's own coefficient (a·logit + c·vote, weight c/a), which only
+        # the calibration applies: without it they would be 1/a times too strong (28x on a small run).
+        log("neighbour votes: left out (--calibration none: their weight needs the calibration)")
+        return selection.heldout_logits, {"kept": False, "why": "--calibration none: the votes' weight is fitted "
+                                          "beside the logit's scale, which only the calibration applies"}
     n_questions = len(np.unique(all_cells.question))
     if n_questions > MAX_STORED_QUESTIONS:
         log(f"neighbour votes: left out ({n_questions} questions, more than {MAX_STORED_QUESTIONS} to store)")
@@ -290,3 +302,6 @@ def _metrics_record(prep: Prepared, result: FitResult, calibrated: bool) -> dict
 def cells_of(data: Dataset, questions: np.ndarray) -> Responses:
     return data.responses.subset(np.isin(data.responses.question, questions))
 
+
+def _quiet(_: str) -> None:
+    pass

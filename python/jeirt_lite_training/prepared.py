@@ -73,6 +73,10 @@ def prepare(
     tokens (`max_length` applies to transformers)."""
     data, report = load_dataset_with_report(data_dir, columns=columns)
     split = make_split(data, seed=split_seed, val_fraction=val_fraction, test_fraction=test_fraction)
+    if len(split.train) == 0:  # each subject's questions are dealt out, so this comes before the fractions' sum is 1
+        raise ValueError(f"val_fraction {val_fraction:g} (--val-fraction) and test_fraction {test_fraction:g} "
+                         f"(--holdout) leave no question to train on: each of the {len(set(data.subjects))} subjects' "
+                         f"questions ({data.n_questions} in all) is dealt to them first; give smaller fractions")
     prep = prepare_split(data, split, split_seed=split_seed, encoder=encoder, max_length=max_length,
                          progress=progress, source=str(data_dir), teacher=teacher, fit_sentences=fit_sentences)
     prep.load_report = report

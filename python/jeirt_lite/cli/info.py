@@ -89,6 +89,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     calibration = router.calibration
     if calibration is not None:
         out.write(f"calibration: {calibration.kind} (P = sigmoid(scale * logit + bias))\n")
+    else:
+        out.write("calibration: none (P = sigmoid(logit))\n")
     for record in manifest.get("onboarded") or []:  # what add-llm printed when it added the LLM
         out.write(f"added by add-llm: {record.get('name')} (from {record.get('answers')} answers)\n")
         out.write(textwrap.indent(fit_summary(dict(record)), "  "))

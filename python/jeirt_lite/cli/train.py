@@ -57,6 +57,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
             raise _needs_extra(error) from None
     try:
         code: int = _training("__main__").run_fit(options)
+    except JeirtError:  # named by the package (an option error among them: exit 2)
+        raise
     except ValueError as error:  # a bad data file or option, named by the training code: no traceback
         raise JeirtError(str(error)) from None
     return code
