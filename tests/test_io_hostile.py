@@ -420,7 +420,7 @@ def test_a_jsonl_id_the_first_row_did_not_have_is_a_bad_row_never_dropped(router
     rows = ['{"text": "law"}', '{"text": "tax"}', '{"id": "x3", "text": "acid base"}', '{"text": "war", "id": null}']
     bank.write_text("\n".join(rows) + "\n", encoding="utf-8")
     with pytest.raises(JeirtError, match=r"data row 3 \(1-based, blank lines not counted, line 3\): has an id field "
-                       r"'id' where the first row has none \(ids are then row numbers\)"):
+                       r"'id' where the first good row has none \(ids are then row numbers\)"):
         score_file(router, input_path=bank, output=tmp_path / "s.csv", options=ScoreOptions(chunk_size=2))
     summary = score_file(router, input_path=bank, output=tmp_path / "s.csv",
                          options=ScoreOptions(chunk_size=2, skip_bad=True))

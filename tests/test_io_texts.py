@@ -42,7 +42,7 @@ def test_a_jsonl_first_row_decides_the_id_column_for_the_whole_file(tmp_path: Pa
     # Row 1 has no id field: every row is named by its row number, and a later row that carries an id is bad (its
     # id would give way to a row number), as a later row without one is when row 1 has one.
     path = write_jsonl(tmp_path / "bank.jsonl", [{"text": "first?"}, {"text": "second?", "id": "x"}, {"text": "third?"}])
-    with pytest.raises(JeirtError, match=r"bank\.jsonl: data row 2 .*has an id field 'id' where the first row has none"):
+    with pytest.raises(JeirtError, match=r"bank\.jsonl: data row 2 .*has an id field 'id' where the first good row has none"):
         read_questions(open_text_reader(path, chunk_size=1))
     reader = open_text_reader(path, chunk_size=1, skip_bad=True)
     table = read_questions(reader)

@@ -150,7 +150,7 @@ class TextReader:
             for name in unclaimed:  # else its id would be dropped for a row number, silently
                 for i, value in enumerate(batch.values[name][start:], start):
                     if value is not None and i not in batch.problems:
-                        batch.problems[i] = (f"has an id field {name!r} where the first row has none (ids are then "
+                        batch.problems[i] = (f"has an id field {name!r} where the first good row has none (ids are then "
                                              "row numbers); give every row an id, or none")
             chunk = self._chunk(batch)
             if chunk.texts:
