@@ -100,8 +100,8 @@ def prepare_from_options(args: argparse.Namespace) -> Any:
         max_length=args.max_length,
         columns=table_columns(args),
         progress=stderr_is_terminal(),  # the static table's fitting epochs: on a terminal, as the other bars are
+        loaded=lambda report: print(report.summary()),  # what was read, before the table is fitted and the texts embedded
     )
-    print(prep.load_report.summary())
     print(
         f"{prep.data.name}: {prep.data.n_questions} questions x {prep.data.n_llms} LLMs; "
         f"cells train {len(prep.train)}, val {len(prep.val)}, test {len(prep.test)}"
