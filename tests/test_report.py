@@ -180,6 +180,15 @@ def test_report_needs_three_questions(tiny_router_path: Path, tmp_path: Path) ->
     assert build_report(router, data, tmp_path / "three.html", question_ids=["q0", "q1", "q2"]).is_file()
 
 
+def test_a_report_on_questions_without_answers_is_still_written(tiny_router_path: Path, tmp_path: Path) -> None:
+    router = Router.load(tiny_router_path, threads=1)
+    data = _write_folder(tmp_path / "data", list(router.llms))
+    (data / "responses.csv").write_text("question_id,model_id,correct\n", encoding="utf-8")  # no answer at all
+    page = build_report(router, data, tmp_path / "r.html").read_text("utf-8")
+    assert "No question here has an answer: no correlation of difficulty with error." in page
+    assert "Taxonomy" in page  # the sections that need no answers are all there
+
+
 def test_report_cli_bad_data_folder(tiny_router_path: Path, tmp_path: Path,
                                     capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(tiny_router_path), "--data", str(tmp_path), "-o", str(tmp_path / "x.html")]) == 1

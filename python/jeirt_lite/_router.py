@@ -13,7 +13,7 @@ from . import kernels
 from ._alignment import AlignmentResult, align
 from ._encoder import OnnxEncoder, check_texts
 from ._errors import JeirtError, option_error
-from ._limits import check_finite_rows, check_probability, finite_float
+from ._limits import check_probability, finite_float
 from ._llm_params import check_costs, cost_vector
 from ._manifest import thaw
 from ._onboard_router import with_new_llm
@@ -250,8 +250,12 @@ class Router(RouterTables):
     def difficulty(self, questions: Questions) -> np.ndarray:
         """Difficulty of each question: the norm of its question vector (N,) float32; larger is harder."""
         vectors = self._vectors_of(questions)
-        check_finite_rows(vectors, "question")
-        norms: np.ndarray = np.linalg.norm(vectors.astype(np.float64), axis=1)
+        # Summed in float64 row by row (a float32 square overflows at 1.8e19; no full-size copy is made): a norm is
+        # NaN or inf exactly where its row holds one.
+        norms: np.ndarray = np.sqrt(np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64))
+        bad = np.flatnonzero(~np.isfinite(norms))
+        if bad.size:
+            raise JeirtError(f"question row {int(bad[0])} contains NaN or inf")
         bad = np.flatnonzero(norms > np.finfo(np.float32).max)
         if bad.size:
             raise JeirtError(f"question row {int(bad[0])} has a norm that overflows float32")

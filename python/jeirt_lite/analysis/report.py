@@ -165,9 +165,13 @@ def _summary(router: Router, data: ResponseData, data_dir: Path, held_out: bool,
 def _difficulty(plt: Any, router: Router, vectors: np.ndarray, data: ResponseData) -> Section:
     norms = router.difficulty(EncodedQuestions(vectors))
     errors = data.error_rates()
+    ok = np.isfinite(errors)
+    if not ok.any():  # the norms still say something; the correlation has nothing to read
+        section = Section("Difficulty", rows=[("questions", "0"), ("Spearman (norm, error rate)", "n/a")])
+        section.notes.append("No question here has an answer: no correlation of difficulty with error.")
+        return section
     result = difficulty_vs_error(norms, errors, list(data.subjects))
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    ok = np.isfinite(errors)
     ax.scatter(norms[ok], errors[ok], s=4, alpha=0.3)
     if ok.sum() >= 10:
         edges = np.quantile(norms[ok], np.linspace(0, 1, 11))
