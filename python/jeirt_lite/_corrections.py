@@ -37,6 +37,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from ._errors import JeirtError
+from ._limits import check_finite_rows
 from ._onboarding import DEFAULT_L2, fit_llm_vector
 from ._ranks import roc_auc
 
@@ -405,9 +406,7 @@ def check_features(features: object, rows: int, feature_dim: int) -> np.ndarray:
     array = np.asarray(features)
     if array.shape != (rows, feature_dim) or not np.issubdtype(array.dtype, np.number):
         raise JeirtError(f"features must be a numeric ({rows}, {feature_dim}) array, got shape {array.shape}")
-    bad = np.flatnonzero(~np.isfinite(array).all(axis=1))
-    if bad.size:
-        raise JeirtError(f"features row {int(bad[0])} contains NaN or inf")
+    check_finite_rows(array, "features")
     return array.astype(np.float32)
 
 

@@ -17,6 +17,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ._errors import JeirtError
+from ._limits import check_finite_rows
 from ._manifest import block_llms, block_tensors, check_feature_width
 
 CORRECTIONS_FILE = "corrections.safetensors"
@@ -62,9 +63,7 @@ class FeatureCorrections:
         for row, name in enumerate(self.llms):
             if name in where:
                 out[:, where[name]] = f.astype(np.float32) @ self.weights[row] + self.bias[row]
-        bad = np.flatnonzero(~np.isfinite(out).all(axis=1))
-        if bad.size:
-            raise JeirtError(f"features row {int(bad[0])} contains NaN or inf")
+        check_finite_rows(out, "features")
         return out
 
     def with_llm(self, name: str, weights: np.ndarray, bias: float) -> FeatureCorrections:

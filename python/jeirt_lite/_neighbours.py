@@ -47,6 +47,7 @@ from . import _core
 from ._alignment import unit_rows as _unit_rows
 from ._errors import JeirtError
 from ._feature_offsets import checked_features
+from ._limits import check_finite_rows
 from ._manifest import block_llms, block_tensors, check_feature_width
 
 NEIGHBOURS_FILE = "neighbours.safetensors"
@@ -234,9 +235,7 @@ class NeighbourVotes:
         """(N, len(llm_names)) float32 logit offsets; zero for an LLM without a column."""
         f = checked_features(features, rows, self.feature_dim, "this router adds its training questions' answers "
                              "(neighbour votes) from the encoder's features")
-        bad = np.flatnonzero(~np.isfinite(f).all(axis=1))
-        if bad.size:
-            raise JeirtError(f"features row {int(bad[0])} contains NaN or inf")
+        check_finite_rows(f, "features")
         return self.offsets_from_sums(self.sums(f, threads), llm_names, rows)
 
     def offsets_from_sums(

@@ -15,7 +15,7 @@ from typing import Optional
 import numpy as np
 
 from ._errors import JeirtError
-from ._limits import finite_float
+from ._limits import check_finite_rows, finite_float
 
 DEFAULT_L2 = 1.0  # prior strength, in units of "questions' worth" of curvature; see fit_llm_vector
 MIN_LABELS = 2
@@ -67,8 +67,7 @@ def fit_llm_vector(
     y = check_labels(correct, n)
     if n < MIN_LABELS:
         raise JeirtError(f"need at least {MIN_LABELS} answers to fit an LLM, got {n}")
-    if not np.isfinite(q).all():
-        raise JeirtError(f"question row {int(np.flatnonzero(~np.isfinite(q).all(axis=1))[0])} contains NaN or inf")
+    check_finite_rows(q, "question")
     if finite_float(l2, "l2") <= 0:
         raise JeirtError(f"l2 must be a positive number, got {l2!r}")
     m0 = np.zeros(d) if prior_mean is None else np.asarray(prior_mean, dtype=np.float64).reshape(d)

@@ -142,9 +142,7 @@ class TextReader:
             start = 0
             if deciding:  # the first good row decides the id column; those before it are bad rows anyway
                 first = self._first_good_row(batch)
-                if first is None:
-                    start = batch.size
-                else:
+                if first is not None:
                     self.id_column = next((name for name in ID_COLUMNS if batch.values[name][first] is not None), None)
                     unclaimed, deciding, start = (ID_COLUMNS if self.id_column is None else ()), False, first
             for name in unclaimed:  # else its id would be dropped for a row number, silently
