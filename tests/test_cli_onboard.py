@@ -115,7 +115,8 @@ def test_add_llm_parquet(tiny_router_path: Path, tmp_path: Path) -> None:
         ("empty_text", "data row 1 (1-based, header not counted, ending on line 2): text is empty\n"),
         ("duplicate", "LLM 'llm-0' is already in"),
         ("one_row", "need at least 2 answers"),
-        ("no_column", "no label column 'correct'"),
+        ("no_column", "no correct column (looked for 'correct', 'label', 'is_correct', 'score'; columns: text, "
+         "answer); see --correct-column"),
         ("exists", "already exists (pass --overwrite"),
         ("not_a_router", "is not a router folder (it holds no router.json); overwrite replaces only a router folder"),
     ],
@@ -130,7 +131,7 @@ def test_add_llm_errors_are_clear(tiny_router_path: Path, tmp_path: Path, setup:
     elif setup == "one_row":
         answers.write_text("text,correct\nwhat is the price,1\n")
     elif setup == "no_column":
-        answers.write_text("text,label\nwhat is the price,1\n")
+        answers.write_text("text,answer\nwhat is the price,1\n")
     else:
         _answers(answers)
     if setup == "duplicate":
@@ -275,3 +276,86 @@ def test_a_second_new_llm_is_summarised_by_its_own_record(tiny_router_path: Path
     records = Router.load(tmp_path / "two").manifest["onboarded"]
     assert [record["name"] for record in records] == ["a", "b"]
     assert second.stdout.endswith(fit_summary(records[1])) and fit_summary(records[0]) != fit_summary(records[1])
+
+
+def _long_table(path: Path, llm_column: str = "model") -> Path:
+    """x's answers (those of `_answers`) with another LLM's between them: opposite labels, and one row that would be
+    bad if it were read (an empty text)."""
+    rows = []
+    for i, line in enumerate(_answers(path.with_name("x_only.csv")).read_text().splitlines()[1:]):
+        qid, text, label = line.split(",")
+        rows.append({"id": qid, "text": text, llm_column: "x", "correct": int(label)})
+        rows.append({"id": qid, "text": "" if i == 5 else text, llm_column: "other", "correct": 1 - int(label)})
+    if path.suffix == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        path.write_text(f"id,text,{llm_column},correct\n" + "".join(",".join(map(str, r.values())) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_add_llm_reads_only_the_named_llms_rows_of_a_table_of_several(
+    tiny_router_path: Path, tmp_path: Path, suffix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from jeirt_lite.cli import main
+
+    table = _long_table(tmp_path / f"all{suffix}")
+    assert main(["add-llm", "--router", str(tiny_router_path), "--name", "x", "--answers", str(table),
+                 "-o", str(tmp_path / "from_all")]) == 0
+    assert "added 'x' from 24 answers (12 correct; 24 rows of 1 other LLM in column 'model' left out)" in (
+        capsys.readouterr().out)
+    assert main(["add-llm", "--router", str(tiny_router_path), "--name", "x", "--answers",
+                 str(tmp_path / "x_only.csv"), "-o", str(tmp_path / "alone")]) == 0
+    assert Router.load(tmp_path / "from_all").llm_vectors[-1].tolist() == Router.load(
+        tmp_path / "alone").llm_vectors[-1].tolist()
+
+
+@pytest.mark.parametrize(
+    ("argv", "edit", "message"),
+    [
+        (["--name", "y"], None, "all.csv: no row of 'y' in its LLM column 'model', which names 2 other LLMs ('x', "
+         "'other'); add it under the name the file gives it, or keep only its rows in the file"),
+        (["--name", "x"], ("x,", ",", 3), "all.csv: data row 3 (1-based, header not counted, ending on line 4): has no "
+         "LLM name"),
+        (["--name", "x", "--llm-column", "llm"], None, "all.csv: no LLM column 'llm' (columns: id, text, model, "
+         "correct); see --llm-column"),
+        (["--name", "x", "--text-column", "prompt"], None, "all.csv: no text column 'prompt' (columns: id, text, "
+         "model, correct); see --text-column"),
+    ],
+)
+def test_a_table_of_several_llms_is_refused_where_it_cannot_say_whose_answers(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+    edit: tuple[str, str, int] | None, message: str,
+) -> None:
+    from jeirt_lite.cli import main
+
+    table = _long_table(tmp_path / "all.csv")
+    if edit is not None:
+        old, new, line = edit
+        lines = table.read_text().splitlines()
+        lines[line] = lines[line].replace(old, new, 1)
+        table.write_text("\n".join(lines) + "\n")
+    assert main(["add-llm", "--router", str(tiny_router_path), *argv, "--answers", str(table),
+                 "-o", str(tmp_path / "out")]) == 1
+    assert capsys.readouterr().err == f"jeirt-lite: error: {tmp_path}/{message}\n"
+    assert not (tmp_path / "out").exists()
+
+
+def test_add_llm_reads_the_column_names_train_reads(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from jeirt_lite.cli import build_parser, main
+
+    plain = _answers(tmp_path / "plain.csv").read_text()
+    (tmp_path / "train_names.csv").write_text(plain.replace("id,text,correct", "qid,question,label", 1))
+    (tmp_path / "mine.csv").write_text(plain.replace("id,text,correct", "id,ask,right", 1))
+    for name, options in [("plain.csv", []), ("train_names.csv", []),
+                          ("mine.csv", ["--text-column", "ask", "--correct-column", "right"]),
+                          ("mine.csv", ["--text-column", "ask", "--label-column", "right"])]:  # the old name works
+        out = tmp_path / f"out_{len(list(tmp_path.iterdir()))}"
+        assert main(["add-llm", "--router", str(tiny_router_path), "--name", "x", "--answers", str(tmp_path / name),
+                     "-o", str(out), *options]) == 0, capsys.readouterr().err
+        assert Router.load(out).llm_vectors[-1].tolist() == Router.load(
+            tmp_path / "out_3").llm_vectors[-1].tolist()
+    usage = build_parser()._subparsers._group_actions[0].choices["add-llm"].format_help()  # type: ignore[union-attr]
+    assert "--correct-column" in usage and "--llm-column" in usage and "--label-column" not in usage

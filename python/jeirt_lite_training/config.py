@@ -9,11 +9,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-# Default column names for the long and wide layouts; the first one present in the table is used.
+from ._runtime import CORRECT_COLUMNS, LLM_COLUMNS, TEXT_COLUMNS
+
+# Default column names for the long and wide layouts; the first one present in the table is used. The text, LLM and
+# correct columns are the runtime's, which `add-llm` reads answers by too.
 DEFAULT_QUESTION_COLUMNS = ("question_id", "qid", "id")
-DEFAULT_TEXT_COLUMNS = ("text", "question", "prompt")
-DEFAULT_LLM_COLUMNS = ("llm", "model", "model_name", "llm_name")
-DEFAULT_CORRECT_COLUMNS = ("correct", "label", "is_correct", "score")
+DEFAULT_TEXT_COLUMNS = TEXT_COLUMNS
+DEFAULT_LLM_COLUMNS = LLM_COLUMNS
+DEFAULT_CORRECT_COLUMNS = CORRECT_COLUMNS
 DEFAULT_SUBJECT_COLUMNS = ("subject", "category")
 DEFAULT_BENCHMARK_COLUMNS = ("benchmark", "dataset", "task")
 

@@ -93,12 +93,15 @@ def open_text_reader(
     skip_bad: bool = False,
     label_column: Optional[str] = None,
     read_ids: bool = True,
+    llm_rows: Optional[tuple[str, str]] = None,
 ) -> TextReader:
-    """A chunked reader of question texts and ids (and labels) from any table format, chosen by the suffix."""
+    """A chunked reader of question texts and ids (and labels) from any table format, chosen by the suffix;
+    `llm_rows` (column, name): only the rows of that LLM."""
     fmt = table_format(path)
     check_input_file(path)
     try:
-        return TextReader(path, fmt.records, text_column, id_column, chunk_size, skip_bad, label_column, read_ids)
+        return TextReader(path, fmt.records, text_column, id_column, chunk_size, skip_bad, label_column, read_ids,
+                          llm_rows)
     except OSError as err:
         raise JeirtError(f"{path}: cannot read it ({err.strerror or err})") from err
 

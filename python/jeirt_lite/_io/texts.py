@@ -1,6 +1,6 @@
 """What the commands read from a table: question texts with their ids (and labels), chunk by chunk.
 
-`score` streams a `TextReader`; `add-llm` reads a whole table with `read_questions`.
+`score` streams a `TextReader`; `add-llm` reads a whole table with `read_questions` (`answers`).
 
 Built on the record readers of `records`; a bad row (no text, an empty or non-text value, bytes that are not
 UTF-8, a line that is not JSON) either stops the run with an error naming that row, or, with `skip_bad`, is
@@ -9,6 +9,7 @@ dropped and counted.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from .vocabulary import (
     id_problem,
     label_missing,
     label_of,
+    llm_name_problem,
     text_problem,
 )
 
@@ -49,8 +51,14 @@ class TextReader:
         skip_bad: bool,
         label_column: Optional[str] = None,
         read_ids: bool = True,
+        llm_rows: Optional[tuple[str, str]] = None,
     ):
         self.path = path
+        # (column, name): only the rows whose column holds that LLM's name are read (one LLM's answers in a table
+        # of several); the others are counted by LLM, never checked.
+        self.llm_rows = llm_rows
+        self.kept_rows = 0
+        self.other_llms: Counter[str] = Counter()
         self.read_ids = read_ids  # False: no id column is read or checked, rows are named by their numbers
         self.text_column = text_column
         self.id_column: Optional[str] = id_column
@@ -79,6 +87,11 @@ class TextReader:
             raise hinted_error(
                 f"{self.path}: no label column {self.label_column!r} ({columns_listed(self.label_column, columns)})",
                 column_hint("label_column"),
+            )
+        if self.llm_rows is not None and self.llm_rows[0] not in columns:
+            raise hinted_error(
+                f"{self.path}: no LLM column {self.llm_rows[0]!r} ({columns_listed(self.llm_rows[0], columns)})",
+                column_hint("llm_column"),
             )
         if self.id_column is None:
             if self.read_ids and not self.schemaless:  # JSONL: its first good row decides (__iter__)
@@ -132,6 +145,7 @@ class TextReader:
         else:
             id_candidates = ID_COLUMNS if deciding else ()
         required = [self.text_column] + ([self.label_column] if self.label_column is not None else [])
+        required += [self.llm_rows[0]] if self.llm_rows is not None else []
         wanted = list(dict.fromkeys([*required, *id_candidates]))
         unclaimed: tuple[str, ...] = ()  # id fields no row may bring once the first good row came without one
         for batch in self.records.batches(wanted, required=required):
@@ -153,6 +167,8 @@ class TextReader:
             chunk = self._chunk(batch)
             if chunk.texts:
                 yield chunk
+        if self.llm_rows is not None and not self.kept_rows and self.other_llms:
+            raise JeirtError(no_rows_of(self.path, *self.llm_rows, self.other_llms))
 
     def _first_good_row(self, batch: RowBatch) -> Optional[int]:
         """The first row of `batch` the format could read whose text is usable."""
@@ -163,10 +179,17 @@ class TextReader:
     def _chunk(self, batch: RowBatch) -> TextChunk:
         ids = batch.values.get(self.id_column) if self.id_column is not None else None
         labels = batch.values[self.label_column] if self.label_column is not None else None
+        llms, keep = (batch.values[self.llm_rows[0]], self.llm_rows[1]) if self.llm_rows is not None else (None, "")
         chunk = TextChunk([], [], [] if labels is not None else None)
         problems = batch.problems
         for i, text in enumerate(batch.values[self.text_column]):
             problem = problems.get(i) if problems else None
+            if problem is None and llms is not None:
+                problem = llm_name_problem(llms[i])
+                if problem is None and str(llms[i]) != keep:
+                    self.other_llms[str(llms[i])] += 1
+                    continue
+                self.kept_rows += problem is None
             if problem is None:
                 problem = text_problem(text)
             if problem is None and ids is not None:
@@ -196,6 +219,14 @@ class TextReader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def no_rows_of(path: Path, column: str, llm: str, others: Counter[str]) -> str:
+    """The error of a table whose LLM column names other LLMs only."""
+    named = ", ".join(repr(name) for name, _ in others.most_common(8)) + (", ..." if len(others) > 8 else "")
+    plural = "s" if len(others) != 1 else ""
+    return (f"{path}: no row of {llm!r} in its LLM column {column!r}, which names {len(others)} other LLM{plural} "
+            f"({named}); add it under the name the file gives it, or keep only its rows in the file")
 
 
 @dataclass

@@ -9,6 +9,10 @@ from typing import Any, Optional
 
 TEXT_COLUMN = "text"
 LABEL_COLUMN = "correct"
+# The names a table of answers (`train`, `add-llm`) is read by when the user names none: the first one present.
+TEXT_COLUMNS = ("text", "question", "prompt")
+CORRECT_COLUMNS = ("correct", "label", "is_correct", "score")
+LLM_COLUMNS = ("llm", "model", "model_name", "llm_name")
 # Tried in this order when the user names no id column; without any, ids are data row numbers (1-based, header
 # not counted: the numbers error messages use).
 ID_COLUMNS = ("id", "question_id")
@@ -88,6 +92,15 @@ def text_problem(value: Any) -> Optional[str]:
         return "text is empty"
     if "\x00" in value:
         return "text holds a NUL character (a binary file, or UTF-16 read as UTF-8?)"
+    return None
+
+
+def llm_name_problem(value: Any) -> Optional[str]:
+    """Why `value` of a table's LLM column cannot name an LLM, or None when it can (a string or an integer)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return "has no LLM name"
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return f"LLM name {str(value)[:40]!r} is a {type(value).__name__}, not a string"
     return None
 
 

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import JeirtError
-from .._io.formats import known_suffixes, read_question_table
+from .._io.answers import read_answers
+from .._io.formats import known_suffixes
 from .._io.outputs import check_output_folder, refuse_inputs
-from .._io.vocabulary import LABEL_COLUMN, TEXT_COLUMN
+from .._io.vocabulary import CORRECT_COLUMNS, LLM_COLUMNS, TEXT_COLUMNS
 from .._training_questions import normalise_question
 from ._options import output_path
 from ._shared import (
@@ -42,17 +43,25 @@ def add_parser(subparsers: Any) -> None:
         type=Path,
         required=True,
         metavar="FILE",
-        help=f"{known_suffixes()} table with a text and a correct (0/1, true/false) column",
+        help=f"{known_suffixes()} table with a text and a correct (0/1, true/false) column; with an LLM column, "
+        "only the rows of --name are read",
     )
     add.add_argument("-o", "--output", type=output_path, required=True, metavar="NEW_ROUTER", help="folder to write")
     add.add_argument(
-        "--text-column", default=TEXT_COLUMN, metavar="NAME",
-        help=f"the column holding the question text (default: {TEXT_COLUMN})",
+        "--text-column", metavar="NAME",
+        help=f"the column holding the question text; default: the first of {', '.join(TEXT_COLUMNS)}",
     )
     add.add_argument(
-        "--label-column", default=LABEL_COLUMN, metavar="NAME",
-        help=f"the column saying whether the LLM answered correctly: 0/1 or true/false; a row with it empty is left "
-        f"out (default: {LABEL_COLUMN})",
+        "--correct-column", metavar="NAME",
+        help="the column saying whether the LLM answered correctly: 0/1 or true/false, a row with it empty left "
+        f"out; default: the first of {', '.join(CORRECT_COLUMNS)}",
+    )
+    # The option's name until 0.1.0, kept working; --correct-column is train's name for the same column.
+    add.add_argument("--label-column", dest="correct_column", metavar="NAME", help=argparse.SUPPRESS)
+    add.add_argument(
+        "--llm-column", metavar="NAME",
+        help="the column naming which LLM gave each answer (a table of several LLMs' answers): only the rows of "
+        f"--name are read; default: the first of {', '.join(LLM_COLUMNS)}, if any",
     )
     add.add_argument(
         "--cost", type=number_in(0.0, math.inf), default=None, help="the new LLM's cost, stored for cost-aware routing"
@@ -75,12 +84,17 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.output.exists() and not args.overwrite:
         raise JeirtError(f"{args.output} already exists (pass --overwrite to replace it)")
     refuse_existing(args.output, args.overwrite)  # before the fit: --overwrite replaces only a router folder
-    answers = read_question_table(args.answers, args.text_column, args.label_column, read_ids=False)
-    texts, labels = answers.texts, answers.labels or []
+    answers = read_answers(args.answers, args.name, args.text_column, args.correct_column, args.llm_column)
+    texts, labels = answers.texts, answers.labels
     grown = router.add_llm(args.name, texts, labels, cost=args.cost)
     path = grown.save(args.output, overwrite=args.overwrite)
     n = answers.unanswered
     left_out = f"; {n} row{'s' if n != 1 else ''} with an empty label left out" if n else ""
+    others = answers.other_llms
+    if others:
+        rows = sum(others.values())
+        left_out += (f"; {rows} row{'s' if rows != 1 else ''} of {len(others)} other LLM{'s' if len(others) != 1 else ''}"
+                     f" in column {answers.llm_column!r} left out")
     asked = len({normalise_question(text) for text in texts})
     to = f" to {asked} questions" if asked < len(texts) else ""  # some asked more than once: held out together
     console.out.write(
