@@ -212,11 +212,9 @@ def test_report_output_is_refused_inside_the_router_a_folder_or_without_a_data_f
         err = capsys.readouterr().err
         assert words in err and err.count("\n") == 1, err
     assert {f.name: f.read_bytes() for f in router.iterdir()} == before
-    table = tmp_path / "bank.csv"
-    table.write_text("id,text\nq1,law\n")
-    for folder in (table, tmp_path / "nowhere"):
-        assert main(["report", "--router", str(router), "--data", str(folder), "-o", str(tmp_path / "x.html")]) == 1
-        assert "not a data folder (the report reads a folder holding questions.csv" in capsys.readouterr().err
+    assert main(["report", "--router", str(router), "--data", str(tmp_path / "nowhere"), "-o",
+                 str(tmp_path / "x.html")]) == 1
+    assert f"{tmp_path / 'nowhere'}: no such data folder or table" in capsys.readouterr().err
     assert not (tmp_path / "x.html").exists()
 
 
@@ -309,3 +307,81 @@ def test_without_the_train_extra_the_router_split_says_what_to_install(
 
     monkeypatch.setitem(sys.modules, "jeirt_lite_training.router_split", None)  # its import fails as without torch
     assert router_test_question_ids({"training": {"split": {"seed": 0}}}, tmp_path) == (None, TRAIN_EXTRA)
+
+
+def _long_table(folder: Path, path: Path, names: tuple[str, str, str, str] = ("question_id", "text", "llm", "correct"),
+                ) -> Path:
+    """The answers of a data folder as one long table (one row per answer), its columns named `names`."""
+    with open(folder / "questions.csv", newline="", encoding="utf-8") as handle:
+        questions = {row["question_id"]: row for row in csv.DictReader(handle)}
+    with open(folder / "models.csv", newline="", encoding="utf-8") as handle:
+        llms = {row["model_id"]: row["name"] for row in csv.DictReader(handle)}
+    with open(folder / "responses.csv", newline="", encoding="utf-8") as handle, \
+            open(path, "w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow([*names, "subject"])
+        for row in csv.DictReader(handle):
+            question = questions[row["question_id"]]
+            writer.writerow([row["question_id"], question["text"], llms[row["model_id"]], row["correct"],
+                             question["subject"]])
+    return path
+
+
+def test_a_table_of_answers_gets_the_report_its_data_folder_gets(tiny_router_path: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pandas", reason="a table is read as train reads it: the train extra")
+    router = Router.load(tiny_router_path, threads=1)
+    data = _write_folder(tmp_path / "data", list(router.llms)[:4] + ["not-in-router"], n=60, seed=3)
+    pages = {}
+    for name, source, options in (
+        ("folder", data, []),
+        ("table", _long_table(data, tmp_path / "answers.csv"), []),
+        ("named", _long_table(data, tmp_path / "named.csv", ("qid_", "ask", "who", "right")),
+         ["--question-column", "qid_", "--text-column", "ask", "--llm-column", "who", "--correct-column", "right"]),
+    ):
+        out = tmp_path / f"{name}.html"
+        assert main(["report", "--router", str(tiny_router_path), "--data", str(source), "-o", str(out),
+                     "--threads", "1", *options]) == 0
+        pages[name] = out.read_text(encoding="utf-8")
+    for title in ("Calibration", "Quality and cost", "Difficulty"):
+        rows = _section_rows(pages["folder"], title)
+        assert rows and _section_rows(pages["table"], title) == rows == _section_rows(pages["named"], title), title
+    assert _section_rows(pages["table"], "Router and data")["observed cells"] == _section_rows(
+        pages["folder"], "Router and data")["observed cells"]
+
+
+def test_a_tables_router_split_is_drawn_again_from_the_table(tmp_path: Path) -> None:
+    pytest.importorskip("pandas", reason="a table is read as train reads it: the train extra")
+    from jeirt_lite.analysis._table_data import read_answer_table
+    from jeirt_lite_training.data import load_dataset
+    from jeirt_lite_training.splits import make_split
+    from make_data_slice import write_slice
+
+    folder = write_slice(Path(__file__).resolve().parent.parent / "data" / "mmlu_pro", tmp_path / "slice", 200, seed=2)
+    table = _long_table(folder, tmp_path / "answers.csv")
+    dataset = load_dataset(table)
+    split = make_split(dataset, seed=4, val_fraction=0.1, test_fraction=0.25)
+    record = {"seed": 4, "n_train_questions": len(split.train), "n_val_questions": len(split.val),
+              "n_test_questions": len(split.test), "val_fraction": 0.1, "test_fraction": 0.25}
+    data, ids, how = read_answer_table(table, {"training": {"split": record}}, None, None)
+    assert data.question_ids == ids == [str(dataset.question_ids[i]) for i in split.test]
+    assert how == f"the router's test split (seed 4, drawn again: {len(split.test)} questions)"
+    everything, ids, how = read_answer_table(table, {}, None, None)
+    assert ids is None and how == "the router records no split" and everything.n_questions == 200
+
+
+def test_a_table_is_refused_without_the_train_extra_and_column_options_with_a_folder(
+    tiny_router_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    data = _write_folder(tmp_path / "data", list(Router.load(tiny_router_path, threads=1).llms), n=12)
+    out = tmp_path / "r.html"
+    assert main(["report", "--router", str(tiny_router_path), "--data", str(data), "-o", str(out),
+                 "--text-column", "ask"]) == 2
+    assert "a data folder's files have fixed column names" in capsys.readouterr().err
+    table = _long_table(data, tmp_path / "answers.csv")
+    monkeypatch.setitem(sys.modules, "jeirt_lite_training.data", None)  # its import fails as without pandas
+    assert main(["report", "--router", str(tiny_router_path), "--data", str(table), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert 'a table is read as train reads it, which needs the train extra (pip install "jeirt-lite[train]")' in err
+    assert not out.exists()

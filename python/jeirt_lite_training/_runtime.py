@@ -31,6 +31,7 @@ from jeirt_lite._io.vocabulary import (
     EMPTY_LABELS,
     FALSE_LABELS,
     LLM_COLUMNS,
+    QUESTION_COLUMNS,
     TEXT_COLUMNS,
     TRUE_LABELS,
     TYPED_IDS,
@@ -53,7 +54,7 @@ from jeirt_lite.cli import _options as cli_options  # the converters and parser 
 from jeirt_lite.cli._shared import stderr_is_terminal  # progress drawn on a terminal only, as every command's
 
 __all__ = [
-    "CORRECT_COLUMNS", "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "HIDDEN_WRITE_KINDS", "LLM_COLUMNS", "NOT_ASKED", "STATIC_ENCODER_FILE", "TEXT_COLUMNS", "TRUE_LABELS", "TYPED_IDS", "WRITING_KIND", "JeirtError",
+    "CORRECT_COLUMNS", "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "HIDDEN_WRITE_KINDS", "LLM_COLUMNS", "NOT_ASKED", "QUESTION_COLUMNS", "STATIC_ENCODER_FILE", "TEXT_COLUMNS", "TRUE_LABELS", "TYPED_IDS", "WRITING_KIND", "JeirtError",
     "NeighbourVotes", "Router", "alignment", "all_metrics", "atomic_output", "cell_log_losses", "check_output_folder", "check_seed",
     "cli_options", "hidden_prefix", "log_loss", "merge_repeated_cells", "move_into_place", "neighbour_sums", "normalise_question", "option_error",
     "read_table", "refuse_existing", "refuse_inputs", "remove_stale_folders", "remove_stale_partials_like", "safetensors_layout", "save_artifact", "short_rows",

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ._runtime import CORRECT_COLUMNS, LLM_COLUMNS, TEXT_COLUMNS
+from ._runtime import CORRECT_COLUMNS, LLM_COLUMNS, QUESTION_COLUMNS, TEXT_COLUMNS
 
-# Default column names for the long and wide layouts; the first one present in the table is used. The text, LLM and
-# correct columns are the runtime's, which `add-llm` reads answers by too.
-DEFAULT_QUESTION_COLUMNS = ("question_id", "qid", "id")
+# Default column names for the long and wide layouts; the first one present in the table is used. The question,
+# text, LLM and correct columns are the runtime's, which `add-llm` and `report` read tables by too.
+DEFAULT_QUESTION_COLUMNS = QUESTION_COLUMNS
 DEFAULT_TEXT_COLUMNS = TEXT_COLUMNS
 DEFAULT_LLM_COLUMNS = LLM_COLUMNS
 DEFAULT_CORRECT_COLUMNS = CORRECT_COLUMNS

@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from .data import load_dataset
 from .splits import make_split
+from .types import Dataset
 
 SPLIT_SIZES = ("n_train_questions", "n_val_questions", "n_test_questions")
 
@@ -29,7 +30,15 @@ def router_test_question_ids(manifest: Mapping[str, Any], data_dir: Path) -> tup
     split, why = recorded_split(manifest)
     if split is None:
         return None, why
-    dataset = load_dataset(data_dir)
+    return test_question_ids_of(manifest, load_dataset(data_dir), data_dir)
+
+
+def test_question_ids_of(manifest: Mapping[str, Any], dataset: Dataset,
+                         data_dir: Path) -> tuple[Optional[list[str]], str]:
+    """`router_test_question_ids` on a dataset already read from `data_dir`."""
+    split, why = recorded_split(manifest)
+    if split is None:
+        return None, why
     total = dataset.n_questions
     wanted = [int(split[key]) for key in SPLIT_SIZES]
     if total != sum(wanted):

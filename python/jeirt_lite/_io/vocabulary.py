@@ -9,7 +9,9 @@ from typing import Any, Optional
 
 TEXT_COLUMN = "text"
 LABEL_COLUMN = "correct"
-# The names a table of answers (`train`, `add-llm`) is read by when the user names none: the first one present.
+# The names a table of answers (`train`, `add-llm`, `report`) is read by when the user names none: the first one
+# present.
+QUESTION_COLUMNS = ("question_id", "qid", "id")
 TEXT_COLUMNS = ("text", "question", "prompt")
 CORRECT_COLUMNS = ("correct", "label", "is_correct", "score")
 LLM_COLUMNS = ("llm", "model", "model_name", "llm_name")

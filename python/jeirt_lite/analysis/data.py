@@ -132,13 +132,20 @@ def read_response_folder(folder: Path, question_ids: Optional[Sequence[str]] = N
                                  np.asarray(y_cells, dtype=np.float64), len(names))
     data = ResponseData(ids, texts, np.asarray(subjects, dtype=object), names, cells.question, cells.llm,
                         cells.correct)
-    if question_ids is not None:
-        wanted = [str(q).strip() for q in question_ids if str(q).strip()]
-        unknown = [q for q in wanted if q not in index]
-        if unknown:
-            raise JeirtError(f"{len(unknown)} of the given question ids are not in {folder} (first: {unknown[0]!r})")
-        data = data.subset(np.asarray([index[q] for q in dict.fromkeys(wanted)], dtype=np.int64))
-    return data
+    return only_questions(data, question_ids, folder)
+
+
+def only_questions(data: ResponseData, question_ids: Optional[Sequence[str]], source: Path) -> ResponseData:
+    """The questions `question_ids` of `data` (each once, in the order given), all of them when None; an id that is
+    not in `data` is an error."""
+    if question_ids is None:
+        return data
+    index = {qid: i for i, qid in enumerate(data.question_ids)}
+    wanted = [str(q).strip() for q in question_ids if str(q).strip()]
+    unknown = [q for q in wanted if q not in index]
+    if unknown:
+        raise JeirtError(f"{len(unknown)} of the given question ids are not in {source} (first: {unknown[0]!r})")
+    return data.subset(np.asarray([index[q] for q in dict.fromkeys(wanted)], dtype=np.int64))
 
 
 def stratified_sample(subjects: np.ndarray, size: int, seed: int = 0) -> np.ndarray:

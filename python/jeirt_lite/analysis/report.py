@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import html
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 
 from .._alignment import unit_rows
-from .._errors import JeirtError
+from .._errors import JeirtError, option_error
 from .._io.outputs import atomic_output, refuse_inputs
 from .._metrics import ECE_BINS, accuracy, reliability_table
 from .._questions import EncodedQuestions
@@ -30,6 +30,7 @@ from ._probes import needs_calculation, probe_vectors
 from ._router_split import router_test_question_ids
 from ._routing_value import answer_matrix, cost_frontier, routing_value
 from ._stats import pca, roc_auc
+from ._table_data import read_answer_table
 from ._taxonomy import taxonomy
 from .data import DATA_FILES, ResponseData, read_response_folder, stratified_sample
 
@@ -98,30 +99,43 @@ def build_report(
     question_ids: Optional[Sequence[str]] = None,
     max_questions: Optional[int] = 3000,
     seed: int = 0,
+    columns: Optional[Mapping[str, str]] = None,
 ) -> Path:
     """Write the HTML report and return its path.
 
     Args:
         router: the router to describe.
-        data_dir: a data folder (questions.csv, models.csv, responses.csv).
+        data_dir: a data folder (questions.csv, models.csv, responses.csv), or a long or wide table of answers,
+            read as `train` reads it (needs the train extra).
         output: the .html file to write.
         question_ids: only these questions; None: the router's test split where it can be drawn again
             (_router_split), else all of the folder's.
         max_questions: embed a subject-stratified seeded sample of at most this many questions (None: all).
+        columns: a table's column names, as `train` takes them (the fields of jeirt_lite_training.data.Columns:
+            question, text, llm, correct); None: the names train looks for.
     """
     output = Path(output)
     if output.is_dir():
         raise JeirtError(f"{output}: is a folder; give a file name such as {output / 'report.html'}")
     if not output.parent.is_dir():  # checked before the work, and never created in passing
         raise JeirtError(f"{output}: folder {output.parent} does not exist")
-    if not Path(data_dir).is_dir():
-        raise JeirtError(f"{data_dir}: not a data folder (the report reads a folder holding {', '.join(DATA_FILES)})")
-    refuse_inputs(output, [*(Path(data_dir) / name for name in DATA_FILES), router.path], folders=[router.path])
+    data_dir = Path(data_dir)
+    folder = data_dir.is_dir()
+    if not folder and not data_dir.is_file():
+        raise JeirtError(f"{data_dir}: no such data folder or table")
+    if folder and columns:
+        raise option_error(f"{data_dir}: a data folder's files have fixed column names; the column options name the "
+                           "columns of one table")
+    inputs = [data_dir / name for name in DATA_FILES] if folder else [data_dir]
+    refuse_inputs(output, [*inputs, router.path], folders=[router.path])
     plt = _pyplot()
-    how = "the question ids given"
-    if question_ids is None:
-        question_ids, how = router_test_question_ids(router.manifest, Path(data_dir))
-    data = read_response_folder(Path(data_dir), question_ids)
+    if folder:
+        how = "the question ids given"
+        if question_ids is None:
+            question_ids, how = router_test_question_ids(router.manifest, data_dir)
+        data = read_response_folder(data_dir, question_ids)
+    else:
+        data, question_ids, how = read_answer_table(data_dir, router.manifest, columns, question_ids)
     if data.n_questions < 3:
         raise JeirtError(f"{data_dir}: the report needs at least 3 questions, found {data.n_questions}")
     if max_questions is not None and data.n_questions > max_questions:

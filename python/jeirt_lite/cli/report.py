@@ -1,4 +1,4 @@
-"""`jeirt-lite report`: one HTML page about a router on a data folder (needs the `report` extra)."""
+"""`jeirt-lite report`: one HTML page about a router on a data folder or table (needs the `report` extra)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 from .._errors import JeirtError
 from .._io.vectors import read_id_lines
+from .._io.vocabulary import CORRECT_COLUMNS, LLM_COLUMNS, QUESTION_COLUMNS, TEXT_COLUMNS
 from ._options import at_most, output_path
 from ._shared import (
     FORMATTER,
@@ -20,15 +21,19 @@ from ._shared import (
     threads_option,
 )
 
+# The columns of a table the report reads as train does, named by --ROLE-column (Columns' fields).
+COLUMN_ROLES = ("question", "text", "llm", "correct")
+
 
 def add_parser(subparsers: Any) -> None:
     report = subparsers.add_parser(
         "report",
         parents=[threads_option(), router_option()],
         formatter_class=FORMATTER,
-        help="one HTML page about a router on a data folder: difficulty, taxonomy, calibration, alignment",
+        help="one HTML page about a router on a data folder or table: difficulty, taxonomy, calibration, alignment",
         description=(
-            "Embed a data folder's questions (questions.csv, models.csv, responses.csv) with the router and write\n"
+            "Embed the questions of a data folder (questions.csv, models.csv, responses.csv) or of a table of\n"
+            "answers as train reads it (a long or wide table; needs the train extra) with the router, and write\n"
             "one self-contained HTML page of plots with their numbers: difficulty, taxonomy, LLM vectors,\n"
             "calibration, a probe, onboarding from a few answers, routing value and its quality-cost curve,\n"
             "alignment. Every section is computed from the router and the data, on the router's test\n"
@@ -38,12 +43,18 @@ def add_parser(subparsers: Any) -> None:
         epilog=(
             "examples:\n"
             f"  {PROG} report --data data/mmlu_pro -o report.html      # in a checkout of the repository\n"
-            f"  {PROG} report --data data/mmlu_pro --max-questions 300 -o small.html"
+            f"  {PROG} report --data data/mmlu_pro --max-questions 300 -o small.html\n"
+            f"  {PROG} report --data answers.csv --router my_router -o mine.html   # the table train read"
         ),
     )
     add_router_arguments(report)
-    report.add_argument("--data", type=Path, required=True, metavar="DIR",
-                        help="data folder in the project format, e.g. data/mmlu_pro of a checkout of the repository")
+    report.add_argument("--data", type=Path, required=True, metavar="DIR_OR_TABLE",
+                        help="data folder in the project format (e.g. data/mmlu_pro of a checkout of the repository), "
+                        "or one long or wide table of answers (.csv, .tsv, .jsonl, .parquet) as train reads it")
+    for role, names in zip(COLUMN_ROLES, (QUESTION_COLUMNS, TEXT_COLUMNS, LLM_COLUMNS, CORRECT_COLUMNS)):
+        report.add_argument(f"--{role}-column", metavar="NAME", default=None,
+                            help=f"the table's {role} column, as given to train; default: the first of "
+                            f"{', '.join(names)}")
     report.add_argument("-o", "--output", type=output_path, default=Path("report.html"), metavar="HTML",
                         help="the page to write (default: report.html)")
     report.add_argument("--question-ids", type=Path, default=None, metavar="FILE",
@@ -65,9 +76,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         ids = read_id_lines(args.question_ids)
     if not args.output.parent.is_dir():  # a mistyped folder is an error, not a folder created in passing
         raise JeirtError(f"-o {args.output}: folder {args.output.parent} does not exist")
+    columns = {role: getattr(args, f"{role}_column") for role in COLUMN_ROLES}
     path = build_report(
         load_router(chosen_router(args), args.threads), args.data, args.output, question_ids=ids,
-        max_questions=args.max_questions or None,
+        max_questions=args.max_questions or None, columns={role: name for role, name in columns.items() if name},
     )
     console.out.write(f"wrote {path}\n")
     return 0
