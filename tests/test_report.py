@@ -7,6 +7,7 @@ import base64
 import csv
 import html
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -186,7 +187,29 @@ def test_a_report_on_questions_without_answers_is_still_written(tiny_router_path
     (data / "responses.csv").write_text("question_id,model_id,correct\n", encoding="utf-8")  # no answer at all
     page = build_report(router, data, tmp_path / "r.html").read_text("utf-8")
     assert "No question here has an answer: no correlation of difficulty with error." in page
+    assert "No question here has an answer from an LLM of the router: nothing to route by." in page
     assert "Taxonomy" in page  # the sections that need no answers are all there
+
+
+def test_a_router_with_a_split_gets_a_report_on_a_folder_without_answers(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Drawing the split again reads the folder as training does, which refuses a folder without answers: the page
+    # says so instead of the command ending in a traceback, and numpy warns of no empty mean on the way.
+    pytest.importorskip("pandas", reason="drawing the router's split again needs the train extra")
+    artifact = load_artifact(tiny_router_path)
+    split = {"seed": 0, "n_train_questions": 60, "n_val_questions": 9, "n_test_questions": 21}
+    router = save_artifact(
+        tmp_path / "router", llm_names=artifact.llm_names, llm_vectors=artifact.llm_vectors,
+        tokenizer_json=artifact.tokenizer_path, encoder_onnx=artifact.encoder_path, encoder=artifact.encoder,
+        training={"split": split})
+    data = _write_folder(tmp_path / "data", list(artifact.llm_names))
+    (data / "responses.csv").write_text("question_id,model_id,correct\n", encoding="utf-8")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["report", "--router", str(router), "--data", str(data), "-o", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text("utf-8")
+    assert "the router&#x27;s split could not be drawn again (" in page and "no answers to learn from" in page
 
 
 def test_report_cli_bad_data_folder(tiny_router_path: Path, tmp_path: Path,

@@ -21,5 +21,8 @@ def router_test_question_ids(manifest: Mapping[str, Any], data_dir: Path) -> tup
     except ImportError:
         return None, TRAIN_EXTRA
     ids: Optional[list[str]]
-    ids, how = drawn_again(manifest, data_dir)
+    try:
+        ids, how = drawn_again(manifest, data_dir)
+    except ValueError as err:  # training's loader refuses what the report still reads (a folder without answers)
+        return None, f"the router's split could not be drawn again ({err})"
     return ids, how

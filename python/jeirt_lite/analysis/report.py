@@ -342,8 +342,11 @@ def _onboarding(plt: Any, router: Router, vectors: np.ndarray, data: ResponseDat
 
 def _quality_and_cost(plt: Any, router: Router, probabilities: np.ndarray, data: ResponseData) -> Section:
     section = Section("Quality and cost")
-    value = routing_value(probabilities, _answers_in_router_order(router, data),
-                          router.llms, router.costs)
+    answers = _answers_in_router_order(router, data)
+    if np.isnan(answers).all():
+        section.notes.append("No question here has an answer from an LLM of the router: nothing to route by.")
+        return section
+    value = routing_value(probabilities, answers, router.llms, router.costs)
     section.rows = [
         ("questions", str(value.n_questions)), ("router (most likely LLM)", _f(value.router)),
         (f"best single LLM in hindsight ({value.best_single_name})", _f(value.best_single)),
