@@ -408,3 +408,16 @@ def test_a_table_is_refused_without_the_train_extra_and_column_options_with_a_fo
     err = capsys.readouterr().err
     assert 'a table is read as train reads it, which needs the train extra (pip install "jeirt-lite[train]")' in err
     assert not out.exists()
+
+
+def test_a_table_the_loader_cannot_open_is_named_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pandas", reason="a table is read as train reads it: the train extra")
+    import jeirt_lite_training.data as training_data
+    from jeirt_lite.analysis._table_data import read_answer_table
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(training_data, "load_dataset", refused)
+    with pytest.raises(JeirtError, match=r"answers.csv: cannot read it \(Permission denied\)$"):
+        read_answer_table(tmp_path / "answers.csv", {}, None, None)

@@ -33,6 +33,8 @@ def read_answer_table(
         dataset = load_dataset(path, columns=Columns(**columns) if columns else None)
     except ValueError as err:  # the loader's DataError: a bad row or column, named
         raise JeirtError(str(err)) from None
+    except OSError as err:
+        raise JeirtError(f"{path}: cannot read it ({err.strerror or err})") from None
     how = "the question ids given"
     if question_ids is None:
         question_ids, how = test_question_ids_of(manifest, dataset, path)
