@@ -126,6 +126,31 @@ def test_chunk_size_does_not_change_the_scores(
     np.testing.assert_allclose(list(summary.forecast.values()), list(expected.values()), rtol=1e-5, atol=1e-7)
 
 
+def test_a_text_repeated_in_a_chunk_is_encoded_once_and_scored_for_every_row(
+    router: Router, bank: tuple[list[str], list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A long table of answers: each question once per LLM, the rows of one LLM after the other's.
+    _, texts = bank
+    repeated = texts[:30] * 4
+    path = write_bank(tmp_path / "answers.csv", [{"id": i, "text": t} for i, t in enumerate(repeated)])
+    encoded: list[str] = []
+    encode = Router.encode
+
+    def counting(self: Router, texts: Sequence[str], **kwargs: Any) -> EncodedQuestions:
+        encoded.extend(texts)
+        return encode(self, texts, **kwargs)
+
+    monkeypatch.setattr(Router, "encode", counting)
+    state = ScoreState()
+    output = tmp_path / "scores.csv"
+    score_file(router, input_path=path, output=output, options=ScoreOptions(k=2, chunk_size=50), state=state)
+    # Each chunk of 50 rows encodes its distinct texts once: 30, 30 and 20 of them.
+    assert len(encoded) == sum(len(set(repeated[i : i + 50])) for i in range(0, 120, 50)) == 80
+    assert state.rows_read == 120
+    monkeypatch.setattr(Router, "encode", encode)
+    check_against_one_shot(router, repeated, read_scores(output), k=2, everything=False)
+
+
 def test_forecast_without_an_output_file(
     router: Router, bank: tuple[list[str], list[str]], tmp_path: Path
 ) -> None:

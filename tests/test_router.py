@@ -46,6 +46,36 @@ def test_embed_matches_reference_in_input_order(router: Router, tiny_router_path
     np.testing.assert_allclose(got, reference_vectors(tiny_router_path, TEXTS), rtol=1e-5, atol=1e-6)
 
 
+def test_a_text_given_more_than_once_is_encoded_once(router: Router, monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = ["what is the price of gold", "who wrote the law", "what is the price of gold", "acid", "acid"]
+    alone = router.encode(["what is the price of gold", "who wrote the law", "acid"], features=True)
+    seen: list[list[str]] = []
+    encode = type(router._encoder).encode_with_features
+
+    def recording(self: object, texts: list[str], **kwargs: object) -> object:
+        seen.append(list(texts))
+        return encode(self, texts, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(router._encoder), "encode_with_features", recording)
+    twice = router.encode(texts, features=True)
+    assert seen == [["what is the price of gold", "who wrote the law", "acid"]]
+    rows = [0, 1, 0, 2, 2]
+    np.testing.assert_array_equal(twice.vectors, alone.vectors[rows])
+    assert twice.features is None and alone.features is None  # the tiny router's graph gives no features
+
+
+def test_the_shipped_router_gives_a_repeated_text_its_vector_and_features_on_every_row(real_texts: list[str]) -> None:
+    shipped = Router.load(threads=1)
+    texts = real_texts[:5]
+    twice = shipped.encode([*texts, *texts[::-1]])
+    once = shipped.encode(texts)
+    assert once.features is not None and twice.features is not None  # the votes read the features
+    rows = [0, 1, 2, 3, 4, 4, 3, 2, 1, 0]
+    np.testing.assert_array_equal(twice.vectors, once.vectors[rows])
+    np.testing.assert_array_equal(twice.features, once.features[rows])
+    np.testing.assert_array_equal(shipped.predict_proba(twice), shipped.predict_proba(once)[rows])
+
+
 def test_manifest_max_length_overrides_the_tokenizer_files_own_truncation(tmp_path: Path) -> None:
     from tokenizers import Tokenizer
 

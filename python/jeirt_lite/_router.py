@@ -88,6 +88,17 @@ class Router(RouterTables):
         # full costs seconds and gigabytes for nothing (the cut, `manifest.encoder.max_chars`, is in _limits).
         limit = self.manifest.encoder.max_chars
         checked = [text[:limit] for text in check_texts(texts)]
+        # A text given more than once is encoded once (a table of answers repeats each question for every LLM).
+        first: dict[str, int] = {}
+        rows = [first.setdefault(text, len(first)) for text in checked]
+        if len(first) < len(checked):
+            once = self._encode_checked(list(first), batch_size, features)
+            return once.rows(np.asarray(rows, dtype=np.int64))
+        return self._encode_checked(checked, batch_size, features)
+
+    def _encode_checked(
+        self, checked: list[str], batch_size: Optional[int], features: Optional[bool]
+    ) -> EncodedQuestions:
         if not (self.needs_features if features is None else features):
             return EncodedQuestions(self._encoder.encode(checked, batch_size=batch_size))
         encoder: Union[OnnxEncoder, StaticEncoder] = self._encoder

@@ -117,16 +117,21 @@ def _embedded_chunks(
 ) -> Chunks:
     # With onboarded corrections the encoder's features come with the vectors (the Rust fast path gives both).
     for chunk in reader:
+        # A text the chunk holds more than once is encoded once (a table of answers repeats each question per LLM).
+        first: dict[str, int] = {}
+        rows = np.asarray([first.setdefault(text, len(first)) for text in chunk.texts], dtype=np.int64)
+        texts = list(first)
         parts = []
-        for start in range(0, len(chunk.texts), ENCODE_SLICE):
-            part = chunk.texts[start : start + ENCODE_SLICE]
+        for start in range(0, len(texts), ENCODE_SLICE):
+            part = texts[start : start + ENCODE_SLICE]
             parts.append(router.encode(part))  # features only where scoring reads them
             progress.advance(len(part))
         vectors = np.concatenate([p[0] for p in parts]) if parts else np.empty((0, router.dim), np.float32)
         features = None if not parts or parts[0][1] is None else np.concatenate([p[1] for p in parts])
-        progress.advance(reader.skipped - state.rows_skipped)  # bad rows count as read for the percentage
+        # Bad rows and repeated texts count as read for the percentage.
+        progress.advance(reader.skipped - state.rows_skipped + len(chunk.texts) - len(texts))
         state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
-        yield chunk.ids, EncodedQuestions(vectors, features)
+        yield chunk.ids, EncodedQuestions(vectors, features).rows(rows)
     state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
 
 
