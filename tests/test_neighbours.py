@@ -436,7 +436,7 @@ def test_the_log_line_names_both_spaces_and_both_decisions() -> None:
                                  "held-out log-loss 0.5000 with, 0.5200 without: kept")
     other = VoteChoice(80, 8.0, None, 0.3, False, np.zeros(1), {"with_votes": 0.53, "calibration_only": 0.52})
     assert replace(choice, passed_over=other.outcome()).describe().endswith(
-        "without: kept (on the features: 0.5300, dropped)")
+        "without: kept (passed over: votes on the features, 0.5300, which alone would have been dropped)")
     unweighed = replace(choice, weight=0.0, kept=False)  # a lower loss, yet dropped: the line says why
     assert unweighed.describe().endswith("without: dropped (their fitted weight beside the router's logit is not "
                                          "positive)")

@@ -81,8 +81,10 @@ class VoteChoice:
     def describe(self) -> str:
         """One line for fit's log: the chosen votes, their losses, and the space passed over."""
         other = self.passed_over
-        passed_over = "" if other is None else (f" (on {_space_name(other['space_dims'])}: "
-                                                f"{other['crossfit_with_votes']:.4f}, {_kept(other['kept'])})")
+        # The space passed over, and what its votes alone would have come to.
+        passed_over = "" if other is None else (
+            f" (passed over: votes on {_space_name(other['space_dims'])}, {other['crossfit_with_votes']:.4f}, which "
+            f"alone would have been {_kept(other['kept'])})")
         lower = self.crossfit["with_votes"] < self.crossfit["calibration_only"]
         # Dropped although they lower the loss: their weight beside the router's logit came out zero or less.
         why = " (their fitted weight beside the router's logit is not positive)" if lower and not self.kept else ""
