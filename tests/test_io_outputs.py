@@ -270,3 +270,15 @@ def test_a_process_id_beyond_any_the_system_gives_is_kept(tmp_path: Path) -> Non
 
 def test_a_missing_folder_has_no_hidden_folders(tmp_path: Path) -> None:
     assert remove_stale_folders(tmp_path / "nowhere" / "router", ("tmp", "old")) == []
+
+
+def test_the_error_that_stopped_a_write_is_kept_when_its_temporary_file_cannot_be_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A read-only folder: the temporary file is never made, and removing it fails with EROFS rather than ENOENT.
+    def read_only(path: Path, missing_ok: bool = False) -> None:
+        raise OSError(30, "Read-only file system", str(path))
+
+    monkeypatch.setattr(Path, "unlink", read_only)
+    with pytest.raises(JeirtError, match="the first error"), atomic_output(tmp_path / "scores.csv"):
+        raise JeirtError("the first error")

@@ -265,6 +265,9 @@ def atomic_output(output: Path) -> Iterator[Path]:
         yield temporary
         os.replace(temporary, output)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+        # The error that stopped the run is the one to tell: removing a temporary file that was never made in a
+        # read-only folder fails too (EROFS, not ENOENT), and its error replaced the first. A file left by a removal
+        # that failed is a dead run's partial file to the next run.
+        with contextlib.suppress(OSError):
             temporary.unlink()
         raise
