@@ -139,7 +139,7 @@ def test_a_failure_while_chunks_are_in_flight_leaves_no_output_and_a_working_poo
 
     with monkeypatch.context() as patch:
         patch.setattr(writers.CsvWriter, "write", failing_write)
-        with pytest.raises(OSError, match="disk full"):
+        with pytest.raises(JeirtError, match=r"s\.csv: cannot write the output \(disk full\)"):
             score_file(router, input_path=bank, output=out, options=ScoreOptions(chunk_size=10))
     assert written == [10] and not out.exists() and not list(tmp_path.glob(".s.csv.partial-*"))
     # The jobs left behind finish on their own; the pool serves the next run.

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from jeirt_lite import Router
+from jeirt_lite import Router, batch
+from jeirt_lite._io import writers
 from jeirt_lite.batch import ScoreSummary
 from jeirt_lite.cli import main
 from jeirt_lite.cli import score as score_command
@@ -43,6 +44,29 @@ def test_one_llm_per_question_by_default_and_no_neighbours_scores_without_the_vo
         assert [row["llm_1"] for row in rows] == [names[0] for names in expected.names]
         assert np.allclose([float(row["p_1"]) for row in rows], expected.probabilities[:, 0], rtol=0, atol=1e-6)
     assert _rows(tmp_path / "scores0.csv") != _rows(tmp_path / "scores1.csv")
+
+
+@pytest.mark.parametrize("where", ["open", "write"])
+def test_an_output_that_cannot_be_written_is_named_in_the_error_and_nothing_is_left(
+    bank: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    # A read-only folder refuses the hidden temporary file (its error named that file, not the output); a full disk
+    # fails a write (its error named no file at all: "[Errno 28] No space left on device").
+    def read_only(path: Path, *args: Any) -> None:
+        raise OSError(30, "Read-only file system", str(path))
+
+    def full(self: Any, chunk: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    if where == "open":
+        monkeypatch.setattr(batch, "open_writer", read_only)
+    else:
+        monkeypatch.setattr(writers.CsvWriter, "write", full)
+    out = tmp_path / "scores.csv"
+    assert main(["score", str(bank), "-o", str(out), "--threads", "1", "-q"]) == 1
+    why = "Read-only file system" if where == "open" else "No space left on device"
+    assert capsys.readouterr().err.splitlines()[0] == f"jeirt-lite: error: {out}: cannot write the output ({why})"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["bank.csv"]
 
 
 @pytest.mark.parametrize(("terminal", "quiet", "drawn"), [(True, False, True), (True, True, False), (False, False, False)])

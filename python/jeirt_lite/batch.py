@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -187,6 +188,18 @@ def _check_vectors_source(router: Router, vectors_path: Optional[Path]) -> None:
         )
 
 
+@contextlib.contextmanager
+def _naming(output: Optional[Path]) -> Iterator[None]:
+    """An OSError writing the output (a read-only folder, a full disk) as an error naming the output that was asked
+    for: it named the hidden temporary file written first, or no file at all (`[Errno 28] No space left on
+    device`). pyarrow's own text names the temporary file too: the errno's text stands for it."""
+    try:
+        yield
+    except OSError as err:
+        why = os.strerror(err.errno) if err.errno else str(err)
+        raise JeirtError(f"{output}: cannot write the output ({why})") from err
+
+
 def score_file(
     router: Router,
     *,
@@ -251,21 +264,25 @@ def score_file(
     try:
         with reader, atomic_output(output) if output is not None else contextlib.nullcontext() as temporary:
             id_type = reader.id_arrow_type() if isinstance(reader, TextReader) else None
-            writer = (
-                open_writer(temporary, fmt, options.k, router.llms, options.all_probabilities, id_type)
-                if temporary is not None and fmt is not None
-                else None
-            )
+            with _naming(output):
+                writer = (
+                    open_writer(temporary, fmt, options.k, router.llms, options.all_probabilities, id_type)
+                    if temporary is not None and fmt is not None
+                    else None
+                )
             try:
                 for ids, questions in chunks:
                     if forecast is not None:
                         forecast.add(questions)
                     if writer is not None and len(questions.vectors):
-                        writer.write(score_chunk(scorer, ids, questions, options))
+                        scored = score_chunk(scorer, ids, questions, options)
+                        with _naming(output):
+                            writer.write(scored)
                     state.rows_scored += len(questions.vectors)
             finally:
                 if writer is not None:
-                    writer.close()
+                    with _naming(output):
+                        writer.close()
             if forecast is not None:
                 result = forecast.result()  # inside the guard: no forecast means a failed run and no output
     finally:
