@@ -195,6 +195,11 @@ def _write_inputs(folder: Path) -> None:
         writer = csv.writer(handle)
         writer.writerow(["text", "correct"])
         writer.writerows([t, n % 2] for n, t in enumerate(texts[:24]))
+    with open(folder / "my_answers.csv", "w", newline="", encoding="utf-8") as handle:  # a long table, train's
+        writer = csv.writer(handle)
+        writer.writerow(["question_id", "text", "llm", "correct"])
+        writer.writerows([i, t, llm, (n + j) % 2] for n, (i, t) in enumerate(zip(ids[:24], texts))
+                         for j, llm in enumerate(("Yi-34B", "gemma-7b")))
 
 
 def test_help_examples_run_as_written(workdir: tuple[Path, dict[str, str]]) -> None:

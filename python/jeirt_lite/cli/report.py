@@ -44,7 +44,7 @@ def add_parser(subparsers: Any) -> None:
             "examples:\n"
             f"  {PROG} report --data data/mmlu_pro -o report.html      # in a checkout of the repository\n"
             f"  {PROG} report --data data/mmlu_pro --max-questions 300 -o small.html\n"
-            f"  {PROG} report --data answers.csv --router my_router -o mine.html   # the table train read"
+            f"  {PROG} report --data my_answers.csv -o mine.html    # a long or wide table, as train reads it"
         ),
     )
     add_router_arguments(report)
