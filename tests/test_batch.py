@@ -527,3 +527,16 @@ def test_unusable_vector_files(router: Router, tmp_path: Path) -> None:
                 options=ScoreOptions(chunk_size=2),
             )
         assert not (tmp_path / "s.csv").exists()
+
+
+def test_an_output_that_is_a_symbolic_link_is_replaced_and_its_target_left_as_it_was(
+    router: Router, bank: tuple[list[str], list[str]], tmp_path: Path
+) -> None:
+    ids, texts = bank
+    path = write_bank(tmp_path / "bank.csv", [{"id": i, "text": t} for i, t in zip(ids[:5], texts)])
+    target = tmp_path / "elsewhere.csv"
+    target.write_text("kept\n")
+    (tmp_path / "scores.csv").symlink_to(target)
+    score_file(router, input_path=path, output=tmp_path / "scores.csv", options=ScoreOptions(k=1))
+    assert not (tmp_path / "scores.csv").is_symlink() and len(read_scores(tmp_path / "scores.csv")) == 5
+    assert target.read_text() == "kept\n"
