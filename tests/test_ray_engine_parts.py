@@ -1,0 +1,430 @@
+"""The Ray engine's parts (jeirt_lite.ray_engine) run without a Ray runtime: the worker's scorer on Arrow batches,
+the router files shipped to it, the id column, the pool size, what `score_dataset` asks of Ray Data, the forecast's
+sums, the Parquet writer, the errors unwrapped and when `score_file_on_ray` starts and stops Ray. Ray stands in as
+small fakes (a Dataset that records its calls, the runtime's functions patched), so nothing here schedules a task;
+tests/test_ray.py runs the whole pipeline on a real runtime.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from jeirt_lite._errors import JeirtError
+from jeirt_lite.artifact import read_manifest
+from jeirt_lite.batch import ScoreOptions
+
+pytest.importorskip("ray", reason='needs Ray: pip install "jeirt-lite[ray]"')
+
+import jeirt_lite.ray_engine as engine  # noqa: E402 - after the skip: the module imports Ray
+
+IDS = ["q0", "q1", "q2", "q3"]
+
+
+@pytest.fixture(scope="module")
+def texts(real_texts: list[str]) -> list[str]:
+    return real_texts[: len(IDS)]
+
+
+def scorer(router_path: Path, *, k: int = 2, all_probabilities: bool = False, skip_bad: bool = False,
+           router_files: Optional[dict[str, bytes]] = None) -> Any:
+    return engine._BankScorer(str(router_path), "text", "id", k, all_probabilities, skip_bad, 1, router_files)
+
+
+def batch(ids: list[Any], texts: list[Any], id_type: Any = None) -> pa.Table:
+    return pa.table({"id": pa.array(ids, type=id_type or pa.string()), "text": pa.array(texts, type=pa.string())})
+
+
+# -- the worker's scorer ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("all_probabilities", [False, True])
+def test_a_batch_whose_every_row_is_skipped_gives_an_empty_table_of_the_scored_schema(
+    tiny_router_path: Path, texts: list[str], all_probabilities: bool
+) -> None:
+    score = scorer(tiny_router_path, k=2, all_probabilities=all_probabilities, skip_bad=True)
+    full = score(batch(IDS, texts))
+    empty = score(batch(IDS, [None, " ", "", None]))
+    assert empty.num_rows == 0
+    assert empty.schema == full.schema
+
+
+def test_large_string_ids_come_out_as_the_single_machine_writer_s_strings(
+    tiny_router_path: Path, texts: list[str]
+) -> None:
+    score = scorer(tiny_router_path)
+    plain = score(batch(IDS, texts))
+    large = score(batch(IDS, texts, pa.large_string()))
+    assert large.schema.field("id").type == pa.string()
+    assert large.equals(plain)
+
+
+def test_skipped_rows_take_their_ids_with_them(tiny_router_path: Path, texts: list[str]) -> None:
+    score = scorer(tiny_router_path, skip_bad=True)
+    got = score(batch(IDS, [texts[0], None, texts[2], "  "]))
+    assert got.column("id").to_pylist() == ["q0", "q2"]
+    assert got.equals(score(batch(["q0", "q2"], [texts[0], texts[2]])))
+    with pytest.raises(JeirtError, match="row with id 'q1': has no text"):
+        scorer(tiny_router_path)(batch(IDS, [texts[0], None, texts[2], texts[3]]))
+
+
+def test_a_worker_given_the_router_s_files_loads_its_own_copy(
+    tiny_router_path: Path, tmp_path: Path, texts: list[str]
+) -> None:
+    files = engine.read_router_files(tiny_router_path)
+    shipped = scorer(tmp_path / "no_such_router", router_files=files)  # the path is not read
+    assert shipped(batch(IDS, texts)).equals(scorer(tiny_router_path)(batch(IDS, texts)))
+
+
+def test_the_router_s_files_are_every_file_of_its_folder_and_need_a_router_json(
+    tiny_router_path: Path, tmp_path: Path
+) -> None:
+    files = engine.read_router_files(tiny_router_path)
+    assert sorted(files) == sorted(entry.name for entry in tiny_router_path.iterdir() if entry.is_file())
+    assert files["router.json"] == (tiny_router_path / "router.json").read_bytes()
+    folder = tmp_path / "not_a_router"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "table.bin").write_bytes(b"\0")
+    with pytest.raises(JeirtError, match="not_a_router: not a router folder"):
+        engine.read_router_files(folder)
+
+
+# -- the id column and the pool size ------------------------------------------------------------------------------
+
+
+def test_the_id_column_is_the_named_one_else_id_or_question_id() -> None:
+    assert engine.find_id_column(["text", "key", "id"], "text", "key") == "key"
+    assert engine.find_id_column(["text", "id"], "text", None) == "id"
+    assert engine.find_id_column(["question_id", "text"], "text", None) == "question_id"
+    with pytest.raises(JeirtError, match="no id column 'key'"):
+        engine.find_id_column(["text", "id"], "text", "key")
+    with pytest.raises(JeirtError, match="no column 'body'"):
+        engine.find_id_column(["text", "id"], "body", "id")
+    with pytest.raises(JeirtError, match="needs an id column"):
+        engine.find_id_column(["text"], "text", None)
+
+
+@pytest.mark.parametrize(("cpus", "threads", "workers"), [(1, 1, 1), (2, 1, 1), (3, 1, 2), (9, 2, 4), (9, 4, 2), (2, 4, 1)])
+def test_the_default_pool_leaves_one_cpu_to_the_reads(
+    monkeypatch: pytest.MonkeyPatch, cpus: int, threads: int, workers: int
+) -> None:
+    monkeypatch.setattr(engine.ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(engine.ray, "cluster_resources", lambda: {"CPU": float(cpus)})
+    assert engine._default_concurrency(threads) == workers
+
+
+def test_the_default_pool_starts_ray_when_none_runs_and_counts_this_machine_s_cores_without_a_cpu_resource(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[dict[str, Any]] = []
+    monkeypatch.setattr(engine.ray, "is_initialized", lambda: bool(started))
+    monkeypatch.setattr(engine.ray, "init", lambda **kwargs: started.append(kwargs))
+    monkeypatch.setattr(engine.ray, "cluster_resources", lambda: {})
+    monkeypatch.setattr(engine.os, "cpu_count", lambda: 5)
+    assert engine._default_concurrency(1) == 4
+    assert started == [{"include_dashboard": False}]
+    assert engine._default_concurrency(1) == 4 and len(started) == 1  # running now: not started again
+    monkeypatch.setattr(engine.os, "cpu_count", lambda: None)
+    assert engine._default_concurrency(1) == 1
+
+
+# -- what score_dataset asks of Ray Data --------------------------------------------------------------------------
+
+
+class FakeDataset:
+    """Records what `score_dataset` asks of a Ray Dataset."""
+
+    def __init__(self, names: list[str], streaming_repartition: bool = True) -> None:
+        self.names, self.streaming_repartition = names, streaming_repartition
+        self.repartitioned: Optional[int] = None
+        self.mapped: dict[str, Any] = {}
+
+    def schema(self) -> Any:
+        return pa.schema([(name, pa.string()) for name in self.names])
+
+    def repartition(self, *, target_num_rows_per_block: int) -> FakeDataset:
+        if not self.streaming_repartition:
+            raise TypeError("repartition() got an unexpected keyword argument 'target_num_rows_per_block'")
+        self.repartitioned = target_num_rows_per_block
+        return self
+
+    def map_batches(self, fn: Any, **kwargs: Any) -> FakeDataset:
+        self.mapped = {"fn": fn, **kwargs}
+        return self
+
+
+def test_score_dataset_hands_ray_the_scorer_its_arguments_and_the_pool(tiny_router_path: Path) -> None:
+    ds = FakeDataset(["question_id", "text"])
+    assert engine.score_dataset(ds, tiny_router_path, k=2, batch_size=40, concurrency=3, threads_per_worker=2) is ds
+    assert ds.repartitioned == 40
+    mapped = ds.mapped
+    assert mapped["fn"] is engine._BankScorer
+    assert mapped["fn_constructor_kwargs"] == {
+        "router_path": str(tiny_router_path.resolve()), "text_column": "text", "id_column": "question_id", "k": 2,
+        "all_probabilities": False, "skip_bad": False, "threads": 2, "router_files": None,
+    }
+    assert (mapped["batch_size"], mapped["batch_format"], mapped["num_cpus"]) == (40, "pyarrow", 2)
+    assert (mapped["compute"].min_size, mapped["compute"].max_size) == (3, 3)
+
+
+def test_score_dataset_ships_the_router_only_when_asked_and_sizes_the_pool_by_default(
+    tiny_router_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(engine, "_default_concurrency", lambda threads: 7 * threads)
+    ds = FakeDataset(["id", "text"], streaming_repartition=False)  # an older Ray: the blocks stay as read
+    engine.score_dataset(ds, tiny_router_path, ship_router=True, threads_per_worker=2)
+    assert ds.repartitioned is None
+    assert ds.mapped["fn_constructor_kwargs"]["router_files"] == engine.read_router_files(tiny_router_path)
+    assert ds.mapped["batch_size"] == engine.DEFAULT_BATCH_SIZE
+    assert ds.mapped["compute"].min_size == 14
+
+
+def test_score_dataset_s_defaults_are_the_command_line_s(tiny_router_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine, "_default_concurrency", lambda threads: threads)
+    ds = FakeDataset(["id", "text"])
+    engine.score_dataset(ds, tiny_router_path)
+    given = ds.mapped["fn_constructor_kwargs"]
+    assert (given["text_column"], given["id_column"], given["k"], given["threads"]) == ("text", "id", 1, 1)
+    assert not given["all_probabilities"] and not given["skip_bad"] and given["router_files"] is None
+    assert ds.mapped["num_cpus"] == 1
+
+
+@pytest.mark.parametrize("concurrency", [0, -1])
+def test_score_dataset_refuses_a_pool_of_no_workers(tiny_router_path: Path, concurrency: int) -> None:
+    with pytest.raises(JeirtError, match="concurrency"):
+        engine.score_dataset(FakeDataset(["id", "text"]), tiny_router_path, concurrency=concurrency)
+
+
+# -- the forecast's sums and the Parquet writer -------------------------------------------------------------------
+
+
+class FakeScored:
+    """A scored Dataset of the given Arrow tables (its batches), as far as the forecast and the writer use it."""
+
+    def __init__(self, tables: list[pa.Table]) -> None:
+        self.tables = tables
+
+    def map_batches(self, fn: Callable[..., dict[str, np.ndarray]], *, fn_kwargs: dict[str, Any],
+                    batch_format: str) -> Any:
+        assert batch_format == "pyarrow"
+        outputs = [fn(table, **fn_kwargs) for table in self.tables]
+        rows = [{name: column[i].item() for name, column in out.items()}
+                for out in outputs for i in range(len(out[engine.COUNT_COLUMN]))]
+        return type("Taken", (), {"take_all": lambda self: rows})()
+
+    def iter_batches(self, *, batch_format: str, batch_size: Any) -> Any:
+        assert (batch_format, batch_size) == ("pyarrow", None)
+        return iter(self.tables)
+
+
+def p_table(values: dict[str, list[float]]) -> pa.Table:
+    return pa.table({name: pa.array(column, type=pa.float32()) for name, column in values.items()})
+
+
+def test_the_forecast_is_each_llm_s_mean_over_every_batch_summed_in_float64() -> None:
+    batches = [{"a": [0.25, 0.5, 1.0], "b": [0.1, 0.2, 0.3]}, {"a": [0.75], "b": [0.9]}, {"a": [], "b": []}]
+    means, count = engine.expected_accuracy(FakeScored([p_table(
+        {f"p[{name}]": column for name, column in values.items()}) for values in batches]), ["b", "a"])
+    assert count == 4
+    for name in ("a", "b"):
+        every = np.concatenate([np.asarray(values[name], dtype=np.float32) for values in batches])
+        assert means[name] == every.astype(np.float64).sum() / 4
+    assert list(means) == ["b", "a"]
+
+
+def test_no_question_scored_gives_no_forecast() -> None:
+    with pytest.raises(JeirtError, match="no question was scored"):
+        engine.expected_accuracy(FakeScored([p_table({"p[a]": []})]), ["a"])
+
+
+def test_the_writer_streams_the_batches_in_order_dropping_what_it_is_told(tmp_path: Path) -> None:
+    tables = [pa.table({"id": ["q0", "q1"], "p[a]": [0.5, 0.25]}), pa.table({"id": [], "p[a]": []}),
+              pa.table({"id": ["q2"], "p[a]": [1.0]})]
+    output = tmp_path / "scores.parquet"
+    assert engine._write_parquet(FakeScored(tables), output, ["p[a]"]) == 3
+    assert pq.read_table(output).to_pydict() == {"id": ["q0", "q1", "q2"]}
+    assert engine._write_parquet(FakeScored(tables), output, []) == 3
+    assert pq.read_table(output).column_names == ["id", "p[a]"]
+    with pytest.raises(JeirtError, match="produced no batches"):
+        engine._write_parquet(FakeScored([]), tmp_path / "none.parquet", [])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["scores.parquet"]
+
+
+# -- the errors that come back, and starting and stopping Ray -----------------------------------------------------
+
+
+def test_a_worker_s_jeirt_error_is_found_in_ray_s_wrapping() -> None:
+    from ray.exceptions import RayTaskError
+
+    error = JeirtError("row with id 'q7': has no text")
+    assert engine.unwrap_error(error) is error
+    outer = RuntimeError("the pipeline failed")
+    outer.__cause__ = ValueError("inner")
+    outer.__cause__.__cause__ = error
+    assert engine.unwrap_error(outer) is error
+    wrapped = RayTaskError("map_batches", "Traceback ...", error)  # Ray's cause attribute, not __cause__
+    assert engine.unwrap_error(wrapped) is error
+    from_text = engine.unwrap_error(RuntimeError("UserCodeException\njeirt_lite.JeirtError: a bad row\n"))
+    assert isinstance(from_text, JeirtError) and str(from_text) == "a bad row"
+    looped = ValueError("no JeirtError here")
+    looped.__cause__ = RuntimeError("nor here")
+    looped.__cause__.__cause__ = looped
+    assert engine.unwrap_error(looped) is None
+
+
+def test_a_pipeline_error_that_holds_no_jeirt_error_is_raised_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*_: Any) -> Any:
+        raise failure
+
+    monkeypatch.setattr(engine, "_run_pipeline", fail)
+    failure: Exception = RuntimeError("JeirtError: row with id 'q1': has no text (missing or null)")
+    with pytest.raises(JeirtError, match="^row with id 'q1'") as caught:
+        engine._score_on_ray(None, Path("router"), [], False)  # type: ignore[arg-type]
+    assert caught.value is not failure
+    failure = OSError("disk full")
+    with pytest.raises(OSError) as raised:
+        engine._score_on_ray(None, Path("router"), [], False)  # type: ignore[arg-type]
+    assert raised.value is failure
+
+
+class FakeRuntime:
+    """ray.init, ray.shutdown and ray.is_initialized as score_file_on_ray calls them."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, running: bool) -> None:
+        self.running, self.inits, self.shutdowns = running, [], 0
+        monkeypatch.setattr(engine.ray, "is_initialized", lambda: self.running)
+        monkeypatch.setattr(engine.ray, "init", lambda **kwargs: self.inits.append(kwargs))
+        monkeypatch.setattr(engine.ray, "shutdown", self.shutdown)
+
+    def shutdown(self) -> None:
+        self.shutdowns += 1
+
+
+@pytest.fixture
+def parquet_bank(tmp_path: Path, texts: list[str]) -> Path:
+    path = tmp_path / "bank.parquet"
+    pq.write_table(batch(IDS, texts), path)
+    return path
+
+
+@pytest.mark.parametrize(("running", "address", "cores"),
+                         [(False, None, 3), (False, None, None), (False, "ray://head:10001", 3), (True, None, 3)])
+def test_ray_is_started_for_the_call_only_when_none_runs_and_stopped_after_it(
+    monkeypatch: pytest.MonkeyPatch, tiny_router_path: Path, parquet_bank: Path, tmp_path: Path,
+    running: bool, address: Optional[str], cores: Optional[int],
+) -> None:
+    runtime = FakeRuntime(monkeypatch, running)
+    monkeypatch.setattr(engine.os, "cpu_count", lambda: cores)
+    runs: list[Any] = []
+
+    def pipeline(run: Any, router_path: Path, llms: Any, show_progress: bool) -> Any:
+        runs.append((run, router_path, show_progress))
+        return 3, None, 0.5
+
+    monkeypatch.setattr(engine, "_score_on_ray", pipeline)
+    output = tmp_path / "scores.parquet"
+    summary = engine.score_file_on_ray(parquet_bank, router_path=tiny_router_path, output=output, address=address)
+    assert (summary.rows, summary.skipped, summary.seconds, summary.output) == (3, 1, 0.5, output)
+    run, router_path, show_progress = runs[0]
+    assert run.options == ScoreOptions() and router_path == tiny_router_path and not show_progress
+    if running:
+        assert runtime.inits == [] and runtime.shutdowns == 0
+    else:
+        cpus = None if address else (cores or 1)  # a local runtime on this machine's cores, 1 when unknown
+        assert runtime.inits == [{"address": address, "num_cpus": cpus, "include_dashboard": False,
+                                  "log_to_driver": False}]
+        assert runtime.shutdowns == 1
+
+
+def test_ray_started_for_the_call_is_stopped_when_the_run_fails(
+    monkeypatch: pytest.MonkeyPatch, tiny_router_path: Path, parquet_bank: Path, tmp_path: Path
+) -> None:
+    runtime = FakeRuntime(monkeypatch, running=False)
+
+    def pipeline(*_: Any) -> Any:
+        raise JeirtError("a bad row")
+
+    monkeypatch.setattr(engine, "_score_on_ray", pipeline)
+    with pytest.raises(JeirtError, match="a bad row"):
+        engine.score_file_on_ray(parquet_bank, router_path=tiny_router_path, output=tmp_path / "s.parquet")
+    assert runtime.shutdowns == 1
+
+
+def test_the_forecast_alone_needs_no_output_and_the_default_router_is_the_shipped_one(
+    monkeypatch: pytest.MonkeyPatch, parquet_bank: Path
+) -> None:
+    FakeRuntime(monkeypatch, running=True)
+    seen: list[Path] = []
+
+    def pipeline(run: Any, router_path: Path, llms: Any, show_progress: bool) -> Any:
+        seen.append(router_path)
+        return 4, {name: 0.5 for name in llms}, 0.5
+
+    monkeypatch.setattr(engine, "_score_on_ray", pipeline)
+    summary = engine.score_file_on_ray(parquet_bank, options=ScoreOptions(forecast=True))
+    assert seen == [engine.DEFAULT_ROUTER_PATH]
+    assert summary.output is None and summary.forecast is not None
+    assert list(summary.forecast) == list(read_manifest(engine.DEFAULT_ROUTER_PATH).llms)
+
+
+def test_an_output_that_would_replace_the_bank_is_refused_before_ray_starts(
+    monkeypatch: pytest.MonkeyPatch, tiny_router_path: Path, parquet_bank: Path
+) -> None:
+    runtime = FakeRuntime(monkeypatch, running=False)
+    before = parquet_bank.read_bytes()
+    with pytest.raises(JeirtError, match="bank.parquet"):
+        engine.score_file_on_ray(parquet_bank, router_path=tiny_router_path, output=parquet_bank)
+    assert runtime.inits == [] and parquet_bank.read_bytes() == before
+
+
+class Materializing(FakeScored):
+    def __init__(self, tables: list[pa.Table]) -> None:
+        super().__init__(tables)
+        self.materialized = 0
+
+    def materialize(self) -> Materializing:
+        self.materialized += 1
+        return self
+
+
+@pytest.mark.parametrize(("write", "forecast", "all_probabilities"),
+                         [(True, False, False), (True, True, False), (True, True, True), (False, True, False)])
+def test_the_pipeline_scores_once_for_both_passes_keeps_the_order_and_drops_the_forecast_s_columns(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, write: bool, forecast: bool, all_probabilities: bool
+) -> None:
+    context = engine.ray.data.DataContext.get_current()
+    monkeypatch.setattr(context.execution_options, "preserve_order", False)
+    monkeypatch.setattr(context, "enable_progress_bars", True)
+    columns = {"id": ["q0", "q1", "q2"], "llm_1": ["a", "b", "a"], "p[a]": [0.5, 0.25, 1.0], "p[b]": [0.5, 0.5, 0.5]}
+    scored = Materializing([pa.table(columns)])
+    asked: list[dict[str, Any]] = []
+
+    def score_dataset(ds: Any, router_path: Any, **kwargs: Any) -> Any:
+        asked.append({"ds": ds, "router_path": router_path, **kwargs})
+        return scored
+
+    monkeypatch.setattr(engine.ray.data, "read_parquet", lambda path: ("read", path))
+    monkeypatch.setattr(engine, "score_dataset", score_dataset)
+    options = ScoreOptions(k=1, all_probabilities=all_probabilities, forecast=forecast, chunk_size=40, skip_bad=True)
+    output = tmp_path / "scores.parquet" if write else None
+    run = engine._FileRun(tmp_path / "bank.parquet", output, "body", "key", options, 2, True)
+    started = time.perf_counter()
+    rows, means, seconds = engine._run_pipeline(run, Path("router"), ["a", "b"], False)
+    assert 0 <= seconds <= time.perf_counter() - started
+    assert context.execution_options.preserve_order and not context.enable_progress_bars
+    assert asked == [{
+        "ds": ("read", str((tmp_path / "bank.parquet").resolve())), "router_path": Path("router"),
+        "text_column": "body", "id_column": "key", "k": 1, "all_probabilities": all_probabilities or forecast,
+        "skip_bad": True, "batch_size": 40, "threads_per_worker": 2, "ship_router": True,
+    }]
+    assert rows == 3
+    assert scored.materialized == (1 if write and forecast else 0)  # scored once, read by both passes
+    assert means == ({"a": pytest.approx(1.75 / 3), "b": 0.5} if forecast else None)
+    if output is not None:
+        kept = list(columns) if all_probabilities or not forecast else ["id", "llm_1"]
+        assert pq.read_table(output).column_names == kept
