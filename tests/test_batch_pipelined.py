@@ -44,6 +44,35 @@ def test_two_threads_write_what_one_thread_writes(texts: list[str], tmp_path: Pa
     assert first.rows == second.rows == len(texts) and first.forecast == second.forecast
 
 
+def test_repeated_texts_are_encoded_once_in_the_background_and_every_row_gets_its_own_scores(
+    texts: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jeirt_lite import _pipeline
+
+    repeated = texts[:40] * 3  # a table of answers: each question once per LLM
+    bank = _bank(tmp_path / "bank.csv", repeated)
+    options = ScoreOptions(k=3, chunk_size=50, forecast=True, all_probabilities=True)
+    started: list[int] = []
+    start = _pipeline.start_encoding
+
+    def counting(router: Router, batch: list[str]) -> object:
+        started.append(len(batch))
+        return start(router, batch)
+
+    monkeypatch.setattr(_pipeline, "start_encoding", counting)
+    two = score_file(Router.load(threads=2), input_path=bank, output=tmp_path / "two.csv", options=options)
+    assert started == [len(set(repeated[i : i + 50])) for i in range(0, 120, 50)] == [40, 40, 20]
+    one = score_file(Router.load(threads=1), input_path=bank, output=tmp_path / "one.csv", options=options)
+    assert (tmp_path / "one.csv").read_text() == (tmp_path / "two.csv").read_text()
+    assert one.forecast == two.forecast
+    # Every row scored as the text is alone: the votes' sums and the features follow their rows.
+    alone = Router.load(threads=1).predict_proba(texts[:40])
+    with open(tmp_path / "two.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    first = Router.load(threads=1).llms[0]
+    np.testing.assert_allclose([float(row[f"p[{first}]"]) for row in rows], np.tile(alone[:, 0], 3), rtol=1e-6)
+
+
 def test_a_bad_row_in_a_later_chunk_is_named_after_the_earlier_chunks(texts: list[str], tmp_path: Path) -> None:
     bank = _bank(tmp_path / "bank.csv", texts[:50] + [""] + texts[:10])
     state = ScoreState()

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import TypeVar
+from typing import Optional, TypeVar
+
+import numpy as np
 
 from ._questions import EncodedQuestions, voted
 from ._router import Router
@@ -57,12 +59,16 @@ def in_background(
     router: Router, items: Iterable[Item], texts_of: Callable[[Item], list[str]]
 ) -> Iterator[tuple[Item, EncodedQuestions]]:
     """(item, its texts encoded) for each item, in order, the texts of the next items being encoded meanwhile; an
-    error raised by `items` comes after the items read before it, as it would without the overlap."""
-    in_flight: deque[tuple[Item, PendingEncoding]] = deque()
+    error raised by `items` comes after the items read before it, as it would without the overlap. A text an item
+    holds more than once is encoded once, as `Router.encode` does."""
+    in_flight: deque[tuple[Item, Optional[np.ndarray], PendingEncoding]] = deque()
 
     def finish() -> tuple[Item, EncodedQuestions]:
-        item, pending = in_flight.popleft()
+        item, rows, pending = in_flight.popleft()
         vectors, features, sums = pending.result()
+        if rows is not None:  # each row takes its text's encoding, and its votes
+            vectors, features = vectors[rows], None if features is None else features[rows]
+            sums = None if sums is None else (sums[0][rows], sums[1][rows])
         return item, (EncodedQuestions(vectors, features) if sums is None else voted(vectors, features, sums))
 
     source = iter(items)
@@ -75,7 +81,11 @@ def in_background(
             while in_flight:
                 yield finish()
             raise
-        in_flight.append((item, start_encoding(router, texts_of(item))))
+        texts = texts_of(item)
+        first: dict[str, int] = {}
+        rows = [first.setdefault(text, len(first)) for text in texts]
+        repeated = np.asarray(rows, dtype=np.int64) if len(first) < len(texts) else None
+        in_flight.append((item, repeated, start_encoding(router, list(first) if repeated is not None else texts)))
         if len(in_flight) >= IN_FLIGHT:
             yield finish()
     while in_flight:
