@@ -18,7 +18,7 @@ from typing import Optional, TypeVar
 
 import numpy as np
 
-from ._questions import EncodedQuestions, voted
+from ._questions import EncodedQuestions, distinct_texts, voted
 from ._router import Router
 from ._static_path import PendingEncoding, StaticEncoder
 
@@ -81,11 +81,8 @@ def in_background(
             while in_flight:
                 yield finish()
             raise
-        texts = texts_of(item)
-        first: dict[str, int] = {}
-        rows = [first.setdefault(text, len(first)) for text in texts]
-        repeated = np.asarray(rows, dtype=np.int64) if len(first) < len(texts) else None
-        in_flight.append((item, repeated, start_encoding(router, list(first) if repeated is not None else texts)))
+        texts, rows = distinct_texts(texts_of(item))
+        in_flight.append((item, rows, start_encoding(router, texts)))
         if len(in_flight) >= IN_FLIGHT:
             yield finish()
     while in_flight:

@@ -26,6 +26,16 @@ class EncodedQuestions(NamedTuple):
         return EncodedQuestions(np.asarray(self.vectors)[index], features)
 
 
+def distinct_texts(texts: Sequence[str]) -> tuple[list[str], Optional[np.ndarray]]:
+    """Each text once, in the order first met, and where each given text is among them; None when none repeats.
+    A table of answers repeats each question for every LLM: encoding each text once is the saving."""
+    first: dict[str, int] = {}
+    rows = [first.setdefault(text, len(first)) for text in texts]
+    if len(first) == len(rows):
+        return list(texts), None
+    return list(first), np.asarray(rows, dtype=np.int64)
+
+
 # What a scoring method takes: question texts, or questions encoded once by `Router.encode` (or elsewhere).
 Questions = Union[Sequence[str], EncodedQuestions]
 

@@ -18,7 +18,7 @@ from ._llm_params import check_costs, cost_vector
 from ._manifest import thaw
 from ._onboard_router import with_new_llm
 from ._onboarding import DEFAULT_L2
-from ._questions import EncodedQuestions, Questions, VotedQuestions
+from ._questions import EncodedQuestions, Questions, VotedQuestions, distinct_texts
 from ._results import RouteResult
 from ._router_tables import RouterTables
 from ._routing import route_rows
@@ -88,13 +88,9 @@ class Router(RouterTables):
         # full costs seconds and gigabytes for nothing (the cut, `manifest.encoder.max_chars`, is in _limits).
         limit = self.manifest.encoder.max_chars
         checked = [text[:limit] for text in check_texts(texts)]
-        # A text given more than once is encoded once (a table of answers repeats each question for every LLM).
-        first: dict[str, int] = {}
-        rows = [first.setdefault(text, len(first)) for text in checked]
-        if len(first) < len(checked):
-            once = self._encode_checked(list(first), batch_size, features)
-            return once.rows(np.asarray(rows, dtype=np.int64))
-        return self._encode_checked(checked, batch_size, features)
+        once, rows = distinct_texts(checked)  # a text given more than once is encoded once
+        encoded = self._encode_checked(once, batch_size, features)
+        return encoded if rows is None else encoded.rows(rows)
 
     def _encode_checked(
         self, checked: list[str], batch_size: Optional[int], features: Optional[bool]

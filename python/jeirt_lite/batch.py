@@ -41,7 +41,7 @@ from ._io.vocabulary import TEXT_COLUMN
 from ._io.writers import ScoredChunk
 from ._pipeline import in_background, pipelines, scoring_copy
 from ._progress import Progress
-from ._questions import EncodedQuestions
+from ._questions import EncodedQuestions, distinct_texts
 from ._router import Router
 from ._score_request import DEFAULT_CHUNK_SIZE, ScoreOptions, check_score_request
 
@@ -118,10 +118,7 @@ def _embedded_chunks(
 ) -> Chunks:
     # With onboarded corrections the encoder's features come with the vectors (the Rust fast path gives both).
     for chunk in reader:
-        # A text the chunk holds more than once is encoded once (a table of answers repeats each question per LLM).
-        first: dict[str, int] = {}
-        rows = np.asarray([first.setdefault(text, len(first)) for text in chunk.texts], dtype=np.int64)
-        texts = list(first)
+        texts, rows = distinct_texts(chunk.texts)  # a text the chunk holds more than once is encoded once
         parts = []
         for start in range(0, len(texts), ENCODE_SLICE):
             part = texts[start : start + ENCODE_SLICE]
@@ -132,7 +129,8 @@ def _embedded_chunks(
         # Bad rows and repeated texts count as read for the percentage.
         progress.advance(reader.skipped - state.rows_skipped + len(chunk.texts) - len(texts))
         state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
-        yield chunk.ids, EncodedQuestions(vectors, features).rows(rows)
+        encoded = EncodedQuestions(vectors, features)
+        yield chunk.ids, encoded if rows is None else encoded.rows(rows)
     state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
 
 
