@@ -167,6 +167,7 @@ def test_score_dataset_hands_ray_the_scorer_its_arguments_and_the_pool(tiny_rout
     assert mapped["fn_constructor_kwargs"] == {
         "router_path": str(tiny_router_path.resolve()), "text_column": "text", "id_column": "question_id", "k": 2,
         "all_probabilities": False, "skip_bad": False, "threads": 2, "router_files": None,
+        "routing": {"llms": None, "cost_weight": 0.0, "min_probability": None},
     }
     assert (mapped["batch_size"], mapped["batch_format"], mapped["num_cpus"]) == (40, "pyarrow", 2)
     assert (mapped["compute"].min_size, mapped["compute"].max_size) == (3, 3)
@@ -192,6 +193,23 @@ def test_score_dataset_s_defaults_are_the_command_line_s(tiny_router_path: Path,
     assert (given["text_column"], given["id_column"], given["k"], given["threads"]) == ("text", "id", 1, 1)
     assert not given["all_probabilities"] and not given["skip_bad"] and given["router_files"] is None
     assert ds.mapped["num_cpus"] == 1
+
+
+def test_score_dataset_hands_the_workers_route_s_rules_checked_before_any_work(
+    tiny_router_path: Path, texts: list[str]
+) -> None:
+    names = list(read_manifest(tiny_router_path).llms)
+    ds = FakeDataset(["id", "text"])
+    engine.score_dataset(ds, tiny_router_path, k=1, llms=names[1:], concurrency=1)
+    routing = ds.mapped["fn_constructor_kwargs"]["routing"]
+    assert routing == {"llms": tuple(names[1:]), "cost_weight": 0.0, "min_probability": None}
+    worker = engine._BankScorer(str(tiny_router_path), "text", "id", 1, False, False, 1, None, routing)
+    chosen = worker(batch(IDS, texts)).column("llm_1").to_pylist()
+    assert names[0] not in chosen
+    untouched = FakeDataset(["id", "text"])
+    with pytest.raises(JeirtError, match="unknown LLM 'nope'"):
+        engine.score_dataset(untouched, tiny_router_path, llms=["nope"], concurrency=1)
+    assert untouched.mapped == {}
 
 
 @pytest.mark.parametrize("concurrency", [0, -1])
@@ -410,7 +428,8 @@ def test_the_pipeline_scores_once_for_both_passes_keeps_the_order_and_drops_the_
 
     monkeypatch.setattr(engine.ray.data, "read_parquet", lambda path: ("read", path))
     monkeypatch.setattr(engine, "score_dataset", score_dataset)
-    options = ScoreOptions(k=1, all_probabilities=all_probabilities, forecast=forecast, chunk_size=40, skip_bad=True)
+    options = ScoreOptions(k=1, all_probabilities=all_probabilities, forecast=forecast, chunk_size=40, skip_bad=True,
+                           llms=("b",), min_probability=0.25)
     output = tmp_path / "scores.parquet" if write else None
     run = engine._FileRun(tmp_path / "bank.parquet", output, "body", "key", options, 2, True)
     started = time.perf_counter()
@@ -421,6 +440,7 @@ def test_the_pipeline_scores_once_for_both_passes_keeps_the_order_and_drops_the_
         "ds": ("read", str((tmp_path / "bank.parquet").resolve())), "router_path": Path("router"),
         "text_column": "body", "id_column": "key", "k": 1, "all_probabilities": all_probabilities or forecast,
         "skip_bad": True, "batch_size": 40, "threads_per_worker": 2, "ship_router": True,
+        "llms": ("b",), "cost_weight": 0.0, "min_probability": 0.25,
     }]
     assert rows == 3
     assert scored.materialized == (1 if write and forecast else 0)  # scored once, read by both passes

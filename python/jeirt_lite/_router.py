@@ -12,8 +12,7 @@ import numpy as np
 from . import kernels
 from ._alignment import AlignmentResult, align
 from ._encoder import OnnxEncoder, check_texts
-from ._errors import JeirtError, option_error
-from ._limits import check_probability, finite_float
+from ._errors import JeirtError
 from ._llm_params import check_costs, cost_vector
 from ._manifest import thaw
 from ._onboard_router import with_new_llm
@@ -21,7 +20,7 @@ from ._onboarding import DEFAULT_L2
 from ._questions import EncodedQuestions, Questions, VotedQuestions, distinct_texts
 from ._results import RouteResult
 from ._router_tables import RouterTables
-from ._routing import route_rows
+from ._routing import route_rows, routing_rows
 from ._static_path import StaticEncoder
 from ._training_questions import normalise_question
 from .artifact import load_artifact, save_artifact
@@ -209,50 +208,8 @@ class Router(RouterTables):
         llms: Optional[Sequence[str]],
         cost_table: Mapping[str, float],
     ) -> list[int]:
-        """The table rows a route chooses among, its options checked before any question is encoded (the command
-        line checks them so before it reads a question)."""
-        weight = finite_float(cost_weight, "cost_weight", low=0.0)
-        if min_probability is not None:
-            check_probability(min_probability, "min_probability")
-            if weight != 0:
-                raise option_error("use either cost_weight (trade-off) or min_probability (cheapest above it), "
-                                   "not both")
-        among = "the router's"
-        if llms is not None:
-            among = "the given"
-        elif weight != 0 or min_probability is not None:
-            # An LLM without a known cost cannot be traded off against the others: it is left out, never given
-            # an invented cost. Naming it in `llms` explicitly is an error instead (cost_vector says which).
-            llms = [name for name in self.llms if name in cost_table]
-            if not llms:
-                raise JeirtError(
-                    "cost-aware routing needs per-LLM costs; this router stores none (store them with "
-                    "router.with_costs({name: cost}).save(path), or pass costs=; docs/guide/routing-costs.md)"
-                )
-            among = "the priced"
-        rows = list(range(len(self.llms))) if llms is None else self._subset_rows(llms)
-        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(rows):
-            raise option_error(f"k must be between 1 and the {len(rows)} LLMs routed among ({among} LLMs), got {k!r}")
-        if weight != 0 or min_probability is not None:
-            try:  # an LLM named in llms without a cost
-                cost_vector(cost_table, [self.llms[r] for r in rows], "cost-aware routing")
-            except JeirtError as unpriced:
-                raise option_error(str(unpriced)) from None
-        return rows
-
-    def _subset_rows(self, names: Sequence[str]) -> list[int]:
-        """The rows of the LLMs `names` (a call's `llms` option: what is wrong with it is an option error)."""
-        if isinstance(names, str):
-            raise option_error("llms must be a list of LLM names, not one string")
-        try:
-            rows = [self.llm_index(name) for name in names]
-        except JeirtError as unknown:
-            raise option_error(str(unknown)) from None
-        if not rows:
-            raise option_error("llms must name at least one LLM")
-        if len(set(rows)) != len(rows):
-            raise option_error("llms names an LLM twice")
-        return rows
+        """The table rows a route chooses among, its options checked before any question is encoded."""
+        return routing_rows(self.llms, k, cost_weight, min_probability, llms, cost_table)
 
     def difficulty(self, questions: Questions) -> np.ndarray:
         """Difficulty of each question: the norm of its question vector (N,) float32; larger is harder."""

@@ -17,20 +17,79 @@ All of them can be restricted to a subset of the LLMs; indices are always rows o
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Optional
 
 import numpy as np
 
 from . import kernels
-from ._errors import JeirtError
+from ._errors import JeirtError, option_error
 from ._limits import check_probability, finite_float
-from ._llm_params import Calibration
+from ._llm_params import Calibration, cost_vector
 
 CHUNK_CELLS = 1 << 19
 
 
 def _chunk_rows(n_llms: int) -> int:
     return max(1, CHUNK_CELLS // max(1, n_llms))
+
+
+def routing_rows(
+    names: Sequence[str],
+    k: object,
+    cost_weight: float,
+    min_probability: Optional[float],
+    llms: Optional[Sequence[str]],
+    cost_table: Mapping[str, float],
+) -> list[int]:
+    """The rows of a router's table `names` that a route chooses among, its options checked before any question
+    is encoded: by `Router.route`, and by `route`, `score` and the Ray engine before they read a question."""
+    weight = finite_float(cost_weight, "cost_weight", low=0.0)
+    if min_probability is not None:
+        check_probability(min_probability, "min_probability")
+        if weight != 0:
+            raise option_error("use either cost_weight (trade-off) or min_probability (cheapest above it), "
+                               "not both")
+    among = "the router's"
+    if llms is not None:
+        among = "the given"
+    elif weight != 0 or min_probability is not None:
+        # An LLM without a known cost cannot be traded off against the others: it is left out, never given
+        # an invented cost. Naming it in `llms` explicitly is an error instead (cost_vector says which).
+        llms = [name for name in names if name in cost_table]
+        if not llms:
+            raise JeirtError(
+                "cost-aware routing needs per-LLM costs; this router stores none (store them with "
+                "router.with_costs({name: cost}).save(path), or pass costs=; docs/guide/routing-costs.md)"
+            )
+        among = "the priced"
+    rows = list(range(len(names))) if llms is None else subset_rows(names, llms)
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(rows):
+        raise option_error(f"k must be between 1 and the {len(rows)} LLMs routed among ({among} LLMs), got {k!r}")
+    if weight != 0 or min_probability is not None:
+        try:  # an LLM named in llms without a cost
+            cost_vector(cost_table, [names[r] for r in rows], "cost-aware routing")
+        except JeirtError as unpriced:
+            raise option_error(str(unpriced)) from None
+    return rows
+
+
+def subset_rows(names: Sequence[str], wanted: Sequence[str]) -> list[int]:
+    """The rows in `names` of the LLMs `wanted` (a call's `llms` option: what is wrong with it is an option
+    error)."""
+    if isinstance(wanted, str):
+        raise option_error("llms must be a list of LLM names, not one string")
+    rows = []
+    for name in wanted:
+        try:
+            rows.append(list(names).index(name))
+        except ValueError:
+            raise option_error(f"unknown LLM {name!r}; this router holds {', '.join(names)}") from None
+    if not rows:
+        raise option_error("llms must name at least one LLM")
+    if len(set(rows)) != len(rows):
+        raise option_error("llms names an LLM twice")
+    return rows
 
 
 def route_rows(

@@ -23,6 +23,11 @@ class ScoreOptions:
     forecast: bool = False  # accumulate each LLM's expected accuracy over the bank
     chunk_size: int = DEFAULT_CHUNK_SIZE
     skip_bad: bool = False  # skip and count bad rows instead of stopping at the first
+    # The routing rules of `Router.route` for the top-k columns (the forecast and `p[<llm>]` columns stay every
+    # LLM's): route only among `llms`, weigh P(correct) against cost, or the cheapest LLM above a probability.
+    llms: Optional[tuple[str, ...]] = None
+    cost_weight: float = 0.0
+    min_probability: Optional[float] = None
 
 
 def check_k(k: object, n_llms: int) -> int:

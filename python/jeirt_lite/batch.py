@@ -103,7 +103,10 @@ class ForecastSums:
 
 def score_chunk(router: Router, ids: list[Any], questions: EncodedQuestions, options: ScoreOptions) -> ScoredChunk:
     """Top-k LLMs, difficulty and (optionally) every probability for one chunk of encoded questions."""
-    result = router.route(questions, k=options.k)
+    result = router.route(
+        questions, k=options.k, llms=options.llms, cost_weight=options.cost_weight,
+        min_probability=options.min_probability,
+    )
     return ScoredChunk(
         ids=ids,
         indices=result.indices,
@@ -233,6 +236,7 @@ def score_file(
     state = state if state is not None else ScoreState()
     check_score_request(options, len(router.llms), input_path=input_path, vectors_path=vectors_path,
                         ids_path=ids_path, output=output)
+    router._routing_rows(options.k, options.cost_weight, options.min_probability, options.llms, router.costs)
     _check_vectors_source(router, vectors_path)
     sources = [path for path in (input_path, vectors_path, ids_path) if path is not None]
     fmt = check_output_path(output, sources, router.path) if output is not None else None

@@ -52,6 +52,7 @@ from ._io.vocabulary import (
 from ._io.writers import ScoredChunk, score_table
 from ._limits import MAX_CHUNK_ROWS, bounded_int, check_chunk_rows, check_threads
 from ._router import DEFAULT_ROUTER_PATH
+from ._routing import routing_rows
 from ._score_request import RAY, ScoreOptions, check_k, check_score_request
 from .artifact import read_manifest
 from .batch import ScoreSummary, score_chunk
@@ -73,6 +74,7 @@ class _BankScorer:
         skip_bad: bool,
         threads: int,
         router_files: Optional[dict[str, bytes]] = None,
+        routing: Optional[dict[str, Any]] = None,
     ):
         from ._router import Router
 
@@ -85,7 +87,7 @@ class _BankScorer:
         self.router = Router.load(router_path, threads=threads)
         self.pa = require_pyarrow()
         self.text_column, self.id_column = text_column, id_column
-        self.options = ScoreOptions(k=k, all_probabilities=all_probabilities, skip_bad=skip_bad)
+        self.options = ScoreOptions(k=k, all_probabilities=all_probabilities, skip_bad=skip_bad, **(routing or {}))
         self.columns = score_columns(k, self.router.llms, all_probabilities)
         self.name_array = self.pa.array(list(self.router.llms), type=self.pa.string())
 
@@ -183,6 +185,9 @@ def score_dataset(
     concurrency: Optional[int] = None,
     threads_per_worker: int = 1,
     ship_router: bool = False,
+    llms: Optional[Sequence[str]] = None,
+    cost_weight: float = 0.0,
+    min_probability: Optional[float] = None,
 ) -> Any:
     """Score a Ray Dataset of question texts; returns a (lazy) Dataset with the columns `jeirt-lite score` writes.
 
@@ -198,13 +203,16 @@ def score_dataset(
         threads_per_worker: cores each worker's router uses (reserved as Ray CPUs).
         ship_router: read the router folder here, now, and send its files to the workers through the object store
             (each worker writes a private copy), instead of having every worker read `router_path`.
+        llms, cost_weight, min_probability: the routing rules of `Router.route` for the top-k columns.
 
     Raises:
-        JeirtError: a missing column, a bad k, or (when the Dataset runs) a bad row without `skip_bad`.
+        JeirtError: a missing column, a bad k or routing option, or (when the Dataset runs) a bad row without
+            `skip_bad`.
     """
     router_path = str(Path(router_path).resolve())
-    llms = read_manifest(Path(router_path)).llms  # the manifest only: the encoder loads on the workers
-    check_k(k, len(llms))
+    manifest = read_manifest(Path(router_path))  # the manifest only: the encoder loads on the workers
+    check_k(k, len(manifest.llms))
+    routing_rows(manifest.llms, k, cost_weight, min_probability, llms, manifest.costs or {})
     check_threads(threads_per_worker)
     check_chunk_rows(batch_size, "batch_size")
     if concurrency is not None:
@@ -227,6 +235,8 @@ def score_dataset(
             "skip_bad": skip_bad,
             "threads": threads_per_worker,
             "router_files": read_router_files(Path(router_path)) if ship_router else None,
+            "routing": {"llms": None if llms is None else tuple(llms), "cost_weight": cost_weight,
+                        "min_probability": min_probability},
         },
         batch_size=batch_size,
         batch_format="pyarrow",
@@ -311,8 +321,11 @@ def score_file_on_ray(
     """
     options = options or ScoreOptions()
     router_path = Path(router_path) if router_path is not None else DEFAULT_ROUTER_PATH
-    llms = read_manifest(router_path).llms
+    manifest = read_manifest(router_path)
+    llms = manifest.llms
     check_score_request(options, len(llms), input_path=Path(input_path), output=output, engine=RAY)
+    # Before Ray starts, as on one machine.
+    routing_rows(llms, options.k, options.cost_weight, options.min_probability, options.llms, manifest.costs or {})
     if output is not None:
         check_output_path(output, [input_path], router_path)
     total = _parquet_rows(input_path)  # from the file's footer: a Ray count would be one more job to schedule
@@ -420,6 +433,9 @@ def _run_pipeline(
         batch_size=options.chunk_size,  # rows per worker call
         threads_per_worker=run.threads_per_worker,
         ship_router=run.ship_router,
+        llms=options.llms,
+        cost_weight=options.cost_weight,
+        min_probability=options.min_probability,
     )
     forecast: Optional[dict[str, float]] = None
     rows = 0

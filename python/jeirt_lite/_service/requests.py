@@ -20,6 +20,7 @@ from .._errors import JeirtError
 from .._io.vocabulary import text_problem
 from .._json_keys import RepeatedKey, unique_keys
 from .._llm_params import cost_vector
+from .._routing import subset_rows
 from ..cli._shared import number_in, positive_int
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def route_request(value: dict[str, Any], router: Router, max_texts: int) -> Rout
     k = _argument(given.get("k", 1), "k", positive_int, int)
     llms = _llm_names(given.get("llms"))
     if llms is not None:
-        router._subset_rows(llms)  # unknown, repeated or no names: the router's own check and words
+        subset_rows(router.llms, llms)  # unknown, repeated or no names: the router's own check and words
     cost_weight = _argument(given.get("cost_weight", 0.0), "cost_weight", number_in(0.0, math.inf), float)
     min_probability = None
     if "min_probability" in given:

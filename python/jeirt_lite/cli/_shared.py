@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, TextIO
@@ -49,6 +50,57 @@ def llm_subset(values: Optional[list[str]], known: Sequence[str]) -> Optional[li
     for value in values:
         names.extend([value] if value in known else [part.strip() for part in value.split(",") if part.strip()])
     return names
+
+
+def add_routing_arguments(
+    parser: argparse.ArgumentParser, prefix: str = "", fallback: str = "marked 'fallback'"
+) -> None:
+    """--cost-weight, --min-probability and --llms: the routing rules of `Router.route`, for route and score;
+    `prefix` starts each help text with what they choose where that needs saying (score: the llm_k columns),
+    `fallback` says how a fallback shows."""
+    parser.add_argument(
+        "--cost-weight",
+        type=number_in(0.0, math.inf),
+        default=0.0,
+        metavar="LAMBDA",
+        help=f"{prefix}rank by P(correct) - LAMBDA * cost, with the costs stored in the router; with LAMBDA > 0, "
+        "LLMs without a cost are left out (default 0: P alone, among every LLM)",
+    )
+    parser.add_argument(
+        "--min-probability",
+        type=number_in(0.0, 1.0),
+        default=None,
+        metavar="T",
+        help=f"{prefix}the cheapest LLM whose P(correct) >= T (the most likely one where none clears T; "
+        f"{fallback})",
+    )
+    parser.add_argument(
+        "--llms",
+        action="append",
+        default=None,
+        metavar="NAMES",
+        help=f"{prefix}route only among these LLMs (e.g. the ones your service has): --llms A,B or --llms A --llms B; "
+        "a value that is exactly one LLM's name is taken whole, so --llms 'name, with comma' works",
+    )
+
+
+def checked_routing(
+    args: argparse.Namespace, names: Sequence[str], costs: Mapping[str, float], console: Console
+) -> Optional[list[str]]:
+    """The --llms subset among a router's LLMs `names`, the routing options checked before a question is read,
+    and a note on stderr naming the LLMs that cost-aware routing leaves out for want of a cost."""
+    from .._routing import routing_rows
+
+    llms = llm_subset(args.llms, names)
+    routing_rows(names, args.k, args.cost_weight, args.min_probability, llms, costs)
+    cost_aware = args.cost_weight != 0 or args.min_probability is not None
+    unpriced = [name for name in names if name not in costs]
+    if cost_aware and llms is None and unpriced:
+        console.err.write(
+            f"cost-aware routing among the {len(names) - len(unpriced)} LLMs with a cost; "
+            f"left out (no known cost): {', '.join(unpriced)}\n"
+        )
+    return llms
 
 
 def threads_option() -> argparse.ArgumentParser:

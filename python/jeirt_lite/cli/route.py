@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
@@ -19,9 +18,9 @@ from ._shared import (
     PROG,
     Console,
     add_no_neighbours,
-    llm_subset,
+    add_routing_arguments,
+    checked_routing,
     load_router,
-    number_in,
     positive_int,
     router_option,
     short,
@@ -55,29 +54,7 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help='one JSON object per question: {"text", "route": [{"llm", "p"}...], "difficulty"}',
     )
-    route.add_argument(
-        "--cost-weight",
-        type=number_in(0.0, math.inf),
-        default=0.0,
-        metavar="LAMBDA",
-        help="rank by P(correct) - LAMBDA * cost, with the costs stored in the router; with LAMBDA > 0, LLMs "
-        "without a cost are left out (default 0: P alone, among every LLM)",
-    )
-    route.add_argument(
-        "--min-probability",
-        type=number_in(0.0, 1.0),
-        default=None,
-        metavar="T",
-        help="the cheapest LLM whose P(correct) >= T (the most likely one where none clears T; marked 'fallback')",
-    )
-    route.add_argument(
-        "--llms",
-        action="append",
-        default=None,
-        metavar="NAMES",
-        help="route only among these LLMs (e.g. the ones your service has): --llms A,B or --llms A --llms B; "
-        "a value that is exactly one LLM's name is taken whole, so --llms 'name, with comma' works",
-    )
+    add_routing_arguments(route)
     add_no_neighbours(route)
 
 
@@ -155,18 +132,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     router = load_router(args.router, args.threads)
     if not args.neighbours:
         router = router.with_neighbours(None)
-    llms = llm_subset(args.llms, router.llms)
-    # The options checked before a question is read, and before the note on the LLMs left out.
-    router._routing_rows(args.k, args.cost_weight, args.min_probability, llms, router.costs)
+    llms = checked_routing(args, router.llms, router.costs, console)
     batches = _question_batches(args)
     width = max(len(name) for name in router.llms)
-    cost_aware = args.cost_weight != 0 or args.min_probability is not None
-    unpriced = [name for name in router.llms if name not in router.costs]
-    if cost_aware and llms is None and unpriced and len(unpriced) < len(router.llms):
-        console.err.write(
-            f"cost-aware routing among the {len(router.llms) - len(unpriced)} LLMs with a cost; "
-            f"left out (no known cost): {', '.join(unpriced)}\n"
-        )
     scorer = router
     encoded: Iterator[tuple[list[str], EncodedQuestions]]
     # Piped stdin: the next batches are encoded in the background while this one is written. At a terminal each

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Optional
@@ -10,13 +11,19 @@ from typing import Any, Optional
 from .._errors import JeirtError, option_error
 from .._io.formats import known_suffixes
 from .._io.vocabulary import TEXT_COLUMN
+from .._router import DEFAULT_ROUTER_PATH
+from .._score_request import check_k
+from ..artifact import read_manifest
 from ..batch import DEFAULT_CHUNK_SIZE, ScoreOptions, ScoreState, score_file
 from ._options import output_path
 from ._shared import (
     FORMATTER,
     PROG,
     Console,
+    add_routing_arguments,
+    checked_routing,
     counted,
+    llm_subset,
     load_router,
     positive_int,
     print_score_summary,
@@ -44,6 +51,7 @@ def add_parser(subparsers: Any) -> None:
             f"  {PROG} score data/mmlu_pro/questions.csv -o scores.parquet --k 3\n"
             f"  {PROG} score bank.jsonl -o scores.csv --text-column question --id-column qid --all\n"
             f"  {PROG} score bank.parquet --forecast                 # expected accuracy per LLM only\n"
+            f"  {PROG} score bank.csv -o routed.csv --llms Yi-34B,gemma-7b --cost-weight 0.0005\n"
             f"  {PROG} score --vectors bank.npy --ids ids.txt -o scores.parquet --no-neighbours\n"
             f"  {PROG} score bank.parquet -o scores.parquet --engine ray --address auto"
         ),
@@ -125,6 +133,7 @@ def _add_output_arguments(score: argparse.ArgumentParser) -> None:
     score.add_argument(
         "--k", type=positive_int, default=1, help="LLMs per question in the output (default 1)"
     )
+    add_routing_arguments(score, prefix="llm_k columns: ", fallback="its p_1 is then below T")
     score.add_argument(
         "--all",
         action="store_true",
@@ -167,14 +176,25 @@ def _add_engine_arguments(score: argparse.ArgumentParser) -> None:
     )
 
 
-def _options(args: argparse.Namespace) -> ScoreOptions:
-    return ScoreOptions(
+def _checked_options(
+    args: argparse.Namespace, names: Sequence[str], costs: Mapping[str, float], console: Console
+) -> ScoreOptions:
+    """The options, their routing rules checked before a row is read (with the note on the LLMs a cost rule leaves
+    out); k first, so that a k beyond the router's LLMs gets the words `score_file` and the Ray engine give it."""
+    llms = llm_subset(args.llms, names)
+    options = ScoreOptions(
         k=args.k,
         all_probabilities=args.all_probabilities,
         forecast=args.forecast,
         chunk_size=args.chunk_size,
         skip_bad=args.skip_bad,
+        llms=None if llms is None else tuple(llms),
+        cost_weight=args.cost_weight,
+        min_probability=args.min_probability,
     )
+    check_k(options.k, len(names))
+    checked_routing(args, names, costs, console)
+    return options
 
 
 def _stopped_note(state: ScoreState, output: Optional[Path], how: str) -> str:
@@ -190,6 +210,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     router = load_router(args.router, args.threads)
     if not args.neighbours:
         router = router.with_neighbours(None)
+    options = _checked_options(args, router.llms, router.costs, console)
     state = ScoreState()
     console.stopped_note = partial(_stopped_note, state, args.output)  # how far an interrupted run got
     summary = score_file(
@@ -200,7 +221,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         output=args.output,
         text_column=args.text_column,
         id_column=args.id_column,
-        options=_options(args),
+        options=options,
         state=state,
         show_progress=stderr_is_terminal() and not args.quiet,
     )
@@ -223,13 +244,15 @@ def _run_on_ray(args: argparse.Namespace, console: Console) -> int:
         from ..ray_engine import score_file_on_ray
     except ImportError as err:  # the extra is missing: a clear error, not a traceback
         raise JeirtError(str(err)) from err
+    manifest = read_manifest(args.router if args.router is not None else DEFAULT_ROUTER_PATH)
+    options = _checked_options(args, manifest.llms, manifest.costs or {}, console)
     summary = score_file_on_ray(
         args.input,
         router_path=args.router,
         output=args.output,
         text_column=args.text_column,
         id_column=args.id_column,
-        options=_options(args),
+        options=options,
         address=args.address,
         threads_per_worker=args.threads or 1,
         ship_router=args.ship_router,
