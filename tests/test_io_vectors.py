@@ -202,14 +202,41 @@ def test_ids_npy_of_many_rows_is_read(tmp_path: Path) -> None:
     reader.close()
 
 
-def test_too_few_ids_are_counted_across_chunks(tmp_path: Path) -> None:
-    reader = IdReader(_ids_file(tmp_path, b"a\nb\nc\nd\n"), 6)
+@pytest.mark.parametrize(
+    ("text", "expected", "message"),
+    [
+        (b"a\nb\nc\nd\n", 6, r"ids\.txt: has 4 ids but the vectors have 6 rows"),
+        (b"a\nb\nc\nd\n\n \r\n", 6, r"ids\.txt: has 4 ids but the vectors have 6 rows"),  # blank lines at the end
+        (b"a\nb\nc\n", 2, r"ids\.txt: has more ids than the 2 vector rows"),
+        (b"a\rb\r\nc", 2, r"ids\.txt: has more ids than the 2 vector rows"),  # every line ending take reads
+        (b"", 1, r"ids\.txt: has 0 ids but the vectors have 1 rows"),
+    ],
+)
+def test_too_few_or_too_many_ids_are_refused_when_the_file_is_opened(
+    tmp_path: Path, text: bytes, expected: int, message: str
+) -> None:
+    # Before any row is scored: the count is made when the reader opens the file, not when a run reaches its end.
+    with pytest.raises(JeirtError, match=message):
+        IdReader(_ids_file(tmp_path, text), expected)
+
+
+def test_ids_that_fit_the_rows_pass_the_count_with_blank_lines_inside_and_at_the_end(tmp_path: Path) -> None:
+    reader = IdReader(_ids_file(tmp_path, b"\xef\xbb\xbfa\r\nb\rc\n\n \t\n"), 3)  # a BOM, each line ending
     assert reader.take(3) == ["a", "b", "c"]
-    with pytest.raises(JeirtError, match=r"ids\.txt: has 4 ids but the vectors have 6 rows"):
+    reader.finish()
+    reader.close()
+    reader = IdReader(_ids_file(tmp_path, b"a\n\nc\n"), 3)  # a blank id inside is an id, refused by its number
+    with pytest.raises(JeirtError, match=r"id 2 \(1-based\): id is empty"):
         reader.take(3)
     reader.close()
-    reader = IdReader(_ids_file(tmp_path, b"a\nb\nc\n"), 2)
+
+
+def test_a_file_that_grows_after_it_is_opened_is_still_refused_at_the_end(tmp_path: Path) -> None:
+    path = _ids_file(tmp_path, b"a\nb\n")
+    reader = IdReader(path, 2)
     assert reader.take(2) == ["a", "b"]
+    with path.open("ab") as handle:
+        handle.write(b"c\n")
     with pytest.raises(JeirtError, match=r"ids\.txt: has more ids than the 2 vector rows"):
         reader.finish()
     reader.close()

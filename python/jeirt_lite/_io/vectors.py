@@ -221,6 +221,26 @@ class IdReader:
                 raise JeirtError(f"{path}: no such file") from None
             except OSError as err:
                 raise JeirtError(f"{path}: cannot read ids ({err.strerror or err})") from err
+            try:
+                self._check_count()
+            except BaseException:
+                self.handle.close()
+                raise
+
+    def _check_count(self) -> None:
+        """Refuse a file of too few or too many ids before any row is scored, not when the run reaches its end
+        (a pass over the lines, as `take` splits them; blank lines at the end are not ids, as in `finish`; bytes
+        that are not UTF-8 are left for `take` to name by their line)."""
+        lines = held = 0
+        with open(self.path, encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
+            for line in handle:
+                lines += 1
+                if not line.isspace():
+                    held = lines
+        if held < self.expected:
+            raise JeirtError(f"{self.path}: has {held} ids but the vectors have {self.expected} rows")
+        if held > self.expected:
+            raise JeirtError(f"{self.path}: has more ids than the {self.expected} vector rows")
 
     def take(self, n: int) -> list[Any]:
         if self.array is not None:
@@ -248,7 +268,8 @@ class IdReader:
         return out
 
     def finish(self) -> None:
-        """Refuse ids left over once every vector row has one; blank lines at the end of the file are not ids."""
+        """Refuse ids left over once every vector row has one; blank lines at the end of the file are not ids. (The
+        count made when the file was opened refuses such a file first; this holds for one that grew since.)"""
         if self.handle is not None and any(line.strip() for line in self.handle):
             raise JeirtError(f"{self.path}: has more ids than the {self.expected} vector rows")
 
