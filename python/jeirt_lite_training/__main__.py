@@ -84,9 +84,15 @@ def metrics_line(m: dict[str, float]) -> str:
     )
 
 
-def prepare_from_options(args: argparse.Namespace) -> Any:
-    """The data of common_arguments' options, loaded, split and embedded; what loading read is printed."""
+def prepare_from_options(args: argparse.Namespace, check: Callable[[Any], None] | None = None) -> Any:
+    """The data of common_arguments' options, loaded, split and embedded; what loading read is printed, and `check`
+    is given the data before it is embedded."""
     from .prepared import prepare
+
+    def loaded(report: Any, data: Any) -> None:
+        print(report.summary())
+        if check is not None:
+            check(data)
 
     if args.val_fraction + args.holdout >= 1:  # each is bounded where it is parsed, their sum only here
         raise option_error(f"--val-fraction {args.val_fraction:g} and --holdout {args.holdout:g} leave no questions "
@@ -100,7 +106,7 @@ def prepare_from_options(args: argparse.Namespace) -> Any:
         max_length=args.max_length,
         columns=table_columns(args),
         progress=stderr_is_terminal(),  # the static table's fitting epochs: on a terminal, as the other bars are
-        loaded=lambda report: print(report.summary()),  # what was read, before the table is fitted and the texts embedded
+        loaded=loaded,  # what was read, before the table is fitted and the texts embedded
     )
     print(
         f"{prep.data.name}: {prep.data.n_questions} questions x {prep.data.n_llms} LLMs; "
@@ -147,18 +153,27 @@ def cmd_fit(
     args: argparse.Namespace, *, overwrite: bool = False, costs: Callable[[list[str]], dict[str, float]] | None = None
 ) -> int:
     """`fit` from parsed options. overwrite: replace an existing --out; costs: the LLMs' costs from their names."""
+    from .costs import check_cost_llms, cost_summary, read_costs
     from .data import DataError
     from .pipeline import choose_refit_and_export
 
+    inputs = [args.data] + ([args.costs] if args.costs is not None else [])
     if args.out is not None:  # say so before the training, not after it
         check_output_folder(args.out)  # the rule of every command: a missing parent folder is refused, not made
-        refuse_inputs(args.out, [args.data], replaces_folder=True)
+        refuse_inputs(args.out, inputs, replaces_folder=True)
         if args.out.exists() and not overwrite:
             raise DataError(f"{args.out} already exists: pick another --out or remove it")
+    table = read_costs(args.costs) if args.costs is not None else None
     options = fit_options(args)
-    prep = prepare_from_options(args)
+    prep = prepare_from_options(args, None if table is None else lambda data: check_cost_llms(
+        table, list(data.llm_names), args.costs))
+    if table is not None:
+        given = costs  # the table's costs over the caller's (build_default_router's proxies)
+        costs = lambda names: {**(given(names) if given is not None else {}), **table}  # noqa: E731
     res = choose_refit_and_export(prep, args.out, costs=costs, label=args.label, overwrite=overwrite, **options)
     print(fit_summary(res))
+    if table is not None and args.out is not None:
+        print(cost_summary(table, list(prep.data.llm_names)))
     return 0
 
 

@@ -149,6 +149,12 @@ def fit_arguments(p: argparse.ArgumentParser, out_required: bool, data_required:
         help="leave out the neighbour votes (the training questions' answers, weighed by similarity, which fit "
         "otherwise adds when the held-out parts say they help): the joint geometry alone",
     )
+    p.add_argument(
+        "--costs", type=Path, default=None, metavar="FILE",
+        help="a table of per-LLM costs (any unit: price per call, per token, parameters) stored in the router for "
+        "cost-aware routing: an LLM column (llm, model, model_name or llm_name) and a 'cost' column, CSV, TSV, "
+        "JSONL or Parquet; LLMs it leaves out have no cost",
+    )
     p.add_argument("--label", default=None, help="a note stored in the router's manifest")
 
 

@@ -66,16 +66,17 @@ def prepare(
     teacher: str = DEFAULT_ENCODER,
     columns: Columns | None = None,
     fit_sentences: bool = FIT_SENTENCES,
-    loaded: Callable[[LoadReport], None] | None = None,
+    loaded: Callable[[LoadReport, Dataset], None] | None = None,
 ) -> Prepared:
     """Load, split (test = the untouched part), embed. encoder STATIC distils the token table from `teacher` over
     the default transformer's vocabulary, its token frequencies read from the texts of the training and validation
     parts (never the test part); or (fit_sentences) fits it to the teacher's sentence embeddings of the training
     part's texts, its token frequencies read from those alone (static_sentences); and reads up to STATIC_MAX_LENGTH
-    tokens (`max_length` applies to transformers). `loaded` is told what loading read, before the (long) embedding."""
+    tokens (`max_length` applies to transformers). `loaded` is told what loading read, and given the data, before
+    the (long) embedding."""
     data, report = load_dataset_with_report(data_dir, columns=columns)
     if loaded is not None:
-        loaded(report)
+        loaded(report, data)
     split = make_split(data, seed=split_seed, val_fraction=val_fraction, test_fraction=test_fraction)
     if len(split.train) == 0:  # each subject's questions are dealt out, so this comes before the fractions' sum is 1
         raise ValueError(f"val_fraction {val_fraction:g} (--val-fraction) and test_fraction {test_fraction:g} "
