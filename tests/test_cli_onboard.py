@@ -359,3 +359,24 @@ def test_add_llm_reads_the_column_names_train_reads(
             tmp_path / "out_3").llm_vectors[-1].tolist()
     usage = build_parser()._subparsers._group_actions[0].choices["add-llm"].format_help()  # type: ignore[union-attr]
     assert "--correct-column" in usage and "--llm-column" in usage and "--label-column" not in usage
+
+
+def test_an_llm_name_with_spaces_at_its_ends_is_the_name_train_reads(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # train strips a long table's LLM names (' x ' is x) and add-llm refuses a name with spaces at its ends: the
+    # rows of 'x ' were another LLM's, and a table naming x only so could not add it under any name.
+    from jeirt_lite.cli import main
+
+    table = _long_table(tmp_path / "all.csv")
+    lines = table.read_text().splitlines()
+    table.write_text("\n".join([lines[0], *(line.replace(",x,", ",x ,", 1) for line in lines[1:])]) + "\n")
+    assert main(["add-llm", "--router", str(tiny_router_path), "--name", "x", "--answers", str(table),
+                 "-o", str(tmp_path / "spaced")]) == 0, capsys.readouterr().err
+    assert "added 'x' from 24 answers (12 correct; 24 rows of 1 other LLM in column 'model' left out)" in (
+        capsys.readouterr().out)
+    _answers(tmp_path / "x_only.csv")
+    assert main(["add-llm", "--router", str(tiny_router_path), "--name", "x", "--answers",
+                 str(tmp_path / "x_only.csv"), "-o", str(tmp_path / "alone")]) == 0
+    assert Router.load(tmp_path / "spaced").llm_vectors[-1].tolist() == Router.load(
+        tmp_path / "alone").llm_vectors[-1].tolist()

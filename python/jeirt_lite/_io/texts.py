@@ -186,8 +186,10 @@ class TextReader:
             problem = problems.get(i) if problems else None
             if problem is None and llms is not None:
                 problem = llm_name_problem(llms[i])
-                if problem is None and str(llms[i]) != keep:
-                    self.other_llms[str(llms[i])] += 1
+                # Stripped as training strips LLM names: its 'x ' is x, a name add_llm refuses to be given.
+                name = str(llms[i]).strip()
+                if problem is None and name != keep.strip():
+                    self.other_llms[name] += 1
                     continue
                 self.kept_rows += problem is None
             if problem is None:
