@@ -386,7 +386,7 @@ def test_a_tables_router_split_is_drawn_again_from_the_table(tmp_path: Path) -> 
     record = {"seed": 4, "n_train_questions": len(split.train), "n_val_questions": len(split.val),
               "n_test_questions": len(split.test), "val_fraction": 0.1, "test_fraction": 0.25}
     data, ids, how = read_answer_table(table, {"training": {"split": record}}, None, None)
-    assert data.question_ids == ids == [str(dataset.question_ids[i]) for i in split.test]
+    assert ids == [str(dataset.question_ids[i]) for i in split.test] and data.n_questions == 200
     assert how == f"the router's test split (seed 4, drawn again: {len(split.test)} questions)"
     everything, ids, how = read_answer_table(table, {}, None, None)
     assert ids is None and how == "the router records no split" and everything.n_questions == 200
@@ -421,3 +421,40 @@ def test_a_table_the_loader_cannot_open_is_named_in_one_line(tmp_path: Path, mon
     monkeypatch.setattr(training_data, "load_dataset", refused)
     with pytest.raises(JeirtError, match=r"answers.csv: cannot read it \(Permission denied\)$"):
         read_answer_table(tmp_path / "answers.csv", {}, None, None)
+
+
+def test_a_split_drawn_again_that_holds_questions_the_router_learned_from_is_not_called_its_test_split(
+    tiny_router_path: Path, tmp_path: Path
+) -> None:
+    # The split is drawn from the questions in the order the data lists them: the same answers in another row order
+    # drew a split of the recorded sizes, most of it training questions, and the page called it the test split.
+    pytest.importorskip("pandas", reason="a table is read as train reads it: the train extra")
+    from jeirt_lite._training_questions import training_question_set
+    from jeirt_lite_training.data import load_dataset
+    from jeirt_lite_training.splits import make_split
+
+    artifact = load_artifact(tiny_router_path)
+    folder = _write_folder(tmp_path / "data", list(artifact.llm_names), n=60, seed=3)
+    table = _long_table(folder, tmp_path / "answers.csv")
+    dataset = load_dataset(table)
+    split = make_split(dataset, seed=0, val_fraction=0.1, test_fraction=0.3)
+    record = {"seed": 0, "n_train_questions": len(split.train), "n_val_questions": len(split.val),
+              "n_test_questions": len(split.test), "val_fraction": 0.1, "test_fraction": 0.3}
+    learned = [dataset.texts[i] for i in (*split.train, *split.val)]
+    router = Router.load(save_artifact(
+        tmp_path / "router", llm_names=artifact.llm_names, llm_vectors=artifact.llm_vectors,
+        tokenizer_json=artifact.tokenizer_path, encoder_onnx=artifact.encoder_path, encoder=artifact.encoder,
+        training={"split": record}, training_questions=training_question_set(learned)), threads=1)
+    with open(table, newline="", encoding="utf-8") as handle:
+        header, *rows = list(csv.reader(handle))
+    reordered = tmp_path / "reordered.csv"
+    with open(reordered, "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([header, *reversed(rows)])
+    page = build_report(router, table, tmp_path / "same.html").read_text("utf-8")
+    assert f"Questions: the router&#x27;s test split (seed 0, drawn again: {len(split.test)} questions)." in page
+    page = build_report(router, reordered, tmp_path / "reordered.html").read_text("utf-8")
+    assert "Questions: the router" not in page
+    assert _section_rows(page, "Router and data")["questions used"] == "60"
+    assert re.search(r"drawing the router&#x27;s split again gave \d+ of its \d+ test questions among those it "
+                     r"learned from \(its training_questions.npy\): other data, or the same in another row order: "
+                     r"these questions may include the router&#x27;s training questions", page)

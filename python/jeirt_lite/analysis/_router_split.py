@@ -7,9 +7,15 @@ only here, when a report asks for it, and the caller is told why there is no tes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+from ._table_data import read_answer_table
+from .data import ResponseData, only_questions, read_response_folder
+
+if TYPE_CHECKING:
+    from .._router import Router
 
 TRAIN_EXTRA = 'reproducing the router\'s split needs the train extra (pip install "jeirt-lite[train]")'
 
@@ -26,3 +32,30 @@ def router_test_question_ids(manifest: Mapping[str, Any], data_dir: Path) -> tup
     except ValueError as err:  # training's loader refuses what the report still reads (a folder without answers)
         return None, f"the router's split could not be drawn again ({err})"
     return ids, how
+
+
+def report_questions(
+    router: Router, data_dir: Path, folder: bool, columns: Optional[Mapping[str, str]],
+    question_ids: Optional[Sequence[str]],
+) -> tuple[ResponseData, bool, str]:
+    """(the questions a report reads: those given, else the router's test split where it can be drawn again, else
+    all; whether they are a chosen part (False: all, training questions perhaps among them); how they were chosen)."""
+    given = question_ids is not None
+    if folder:
+        data, how = read_response_folder(data_dir), "the question ids given"
+        if question_ids is None:
+            question_ids, how = router_test_question_ids(router.manifest, data_dir)
+    else:
+        data, question_ids, how = read_answer_table(data_dir, router.manifest, columns, question_ids)
+    if question_ids is None:
+        return data, False, how
+    chosen = only_questions(data, question_ids, data_dir)
+    # The split is drawn from the questions in the order the data lists them: the same answers in another row order
+    # (or other data of the same size) give a split of the same sizes holding questions the router learned from,
+    # which would pass for its test split. Its record of those questions tells.
+    learned = None if given else router.learned_from(chosen.texts)
+    if learned is None or not learned.any():
+        return chosen, True, how
+    return data, False, (f"drawing the router's split again gave {int(learned.sum())} of its {len(learned)} test "
+                         "questions among those it learned from (its training_questions.npy): other data, or the "
+                         "same in another row order")

@@ -14,15 +14,15 @@ from typing import Any, Optional
 import numpy as np
 
 from .._errors import JeirtError
-from .data import ResponseData, only_questions
+from .data import ResponseData
 
 
 def read_answer_table(
     path: Path, manifest: Mapping[str, Any], columns: Optional[Mapping[str, str]],
     question_ids: Optional[Sequence[str]],
 ) -> tuple[ResponseData, Optional[Sequence[str]], str]:
-    """(the table's questions: the ids given, else the router's test split where it can be drawn again, else all;
-    their ids, None for all; how they were chosen)."""
+    """(all of the table's questions; the ids to keep: those given, else the router's test split where it can be
+    drawn again, else None for all; how they were chosen)."""
     try:
         from jeirt_lite_training.data import Columns, load_dataset
         from jeirt_lite_training.router_split import test_question_ids_of
@@ -43,4 +43,4 @@ def read_answer_table(
                         np.asarray(dataset.subjects, dtype=object), list(dataset.llm_names),
                         np.asarray(cells.question, dtype=np.int64), np.asarray(cells.llm, dtype=np.int64),
                         np.asarray(cells.correct, dtype=np.float64))
-    return only_questions(data, question_ids, path), question_ids, how
+    return data, question_ids, how

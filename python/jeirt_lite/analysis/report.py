@@ -27,12 +27,11 @@ from .._questions import EncodedQuestions
 from ._difficulty import difficulty_vs_error
 from ._onboarding_value import MIN_ANSWERS, REPEATS, onboarding_curves
 from ._probes import needs_calculation, probe_vectors
-from ._router_split import router_test_question_ids
+from ._router_split import report_questions
 from ._routing_value import answer_matrix, cost_frontier, routing_value
 from ._stats import pca, roc_auc
-from ._table_data import read_answer_table
 from ._taxonomy import taxonomy
-from .data import DATA_FILES, ResponseData, read_response_folder, stratified_sample
+from .data import DATA_FILES, ResponseData, stratified_sample
 
 if TYPE_CHECKING:
     from .._router import Router
@@ -129,13 +128,7 @@ def build_report(
     inputs = [data_dir / name for name in DATA_FILES] if folder else [data_dir]
     refuse_inputs(output, [*inputs, router.path], folders=[router.path])
     plt = _pyplot()
-    if folder:
-        how = "the question ids given"
-        if question_ids is None:
-            question_ids, how = router_test_question_ids(router.manifest, data_dir)
-        data = read_response_folder(data_dir, question_ids)
-    else:
-        data, question_ids, how = read_answer_table(data_dir, router.manifest, columns, question_ids)
+    data, held_out, how = report_questions(router, data_dir, folder, columns, question_ids)
     if data.n_questions < 3:
         raise JeirtError(f"{data_dir}: the report needs at least 3 questions, found {data.n_questions}")
     if max_questions is not None and data.n_questions > max_questions:
@@ -143,7 +136,7 @@ def build_report(
     vectors, features = router.encode(data.texts)  # features only where scoring reads them (votes)
     probabilities = router.predict_proba(EncodedQuestions(vectors, features))  # what the router says, votes included
     sections = [
-        _summary(router, data, data_dir, question_ids is not None, how),
+        _summary(router, data, data_dir, held_out, how),
         _difficulty(plt, router, vectors, data),
         *_taxonomy_and_llms(plt, router, vectors, data, seed),
         _calibration(plt, router, probabilities, data),

@@ -37,8 +37,9 @@ def add_parser(subparsers: Any) -> None:
             "one self-contained HTML page of plots with their numbers: difficulty, taxonomy, LLM vectors,\n"
             "calibration, a probe, onboarding from a few answers, routing value and its quality-cost curve,\n"
             "alignment. Every section is computed from the router and the data, on the router's test\n"
-            "questions when its split can be drawn again (else the page says it may include training\n"
-            'questions). Needs matplotlib: pip install "jeirt-lite[report]".'
+            "questions when its split can be drawn again: the data it was trained on, rows in the same order\n"
+            "(else the page says it may include training questions). Needs matplotlib: pip install\n"
+            '"jeirt-lite[report]".'
         ),
         epilog=(
             "examples:\n"
