@@ -314,7 +314,7 @@ def test_add_llm_reads_only_the_named_llms_rows_of_a_table_of_several(
     ("argv", "edit", "message"),
     [
         (["--name", "y"], None, "all.csv: no row of 'y' in its LLM column 'model', which names 2 other LLMs ('x', "
-         "'other'); add it under the name the file gives it, or keep only its rows in the file"),
+         "'other'); add it under the name the file gives it, or give its answers alone without that column"),
         (["--name", "x"], ("x,", ",", 3), "all.csv: data row 3 (1-based, header not counted, ending on line 4): has no "
          "LLM name"),
         (["--name", "x", "--llm-column", "llm"], None, "all.csv: no LLM column 'llm' (columns: id, text, model, "
@@ -380,3 +380,23 @@ def test_an_llm_name_with_spaces_at_its_ends_is_the_name_train_reads(
                  str(tmp_path / "x_only.csv"), "-o", str(tmp_path / "alone")]) == 0
     assert Router.load(tmp_path / "spaced").llm_vectors[-1].tolist() == Router.load(
         tmp_path / "alone").llm_vectors[-1].tolist()
+
+
+def test_a_file_of_one_llms_answers_under_another_name_is_told_the_way_out_that_works(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The refusal said 'keep only its rows in the file' to a file holding only its rows: the LLM column is what
+    # chooses the rows, so the way out is a file without it (or the file's name for the LLM).
+    from jeirt_lite.cli import main
+
+    rows = _answers(tmp_path / "plain.csv").read_text().splitlines()
+    table = tmp_path / "one.csv"
+    table.write_text("\n".join([rows[0] + ",model", *(row + ",openai/x-2024" for row in rows[1:])]) + "\n")
+    argv = ["add-llm", "--router", str(tiny_router_path), "--answers", str(table), "-o", str(tmp_path / "out")]
+    assert main([*argv, "--name", "x"]) == 1
+    err = capsys.readouterr().err
+    assert "names 1 other LLM ('openai/x-2024'); add it under the name the file gives it, or give its answers alone " \
+        "without that column\n" in err and "keep only its rows" not in err
+    assert main([*argv, "--name", "openai/x-2024"]) == 0
+    table.write_text("\n".join(row.rsplit(",", 1)[0] for row in table.read_text().splitlines()) + "\n")
+    assert main([*argv, "--name", "x", "--overwrite"]) == 0

@@ -228,7 +228,7 @@ def no_rows_of(path: Path, column: str, llm: str, others: Counter[str]) -> str:
     named = ", ".join(repr(name) for name, _ in others.most_common(8)) + (", ..." if len(others) > 8 else "")
     plural = "s" if len(others) != 1 else ""
     return (f"{path}: no row of {llm!r} in its LLM column {column!r}, which names {len(others)} other LLM{plural} "
-            f"({named}); add it under the name the file gives it, or keep only its rows in the file")
+            f"({named}); add it under the name the file gives it, or give its answers alone without that column")
 
 
 @dataclass
