@@ -400,3 +400,20 @@ def test_a_file_of_one_llms_answers_under_another_name_is_told_the_way_out_that_
     assert main([*argv, "--name", "openai/x-2024"]) == 0
     table.write_text("\n".join(row.rsplit(",", 1)[0] for row in table.read_text().splitlines()) + "\n")
     assert main([*argv, "--name", "x", "--overwrite"]) == 0
+
+
+def test_a_jsonl_row_without_the_correct_field_is_a_question_without_an_answer_as_train_reads_it(
+    tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # train reads a long JSONL's row without the field as no answer; add-llm stopped at it ("no field 'correct'"),
+    # even at a row of another LLM, whose rows it promises not to read.
+    from jeirt_lite.cli import main
+
+    rows = [json.loads(line) for line in _long_table(tmp_path / "all.jsonl").read_text().splitlines()]
+    del rows[0]["correct"], rows[3]["correct"]  # x's first row (it stands for the header) and another LLM's row
+    table = tmp_path / "omitted.jsonl"
+    table.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert main(["add-llm", "--router", str(tiny_router_path), "--name", "x", "--answers", str(table),
+                 "-o", str(tmp_path / "out")]) == 0, capsys.readouterr().err
+    assert "added 'x' from 23 answers (12 correct; 1 row with an empty label left out; 24 rows of 1 other LLM in " \
+        "column 'model' left out)" in capsys.readouterr().out

@@ -83,7 +83,9 @@ class TextReader:
                 f"{self.path}: no column {self.text_column!r} ({columns_listed(self.text_column, columns)})",
                 column_hint("text_column"),
             )
-        if self.label_column is not None and self.label_column not in columns:
+        # A JSONL row without the label field is a question without an answer, as training reads it: the first row
+        # may lack it (`answers` has looked for the column in the first rows).
+        if self.label_column is not None and self.label_column not in columns and not self.schemaless:
             raise hinted_error(
                 f"{self.path}: no label column {self.label_column!r} ({columns_listed(self.label_column, columns)})",
                 column_hint("label_column"),
@@ -144,9 +146,9 @@ class TextReader:
             id_candidates: tuple[str, ...] = (self.id_column,)
         else:
             id_candidates = ID_COLUMNS if deciding else ()
-        required = [self.text_column] + ([self.label_column] if self.label_column is not None else [])
-        required += [self.llm_rows[0]] if self.llm_rows is not None else []
-        wanted = list(dict.fromkeys([*required, *id_candidates]))
+        required = [self.text_column] + ([self.llm_rows[0]] if self.llm_rows is not None else [])
+        labels = [self.label_column] if self.label_column is not None else []  # a JSONL row may leave it out
+        wanted = list(dict.fromkeys([*required, *labels, *id_candidates]))
         unclaimed: tuple[str, ...] = ()  # id fields no row may bring once the first good row came without one
         for batch in self.records.batches(wanted, required=required):
             if schemaless and self.records.columns is not None:
