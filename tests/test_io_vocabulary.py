@@ -16,6 +16,7 @@ from jeirt_lite._io.vocabulary import (
     id_problem,
     label_missing,
     label_of,
+    llm_name_problem,
     text_problem,
 )
 
@@ -83,3 +84,19 @@ def test_a_text_is_a_non_blank_string_of_valid_utf8_without_nul(value: Any, prob
 )
 def test_an_id_is_a_string_an_integer_or_a_typed_columns_value(value: Any, problem: Optional[str]) -> None:
     assert id_problem(value) == problem
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (None, "has no LLM name"),
+        (" ", "has no LLM name"),
+        (float("nan"), "has no LLM name"),  # was "LLM name 'nan' is a float, not a string": a missing name
+        (7.0, "LLM name '7.0' is a float, not a string or an integer"),  # integers are names: the message says so
+        (True, "LLM name 'True' is a bool, not a string or an integer"),
+        ("gpt 4", None),
+        (7, None),
+    ],
+)
+def test_an_llm_name_is_a_non_blank_string_or_an_integer(value: Any, problem: Optional[str]) -> None:
+    assert llm_name_problem(value) == problem

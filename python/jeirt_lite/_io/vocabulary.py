@@ -99,10 +99,11 @@ def text_problem(value: Any) -> Optional[str]:
 
 def llm_name_problem(value: Any) -> Optional[str]:
     """Why `value` of a table's LLM column cannot name an LLM, or None when it can (a string or an integer)."""
-    if value is None or (isinstance(value, str) and not value.strip()):
+    # NaN: a Parquet float column's missing value (pandas writes an integer column with gaps as floats).
+    if value is None or (isinstance(value, str) and not value.strip()) or (isinstance(value, float) and value != value):
         return "has no LLM name"
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        return f"LLM name {str(value)[:40]!r} is a {type(value).__name__}, not a string"
+        return f"LLM name {str(value)[:40]!r} is a {type(value).__name__}, not a string or an integer"
     return None
 
 
