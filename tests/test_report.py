@@ -454,7 +454,30 @@ def test_a_split_drawn_again_that_holds_questions_the_router_learned_from_is_not
     assert f"Questions: the router&#x27;s test split (seed 0, drawn again: {len(split.test)} questions)." in page
     page = build_report(router, reordered, tmp_path / "reordered.html").read_text("utf-8")
     assert "Questions: the router" not in page
+    # What it reads instead: the questions its record of training questions does not hold, the same test part.
+    assert _section_rows(page, "Router and data")["questions used"] == str(len(split.test))
+    assert re.search(rf"Questions: the {len(split.test)} of these 60 questions the router did not learn from \(its "
+                     r"training_questions.npy holds the others; drawing the router&#x27;s split again gave \d+ of its "
+                     r"\d+ test questions among those it learned from", page)
+    # A router that learned from every question of its data, on that data and more: the questions it has not seen.
+    router = Router.load(save_artifact(
+        tmp_path / "router_all", llm_names=artifact.llm_names, llm_vectors=artifact.llm_vectors,
+        tokenizer_json=artifact.tokenizer_path, encoder_onnx=artifact.encoder_path, encoder=artifact.encoder,
+        training={"split": {**record, "n_test_questions": 0}}, training_questions=training_question_set(learned)),
+        threads=1)
+    page = build_report(router, table, tmp_path / "all.html").read_text("utf-8")
+    assert _section_rows(page, "Router and data")["questions used"] == str(len(split.test))
+    assert (f"Questions: the {len(split.test)} of these 60 questions the router did not learn from (its "
+            "training_questions.npy holds the others; the router learned from every question of its data (no test "
+            "part)).") in page
+    # Data of which it learned from none: all of it, and not said to flatter anything.
+    router = Router.load(save_artifact(
+        tmp_path / "router_other", llm_names=artifact.llm_names, llm_vectors=artifact.llm_vectors,
+        tokenizer_json=artifact.tokenizer_path, encoder_onnx=artifact.encoder_path, encoder=artifact.encoder,
+        training={"split": {**record, "n_test_questions": 0}},
+        training_questions=training_question_set(["a question from elsewhere"])), threads=1)
+    page = build_report(router, table, tmp_path / "other.html").read_text("utf-8")
     assert _section_rows(page, "Router and data")["questions used"] == "60"
-    assert re.search(r"drawing the router&#x27;s split again gave \d+ of its \d+ test questions among those it "
-                     r"learned from \(its training_questions.npy\): other data, or the same in another row order: "
-                     r"these questions may include the router&#x27;s training questions", page)
+    assert ("Questions: none of these questions is among those the router learned from (its "
+            "training_questions.npy).") in page
+    assert "may include the router" not in page

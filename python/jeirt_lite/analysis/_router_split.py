@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
+import numpy as np
+
 from ._table_data import read_answer_table
 from .data import ResponseData, only_questions, read_response_folder
 
@@ -39,7 +41,8 @@ def report_questions(
     question_ids: Optional[Sequence[str]],
 ) -> tuple[ResponseData, bool, str]:
     """(the questions a report reads: those given, else the router's test split where it can be drawn again, else
-    all; whether they are a chosen part (False: all, training questions perhaps among them); how they were chosen)."""
+    those its record of training questions does not hold, else all; whether they are questions it did not learn
+    from, as far as can be told (False: all, training questions among them); how they were chosen)."""
     given = question_ids is not None
     if folder:
         data, how = read_response_folder(data_dir), "the question ids given"
@@ -47,15 +50,27 @@ def report_questions(
             question_ids, how = router_test_question_ids(router.manifest, data_dir)
     else:
         data, question_ids, how = read_answer_table(data_dir, router.manifest, columns, question_ids)
-    if question_ids is None:
+    if question_ids is not None:
+        chosen = only_questions(data, question_ids, data_dir)
+        # The split is drawn from the questions in the order the data lists them: the same answers in another row
+        # order (or other data of the same size) give a split of the same sizes holding questions the router learned
+        # from, which would pass for its test split. Its record of those questions tells.
+        learned = None if given else router.learned_from(chosen.texts)
+        if learned is None or not learned.any():
+            return chosen, True, how
+        how = (f"drawing the router's split again gave {int(learned.sum())} of its {len(learned)} test questions "
+               "among those it learned from (its training_questions.npy): other data, or the same in another row order")
+    return _not_learned_from(router, data, how)
+
+
+def _not_learned_from(router: Router, data: ResponseData, how: str) -> tuple[ResponseData, bool, str]:
+    """Without a test split: the questions the router's record of its training questions (training_questions.npy)
+    does not hold, where there are any; else all, told as such (`how`: why there is no test split)."""
+    learned = router.learned_from(data.texts)
+    if learned is None or learned.all():
         return data, False, how
-    chosen = only_questions(data, question_ids, data_dir)
-    # The split is drawn from the questions in the order the data lists them: the same answers in another row order
-    # (or other data of the same size) give a split of the same sizes holding questions the router learned from,
-    # which would pass for its test split. Its record of those questions tells.
-    learned = None if given else router.learned_from(chosen.texts)
-    if learned is None or not learned.any():
-        return chosen, True, how
-    return data, False, (f"drawing the router's split again gave {int(learned.sum())} of its {len(learned)} test "
-                         "questions among those it learned from (its training_questions.npy): other data, or the "
-                         "same in another row order")
+    unseen = np.flatnonzero(~learned)
+    if not learned.any():
+        return data, True, "none of these questions is among those the router learned from (its training_questions.npy)"
+    return data.subset(unseen), True, (f"the {unseen.size} of these {len(learned)} questions the router did not learn "
+                                        f"from (its training_questions.npy holds the others; {how})")

@@ -36,10 +36,10 @@ def add_parser(subparsers: Any) -> None:
             "answers as train reads it (a long or wide table; needs the train extra) with the router, and write\n"
             "one self-contained HTML page of plots with their numbers: difficulty, taxonomy, LLM vectors,\n"
             "calibration, a probe, onboarding from a few answers, routing value and its quality-cost curve,\n"
-            "alignment. Every section is computed from the router and the data, on the router's test\n"
-            "questions when its split can be drawn again: the data it was trained on, rows in the same order\n"
-            "(else the page says it may include training questions). Needs matplotlib: pip install\n"
-            '"jeirt-lite[report]".'
+            "alignment. Every section is computed from the router and the data, on the questions the router\n"
+            "did not learn from: its test split when it can be drawn again (the data it was trained on, rows in\n"
+            "the same order), else those its record of training questions does not hold (else all, and the page\n"
+            'says they include training questions). Needs matplotlib: pip install "jeirt-lite[report]".'
         ),
         epilog=(
             "examples:\n"
@@ -60,7 +60,8 @@ def add_parser(subparsers: Any) -> None:
                         help="the page to write (default: report.html)")
     report.add_argument("--question-ids", type=Path, default=None, metavar="FILE",
                         help="only the question ids in FILE (one per line); default: the router's test split when "
-                        "it can be drawn again (needs the train extra), else every question")
+                        "it can be drawn again (needs the train extra), else the questions it did not learn from, "
+                        "else every question")
     report.add_argument("--max-questions", type=at_most, default=3000, metavar="N",
                         help="embed a subject-stratified sample of at most N questions; 0: all (default 3000)")
 
