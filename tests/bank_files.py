@@ -1,7 +1,9 @@
-"""Question-bank files the reader tests write: JSONL rows, and a CSV bank large enough to be read in many blocks."""
+"""Question-bank files the tests write and read: JSONL rows, a small id,text CSV bank, a CSV bank large enough to be
+read in many blocks, and a CSV output's rows."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -18,3 +20,14 @@ def write_large_csv_bank(path: Path) -> Path:
     path.write_text("id,text\n" + "".join(f"q{i},{'what is the price of a market ' * 3}{i}\n"
                                           for i in range(LARGE_BANK_ROWS)))
     return path
+
+
+def write_csv_bank(path: Path, texts: list[str]) -> Path:
+    """An id,text CSV of `texts`, their ids q0, q1, ... (texts without commas or quotes)."""
+    path.write_text("id,text\n" + "".join(f"q{i},{text}\n" for i, text in enumerate(texts)))
+    return path
+
+
+def read_csv_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))

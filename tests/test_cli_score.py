@@ -3,13 +3,13 @@ to the Ray engine (a stand-in here, so that no Ray runtime starts) or refuses be
 
 from __future__ import annotations
 
-import csv
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from bank_files import read_csv_rows, write_csv_bank
 from jeirt_lite import Router, batch
 from jeirt_lite._io import writers
 from jeirt_lite.batch import ScoreSummary
@@ -21,14 +21,7 @@ QUESTIONS = ["What is the derivative of x**3 at x = 2?", "Which court hears a co
 
 @pytest.fixture
 def bank(tmp_path: Path) -> Path:
-    path = tmp_path / "bank.csv"
-    path.write_text("id,text\n" + "".join(f"q{i},{text}\n" for i, text in enumerate(QUESTIONS)))
-    return path
-
-
-def _rows(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as handle:
-        return list(csv.DictReader(handle))
+    return write_csv_bank(tmp_path / "bank.csv", QUESTIONS)
 
 
 def test_one_llm_per_question_by_default_and_no_neighbours_scores_without_the_votes(
@@ -38,12 +31,12 @@ def test_one_llm_per_question_by_default_and_no_neighbours_scores_without_the_vo
     for flags, scorer in (([], router), (["--no-neighbours"], router.with_neighbours(None))):
         out = tmp_path / f"scores{len(flags)}.csv"
         assert main(["score", str(bank), "-o", str(out), "--threads", "1", "-q", *flags]) == 0
-        rows = _rows(out)
+        rows = read_csv_rows(out)
         assert list(rows[0]) == ["id", "llm_1", "p_1", "difficulty"]
         expected = scorer.route(QUESTIONS, 1)
         assert [row["llm_1"] for row in rows] == [names[0] for names in expected.names]
         assert np.allclose([float(row["p_1"]) for row in rows], expected.probabilities[:, 0], rtol=0, atol=1e-6)
-    assert _rows(tmp_path / "scores0.csv") != _rows(tmp_path / "scores1.csv")
+    assert read_csv_rows(tmp_path / "scores0.csv") != read_csv_rows(tmp_path / "scores1.csv")
 
 
 @pytest.mark.parametrize("where", ["open", "write"])

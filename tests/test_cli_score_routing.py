@@ -5,12 +5,12 @@ the bank is read."""
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from bank_files import read_csv_rows, write_csv_bank
 from jeirt_lite import Router
 from jeirt_lite._errors import JeirtError
 from jeirt_lite.batch import ScoreOptions, score_file
@@ -34,14 +34,7 @@ def router() -> Router:
 
 @pytest.fixture
 def bank(tmp_path: Path) -> Path:
-    path = tmp_path / "bank.csv"
-    path.write_text("id,text\n" + "".join(f"q{i},{text}\n" for i, text in enumerate(QUESTIONS)))
-    return path
-
-
-def _rows(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as handle:
-        return list(csv.DictReader(handle))
+    return write_csv_bank(tmp_path / "bank.csv", QUESTIONS)
 
 
 def _choices(rows: list[dict[str, str]], k: int) -> tuple[list[list[str]], np.ndarray]:
@@ -67,7 +60,7 @@ def test_the_llm_columns_are_route_s_choices_under_the_same_rule(
 ) -> None:
     out = tmp_path / "scores.csv"
     assert main(["score", str(bank), "-o", str(out), "--k", "2", "--threads", threads, "-q", *flags]) == 0
-    names, probabilities = _choices(_rows(out), 2)
+    names, probabilities = _choices(read_csv_rows(out), 2)
     expected = router.route(QUESTIONS, 2, **rule)
     assert names == expected.names
     assert np.allclose(probabilities, expected.probabilities, rtol=0, atol=1e-6)
@@ -80,7 +73,7 @@ def test_the_llm_columns_are_route_s_choices_under_the_same_rule(
 def test_a_fallback_shows_as_a_first_probability_below_the_threshold(router: Router, bank: Path, tmp_path: Path) -> None:
     out = tmp_path / "scores.csv"
     assert main(["score", str(bank), "-o", str(out), "--min-probability", "0.8", "--threads", "1", "-q"]) == 0
-    p_1 = np.array([float(row["p_1"]) for row in _rows(out)])
+    p_1 = np.array([float(row["p_1"]) for row in read_csv_rows(out)])
     fallback = router.route(QUESTIONS, 1, min_probability=0.8).fallback
     assert fallback is not None and fallback.any() and not fallback.all()
     assert ((p_1 < 0.8) == fallback).all()
@@ -96,7 +89,7 @@ def test_the_forecast_and_every_llm_s_column_stay_every_llm_s(
         assert main(["score", str(bank), "-o", str(outputs[label]), "--all", "--forecast", "--threads", "1",
                      *flags]) == 0
         forecasts[label] = capsys.readouterr().out
-    plain, two = _rows(outputs["plain"]), _rows(outputs["two"])
+    plain, two = read_csv_rows(outputs["plain"]), read_csv_rows(outputs["two"])
     every = [f"p[{name}]" for name in router.llms]
     assert list(two[0]) == ["id", "llm_1", "p_1", "difficulty", *every]
     assert [[row[c] for c in every] for row in two] == [[row[c] for c in every] for row in plain]
@@ -114,7 +107,7 @@ def test_cost_aware_scoring_names_the_llms_it_leaves_out(
     err = capsys.readouterr().err
     assert f"cost-aware routing among the {len(router.llms) - len(unpriced)} LLMs with a cost" in err
     assert all(name in err for name in unpriced)
-    assert not {row["llm_1"] for row in _rows(out)} & set(unpriced)
+    assert not {row["llm_1"] for row in read_csv_rows(out)} & set(unpriced)
 
 
 @pytest.mark.parametrize(
@@ -142,7 +135,7 @@ def test_a_bad_rule_is_refused_before_the_bank_is_read(
 def test_score_file_takes_the_rules_in_its_options_and_checks_them_first(router: Router, bank: Path, tmp_path: Path) -> None:
     out = tmp_path / "scores.csv"
     score_file(router, input_path=bank, output=out, options=ScoreOptions(k=2, llms=tuple(TWO)))
-    assert _choices(_rows(out), 2)[0] == router.route(QUESTIONS, 2, llms=TWO).names
+    assert _choices(read_csv_rows(out), 2)[0] == router.route(QUESTIONS, 2, llms=TWO).names
     with pytest.raises(JeirtError, match="llms must be a list of LLM names, not one string"):
         score_file(router, input_path=bank, output=tmp_path / "other.csv", options=ScoreOptions(llms="Yi-34B"))  # type: ignore[arg-type]
     assert not (tmp_path / "other.csv").exists()

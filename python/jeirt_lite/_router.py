@@ -177,7 +177,7 @@ class Router(RouterTables):
             llms: route only among these LLMs (e.g. those a service has); indices still refer to the full table.
         """
         cost_table = check_costs(costs, self.llms, "costs") if costs is not None else self.costs
-        rows = self._routing_rows(k, cost_weight, min_probability, llms, cost_table)
+        rows = routing_rows(self.llms, k, cost_weight, min_probability, llms, cost_table)
         vectors, features = self._encoded(questions)
         needs_costs = cost_weight != 0 or min_probability is not None
         names = [self.llms[r] for r in rows]
@@ -199,17 +199,6 @@ class Router(RouterTables):
         return RouteResult(
             indices=indices, probabilities=probabilities, llm_names=self.llms, fallback=fallback
         )
-
-    def _routing_rows(
-        self,
-        k: object,
-        cost_weight: float,
-        min_probability: Optional[float],
-        llms: Optional[Sequence[str]],
-        cost_table: Mapping[str, float],
-    ) -> list[int]:
-        """The table rows a route chooses among, its options checked before any question is encoded."""
-        return routing_rows(self.llms, k, cost_weight, min_probability, llms, cost_table)
 
     def difficulty(self, questions: Questions) -> np.ndarray:
         """Difficulty of each question: the norm of its question vector (N,) float32; larger is harder."""

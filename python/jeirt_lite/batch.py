@@ -43,6 +43,7 @@ from ._pipeline import in_background, pipelines, scoring_copy
 from ._progress import Progress
 from ._questions import EncodedQuestions, distinct_texts
 from ._router import Router
+from ._routing import routing_rows
 from ._score_request import DEFAULT_CHUNK_SIZE, ScoreOptions, check_score_request
 
 # Texts go to the encoder in slices of this many rows so the progress line moves during a chunk: a 4096-row
@@ -236,7 +237,7 @@ def score_file(
     state = state if state is not None else ScoreState()
     check_score_request(options, len(router.llms), input_path=input_path, vectors_path=vectors_path,
                         ids_path=ids_path, output=output)
-    router._routing_rows(options.k, options.cost_weight, options.min_probability, options.llms, router.costs)
+    routing_rows(router.llms, options.k, options.cost_weight, options.min_probability, options.llms, router.costs)
     _check_vectors_source(router, vectors_path)
     sources = [path for path in (input_path, vectors_path, ids_path) if path is not None]
     fmt = check_output_path(output, sources, router.path) if output is not None else None
