@@ -3,7 +3,6 @@ against the data's once the data is read, before any text is embedded), stored i
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -12,57 +11,9 @@ pytest.importorskip("torch")
 pytest.importorskip("pandas")
 
 from jeirt_lite.cli import main  # noqa: E402 - after the skips
-from jeirt_lite_training.costs import cost_summary, read_costs  # noqa: E402
-from jeirt_lite_training.data_rows import DataError  # noqa: E402
+from jeirt_lite_training.costs import cost_summary  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "mmlu_pro"
-
-
-def test_a_table_of_costs_is_read_from_each_format(tmp_path: Path) -> None:
-    csv_file = tmp_path / "costs.csv"
-    csv_file.write_text("model,cost,note\nYi-34B,34,open\n gemma-7b , 7.5,\nPhi-3-mini-4k-instruct,0,\n")
-    expected = {"Yi-34B": 34.0, "gemma-7b": 7.5, "Phi-3-mini-4k-instruct": 0.0}
-    assert read_costs(csv_file) == expected
-    jsonl = tmp_path / "costs.jsonl"
-    jsonl.write_text("".join(json.dumps({"llm": name, "cost": cost}) + "\n" for name, cost in expected.items()))
-    assert read_costs(jsonl) == expected
-    pa = pytest.importorskip("pyarrow")
-    import pyarrow.parquet as pq
-
-    parquet = tmp_path / "costs.parquet"
-    pq.write_table(pa.table({"llm_name": list(expected), "cost": list(expected.values())}), parquet)
-    assert read_costs(parquet) == expected
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        ("name,cost\nYi-34B,34\n", "a table of costs needs an LLM column (one of llm, model, model_name, llm_name) "
-                                   "and a 'cost' column (columns: name, cost)"),
-        ("llm,price\nYi-34B,34\n", "and a 'cost' column (columns: llm, price)"),
-        ("llm,cost\nYi-34B,-1\n", "data row 1: the cost of 'Yi-34B' must be a finite number >= 0, got '-1'"),
-        ("llm,cost\nYi-34B,34\ngemma-7b,nan\n", "data row 2: the cost of 'gemma-7b' must be a finite number >= 0"),
-        ("llm,cost\nYi-34B,cheap\n", "got 'cheap'"),
-        ("llm,cost\nYi-34B,\n", "data row 1: the cost of 'Yi-34B' must be a finite number >= 0, got ''"),
-        ("llm,cost\n,3\n", "data row 1 has no LLM name in column 'llm'"),
-        ("llm,cost\nYi-34B,3\ngemma-7b,7\nYi-34B,4\n", "data row 3: 'Yi-34B' has a cost already (data row 1)"),
-        ("llm,cost\n", "holds no costs"),
-    ],
-)
-def test_a_bad_table_of_costs_is_refused_naming_its_row(tmp_path: Path, text: str, message: str) -> None:
-    path = tmp_path / "costs.csv"
-    path.write_text(text)
-    with pytest.raises(DataError, match="costs.csv: ") as error:
-        read_costs(path)
-    assert message in str(error.value)
-
-
-@pytest.mark.parametrize("value", [True, [3], {"a": 1}, float("inf")])
-def test_a_cost_of_another_type_is_refused(tmp_path: Path, value: object) -> None:
-    path = tmp_path / "costs.jsonl"
-    path.write_text(json.dumps({"llm": "Yi-34B", "cost": value}) + "\n")
-    with pytest.raises(DataError, match="the cost of 'Yi-34B' must be a finite number >= 0"):
-        read_costs(path)
 
 
 def test_the_summary_names_the_llms_without_a_cost() -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._runtime import check_output_folder, option_error, refuse_inputs, stderr_is_terminal
+from ._runtime import check_output_folder, option_error, read_costs, refuse_inputs, stderr_is_terminal
 from ._runtime import cli_options as opt  # the command line's converters and parser class
 from .config import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, DEFAULT_TABLE_PULLS, ENCODER_NAMES, STATIC
 from .options import AUTO, COLUMN_OPTIONS, DefaultsFormatter, fit_arguments
@@ -153,7 +153,7 @@ def cmd_fit(
     args: argparse.Namespace, *, overwrite: bool = False, costs: Callable[[list[str]], dict[str, float]] | None = None
 ) -> int:
     """`fit` from parsed options. overwrite: replace an existing --out; costs: the LLMs' costs from their names."""
-    from .costs import check_cost_llms, cost_summary, read_costs
+    from .costs import check_cost_llms, cost_summary
     from .data import DataError
     from .pipeline import choose_refit_and_export
 

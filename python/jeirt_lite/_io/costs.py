@@ -1,0 +1,63 @@
+"""Per-LLM costs from a table (`train --costs`, and `route`, `score` and `serve --costs`): an LLM column (the names
+a table of answers is read by: `LLM_COLUMNS`) and a `cost` column, any table format. A bad row stops with its
+number; a name the router does not hold is the caller's check (`Router.with_costs`)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+from .._errors import JeirtError
+from .tables import read_table
+from .vocabulary import LLM_COLUMNS
+
+COST_COLUMN = "cost"
+
+
+def _cost(value: Any) -> Optional[float]:
+    """A cost as a float (a number, or a number's text as CSV holds it); None when it is not one, or not finite
+    and at least 0."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float)):
+        return None
+    cost = float(value)
+    return cost if math.isfinite(cost) and cost >= 0 else None
+
+
+def _name(value: Any) -> Optional[str]:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        return None
+    name = str(value).strip()
+    return name or None
+
+
+def read_costs(path: Path) -> dict[str, float]:
+    """{LLM name: cost} from the table at `path` (CSV, TSV, JSONL or Parquet)."""
+    table = read_table(path)
+    columns = table.columns
+    llm_column = next((name for name in LLM_COLUMNS if name in columns), None)
+    if llm_column is None or COST_COLUMN not in columns:
+        wanted = f"an LLM column (one of {', '.join(LLM_COLUMNS)}) and a {COST_COLUMN!r} column"
+        raise JeirtError(f"{path}: a table of costs needs {wanted} (columns: {', '.join(map(str, columns))})")
+    costs: dict[str, float] = {}
+    first_row: dict[str, int] = {}
+    for row, raw_name, raw_cost in zip(table.rows, table.values[llm_column], table.values[COST_COLUMN]):
+        name, cost = _name(raw_name), _cost(raw_cost)
+        if name is None:
+            raise JeirtError(f"{path}: data row {row} has no LLM name in column {llm_column!r} (got {raw_name!r})")
+        if cost is None:
+            raise JeirtError(f"{path}: data row {row}: the cost of {name!r} must be a finite number >= 0, "
+                             f"got {raw_cost!r}")
+        if name in costs:
+            raise JeirtError(f"{path}: data row {row}: {name!r} has a cost already (data row {first_row[name]})")
+        costs[name], first_row[name] = cost, row
+    if not costs:
+        raise JeirtError(f"{path}: holds no costs")
+    return costs
