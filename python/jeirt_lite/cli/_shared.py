@@ -84,6 +84,29 @@ def add_routing_arguments(
     )
 
 
+def add_costs_option(parser: argparse.ArgumentParser) -> None:
+    """--costs FILE, for the commands that route (route, score, serve): costs for this run instead of the router's."""
+    parser.add_argument(
+        "--costs",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="per-LLM costs for this run, instead of those the router stores (e.g. today's prices): a table with an "
+        "LLM column (llm, model, model_name or llm_name) and a 'cost' column, CSV, TSV, JSONL or Parquet; LLMs it "
+        "leaves out have no cost",
+    )
+
+
+def with_given_costs(router: Router, path: Optional[Path]) -> Router:
+    """The router with the costs of --costs FILE instead of its own (unchanged without the option)."""
+    if path is None:
+        return router
+    from .._io.costs import read_costs
+    from .._llm_params import check_costs
+
+    return router.with_costs(check_costs(read_costs(path), router.llms, str(path)), replace=True)
+
+
 def checked_routing(
     args: argparse.Namespace, names: Sequence[str], costs: Mapping[str, float], console: Console
 ) -> Optional[list[str]]:

@@ -17,6 +17,7 @@ from ._shared import (
     FORMATTER,
     PROG,
     Console,
+    add_costs_option,
     add_no_neighbours,
     add_routing_arguments,
     checked_routing,
@@ -25,6 +26,7 @@ from ._shared import (
     router_option,
     short,
     threads_option,
+    with_given_costs,
 )
 
 # Lines of stdin routed together when stdin is a pipe; at a terminal each line is answered as it is typed.
@@ -55,6 +57,7 @@ def add_parser(subparsers: Any) -> None:
         help='one JSON object per question: {"text", "route": [{"llm", "p"}...], "difficulty"}',
     )
     add_routing_arguments(route)
+    add_costs_option(route)
     add_no_neighbours(route)
 
 
@@ -129,7 +132,7 @@ def _write_human(out: TextIO, text: str, pairs: list[tuple[str, float]], difficu
 
 def run(args: argparse.Namespace, console: Console) -> int:
     out = console.out
-    router = load_router(args.router, args.threads)
+    router = with_given_costs(load_router(args.router, args.threads), args.costs)
     if not args.neighbours:
         router = router.with_neighbours(None)
     llms = checked_routing(args, router.llms, router.costs, console)

@@ -20,6 +20,7 @@ from ._shared import (
     FORMATTER,
     PROG,
     Console,
+    add_costs_option,
     add_routing_arguments,
     checked_routing,
     counted,
@@ -30,6 +31,7 @@ from ._shared import (
     router_option,
     stderr_is_terminal,
     threads_option,
+    with_given_costs,
 )
 
 
@@ -134,6 +136,7 @@ def _add_output_arguments(score: argparse.ArgumentParser) -> None:
         "--k", type=positive_int, default=1, help="LLMs per question in the output (default 1)"
     )
     add_routing_arguments(score, prefix="llm_k columns: ", fallback="its p_1 is then below T")
+    add_costs_option(score)
     score.add_argument(
         "--all",
         action="store_true",
@@ -207,7 +210,7 @@ def _stopped_note(state: ScoreState, output: Optional[Path], how: str) -> str:
 def run(args: argparse.Namespace, console: Console) -> int:
     if args.engine == "ray" or args.address is not None or args.ship_router:
         return _run_on_ray(args, console)
-    router = load_router(args.router, args.threads)
+    router = with_given_costs(load_router(args.router, args.threads), args.costs)
     if not args.neighbours:
         router = router.with_neighbours(None)
     options = _checked_options(args, router.llms, router.costs, console)
@@ -233,6 +236,9 @@ def _check_ray_arguments(args: argparse.Namespace) -> None:
     """What only the command line can get wrong about Ray (the request itself: score_file_on_ray's check)."""
     if not args.neighbours:
         raise option_error("--no-neighbours runs on one machine; --engine ray scores with the router as it is")
+    if args.costs is not None:
+        raise option_error("--costs runs on one machine; for --engine ray store the costs in the router "
+                           "(router.with_costs(costs).save(path) in Python, or train --costs)")
     for flag, given in (("--address", args.address is not None), ("--ship-router", args.ship_router)):
         if given and args.engine != "ray":
             raise option_error(f"{flag} goes with --engine ray")

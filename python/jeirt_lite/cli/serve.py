@@ -10,12 +10,14 @@ from ._shared import (
     FORMATTER,
     PROG,
     Console,
+    add_costs_option,
     add_no_neighbours,
     int_in,
     load_router,
     number_in,
     router_option,
     threads_option,
+    with_given_costs,
 )
 
 SERVE_EXTRA = 'pip install "jeirt-lite[serve]" (from a checkout: pip install ".[serve]")'
@@ -48,6 +50,7 @@ def add_parser(subparsers: Any) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=int_in(0, 65535), default=8000, help="port (default 8000; 0: any free port)")
     add_no_neighbours(serve)
+    add_costs_option(serve)
     serve.add_argument(
         "--max-body-bytes",
         type=int_in(1, 1 << 30),
@@ -87,7 +90,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise JeirtError(f"`{PROG} serve` needs the serve extra{missing}: {SERVE_EXTRA}") from None
     from .._service.app import Limits, listening_socket, serve
 
-    router = load_router(args.router, args.threads)
+    router = with_given_costs(load_router(args.router, args.threads), args.costs)
     if not args.neighbours:
         router = router.with_neighbours(None)
     limits = Limits(
