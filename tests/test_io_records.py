@@ -161,3 +161,27 @@ def test_a_malformed_record_ends_the_file_even_when_it_fills_its_chunk(tmp_path:
     assert len(batches) == 1 and batches[0].fatal == {1}
     assert "is never closed" in batches[0].problems[1]
     reader.close()
+
+
+def test_a_jsonl_line_nested_deeper_than_python_s_stack_is_a_bad_row_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"id": "a", "text": "What is 2 + 2?"}\n{"id": "b", "text": "x", "deep": '
+                    + "[" * 100_000 + "]" * 100_000 + "}\n")
+    reader = JsonlRecords(path, 10)
+    (batch,) = list(reader.batches(["id", "text"]))
+    reader.close()
+    assert batch.problems == {1: "line is JSON nested too deeply to read"}
+    assert batch.values["id"] == ["a", None]
+
+
+def test_artifact_json_nested_too_deeply_is_refused_as_unreadable(tmp_path: Path) -> None:
+    from jeirt_lite._artifact_files import check_binding
+    from jeirt_lite._static_path import tokenizer_settings
+
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp_path / "tokenizer.json").write_text(deep)
+    with pytest.raises(JeirtError, match="tokenizer.json: not readable JSON"):
+        tokenizer_settings(tmp_path / "tokenizer.json", 128)
+    with pytest.raises(JeirtError, match="the LLM names in its metadata are unreadable"):
+        check_binding(tmp_path / "router.json", {"llms": ["a"]}, {"llm_names": deep, "manifest_sha256": ""},
+                      tmp_path / "llms.safetensors")

@@ -45,7 +45,7 @@ def check_binding(manifest_path: Path, raw: Any, metadata: Mapping[str, str], ll
         )
     try:
         table_names = json.loads(metadata[NAMES_KEY])
-    except ValueError:
+    except (ValueError, RecursionError):
         table_names = None
     listed = list(raw["llms"])
     if table_names != listed:

@@ -35,7 +35,7 @@ def tokenizer_settings(tokenizer_json: Path, max_length: int) -> dict[str, Any]:
     """The Rust tokenizer's settings read from a tokenizer.json, or `Unsupported` naming what differs."""
     try:
         spec = json.loads(tokenizer_json.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
         raise JeirtError(f"{tokenizer_json}: not readable JSON ({err})") from err
     if max_length < 3:
         raise Unsupported(f"max_seq_length {max_length} leaves no room for a token between [CLS] and [SEP]")

@@ -266,6 +266,8 @@ class JsonlRecords(RecordReader):
             return f"line is not valid JSON ({err.msg})"
         except RepeatedKey as twice:  # a CSV header may not name a column twice either
             return f"line names the field {twice.key!r} twice"
+        except RecursionError:  # deeper than Python's stack allows: a bad row, not a crash of the reader
+            return "line is JSON nested too deeply to read"
         if not isinstance(record, dict):
             return f"line is a JSON {type(record).__name__}, not an object"
         for name in required:
