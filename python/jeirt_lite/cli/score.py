@@ -24,7 +24,6 @@ from ._shared import (
     add_routing_arguments,
     checked_routing,
     counted,
-    llm_subset,
     load_router,
     positive_int,
     print_score_summary,
@@ -184,8 +183,9 @@ def _checked_options(
 ) -> ScoreOptions:
     """The options, their routing rules checked before a row is read (with the note on the LLMs a cost rule leaves
     out); k first, so that a k beyond the router's LLMs gets the words `score_file` and the Ray engine give it."""
-    llms = llm_subset(args.llms, names)
-    options = ScoreOptions(
+    check_k(args.k, len(names))
+    llms = checked_routing(args, names, costs, console)
+    return ScoreOptions(
         k=args.k,
         all_probabilities=args.all_probabilities,
         forecast=args.forecast,
@@ -195,9 +195,6 @@ def _checked_options(
         cost_weight=args.cost_weight,
         min_probability=args.min_probability,
     )
-    check_k(options.k, len(names))
-    checked_routing(args, names, costs, console)
-    return options
 
 
 def _stopped_note(state: ScoreState, output: Optional[Path], how: str) -> str:
