@@ -25,6 +25,11 @@ def test_a_table_of_costs_is_read_from_each_format(tmp_path: Path) -> None:
     parquet = tmp_path / "costs.parquet"
     pq.write_table(pa.table({"llm_name": list(expected), "cost": list(expected.values())}), parquet)
     assert read_costs(parquet) == expected
+    import decimal
+
+    prices = [decimal.Decimal(str(cost)) for cost in expected.values()]
+    pq.write_table(pa.table({"llm": list(expected), "cost": pa.array(prices, type=pa.decimal128(9, 2))}), parquet)
+    assert read_costs(parquet) == expected  # a typed price column
 
 
 @pytest.mark.parametrize(

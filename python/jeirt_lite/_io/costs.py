@@ -4,6 +4,7 @@ number; a name the router does not hold is the caller's check (`Router.with_cost
 
 from __future__ import annotations
 
+import decimal
 import math
 from pathlib import Path
 from typing import Any, Optional
@@ -16,8 +17,8 @@ COST_COLUMN = "cost"
 
 
 def _cost(value: Any) -> Optional[float]:
-    """A cost as a float (a number, or a number's text as CSV holds it); None when it is not one, or not finite
-    and at least 0."""
+    """A cost as a float (a number, a typed Parquet column's decimal, or a number's text as CSV holds it); None when
+    it is not one, or not finite and at least 0."""
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
@@ -25,7 +26,7 @@ def _cost(value: Any) -> Optional[float]:
             value = float(value.strip())
         except ValueError:
             return None
-    if not isinstance(value, (int, float)):
+    if not isinstance(value, (int, float, decimal.Decimal)):
         return None
     cost = float(value)
     return cost if math.isfinite(cost) and cost >= 0 else None
