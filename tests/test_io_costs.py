@@ -61,3 +61,11 @@ def test_a_cost_of_another_type_is_refused(tmp_path: Path, value: object) -> Non
     path.write_text(json.dumps({"llm": "Yi-34B", "cost": value}) + "\n")
     with pytest.raises(JeirtError, match="the cost of 'Yi-34B' must be a finite number >= 0"):
         read_costs(path)
+
+
+def test_a_jsonl_integer_beyond_a_float_s_range_is_a_bad_cost_not_a_crash(tmp_path: Path) -> None:
+    # json reads 1 followed by 400 zeros as a Python int, which float() refuses with an OverflowError (a traceback).
+    path = tmp_path / "costs.jsonl"
+    path.write_text('{"llm": "Yi-34B", "cost": 1' + "0" * 400 + "}\n")
+    with pytest.raises(JeirtError, match="data row 1: the cost of 'Yi-34B' must be a finite number >= 0, got 1000"):
+        read_costs(path)

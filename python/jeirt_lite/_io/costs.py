@@ -28,7 +28,10 @@ def _cost(value: Any) -> Optional[float]:
             return None
     if not isinstance(value, (int, float, decimal.Decimal)):
         return None
-    cost = float(value)
+    try:
+        cost = float(value)
+    except OverflowError:  # a JSONL integer beyond a float's range (1e308): not finite, so not a cost
+        return None
     return cost if math.isfinite(cost) and cost >= 0 else None
 
 
