@@ -69,3 +69,13 @@ def test_a_jsonl_integer_beyond_a_float_s_range_is_a_bad_cost_not_a_crash(tmp_pa
     path.write_text('{"llm": "Yi-34B", "cost": 1' + "0" * 400 + "}\n")
     with pytest.raises(JeirtError, match="data row 1: the cost of 'Yi-34B' must be a finite number >= 0, got 1000"):
         read_costs(path)
+
+
+def test_a_cost_of_minus_zero_is_read_as_zero(tmp_path: Path) -> None:
+    import math
+
+    path = tmp_path / "costs.csv"
+    path.write_text("llm,cost\nYi-34B,-0\ngemma-7b,-0.0\n")
+    costs = read_costs(path)
+    assert costs == {"Yi-34B": 0.0, "gemma-7b": 0.0}
+    assert all(math.copysign(1.0, cost) == 1.0 for cost in costs.values())  # not -0.0, which info shows as 'cost -0'
