@@ -25,11 +25,6 @@ def test_a_table_of_costs_is_read_from_each_format(tmp_path: Path) -> None:
     parquet = tmp_path / "costs.parquet"
     pq.write_table(pa.table({"llm_name": list(expected), "cost": list(expected.values())}), parquet)
     assert read_costs(parquet) == expected
-    import decimal
-
-    prices = [decimal.Decimal(str(cost)) for cost in expected.values()]
-    pq.write_table(pa.table({"llm": list(expected), "cost": pa.array(prices, type=pa.decimal128(9, 2))}), parquet)
-    assert read_costs(parquet) == expected  # a typed price column
 
 
 @pytest.mark.parametrize(
@@ -79,3 +74,20 @@ def test_a_cost_of_minus_zero_is_read_as_zero(tmp_path: Path) -> None:
     costs = read_costs(path)
     assert costs == {"Yi-34B": 0.0, "gemma-7b": 0.0}
     assert all(math.copysign(1.0, cost) == 1.0 for cost in costs.values())  # not -0.0, which info shows as 'cost -0'
+
+
+def test_a_parquet_decimal_cost_column_is_read(tmp_path: Path) -> None:
+    # Prices exported from a database often come as DECIMAL: they were refused as 'must be a finite number >= 0,
+    # got Decimal('3.50')'.
+    from decimal import Decimal
+
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "costs.parquet"
+    prices = [Decimal("3.50"), Decimal("0.25")]
+    pq.write_table(pa.table({"llm": ["Yi-34B", "gemma-7b"], "cost": pa.array(prices, pa.decimal128(10, 2))}), path)
+    assert read_costs(path) == {"Yi-34B": 3.5, "gemma-7b": 0.25}
+    pq.write_table(pa.table({"llm": ["Yi-34B"], "cost": pa.array([Decimal("-1.00")], pa.decimal128(10, 2))}), path)
+    with pytest.raises(JeirtError, match="the cost of 'Yi-34B' must be a finite number >= 0, got Decimal"):
+        read_costs(path)

@@ -32,6 +32,8 @@ def _cost(value: Any) -> Optional[float]:
         cost = float(value)
     except OverflowError:  # a JSONL integer beyond a float's range (1e308): not finite, so not a cost
         return None
+    except ValueError:  # a signalling NaN Decimal: not a cost either
+        return None
     # + 0.0 makes a cost of -0 (it is >= 0) plain 0: stored as -0.0, `info` would list it as 'cost -0'.
     return cost + 0.0 if math.isfinite(cost) and cost >= 0 else None
 
