@@ -174,6 +174,18 @@ def test_a_jsonl_line_nested_deeper_than_python_s_stack_is_a_bad_row_not_a_crash
     assert batch.values["id"] == ["a", None]
 
 
+def test_a_jsonl_line_holding_an_integer_of_over_4300_digits_is_a_bad_row_not_a_crash(tmp_path: Path) -> None:
+    # Python's int() reads at most 4,300 digits: json raised a plain ValueError, which ended score, add-llm, train
+    # and --costs with a traceback.
+    path = tmp_path / "long.jsonl"
+    path.write_text('{"id": "a", "text": "What is 2 + 2?"}\n{"id": "b", "text": "x", "n": 1' + "0" * 5000 + "}\n")
+    reader = JsonlRecords(path, 10)
+    (batch,) = list(reader.batches(["id", "text"]))
+    reader.close()
+    assert batch.problems == {1: "line holds an integer too long to read (over 4,300 digits)"}
+    assert batch.values["id"] == ["a", None]
+
+
 def test_artifact_json_nested_too_deeply_is_refused_as_unreadable(tmp_path: Path) -> None:
     from jeirt_lite._artifact_files import check_binding
     from jeirt_lite._static_path import tokenizer_settings

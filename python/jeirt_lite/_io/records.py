@@ -268,6 +268,8 @@ class JsonlRecords(RecordReader):
             return f"line names the field {twice.key!r} twice"
         except RecursionError:  # deeper than Python's stack allows: a bad row, not a crash of the reader
             return "line is JSON nested too deeply to read"
+        except ValueError:  # after JSONDecodeError, its subclass: an integer of more digits than int() reads
+            return "line holds an integer too long to read (over 4,300 digits)"
         if not isinstance(record, dict):
             return f"line is a JSON {type(record).__name__}, not an object"
         for name in required:
