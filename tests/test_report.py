@@ -481,3 +481,24 @@ def test_a_split_drawn_again_that_holds_questions_the_router_learned_from_is_not
     assert ("Questions: none of these questions is among those the router learned from (its "
             "training_questions.npy).") in page
     assert "may include the router" not in page
+
+
+def test_data_with_fewer_than_three_questions_the_router_did_not_learn_from_is_reported_whole(
+    tiny_router_path: Path, tmp_path: Path
+) -> None:
+    # Without a test split the report reads the questions the router did not learn from; where those are fewer than
+    # a report needs, it stopped with 'needs at least 3 questions, found 2' on data of 60 questions (while the same
+    # data without its 2 new questions was reported whole): it reads them all, and says why.
+    from jeirt_lite._training_questions import training_question_set
+
+    artifact = load_artifact(tiny_router_path)
+    folder = _write_folder(tmp_path / "data", list(artifact.llm_names), n=60, seed=3)
+    texts = read_response_folder(folder).texts
+    router = Router.load(save_artifact(
+        tmp_path / "router", llm_names=artifact.llm_names, llm_vectors=artifact.llm_vectors,
+        tokenizer_json=artifact.tokenizer_path, encoder_onnx=artifact.encoder_path, encoder=artifact.encoder,
+        training_questions=training_question_set(list(texts[:58]))), threads=1)
+    page = build_report(router, folder, tmp_path / "report.html").read_text("utf-8")
+    assert _section_rows(page, "Router and data")["questions used"] == "60"
+    assert ("only 2 of these 60 questions are ones the router did not learn from (its training_questions.npy), too "
+            "few for a report: these questions may include the router&#x27;s training questions") in page

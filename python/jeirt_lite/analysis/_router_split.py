@@ -19,6 +19,9 @@ from .data import ResponseData, only_questions, read_response_folder
 if TYPE_CHECKING:
     from .._router import Router
 
+# The fewest questions a report reads: below, its sections (AUC, calibration bins, a probe) mean nothing.
+MIN_QUESTIONS = 3
+
 TRAIN_EXTRA = 'reproducing the router\'s split needs the train extra (pip install "jeirt-lite[train]")'
 
 
@@ -70,6 +73,9 @@ def _not_learned_from(router: Router, data: ResponseData, how: str) -> tuple[Res
     if learned is None or learned.all():
         return data, False, how
     unseen = np.flatnonzero(~learned)
+    if unseen.size < MIN_QUESTIONS:  # too few to report on: all of them, told as such, not a refusal of the data
+        return data, False, (f"{how}, and only {unseen.size} of these {len(learned)} questions are ones the router "
+                             "did not learn from (its training_questions.npy), too few for a report")
     if not learned.any():
         return data, True, "none of these questions is among those the router learned from (its training_questions.npy)"
     return data.subset(unseen), True, (f"the {unseen.size} of these {len(learned)} questions the router did not learn "

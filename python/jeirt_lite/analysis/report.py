@@ -27,7 +27,7 @@ from .._questions import EncodedQuestions
 from ._difficulty import difficulty_vs_error
 from ._onboarding_value import MIN_ANSWERS, REPEATS, onboarding_curves
 from ._probes import needs_calculation, probe_vectors
-from ._router_split import report_questions
+from ._router_split import MIN_QUESTIONS, report_questions
 from ._routing_value import answer_matrix, cost_frontier, routing_value
 from ._stats import pca, roc_auc
 from ._taxonomy import taxonomy
@@ -129,8 +129,8 @@ def build_report(
     refuse_inputs(output, [*inputs, router.path], folders=[router.path])
     plt = _pyplot()
     data, held_out, how = report_questions(router, data_dir, folder, columns, question_ids)
-    if data.n_questions < 3:
-        raise JeirtError(f"{data_dir}: the report needs at least 3 questions, found {data.n_questions}")
+    if data.n_questions < MIN_QUESTIONS:
+        raise JeirtError(f"{data_dir}: the report needs at least {MIN_QUESTIONS} questions, found {data.n_questions}")
     if max_questions is not None and data.n_questions > max_questions:
         data = data.subset(stratified_sample(data.subjects, max_questions, seed))
     vectors, features = router.encode(data.texts)  # features only where scoring reads them (votes)
