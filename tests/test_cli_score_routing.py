@@ -119,6 +119,8 @@ def test_cost_aware_scoring_names_the_llms_it_leaves_out(
         (["--cost-weight", "0.1", "--k", "30"], "k must be between 1 and the 27 LLMs routed among (the priced LLMs)"),
         (["--cost-weight", "0.1", "--min-probability", "0.5"], "use either cost_weight"),
         (["--cost-weight", "0.1", "--llms", "gpt-4o-2024-05-13"], "missing: gpt-4o-2024-05-13"),
+        # Refused by the first chunk's scoring before: after a row was read (on Ray, once the workers ran).
+        (["--cost-weight", "1e308"], "cost_weight 1e+308 times the costs overflows"),
     ],
 )
 def test_a_bad_rule_is_refused_before_the_bank_is_read(

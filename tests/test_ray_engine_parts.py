@@ -212,6 +212,20 @@ def test_score_dataset_hands_the_workers_route_s_rules_checked_before_any_work(
     assert untouched.mapped == {}
 
 
+def test_score_dataset_refuses_a_weight_that_overflows_the_costs_before_any_work(
+    tiny_router_path: Path, tmp_path: Path
+) -> None:
+    # It was refused by the workers' first batch, once Ray had started them.
+    from jeirt_lite import Router
+
+    router = Router.load(tiny_router_path, threads=1)
+    costly = router.with_costs({name: 10.0 for name in router.llms}).save(tmp_path / "costly")
+    untouched = FakeDataset(["id", "text"])
+    with pytest.raises(JeirtError, match=r"cost_weight 1e\+308 times the costs overflows"):
+        engine.score_dataset(untouched, costly, cost_weight=1e308, concurrency=1)
+    assert untouched.mapped == {}
+
+
 @pytest.mark.parametrize("concurrency", [0, -1])
 def test_score_dataset_refuses_a_pool_of_no_workers(tiny_router_path: Path, concurrency: int) -> None:
     with pytest.raises(JeirtError, match="concurrency"):

@@ -68,9 +68,14 @@ def routing_rows(
         raise option_error(f"k must be between 1 and the {len(rows)} LLMs routed among ({among} LLMs), got {k!r}")
     if weight != 0 or min_probability is not None:
         try:  # an LLM named in llms without a cost
-            cost_vector(cost_table, [names[r] for r in rows], "cost-aware routing")
+            costs = cost_vector(cost_table, [names[r] for r in rows], "cost-aware routing")
         except JeirtError as unpriced:
             raise option_error(str(unpriced)) from None
+        # route_rows refuses it too, but only once a chunk is encoded: score's first rows, Ray's workers.
+        with np.errstate(over="ignore"):
+            if not np.isfinite(weight * costs).all():
+                raise option_error(f"cost_weight {cost_weight!r} times the costs overflows; use a smaller weight "
+                                   "or unit")
     return rows
 
 
