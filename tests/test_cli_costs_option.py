@@ -71,6 +71,17 @@ def test_a_table_naming_an_llm_the_router_does_not_hold_is_refused(
     assert not (tmp_path / "out.csv").exists()
 
 
+def test_score_refuses_to_write_its_scores_over_the_table_of_costs(
+    prices: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The table is an input, as the bank is: `-o prices.csv --costs prices.csv` replaced the prices with the scores.
+    bank = write_csv_bank(tmp_path / "bank.csv", QUESTIONS)
+    before = prices.read_bytes()
+    assert main(["score", str(bank), "-o", str(prices), "--costs", str(prices), "--threads", "1", "-q"]) == 1
+    assert f"{prices}: is also the input {prices}; write the output to another path" in capsys.readouterr().err
+    assert prices.read_bytes() == before
+
+
 def test_score_on_ray_refuses_the_option_before_ray_is_imported(
     prices: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

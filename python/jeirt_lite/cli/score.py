@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 from .._errors import JeirtError, option_error
 from .._io.formats import known_suffixes
+from .._io.outputs import refuse_inputs
 from .._io.vocabulary import TEXT_COLUMN
 from .._router import DEFAULT_ROUTER_PATH
 from .._score_request import check_k
@@ -207,6 +208,8 @@ def _stopped_note(state: ScoreState, output: Optional[Path], how: str) -> str:
 def run(args: argparse.Namespace, console: Console) -> int:
     if args.engine == "ray" or args.address is not None or args.ship_router:
         return _run_on_ray(args, console)
+    if args.output is not None and args.costs is not None:  # an input too: the scores would replace the price table
+        refuse_inputs(args.output, [args.costs])
     router = with_given_costs(load_router(args.router, args.threads), args.costs)
     if not args.neighbours:
         router = router.with_neighbours(None)
