@@ -91,3 +91,14 @@ def test_a_parquet_decimal_cost_column_is_read(tmp_path: Path) -> None:
     pq.write_table(pa.table({"llm": ["Yi-34B"], "cost": pa.array([Decimal("-1.00")], pa.decimal128(10, 2))}), path)
     with pytest.raises(JeirtError, match="the cost of 'Yi-34B' must be a finite number >= 0, got Decimal"):
         read_costs(path)
+
+
+def test_a_long_bad_value_is_shown_cut(tmp_path: Path) -> None:
+    # A cell of 100,000 characters was repeated whole in the error line.
+    path = tmp_path / "costs.csv"
+    path.write_text("llm,cost\nYi-34B," + "9" * 50 + "x" * 100_000 + "\n")
+    with pytest.raises(JeirtError) as error:
+        read_costs(path)
+    message = str(error.value)
+    assert len(message) < len(str(path)) + 200
+    assert message.endswith(f"got '{'9' * 39}... (100052 characters)")

@@ -45,6 +45,13 @@ def _name(value: Any) -> Optional[str]:
     return name or None
 
 
+def _shown(value: Any) -> str:
+    """A cell's value as an error shows it: cut to 40 characters, as the readers of answers cut theirs (a cell of
+    a megabyte, or a JSONL cost of 400 digits, would otherwise fill the terminal)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
+
+
 def read_costs(path: Path) -> dict[str, float]:
     """{LLM name: cost} from the table at `path` (CSV, TSV, JSONL or Parquet)."""
     table = read_table(path)
@@ -58,12 +65,12 @@ def read_costs(path: Path) -> dict[str, float]:
     for row, raw_name, raw_cost in zip(table.rows, table.values[llm_column], table.values[COST_COLUMN]):
         name, cost = _name(raw_name), _cost(raw_cost)
         if name is None:
-            raise JeirtError(f"{path}: data row {row} has no LLM name in column {llm_column!r} (got {raw_name!r})")
+            raise JeirtError(f"{path}: data row {row} has no LLM name in column {llm_column!r} (got {_shown(raw_name)})")
         if cost is None:
-            raise JeirtError(f"{path}: data row {row}: the cost of {name!r} must be a finite number >= 0, "
-                             f"got {raw_cost!r}")
+            raise JeirtError(f"{path}: data row {row}: the cost of {_shown(name)} must be a finite number >= 0, "
+                             f"got {_shown(raw_cost)}")
         if name in costs:
-            raise JeirtError(f"{path}: data row {row}: {name!r} has a cost already (data row {first_row[name]})")
+            raise JeirtError(f"{path}: data row {row}: {_shown(name)} has a cost already (data row {first_row[name]})")
         costs[name], first_row[name] = cost, row
     if not costs:
         raise JeirtError(f"{path}: holds no costs")
