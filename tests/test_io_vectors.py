@@ -4,6 +4,7 @@ tests/test_io_hostile.py and tests/test_batch.py drive the same readers through 
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -288,3 +289,35 @@ def test_question_id_lines_name_the_line_for_every_line_ending(tmp_path: Path) -
 def test_the_bad_byte_is_found_in_the_bytes_even_when_decoding_ran_ahead() -> None:
     assert vectors._first_bad_utf8(b"ok\r\nok\rok\n\xc3") == "line 4 (byte 10) is not valid UTF-8"
     assert vectors._first_bad_utf8(b"all fine") == "is not valid UTF-8"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_ids_from_a_pipe_are_read_once_as_the_rows_go(tmp_path: Path) -> None:
+    # `--ids <(cut -f1 ids.tsv)` or /dev/stdin: the count made when the file was opened read the pipe to its end, and
+    # the run then said 'has 0 ids but the vectors have 3 rows'.
+    import threading
+
+    fifo = tmp_path / "ids.fifo"
+    os.mkfifo(fifo)
+
+    def write(text: bytes) -> threading.Thread:
+        def run() -> None:
+            with open(fifo, "wb") as handle:
+                handle.write(text)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        return thread
+
+    writer = write(b"a\nb\nc\n")
+    reader = IdReader(fifo, 3)
+    assert reader.take(3) == ["a", "b", "c"]
+    reader.finish()
+    reader.close()
+    writer.join()
+    writer = write(b"a\nb\n")  # too few: refused when the rows reach the end of the pipe
+    reader = IdReader(fifo, 3)
+    with pytest.raises(JeirtError, match=r"ids\.fifo: has 2 ids but the vectors have 3 rows"):
+        reader.take(3)
+    reader.close()
+    writer.join()

@@ -221,6 +221,10 @@ class IdReader:
                 raise JeirtError(f"{path}: no such file") from None
             except OSError as err:
                 raise JeirtError(f"{path}: cannot read ids ({err.strerror or err})") from err
+            # A pipe (`--ids <(cut -f1 ids.tsv)`, /dev/stdin) can be read once: counting its lines first would leave
+            # `take` none. Its count is checked as the rows go (`take`, `finish`).
+            if not path.is_file():
+                return
             try:
                 self._check_count()
             except BaseException:
