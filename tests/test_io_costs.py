@@ -33,6 +33,9 @@ def test_a_table_of_costs_is_read_from_each_format(tmp_path: Path) -> None:
         ("name,cost\nYi-34B,34\n", "a table of costs needs an LLM column (one of llm, model, model_name, llm_name) "
                                    "and a 'cost' column (columns: name, cost)"),
         ("llm,price\nYi-34B,34\n", "and a 'cost' column (columns: llm, price)"),
+        # The space after a comma, or a capital, made a column the list of columns did not tell apart.
+        ("llm, cost\nYi-34B,34\n", "(columns: llm,  cost; ' cost' differs from those names only in case or spaces)"),
+        ("Model,Cost\nYi-34B,34\n", "(columns: Model, Cost; 'Model', 'Cost' differ from those names only in case "),
         ("llm,cost\nYi-34B,-1\n", "data row 1: the cost of 'Yi-34B' must be a finite number >= 0, got '-1'"),
         ("llm,cost\nYi-34B,34\ngemma-7b,nan\n", "data row 2: the cost of 'gemma-7b' must be a finite number >= 0"),
         ("llm,cost\nYi-34B,cheap\n", "got 'cheap'"),

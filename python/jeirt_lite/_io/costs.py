@@ -59,7 +59,12 @@ def read_costs(path: Path) -> dict[str, float]:
     llm_column = next((name for name in LLM_COLUMNS if name in columns), None)
     if llm_column is None or COST_COLUMN not in columns:
         wanted = f"an LLM column (one of {', '.join(LLM_COLUMNS)}) and a {COST_COLUMN!r} column"
-        raise JeirtError(f"{path}: a table of costs needs {wanted} (columns: {', '.join(map(str, columns))})")
+        # A header "llm, cost" has the column ' cost': a list of the columns alone would not show the space.
+        names = (*LLM_COLUMNS, COST_COLUMN)
+        near = [repr(str(c)) for c in columns if c not in names and str(c).strip().lower() in names]
+        verb = "differs" if len(near) == 1 else "differ"
+        hint = f"; {', '.join(near)} {verb} from those names only in case or spaces" if near else ""
+        raise JeirtError(f"{path}: a table of costs needs {wanted} (columns: {', '.join(map(str, columns))}{hint})")
     costs: dict[str, float] = {}
     first_row: dict[str, int] = {}
     for row, raw_name, raw_cost in zip(table.rows, table.values[llm_column], table.values[COST_COLUMN]):
