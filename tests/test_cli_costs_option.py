@@ -104,3 +104,12 @@ def test_serve_answers_with_the_given_costs(router: Router, prices: Path) -> Non
             answer = json.loads(response.read())
     expected = router.route(QUESTIONS, 2, costs=PRICES, cost_weight=0.05)
     assert [[step["llm"] for step in result["route"]] for result in answer["results"]] == expected.names
+
+
+@pytest.mark.parametrize("command", ["route", "score"])
+def test_the_help_of_the_cost_rule_names_the_option_that_replaces_the_stored_costs(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # It said the rule weighs 'the costs stored in the router', which --costs replaces for the run.
+    assert main([command, "--help"]) == 0
+    assert "costs stored in the router (or those of --costs FILE)" in " ".join(capsys.readouterr().out.split())

@@ -63,8 +63,8 @@ def add_routing_arguments(
         type=number_in(0.0, math.inf),
         default=0.0,
         metavar="LAMBDA",
-        help=f"{prefix}rank by P(correct) - LAMBDA * cost, with the costs stored in the router (or those of "
-        "--costs); with LAMBDA > 0, LLMs without a cost are left out (default 0: P alone, among every LLM)",
+        help=f"{prefix}rank by P(correct) - LAMBDA * cost, with the costs stored in the router (or those of --costs "
+        "FILE); with LAMBDA > 0, LLMs without a cost are left out (default 0: P alone, among every LLM)",
     )
     parser.add_argument(
         "--min-probability",
