@@ -105,7 +105,7 @@ def test_a_router_without_costs_refuses_cost_aware_routing_without_the_note(
 ) -> None:
     assert main(["route", "--router", str(tiny_router_path), "--cost-weight", "0.1", "--threads", "1", "a b"]) == 1
     err = capsys.readouterr().err
-    assert "this router stores none (store them with router.with_costs(" in err and COST_NOTE not in err, err
+    assert "this router stores none (train --costs or router.with_costs(" in err and COST_NOTE not in err, err
 
 
 def test_only_a_person_at_a_terminal_is_told_that_stdin_is_read(

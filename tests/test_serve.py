@@ -134,9 +134,9 @@ BAD_REQUESTS = [
     ("k a fraction", "POST", "/v1/route", b'{"texts": ["a"], "k": 2.5}', 400, "k must be a whole number, not 2.5"),
     ("k a float", "POST", "/v1/route", b'{"texts": ["a"], "k": 2.0}', 400, "k must be a whole number, not 2.0"),
     ("k zero", "POST", "/v1/route", b'{"texts": ["a"], "k": 0}', 400, "k: must be at least 1, got 0"),
-    ("k too large", "POST", "/v1/route", b'{"texts": ["a"], "k": 33}', 400, "k 33 is more than the router's 32"),
+    ("k too large", "POST", "/v1/route", b'{"texts": ["a"], "k": 33}', 400, "k must be between 1 and the 32 LLMs routed among (the router's LLMs), got 33"),
     ("k over llms", "POST", "/v1/route", b'{"texts": ["a"], "k": 2, "llms": ["Yi-6B"]}', 400,
-     "k 2 is more than the 1 LLMs named in llms"),
+     "k must be between 1 and the 1 LLMs routed among (the given LLMs), got 2"),
     ("unknown LLM", "POST", "/v1/route", b'{"texts": ["a"], "llms": ["gpt-9"]}', 400, "unknown LLM 'gpt-9'"),
     ("LLM twice", "POST", "/v1/route", b'{"texts": ["a"], "llms": ["Yi-6B", "Yi-6B"]}', 400, "names an LLM twice"),
     ("llms a string", "POST", "/v1/route", b'{"texts": ["a"], "llms": "Yi-6B"}', 400, "not one string"),
@@ -223,8 +223,8 @@ def test_a_route_request_names_what_is_wrong_with_it(router: Router, fields: dic
         ({"cost_weight": 1e308}, "cost_weight 1e+308 times the costs overflows; use a smaller weight or unit"),
         ({"cost_weight": 1, "llms": ["gemini-3.1-pro"]}, "needs a cost for every LLM; missing: gemini-3.1-pro"),
         ({"min_probability": 0.5, "llms": ["Yi-6B", "gpt-4o-2024-05-13"]}, "missing: gpt-4o-2024-05-13"),
-        ({"cost_weight": 0.1, "k": 28}, "k 28 is more than the 27 LLMs with a cost (cost-aware routing)"),
-        ({"min_probability": 0.5, "k": 28}, "k 28 is more than the 27 LLMs with a cost (cost-aware routing)"),
+        ({"cost_weight": 0.1, "k": 28}, "k must be between 1 and the 27 LLMs routed among (the priced LLMs), got 28"),
+        ({"min_probability": 0.5, "k": 28}, "k must be between 1 and the 27 LLMs routed among (the priced LLMs), got 28"),
     ],
 )
 def test_a_cost_aware_request_is_checked_before_it_joins_a_batch(

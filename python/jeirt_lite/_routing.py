@@ -59,8 +59,9 @@ def routing_rows(
         llms = [name for name in names if name in cost_table]
         if not llms:
             raise JeirtError(
-                "cost-aware routing needs per-LLM costs; this router stores none (store them with "
-                "router.with_costs({name: cost}).save(path), or pass costs=; docs/guide/routing-costs.md)"
+                "cost-aware routing needs per-LLM costs; this router stores none (train --costs or "
+                "router.with_costs({name: cost}).save(path) store them; --costs FILE or costs= give them for a run; "
+                "docs/guide/routing-costs.md)"
             )
         among = "the priced"
     rows = list(range(len(names))) if llms is None else subset_rows(names, llms)

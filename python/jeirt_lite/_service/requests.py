@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 from .._errors import JeirtError
 from .._io.vocabulary import text_problem
 from .._json_keys import RepeatedKey, unique_keys
-from .._llm_params import cost_vector
-from .._routing import subset_rows
+from .._routing import routing_rows, subset_rows
 from ..cli._shared import number_in, positive_int
 
 if TYPE_CHECKING:
@@ -99,7 +98,8 @@ def route_request(value: dict[str, Any], router: Router, max_texts: int) -> Rout
             raise JeirtError("use either cost_weight (trade-off) or min_probability (cheapest above it), not both")
         min_probability = _argument(given["min_probability"], "min_probability", number_in(0.0, 1.0), float)
     params = RouteParams(k=k, llms=llms, cost_weight=cost_weight, min_probability=min_probability)
-    _check_choice(params, router.llms, router.costs)
+    # The rows the rule chooses among, checked as Router.route, route and score check them (their words too).
+    routing_rows(router.llms, k, cost_weight, min_probability, llms, router.costs)
     return RouteRequest(texts, params)
 
 
@@ -107,30 +107,6 @@ def forecast_request(value: dict[str, Any], max_texts: int) -> ForecastRequest:
     """A checked /v1/forecast request."""
     _known_fields(value, FORECAST_FIELDS, "a forecast request")
     return ForecastRequest(_texts(value, max_texts))
-
-
-def _check_choice(params: RouteParams, names: Sequence[str], costs: dict[str, float]) -> None:
-    """The LLMs the rule chooses among (`Router.route`): k of them must exist and, for a cost-aware rule,
-    each needs a cost (without `llms` the unpriced ones are left out, never given an invented cost)."""
-    cost_aware = params.cost_weight != 0 or params.min_probability is not None
-    among = params.llms
-    if cost_aware:
-        if among is None:
-            among = tuple(name for name in names if name in costs)
-            if not among:
-                raise JeirtError("cost-aware routing needs per-LLM costs; this router stores none")
-        else:
-            cost_vector(costs, among, "cost-aware routing")
-        if params.cost_weight != 0 and not all(math.isfinite(params.cost_weight * costs[n]) for n in among):
-            raise JeirtError(
-                f"cost_weight {params.cost_weight!r} times the costs overflows; use a smaller weight or unit"
-            )
-    if among is None:
-        if params.k > len(names):
-            raise JeirtError(f"k {params.k} is more than the router's {len(names)} LLMs")
-    elif params.k > len(among):
-        which = "LLMs named in llms" if params.llms is not None else "LLMs with a cost (cost-aware routing)"
-        raise JeirtError(f"k {params.k} is more than the {len(among)} {which}")
 
 
 def _texts(value: dict[str, Any], max_texts: int) -> list[str]:
