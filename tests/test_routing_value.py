@@ -55,10 +55,12 @@ def test_every_rule_matches_a_plain_loop_over_the_questions() -> None:
     asked = [i for i in range(n) if not np.isnan(answers[i]).all()]
     seen = {i: [j for j in range(k) if not np.isnan(answers[i, j])] for i in asked}
     hits = [np.nansum(answers[:, j]) / max((~np.isnan(answers[:, j])).sum(), 1) for j in range(k)]
-    best = _first_best(hits)
+    answered = [int((~np.isnan(answers[:, j])).sum()) for j in range(k)]
+    best = _first_best([hits[j] if answered[j] >= 0.95 * max(answered) else -1.0 for j in range(k)])
     assert value.n_questions == len(asked) and value.best_single_name == names[best]
+    assert value.best_single_answered == answered[best]
     router = [answers[i, max(seen[i], key=lambda j: (probabilities[i, j], -j))] for i in asked]
-    single = [answers[i, max(seen[i], key=lambda j: (hits[j], -j))] for i in asked]
+    single = [answers[i, best if best in seen[i] else max(seen[i], key=lambda j: (hits[j], -j))] for i in asked]
     assert value.router == pytest.approx(np.mean(router)) and value.best_single == pytest.approx(np.mean(single))
     assert value.oracle == pytest.approx(np.mean([np.nansum(answers[i]) > 0 for i in asked]))
     assert value.mean_llm == pytest.approx(np.nanmean(answers))
@@ -104,6 +106,29 @@ def test_the_best_single_llm_is_right_most_often_by_share_and_has_answered() -> 
     value = routing_value(np.full((23, 3), 0.5), answers, ["a", "b", "never-asked"], {})
     assert value.best_single_name == "a" and value.n_questions == 23
     assert value.best_single == pytest.approx(20 / 23)  # each question goes to the best LLM that answered it
+
+
+def test_an_llm_that_answered_only_an_easy_block_is_not_the_best_single_llm() -> None:
+    # Block-missing data (zeroeval: an LLM that answered only GSM8K): "easy" answered the 40 easy questions and got
+    # them all right, "broad" answered all 100 and got 36 easy and 30 hard ones right. By share "easy" wins (1.0
+    # against 0.66), yet it is no single LLM to send every question to: the bound is "broad".
+    answers = np.full((100, 3), np.nan)
+    answers[:40, 0] = 1.0
+    answers[:, 1] = [1.0] * 36 + [0.0] * 4 + [1.0] * 30 + [0.0] * 30
+    answers[:, 2] = 0.0  # answered everything, all wrong
+    value = routing_value(np.full((100, 3), 0.5), answers, ["easy", "broad", "weak"], {"easy": 1.0, "broad": 2.0})
+    assert value.best_single_name == "broad" and value.best_single_answered == 100
+    assert value.best_single == pytest.approx(0.66)
+    assert value.best_priced == "broad" and value.single["easy"] == (1.0, 1.0)
+
+
+def test_a_few_missing_answers_keep_an_llm_a_candidate() -> None:
+    answers = np.zeros((100, 2))
+    answers[:, 0] = 1.0
+    answers[:3, 0] = np.nan  # 97 of 100 answered: still the best, its 3 gaps go to the other
+    value = routing_value(np.full((100, 2), 0.5), answers, ["a", "b"], {})
+    assert value.best_single_name == "a" and value.best_single_answered == 97
+    assert value.best_single == pytest.approx(0.97)
 
 
 def test_the_cost_frontier_names_the_llms_no_cheaper_one_beats() -> None:

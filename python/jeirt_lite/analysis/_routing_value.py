@@ -4,7 +4,9 @@ Every rule picks, per question, one LLM among those with an observed answer to i
 
 * router: the highest P(correct) (the router's plain `route`);
 * best single LLM: the one LLM most often right on these same questions (chosen in hindsight, so a bound the
-  router has to beat without hindsight);
+  router has to beat without hindsight), among those that answered nearly as many of them as any LLM did: on
+  block-missing data an LLM that answered only the easiest benchmark would otherwise be "best" by its share alone;
+  a question it has no answer to goes to the next best LLM that answered it;
 * oracle: right when any LLM was right;
 * max P − λ·cost over a grid of λ, and the cheapest LLM with P ≥ t over a grid of t: among the LLMs with a known
   cost only (an unknown cost is never filled in), as `route(cost_weight=λ)` and `route(min_probability=t)` do.
@@ -20,6 +22,9 @@ import numpy as np
 
 # λ from 0 up to one unit of P(correct) per largest cost, in round 1-2-5 steps (values a user types).
 SMALLEST_SHARE = 0.02
+# An LLM is a candidate for "best single LLM" when it answered at least this share of what the widest-answering LLM
+# answered: a few missing cells (MMLU-Pro's best LLM misses 2%) keep it in, a benchmark never asked does not.
+COVERAGE_SHARE = 0.95
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
 
 
@@ -29,11 +34,13 @@ class RoutingValue:
     router: float
     best_single: float
     best_single_name: str
+    best_single_answered: int  # of the n_questions, how many best_single_name answered
     oracle: float
     mean_llm: float
     single: dict[str, tuple[float, float]] = field(default_factory=dict)  # priced LLM: (accuracy, cost)
     curve: list[tuple[str, float, float, float]] = field(default_factory=list)  # (rule, setting, acc, mean cost)
     n_priced: int = 0
+    best_priced: str = ""  # the best single LLM among those with a cost, chosen as best_single_name is
 
 
 def cost_weights(largest_cost: float) -> list[float]:
@@ -56,6 +63,18 @@ def _accuracy(choice: np.ndarray, answers: np.ndarray) -> float:
     return float(np.mean(answers[np.arange(len(answers)), choice]))
 
 
+def _best_single(y: np.ndarray, observed: np.ndarray) -> tuple[int, np.ndarray]:
+    """The best single LLM's column among those that answered at least COVERAGE_SHARE of what the widest one did, and
+    per row its pick: that LLM where it answered, else the answering LLM with the highest share right."""
+    answered = observed.sum(axis=0)
+    hits = np.nansum(y, axis=0) / np.maximum(answered, 1)
+    candidate = (answered > 0) & (answered >= COVERAGE_SHARE * answered.max())
+    best = int(np.argmax(np.where(candidate, hits, -1.0)))
+    priority = hits.copy()
+    priority[best] = np.inf  # first wherever it answered
+    return best, _pick(np.broadcast_to(priority, y.shape), observed)
+
+
 def routing_value(
     probabilities: np.ndarray, answers: np.ndarray, names: Sequence[str], costs: Mapping[str, float]
 ) -> RoutingValue:
@@ -63,13 +82,13 @@ def routing_value(
     observed = ~np.isnan(answers)
     keep = observed.any(axis=1)
     p, y, observed = probabilities[keep].astype(np.float64), answers[keep], observed[keep]
-    hits = np.nansum(y, axis=0) / np.maximum(observed.sum(axis=0), 1)
-    best = int(np.argmax(np.where(observed.any(axis=0), hits, -1.0)))
+    best, single_picks = _best_single(y, observed)
     result = RoutingValue(
         n_questions=int(keep.sum()),
         router=_accuracy(_pick(p, observed), y),
-        best_single=_accuracy(_pick(np.broadcast_to(hits, y.shape), observed), y),
+        best_single=_accuracy(single_picks, y),
         best_single_name=str(names[best]),
+        best_single_answered=int(observed[:, best].sum()),
         oracle=float(np.mean(np.nansum(y, axis=1) > 0)),
         mean_llm=float(np.nanmean(y)),
     )
@@ -83,6 +102,7 @@ def routing_value(
     result.single = {
         str(names[int(j)]): (float(np.nanmean(y[:, j])), float(cost[j])) for j in np.flatnonzero(priced.any(axis=0))
     }
+    result.best_priced = str(names[_best_single(y, priced)[0]])
     for weight in cost_weights(float(cost.max())):
         choice = _pick(p - weight * cost, priced)
         result.curve.append(("max P − λ·cost", weight, _accuracy(choice, y), float(cost[choice].mean())))

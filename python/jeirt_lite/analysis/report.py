@@ -28,7 +28,7 @@ from ._difficulty import difficulty_vs_error
 from ._onboarding_value import MIN_ANSWERS, REPEATS, onboarding_curves
 from ._probes import needs_calculation, probe_vectors
 from ._router_split import MIN_QUESTIONS, report_questions
-from ._routing_value import answer_matrix, cost_frontier, routing_value
+from ._routing_value import RoutingValue, answer_matrix, cost_frontier, routing_value
 from ._stats import pca, roc_auc
 from ._taxonomy import taxonomy
 from .data import DATA_FILES, ResponseData, stratified_sample
@@ -333,6 +333,14 @@ def _onboarding(plt: Any, router: Router, vectors: np.ndarray, data: ResponseDat
     return section
 
 
+def _partly(value: RoutingValue) -> str:
+    """What the best single LLM's row says when that LLM did not answer every question."""
+    if value.best_single_answered == value.n_questions:
+        return ""
+    return (f"; it answered {value.best_single_answered:,} of {value.n_questions:,}, the others go to the next best "
+            "LLM that answered them")
+
+
 def _quality_and_cost(plt: Any, router: Router, probabilities: np.ndarray, data: ResponseData) -> Section:
     section = Section("Quality and cost")
     answers = _answers_in_router_order(router, data)
@@ -342,11 +350,12 @@ def _quality_and_cost(plt: Any, router: Router, probabilities: np.ndarray, data:
     value = routing_value(probabilities, answers, router.llms, router.costs)
     section.rows = [
         ("questions", str(value.n_questions)), ("router (most likely LLM)", _f(value.router)),
-        (f"best single LLM in hindsight ({value.best_single_name})", _f(value.best_single)),
+        (f"best single LLM in hindsight ({value.best_single_name}{_partly(value)})", _f(value.best_single)),
         ("oracle (any LLM right)", _f(value.oracle)), ("average LLM", _f(value.mean_llm)),
     ]
     if value.single:
-        name, (accuracy, cost) = max(value.single.items(), key=lambda item: item[1][0])
+        name = value.best_priced
+        accuracy, cost = value.single[name]
         section.rows.append((f"best single LLM with a cost, in hindsight ({name}, cost {cost:g})", _f(accuracy)))
     if not value.curve:
         section.notes.append("No LLM here has a cost in the router (router.with_costs): no quality–cost curve.")
