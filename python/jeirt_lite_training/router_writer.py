@@ -48,7 +48,17 @@ def training_summary(prep: Prepared, predictor: JeirtPredictor) -> dict[str, Any
         "train_seconds": round(predictor.train_seconds, 1),
         "encoder_source": get_spec(prep.encoder).source(),
         "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **({"unanswered_benchmarks": missing} if (missing := learned_benchmarks_missing(prep)) else {}),
     }
+
+
+def learned_benchmarks_missing(prep: Prepared) -> dict[str, list[str]]:
+    """The LLMs that answered none of some benchmark's questions among those the router learns from (the training
+    and validation parts: the refit reads both), with those benchmarks."""
+    from .coverage import unanswered_benchmarks
+    from .types import Responses
+
+    return unanswered_benchmarks(prep.data, Responses.concatenate([prep.train, prep.val]))
 
 
 def parity_texts(prep: Prepared, n: int = 4) -> list[str]:
