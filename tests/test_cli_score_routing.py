@@ -13,6 +13,7 @@ import pytest
 from bank_files import read_csv_rows, write_csv_bank
 from jeirt_lite import Router
 from jeirt_lite._errors import JeirtError
+from jeirt_lite._manifest import freeze, thaw
 from jeirt_lite.batch import ScoreOptions, score_file
 from jeirt_lite.cli import main
 
@@ -166,3 +167,19 @@ def test_the_ray_engine_is_handed_the_rules_and_a_bad_one_is_refused_before_it_i
     assert main(["score", str(bank), "-o", str(out), "--engine", "ray", "--llms", "nope"]) == 2
     assert "unknown LLM 'nope'" in capsys.readouterr().err
     assert len(calls) == 1
+
+
+def test_the_forecast_marks_an_llm_that_never_answered_a_benchmark_in_training(
+    router: Router, bank: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A router trained on block-missing data records such LLMs (train: training.unanswered_benchmarks); its forecast
+    # for them is partly an extrapolation (zeroeval: a GSM8K-only LLM forecast 0.85 on MATH level 5, really 0.51).
+    # Renamed, the record follows the LLM.
+    training = {**thaw(router.manifest.training), "unanswered_benchmarks": {"Yi-34B": ["gsm", "math"]}}
+    recorded = router._with_llms(router.llms, router.llm_vectors, training=freeze(training))
+    folder = recorded.rename_llms({"Yi-34B": "yi"}).save(tmp_path / "router")
+    assert main(["score", str(bank), "--router", str(folder), "--forecast", "--threads", "1", "-q"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    marked = [line for line in lines if "extrapolated" in line]
+    assert len(marked) == 1 and marked[0].split()[0] == "yi" and "gsm, math" in marked[0]
+    assert len(lines) == 1 + len(router.llms)

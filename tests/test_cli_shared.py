@@ -19,6 +19,7 @@ from jeirt_lite.cli._shared import (
     print_score_summary,
     short,
     stderr_is_terminal,
+    unanswered_benchmarks,
 )
 
 
@@ -90,3 +91,17 @@ def test_one_router_given_both_ways_is_that_router_and_two_are_refused_in_any_or
     for first, second in (("a/r", "b/r"), ("b/r", "a/r")):
         with pytest.raises(JeirtError, match="two routers given"):
             chosen_router(args(first, second))
+
+
+def test_the_forecast_marks_llms_recorded_without_answers_on_a_benchmark() -> None:
+    out = io.StringIO()
+    print_forecast(out, 2, {"a": 0.5, "b": 0.75}, {"b": ["gsm", "math"]})
+    assert out.getvalue().splitlines()[1:] == [
+        "  b  0.750000  (no training answers on gsm, math: extrapolated on its questions)", "  a  0.500000"]
+
+
+def test_a_record_of_unanswered_benchmarks_is_read_only_where_it_makes_sense() -> None:
+    llms = ["a", "b", "c"]
+    record = {"unanswered_benchmarks": {"a": ["gsm"], "b": "gsm", "c": [], "gone": ["x"]}}
+    assert unanswered_benchmarks(record, llms) == {"a": ["gsm"]}  # a string, an empty list, an unknown LLM: passed
+    assert unanswered_benchmarks(None, llms) == {} and unanswered_benchmarks({"unanswered_benchmarks": 3}, llms) == {}

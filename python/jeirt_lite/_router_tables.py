@@ -212,6 +212,9 @@ class RouterTables:
             changes["costs"] = {str(names.get(name, name)): cost for name, cost in self.costs.items()}
         if self.manifest.onboarded is not None:
             changes["onboarded"] = tuple(_renamed_record(record, names) for record in self.manifest.onboarded)
+        training = _renamed_training(self.manifest.training, names)
+        if training is not None:
+            changes["training"] = training
         validate_llm_table(renamed, self._llm_vectors, "renamed LLMs")
         corrections = None if self.corrections is None else self.corrections.renamed(names)
         neighbours = None if self.neighbours is None else self.neighbours.renamed(names)
@@ -262,3 +265,13 @@ def _renamed_record(record: Any, names: Mapping[str, str]) -> Any:
     if not isinstance(name, str) or name not in names:
         return record
     return freeze({**thaw(record), "name": str(names[name])})
+
+
+def _renamed_training(training: Any, names: Mapping[str, str]) -> Any:
+    """The training record with its LLMs without answers on a benchmark (training.unanswered_benchmarks, which
+    `score --forecast` marks) under their new names; None when there is no such record to change."""
+    record = training.get("unanswered_benchmarks") if isinstance(training, Mapping) else None
+    if not isinstance(record, Mapping):
+        return None
+    renamed = {str(names.get(name, name)): gaps for name, gaps in thaw(record).items()}
+    return freeze({**thaw(training), "unanswered_benchmarks": renamed})

@@ -198,20 +198,38 @@ def counted(n: int, noun: str) -> str:
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
-def print_forecast(out: TextIO, rows: int, forecast: dict[str, float]) -> None:
-    """Each LLM's expected accuracy, best first."""
+def unanswered_benchmarks(training: object, llms: Sequence[str]) -> dict[str, list[str]]:
+    """The router's record of its LLMs that never answered a benchmark of its training data ({name: benchmarks},
+    router.json's training.unanswered_benchmarks); entries that are not such a list, or name no LLM of the router
+    (one renamed since), are passed over: the record only annotates what is printed."""
+    record = training.get("unanswered_benchmarks") if isinstance(training, Mapping) else None
+    if not isinstance(record, Mapping):
+        return {}
+    return {name: [str(b) for b in gaps] for name, gaps in record.items()
+            if name in llms and isinstance(gaps, Sequence) and not isinstance(gaps, str) and gaps}
+
+
+def print_forecast(out: TextIO, rows: int, forecast: dict[str, float],
+                   unanswered: Optional[Mapping[str, Sequence[str]]] = None) -> None:
+    """Each LLM's expected accuracy, best first; an LLM in `unanswered` marked with the benchmarks it never
+    answered, where its value is an extrapolation."""
     out.write(f"expected accuracy on {counted(rows, 'question')} (mean P(correct)):\n")
     width = max(len(name) for name in forecast)
+    gaps = unanswered or {}
     out.writelines(
-        f"  {name:<{width}}  {value:.6f}\n"
+        f"  {name:<{width}}  {value:.6f}"
+        + (f"  (no training answers on {', '.join(gaps[name])}: extrapolated on its questions)" if name in gaps else "")
+        + "\n"
         for name, value in sorted(forecast.items(), key=lambda item: -item[1])
     )
 
 
-def print_score_summary(console: Console, summary: ScoreSummary, *, quiet: bool, where: str = "") -> None:
-    """What `score` prints when done, whichever engine ran it; `where` is e.g. " on Ray"."""
+def print_score_summary(console: Console, summary: ScoreSummary, *, quiet: bool, where: str = "",
+                        unanswered: Optional[Mapping[str, Sequence[str]]] = None) -> None:
+    """What `score` prints when done, whichever engine ran it; `where` is e.g. " on Ray"; `unanswered`: the
+    router's LLMs that never answered a benchmark of its training data, marked in the forecast."""
     if summary.forecast is not None:
-        print_forecast(console.out, summary.rows, summary.forecast)
+        print_forecast(console.out, summary.rows, summary.forecast, unanswered)
     if not quiet:
         rate = summary.rows / summary.seconds if summary.seconds > 0 else float("inf")
         target = f" to {summary.output}" if summary.output is not None else ""

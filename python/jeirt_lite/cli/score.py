@@ -31,6 +31,7 @@ from ._shared import (
     router_option,
     stderr_is_terminal,
     threads_option,
+    unanswered_benchmarks,
     with_given_costs,
 )
 
@@ -228,7 +229,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         state=state,
         show_progress=stderr_is_terminal() and not args.quiet,
     )
-    print_score_summary(console, summary, quiet=args.quiet)
+    print_score_summary(console, summary, quiet=args.quiet,
+                        unanswered=unanswered_benchmarks(router.manifest.training, router.llms))
     return 0
 
 
@@ -264,5 +266,6 @@ def _run_on_ray(args: argparse.Namespace, console: Console) -> int:
         ship_router=args.ship_router,
         show_progress=not args.quiet,
     )
-    print_score_summary(console, summary, quiet=args.quiet, where=" on Ray")
+    print_score_summary(console, summary, quiet=args.quiet, where=" on Ray",
+                        unanswered=unanswered_benchmarks(manifest.training, manifest.llms))
     return 0
