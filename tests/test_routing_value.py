@@ -86,6 +86,22 @@ def test_every_rule_matches_a_plain_loop_over_the_questions() -> None:
     assert [(rule, setting) for rule, setting, _, _ in value.curve] == [(rule, setting) for rule, setting, _, _ in want]
     np.testing.assert_allclose([row[2:] for row in value.curve], [row[2:] for row in want])
 
+    # as route chooses: among every LLM (with a cost, for the cost rules), answered or not
+    own = [max(range(k), key=lambda j: (probabilities[i, j], -j)) for i in asked]
+    assert value.router_unanswered == pytest.approx(np.mean([np.isnan(answers[i, j]) for i, j in zip(asked, own)]))
+    unanswered = []
+    for weight in cost_weights(8.0):
+        picks = [max(range(3), key=lambda j: (probabilities[i, j] - weight * cost[j], -j)) for i in rows]
+        unanswered.append(np.mean([np.isnan(answers[i, j]) for i, j in zip(rows, picks)]))
+    for t in (0.5, 0.6, 0.7, 0.8, 0.9):
+        picks = []
+        for i in rows:
+            clear = [j for j in range(3) if probabilities[i, j] >= t]
+            picks.append(min(clear, key=lambda j: (cost[j], j)) if clear
+                         else max(range(3), key=lambda j: (probabilities[i, j], -j)))
+        unanswered.append(np.mean([np.isnan(answers[i, j]) for i, j in zip(rows, picks)]))
+    np.testing.assert_allclose(value.curve_unanswered, unanswered)
+
 
 def test_without_a_priced_answer_there_is_no_curve() -> None:
     answers = np.array([[1.0, 0.0], [0.0, np.nan]])
@@ -120,6 +136,20 @@ def test_an_llm_that_answered_only_an_easy_block_is_not_the_best_single_llm() ->
     assert value.best_single_name == "broad" and value.best_single_answered == 100
     assert value.best_single == pytest.approx(0.66)
     assert value.best_priced == "broad" and value.single["easy"] == (1.0, 1.0)
+
+
+def test_a_rule_routing_to_an_llm_without_answers_there_is_counted() -> None:
+    # "gsm-only" is cheap and rated high everywhere but answered only the first half: the cost rule scored among the
+    # answering LLMs goes to "broad" on the second half, while route's own choice goes to "gsm-only", unscored there
+    answers = np.full((10, 2), np.nan)
+    answers[:5, 0] = 1.0
+    answers[:, 1] = 1.0
+    probabilities = np.tile([0.95, 0.9], (10, 1))
+    value = routing_value(probabilities, answers, ["gsm-only", "broad"], {"gsm-only": 1.0, "broad": 10.0})
+    assert value.router_unanswered == 0.5
+    weights = [row[1] for row in value.curve if row[0] == "max P − λ·cost"]
+    assert value.curve_unanswered[:len(weights)] == [0.5] * len(weights)
+    assert value.curve[0][2] == 1.0  # scored among the answering LLMs, every rule looks perfect
 
 
 def test_a_few_missing_answers_keep_an_llm_a_candidate() -> None:

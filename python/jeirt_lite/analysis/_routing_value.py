@@ -40,6 +40,11 @@ class RoutingValue:
     single: dict[str, tuple[float, float]] = field(default_factory=dict)  # priced LLM: (accuracy, cost)
     curve: list[tuple[str, float, float, float]] = field(default_factory=list)  # (rule, setting, acc, mean cost)
     n_priced: int = 0
+    # Share of the questions where the rule, choosing among all its LLMs as `route` does rather than among those that
+    # answered, picks an LLM with no answer to score: the rule's row above cannot tell how that LLM would have done
+    # (block-missing data: an LLM that never answered a benchmark can still be routed its questions).
+    router_unanswered: float = 0.0
+    curve_unanswered: list[float] = field(default_factory=list)  # per curve row, in its order
     best_priced: str = ""  # the best single LLM among those with a cost, chosen as best_single_name is
 
 
@@ -91,6 +96,7 @@ def routing_value(
         best_single_answered=int(observed[:, best].sum()),
         oracle=float(np.mean(np.nansum(y, axis=1) > 0)),
         mean_llm=float(np.nanmean(y)),
+        router_unanswered=_unanswered(_pick(p, np.ones_like(observed)), observed),
     )
     cost = np.array([costs.get(name, np.nan) for name in names], dtype=np.float64)
     priced = observed & ~np.isnan(cost)
@@ -98,7 +104,8 @@ def routing_value(
     result.n_priced = int((~np.isnan(cost)).sum())
     if not rows.any():
         return result
-    p, y, priced, cost = p[rows], y[rows], priced[rows], np.nan_to_num(cost)
+    has_cost = np.broadcast_to(~np.isnan(cost), p[rows].shape)  # what route's cost rules choose among
+    p, y, priced, cost, observed = p[rows], y[rows], priced[rows], np.nan_to_num(cost), observed[rows]
     result.single = {
         str(names[int(j)]): (float(np.nanmean(y[:, j])), float(cost[j])) for j in np.flatnonzero(priced.any(axis=0))
     }
@@ -106,11 +113,20 @@ def routing_value(
     for weight in cost_weights(float(cost.max())):
         choice = _pick(p - weight * cost, priced)
         result.curve.append(("max P − λ·cost", weight, _accuracy(choice, y), float(cost[choice].mean())))
+        result.curve_unanswered.append(_unanswered(_pick(p - weight * cost, has_cost), observed))
     for t in THRESHOLDS:
         clear = (p >= t) & priced
         choice = np.where(clear.any(axis=1), _pick(-np.broadcast_to(cost, p.shape), clear), _pick(p, priced))
         result.curve.append(("cheapest with P ≥ t", t, _accuracy(choice, y), float(cost[choice].mean())))
+        free = (p >= t) & has_cost
+        own = np.where(free.any(axis=1), _pick(-np.broadcast_to(cost, p.shape), free), _pick(p, has_cost))
+        result.curve_unanswered.append(_unanswered(own, observed))
     return result
+
+
+def _unanswered(choice: np.ndarray, observed: np.ndarray) -> float:
+    """Share of the rows whose chosen column has no observed answer."""
+    return float(np.mean(~observed[np.arange(len(observed)), choice]))
 
 
 def cost_frontier(single: Mapping[str, tuple[float, float]]) -> list[str]:

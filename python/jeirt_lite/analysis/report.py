@@ -341,6 +341,16 @@ def _partly(value: RoutingValue) -> str:
             "LLM that answered them")
 
 
+def _unanswered_note(value: RoutingValue) -> str:
+    """How far the rows of the section stand in for what `route` does: each rule is scored among the LLMs that
+    answered a question, while route chooses among all of them."""
+    return (f"Each rule is scored by the answer of the LLM it picks among those that answered the question. Among all "
+            f"LLMs, as route chooses, the router's pick has no answer here on {value.router_unanswered:.1%} of the "
+            "questions (the cost rules: column 'own choice unanswered'); where that share is large (an LLM that never "
+            "answered a benchmark is routed its questions: docs/guide/training-data.md, \"Block-missing data\") "
+            "these accuracies say little about what route will get.")
+
+
 def _quality_and_cost(plt: Any, router: Router, probabilities: np.ndarray, data: ResponseData) -> Section:
     section = Section("Quality and cost")
     answers = _answers_in_router_order(router, data)
@@ -353,6 +363,8 @@ def _quality_and_cost(plt: Any, router: Router, probabilities: np.ndarray, data:
         (f"best single LLM in hindsight ({value.best_single_name}{_partly(value)})", _f(value.best_single)),
         ("oracle (any LLM right)", _f(value.oracle)), ("average LLM", _f(value.mean_llm)),
     ]
+    if value.router_unanswered > 0 or any(value.curve_unanswered):
+        section.notes.append(_unanswered_note(value))
     if value.single:
         name = value.best_priced
         accuracy, cost = value.single[name]
@@ -375,9 +387,9 @@ def _quality_and_cost(plt: Any, router: Router, probabilities: np.ndarray, data:
     ax.set_ylabel("accuracy")
     ax.legend(fontsize=7)
     section.figures.append(_png(fig))
-    section.table = (["rule", "setting", "accuracy", "mean cost"],
-                     [[r, f"{'λ' if r.startswith('max') else 't'} = {v:.3g}", _f(a), _f(c, 1)]
-                      for r, v, a, c in value.curve])
+    section.table = (["rule", "setting", "accuracy", "mean cost", "own choice unanswered"],
+                     [[r, f"{'λ' if r.startswith('max') else 't'} = {v:.3g}", _f(a), _f(c, 1), f"{u:.1%}"]
+                      for (r, v, a, c), u in zip(value.curve, value.curve_unanswered)])
     section.notes.append(f"The cost rules choose among the {value.n_priced} LLMs with a cost (dots: each alone); "
                          "an LLM without one is left out, as route(cost_weight=...) does.")
     return section
