@@ -502,3 +502,17 @@ def test_data_with_fewer_than_three_questions_the_router_did_not_learn_from_is_r
     assert _section_rows(page, "Router and data")["questions used"] == "60"
     assert ("only 2 of these 60 questions are ones the router did not learn from (its training_questions.npy), too "
             "few for a report: these questions may include the router&#x27;s training questions") in page
+
+
+def test_a_router_with_an_added_llm_s_correction_gets_its_report(tmp_path: Path) -> None:
+    # add-llm's feature correction needs the encoder's features to score; the onboarding section scored on vectors
+    # alone and ended the report with "questions encoded elsewhere need the encoder's features too"
+    base = Router.load(threads=1)
+    data = _write_folder(tmp_path / "data", list(base.llms), n=60)
+    texts = read_response_folder(data).texts
+    rng = np.random.default_rng(1)
+    labels = (rng.random(len(texts)) < 0.5).astype(np.int64)
+    grown = base.add_llm("new-llm", texts, labels)
+    assert grown.corrections is not None and grown.needs_features
+    page = build_report(grown, data, tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "log-loss from 10 answers" in page

@@ -141,7 +141,7 @@ def build_report(
         *_taxonomy_and_llms(plt, router, vectors, data, seed),
         _calibration(plt, router, probabilities, data),
         _probe(plt, vectors, data, seed),
-        _onboarding(plt, router, vectors, data, seed),
+        _onboarding(plt, router, EncodedQuestions(vectors, features), data, seed),
         _quality_and_cost(plt, router, probabilities, data),
         _alignment(plt, router, vectors),
     ]
@@ -308,10 +308,11 @@ def _answers_in_router_order(router: Router, data: ResponseData) -> np.ndarray:
     return answer_matrix(data.question, data.llm, data.correct, data.n_questions, columns)
 
 
-def _onboarding(plt: Any, router: Router, vectors: np.ndarray, data: ResponseData, seed: int) -> Section:
+def _onboarding(plt: Any, router: Router, questions: EncodedQuestions, data: ResponseData, seed: int) -> Section:
     section = Section("Onboarding")
     # The refitted LLM vector against the router's own, both without neighbour votes: the vectors are compared.
-    curves = onboarding_curves(router.with_neighbours(None), vectors, _answers_in_router_order(router, data), seed)
+    # The features go along for the LLMs add-llm gave a correction, whose probabilities read them.
+    curves = onboarding_curves(router.with_neighbours(None), questions, _answers_in_router_order(router, data), seed)
     if not curves:
         section.notes.append(f"No LLM of the router has {MIN_ANSWERS} answers here: nothing to refit.")
         return section
