@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 from jeirt_lite_training import router_writer
-from jeirt_lite_training.coverage import SHOWN, coverage_note, unanswered_benchmarks
+from jeirt_lite_training.coverage import SHOWN, benchmark_floor_p, coverage_note, unanswered_benchmarks
 from jeirt_lite_training.types import Dataset, Responses
 from synthetic_answers import synthetic_prepared
 
@@ -57,3 +57,15 @@ def test_the_router_records_the_gaps_of_the_questions_it_learns_from(monkeypatch
                                "best_val_loss": None, "train_seconds": 0.0})()
     summary = router_writer.training_summary(prep, predictor)  # type: ignore[arg-type]
     assert summary["unanswered_benchmarks"] == {"llm-1": ["b"]}
+
+
+def test_the_benchmark_floor_is_each_llm_s_smoothed_accuracy_on_the_cell_s_benchmark() -> None:
+    # llm-0: 3 of 3 right on "a", 0 of 1 on "b"; llm-1 answered only "a" (1 of 2): on "b" it gets its own accuracy
+    data = _data(["a", "a", "a", "b", "b"], [(0, 0), (1, 0), (2, 0), (3, 0), (0, 1), (1, 1)], n_llms=2)
+    learned = Responses(data.responses.question, data.responses.llm, np.array([1, 1, 1, 0, 1, 0], np.float32))
+    cells = Responses(np.array([4, 4, 0]), np.array([0, 1, 1]), np.zeros(3, np.float32))
+    own = np.array([(3 + 1) / (4 + 2), (1 + 1) / (2 + 2)])
+    want = [(0 + own[0]) / (1 + 1), own[1], (1 + own[1]) / (2 + 1)]
+    np.testing.assert_allclose(benchmark_floor_p(data, learned, cells), want)
+    one = _data(["a", "a"], [(0, 0), (1, 1)], n_llms=2)
+    assert benchmark_floor_p(one, one.responses, one.responses) is None

@@ -306,6 +306,7 @@ def test_fits_summary_prints_what_the_run_measured_and_wrote(
     predictor = SimpleNamespace(config=SimpleNamespace(dim=64, dropout=0.3), schedule=[1e-3] * 7, train_seconds=12.4)
     result = SimpleNamespace(
         predictor=predictor, val=metrics(0.71), test=metrics(0.72) if test else {}, floor_test=metrics(0.6),
+        floor_benchmark_test=metrics(0.65) if votes else {},  # several benchmarks or one: both ways
         votes=object() if votes else None, router_path=folder if written else None, parity=2.5e-7 if written else None,
         extra={"selection": {"refit_on": {"questions": 900}}, "heldout": {"per_llm_accuracy_baseline": metrics(0.55)},
                "calibration": {"kind": "global"} if calibrated else None, "test_uncalibrated": metrics(0.73)},
@@ -323,6 +324,8 @@ def test_fits_summary_prints_what_the_run_measured_and_wrote(
         if calibrated and not votes:  # with votes the map is part of the blend: no router without it to report
             want.append("  test, before calibration AUC 0.730  log-loss 0.500  accuracy 0.700  ECE 0.010")
         want.append("  test, per-LLM floor      AUC 0.600  log-loss 0.500  accuracy 0.700  ECE 0.010")
+        if votes:
+            want.append("  test, benchmark floor    AUC 0.650  log-loss 0.500  accuracy 0.700  ECE 0.010")
     if written:
         want.append(f"  router: {folder} (1.5 MB), ONNX parity max abs diff 2.50e-07")
     assert lines[4:] == want

@@ -198,6 +198,8 @@ def fit_summary(res: FitResult) -> str:
         if res.extra["calibration"] is not None and res.votes is None:  # with votes the map is part of the blend
             lines.append(f"  test, before calibration {metrics_line(res.extra['test_uncalibrated'])}")
         lines.append(f"  test, per-LLM floor      {metrics_line(res.floor_test)}")
+        if res.floor_benchmark_test:  # with several benchmarks: what knowing the benchmark alone gives
+            lines.append(f"  test, benchmark floor    {metrics_line(res.floor_benchmark_test)}")
     if res.router_path is not None:
         parity = "" if res.parity is None else f", ONNX parity max abs diff {res.parity:.2e}"
         lines.append(f"  router: {res.router_path} ({folder_size_mb(res.router_path):.1f} MB){parity}")

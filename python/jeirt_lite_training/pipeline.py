@@ -18,6 +18,7 @@ from ._runtime import all_metrics, refuse_existing, stderr_is_terminal
 from .calibration import apply_calibration, fit_calibration, store_calibration
 from .choose import DEFAULT_DIMS, DEFAULT_DROPOUTS, Selection, choose, refit, selection_record
 from .config import AUTO_FOLDS, AUTO_FOLDS_MAX_CELLS
+from .coverage import benchmark_floor_p
 from .fit import llm_accuracies
 from .model import JeirtPredictor
 from .prepared import Prepared
@@ -49,6 +50,7 @@ class FitResult:
     val: dict[str, float]
     test: dict[str, float]
     floor_test: dict[str, float]
+    floor_benchmark_test: dict[str, float] = field(default_factory=dict)  # each LLM's accuracy per benchmark
     router_path: Path | None = None
     parity: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -176,6 +178,9 @@ def choose_refit_and_export(
         result.test = raw_test if fitted is None else all_metrics(
             prep.test.correct, apply_calibration(logits, prep.test.llm, fitted))
         result.floor_test = all_metrics(prep.test.correct, acc[prep.test.llm])
+        by_benchmark = benchmark_floor_p(prep.data, all_cells, prep.test)
+        if by_benchmark is not None:
+            result.floor_benchmark_test = all_metrics(prep.test.correct, by_benchmark)
     record = selection_record(selection, folds=folds, n_questions=len(answered), n_cells=len(all_cells))
     if table_choice is not None:
         record["static_table"] = table_choice.record()
@@ -296,6 +301,8 @@ def _metrics_record(prep: Prepared, result: FitResult, calibrated: bool) -> dict
         "test": result.test or None,
         "test_uncalibrated": result.extra["test_uncalibrated"] or None,
         "test_per_llm_accuracy_baseline": result.floor_test or None,
+        **({"test_per_llm_benchmark_accuracy_baseline": result.floor_benchmark_test}
+           if result.floor_benchmark_test else {}),
     }
 
 
