@@ -183,3 +183,7 @@ def test_the_forecast_marks_an_llm_that_never_answered_a_benchmark_in_training(
     marked = [line for line in lines if "extrapolated" in line]
     assert len(marked) == 1 and marked[0].split()[0] == "yi" and "gsm, math" in marked[0]
     assert len(lines) == 1 + len(router.llms)
+    assert main(["info", "--router", str(folder)]) == 0  # info names it in its list of LLMs, beside its cost
+    listed = capsys.readouterr().out
+    assert f"LLMs ({len(router.llms)}; cost stored for 27; 1 without training answers on some benchmark):" in listed
+    assert f"\n  {'yi':<{max(map(len, router.llms))}}  cost 34  no training answers on gsm, math\n" in listed

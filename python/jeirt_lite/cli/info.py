@@ -18,6 +18,7 @@ from ._shared import (
     router_option,
     short,
     threads_option,
+    unanswered_benchmarks,
 )
 from .add_llm import fit_summary
 
@@ -81,10 +82,15 @@ def run(args: argparse.Namespace, console: Console) -> int:
         ))
     out.writelines(f"{key:<10} {value}\n" for key, value in lines)
     costs = router.costs
-    out.write(f"LLMs ({len(router.llms)}" + (f"; cost stored for {len(costs)}" if costs else "") + "):\n")
+    gaps = unanswered_benchmarks(router.manifest.training, router.llms)  # block-missing data: extrapolated there
+    out.write(f"LLMs ({len(router.llms)}" + (f"; cost stored for {len(costs)}" if costs else "")
+              + (f"; {len(gaps)} without training answers on some benchmark" if gaps else "") + "):\n")
     width = max(len(name) for name in router.llms)
     out.writelines(
-        f"  {name:<{width}}  cost {costs[name]:g}\n" if name in costs else f"  {name}\n" for name in router.llms
+        (f"  {name:<{width}}  " + (f"cost {costs[name]:g}" if name in costs else "")
+         + (f"{'  ' if name in costs else ''}no training answers on {', '.join(gaps[name])}" if name in gaps else "")
+         ).rstrip() + "\n"
+        for name in router.llms
     )
     calibration = router.calibration
     if calibration is not None:
