@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jeirt_lite import EncodedQuestions, JeirtError, Router
+from jeirt_lite._manifest import freeze, thaw
 from jeirt_lite._router import DEFAULT_ROUTER_PATH
 from jeirt_lite._router_tables import usable_cores
 from jeirt_lite.artifact import load_artifact
@@ -94,3 +95,23 @@ def test_every_derived_router_keeps_its_llm_table_read_only(router: Router) -> N
         assert not copy.llm_vectors.flags.writeable
         with pytest.raises(ValueError):
             copy.llm_vectors[0, 0] = 1.0
+
+
+def test_the_record_of_unanswered_benchmarks_follows_the_llms_a_copy_keeps(router: Router, tmp_path: Path) -> None:
+    # training.unanswered_benchmarks marks an LLM in score --forecast and info. A removed LLM's entry left behind
+    # marked a new LLM added later under its name (add_llm, from answers on every benchmark) with the old gaps.
+    training = {**thaw(router.manifest.training or {}), "unanswered_benchmarks": {"llm-1": ["gsm"], "llm-3": ["math"]}}
+    recorded = router._with_llms(router.llms, router.llm_vectors, training=freeze(training))
+
+    def record(copy: Router) -> object:
+        return thaw(copy.manifest.training).get("unanswered_benchmarks")
+
+    assert record(recorded.remove_llm("llm-1")) == {"llm-3": ["math"]}
+    assert record(recorded.select_llms(["llm-3", "llm-0"])) == {"llm-3": ["math"]}
+    assert record(recorded.select_llms(["llm-0"])) is None  # the key goes, as train writes no empty record
+    assert record(recorded.with_costs({"llm-0": 1.0})) == {"llm-1": ["gsm"], "llm-3": ["math"]}
+    again = recorded.remove_llm("llm-1").add_llm("llm-1", EncodedQuestions(np.eye(4, dtype=np.float32)), [1, 0, 1, 0])
+    assert record(again) == {"llm-3": ["math"]}
+    assert record(recorded.rename_llms({"llm-3": "x"}).remove_llm("x")) == {"llm-1": ["gsm"]}
+    saved = Router.load(recorded.remove_llm("llm-3").save(tmp_path / "router"))
+    assert record(saved) == {"llm-1": ["gsm"]}

@@ -212,7 +212,7 @@ class RouterTables:
             changes["costs"] = {str(names.get(name, name)): cost for name, cost in self.costs.items()}
         if self.manifest.onboarded is not None:
             changes["onboarded"] = tuple(_renamed_record(record, names) for record in self.manifest.onboarded)
-        training = _renamed_training(self.manifest.training, names)
+        training = _renamed_training(self.manifest.training, self.llms, names)
         if training is not None:
             changes["training"] = training
         validate_llm_table(renamed, self._llm_vectors, "renamed LLMs")
@@ -250,6 +250,10 @@ class RouterTables:
         votes = self.neighbours if isinstance(neighbours, str) else neighbours
         if manifest_changes.get("costs") is not None:
             manifest_changes["costs"] = MappingProxyType(dict(manifest_changes["costs"]))
+        if "training" not in manifest_changes:  # rename_llms passes its own, under the new names
+            training = _renamed_training(self.manifest.training, [name for name in self.llms if name in names], {})
+            if training is not None:
+                manifest_changes["training"] = training
         block = None if kept is None else freeze(kept.manifest_block())
         manifest = replace(self.manifest, llms=tuple(names), corrections=block,
                            neighbours=None if votes is None else freeze(votes.manifest_block()), **manifest_changes)
@@ -267,11 +271,14 @@ def _renamed_record(record: Any, names: Mapping[str, str]) -> Any:
     return freeze({**thaw(record), "name": str(names[name])})
 
 
-def _renamed_training(training: Any, names: Mapping[str, str]) -> Any:
+def _renamed_training(training: Any, kept: Sequence[str], names: Mapping[str, str]) -> Any:
     """The training record with its LLMs without answers on a benchmark (training.unanswered_benchmarks, which
-    `score --forecast` marks) under their new names; None when there is no such record to change."""
+    `score --forecast` and `info` mark) restricted to the LLMs `kept` and under their new names; None when there is
+    no such record. An LLM removed leaves the record: else a new LLM added later under its name (add_llm, whose
+    answers may cover every benchmark) would be marked with the removed one's gaps."""
     record = training.get("unanswered_benchmarks") if isinstance(training, Mapping) else None
     if not isinstance(record, Mapping):
         return None
-    renamed = {str(names.get(name, name)): gaps for name, gaps in thaw(record).items()}
-    return freeze({**thaw(training), "unanswered_benchmarks": renamed})
+    renamed = {str(names.get(name, name)): gaps for name, gaps in thaw(record).items() if name in kept}
+    rest = {key: value for key, value in thaw(training).items() if key != "unanswered_benchmarks"}
+    return freeze({**rest, **({"unanswered_benchmarks": renamed} if renamed else {})})
