@@ -516,3 +516,17 @@ def test_a_router_with_an_added_llm_s_correction_gets_its_report(tmp_path: Path)
     assert grown.corrections is not None and grown.needs_features
     page = build_report(grown, data, tmp_path / "report.html").read_text(encoding="utf-8")
     assert "log-loss from 10 answers" in page
+
+
+def test_the_note_on_unanswered_choices_names_the_cost_column_only_when_there_is_one() -> None:
+    # A router without costs has no quality-cost table: the note named its column "own choice unanswered" anyway
+    # (zeroeval router without costs: "router's pick has no answer here on 40.0% ... (the cost rules: column ...)").
+    from jeirt_lite.analysis._routing_value import RoutingValue
+    from jeirt_lite.analysis.report import _unanswered_note
+
+    value = RoutingValue(n_questions=10, router=0.9, best_single=0.8, best_single_name="a", best_single_answered=10,
+                         oracle=1.0, mean_llm=0.5, router_unanswered=0.4)
+    assert "own choice unanswered" not in _unanswered_note(value)
+    assert "on 40.0% of the questions; where" in _unanswered_note(value)
+    value.curve, value.curve_unanswered = [("max P − λ·cost", 0.0, 0.9, 1.0)], [0.4]
+    assert "(the cost rules: column 'own choice unanswered')" in _unanswered_note(value)

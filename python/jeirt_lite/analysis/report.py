@@ -345,9 +345,10 @@ def _partly(value: RoutingValue) -> str:
 def _unanswered_note(value: RoutingValue) -> str:
     """How far the rows of the section stand in for what `route` does: each rule is scored among the LLMs that
     answered a question, while route chooses among all of them."""
+    column = " (the cost rules: column 'own choice unanswered')" if value.curve else ""  # no costs, no such table
     return (f"Each rule is scored by the answer of the LLM it picks among those that answered the question. Among all "
             f"LLMs, as route chooses, the router's pick has no answer here on {value.router_unanswered:.1%} of the "
-            "questions (the cost rules: column 'own choice unanswered'); where that share is large (an LLM that never "
+            f"questions{column}; where that share is large (an LLM that never "
             "answered a benchmark is routed its questions: docs/guide/training-data.md, \"Block-missing data\") "
             "these accuracies say little about what route will get.")
 
