@@ -5,7 +5,8 @@ A router still gives such an LLM a P(correct) on that benchmark's questions: its
 benchmarks alone, says nothing reliable there. On zeroeval (docs/guide/training-data.md, "Block-missing data") one
 LLM that answered only GSM8K was forecast 0.85 on MATH level 5, where the same model under another name scored 0.51.
 `fit` names these LLMs when it loads the data and router.json records them (training.unanswered_benchmarks), so that
-a user reading a forecast or a route can tell a measured rating from an extrapolated one.
+`info` and `score --forecast` can mark them: a measured rating told from an extrapolated one. `route` and `serve`
+do not mark them (a question's text says nothing of its benchmark).
 """
 
 from __future__ import annotations
