@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from .._errors import JeirtError
 from .tables import read_table
-from .vocabulary import LLM_COLUMNS
+from .vocabulary import LLM_COLUMNS, llm_name_problem
 
 COST_COLUMN = "cost"
 
@@ -39,10 +39,8 @@ def _cost(value: Any) -> Optional[float]:
 
 
 def _name(value: Any) -> Optional[str]:
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        return None
-    name = str(value).strip()
-    return name or None
+    """The LLM name a cell holds, by the rule every table of answers is read by; None when it holds none."""
+    return None if llm_name_problem(value) is not None else str(value).strip()
 
 
 def _shown(value: Any) -> str:
