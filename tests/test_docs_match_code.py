@@ -1,5 +1,5 @@
 """What the docs list is what the code accepts: the training table's column names and label words
-(docs/guide/training.md against the training library's loader), one README row per command of the CLI, and every
+(docs/guide/training-data.md against the training library's loader), one README row per command of the CLI, and every
 public call of the Python API named on its page."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from jeirt_lite._io.vocabulary import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS
 from jeirt_lite.cli import COMMANDS
 
 REPO = Path(__file__).resolve().parent.parent
-TRAINING_PAGE = REPO / "docs" / "guide" / "training.md"
+TRAINING_DATA_PAGE = REPO / "docs" / "guide" / "training-data.md"
 
 
 def _table_rows(page: Path, heading: str) -> dict[str, list[str]]:
@@ -32,21 +32,21 @@ def _table_rows(page: Path, heading: str) -> dict[str, list[str]]:
     return rows
 
 
-def test_training_page_lists_every_accepted_column_name_in_order() -> None:
+def test_training_data_page_lists_every_accepted_column_name_in_order() -> None:
     data = pytest.importorskip("jeirt_lite_training.data")  # the train extra (pandas)
-    rows = _table_rows(TRAINING_PAGE, "### Accepted column names")
+    rows = _table_rows(TRAINING_DATA_PAGE, "## Accepted column names")
     assert rows["question id"] == list(data.DEFAULT_QUESTION_COLUMNS)
     assert rows["question text"] == list(data.DEFAULT_TEXT_COLUMNS)
     assert rows["LLM name (long)"] == list(data.DEFAULT_LLM_COLUMNS)
-    assert rows["label (long)"] == list(data.DEFAULT_CORRECT_COLUMNS)
-    assert rows["subject"] == list(data.DEFAULT_SUBJECT_COLUMNS)
-    assert rows["benchmark"] == list(data.DEFAULT_BENCHMARK_COLUMNS)
+    assert rows["answer (long)"] == list(data.DEFAULT_CORRECT_COLUMNS)
+    assert rows["subject (optional)"] == list(data.DEFAULT_SUBJECT_COLUMNS)
+    assert rows["benchmark (optional)"] == list(data.DEFAULT_BENCHMARK_COLUMNS)
 
 
-def test_training_page_lists_the_label_words() -> None:
-    text = TRAINING_PAGE.read_text(encoding="utf-8")
-    labels = text.split("- **Labels**:", 1)[1].split("\n- ", 1)[0]
-    words = {"" if word == '""' else word for word in re.findall(r"`([^`]*)`", labels)}
+def test_training_data_page_lists_the_label_words() -> None:
+    text = TRAINING_DATA_PAGE.read_text(encoding="utf-8")
+    labels = text.split("## Answers", 1)[1].split("\n\n", 2)[1]  # the section's first paragraph
+    words = {word.lower() for word in re.findall(r"`([^`]*)`", labels)} | {""}  # "an empty cell" is the empty word
     assert words == TRUE_LABELS | FALSE_LABELS | EMPTY_LABELS
 
 
