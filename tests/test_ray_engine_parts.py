@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from jeirt_lite._errors import JeirtError
+from jeirt_lite._io.parquet_stream import write_tables
 from jeirt_lite.artifact import read_manifest
 from jeirt_lite.batch import ScoreOptions
 
@@ -278,12 +279,12 @@ def test_the_writer_streams_the_batches_in_order_dropping_what_it_is_told(tmp_pa
     tables = [pa.table({"id": ["q0", "q1"], "p[a]": [0.5, 0.25]}), pa.table({"id": [], "p[a]": []}),
               pa.table({"id": ["q2"], "p[a]": [1.0]})]
     output = tmp_path / "scores.parquet"
-    assert engine._write_parquet(FakeScored(tables), output, ["p[a]"]) == 3
+    assert write_tables(iter(tables), output, ["p[a]"]) == 3
     assert pq.read_table(output).to_pydict() == {"id": ["q0", "q1", "q2"]}
-    assert engine._write_parquet(FakeScored(tables), output, []) == 3
+    assert write_tables(iter(tables), output, []) == 3
     assert pq.read_table(output).column_names == ["id", "p[a]"]
     with pytest.raises(JeirtError, match="produced no batches"):
-        engine._write_parquet(FakeScored([]), tmp_path / "none.parquet", [])
+        write_tables(iter([]), tmp_path / "none.parquet", [])
     assert sorted(path.name for path in tmp_path.iterdir()) == ["scores.parquet"]
 
 

@@ -39,7 +39,8 @@ except ImportError as _err:  # the extra is missing: say which one to install
 
 from ._errors import SKIP_BAD, Hint, JeirtError, column_hint, hinted_error, rehint
 from ._io.optional import require_pyarrow
-from ._io.outputs import atomic_output, check_output_path
+from ._io.outputs import check_output_path
+from ._io.parquet_stream import parquet_rows, write_tables
 from ._io.vocabulary import (
     TEXT_COLUMN,
     columns_listed,
@@ -328,7 +329,7 @@ def score_file_on_ray(
     routing_rows(llms, options.k, options.cost_weight, options.min_probability, options.llms, manifest.costs or {})
     if output is not None:
         check_output_path(output, [input_path], router_path)
-    total = _parquet_rows(input_path)  # from the file's footer: a Ray count would be one more job to schedule
+    total = parquet_rows(input_path)  # from the file's footer: a Ray count would be one more job to schedule
     started_here = not ray.is_initialized()
     if started_here:
         # Without an address: a local runtime on this machine's CPUs; with one: join that cluster.
@@ -358,37 +359,6 @@ class _FileRun:
     options: ScoreOptions
     threads_per_worker: int
     ship_router: bool
-
-
-def _parquet_rows(path: Path) -> int:
-    pa = require_pyarrow()
-    try:
-        return int(pa.parquet.ParquetFile(str(path)).metadata.num_rows)
-    except (pa.ArrowInvalid, OSError) as err:
-        raise JeirtError(f"{path}: not a readable Parquet file ({err})") from err
-
-
-def _write_parquet(scored: Any, output: Path, drop: list[str]) -> int:
-    """Stream the scored batches, in order, into one Parquet file; returns the rows written."""
-    pa = require_pyarrow()
-    rows = 0
-    with atomic_output(output) as temporary:
-        writer: Any = None
-        try:
-            for table in scored.iter_batches(batch_format="pyarrow", batch_size=None):
-                if drop:
-                    table = table.drop_columns(drop)
-                if writer is None:
-                    writer = pa.parquet.ParquetWriter(str(temporary), table.schema)
-                if table.num_rows:
-                    writer.write_table(table)
-                rows += table.num_rows
-        finally:
-            if writer is not None:
-                writer.close()
-        if writer is None:
-            raise JeirtError("the Ray engine produced no batches (empty bank?); no output written")
-    return rows
 
 
 def _score_on_ray(
@@ -445,5 +415,5 @@ def _run_pipeline(
         forecast, rows = expected_accuracy(scored, llms)
     if run.output is not None:
         drop = [] if options.all_probabilities else [probability_column(name) for name in llms if options.forecast]
-        rows = _write_parquet(scored, run.output, drop)
+        rows = write_tables(scored.iter_batches(batch_format="pyarrow", batch_size=None), run.output, drop)
     return rows, forecast, time.perf_counter() - started
