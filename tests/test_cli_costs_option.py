@@ -1,6 +1,6 @@
 """`--costs FILE` on route, score and serve: the costs of a table instead of those the router stores, for this run;
 every cost rule then reads them, an LLM the table leaves out has no cost, and a table naming an LLM the router
-does not hold is refused before a question is read."""
+does not hold is refused before a question is read. `score --engine ray` with it: tests/test_ray.py."""
 
 from __future__ import annotations
 
@@ -85,15 +85,18 @@ def test_score_refuses_to_write_its_scores_over_the_table_of_costs(
     assert prices.read_bytes() == before
 
 
-def test_score_on_ray_refuses_the_option_before_ray_is_imported(
+def test_score_on_ray_refuses_to_write_over_the_table_before_ray_is_imported(
     prices: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # Ray takes the option too (tests/test_ray.py): the table is an input there as well.
     import sys
 
     monkeypatch.setitem(sys.modules, "jeirt_lite.ray_engine", None)  # importing it would fail
     bank = tmp_path / "bank.parquet"
-    assert main(["score", str(bank), "-o", str(tmp_path / "s.parquet"), "--engine", "ray", "--costs", str(prices)]) == 2
-    assert "--costs runs on one machine" in capsys.readouterr().err
+    before = prices.read_bytes()
+    assert main(["score", str(bank), "-o", str(prices), "--engine", "ray", "--costs", str(prices)]) == 1
+    assert f"{prices}: is also the input {prices}; write the output to another path" in capsys.readouterr().err
+    assert prices.read_bytes() == before
 
 
 def test_serve_answers_with_the_given_costs(router: Router, prices: Path) -> None:

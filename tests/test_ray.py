@@ -196,6 +196,92 @@ def test_ray_engine_refuses_what_it_cannot_do(
     assert code == 1 and "bank.parquet: not a readable Parquet file" in err
 
 
+# Costs stored in the router, and the costs of a table for one run: replaced, not merged (llm-0, cheapest stored,
+# has none for the run), and weighed at 0.01 they route elsewhere than the stored ones.
+STORED_COSTS = {"llm-0": 0.0, "llm-1": 1.0, "llm-2": 2.0, "llm-3": 3.0, "llm-4": 4.0}
+GIVEN_COSTS = {"llm-1": 4.0, "llm-2": 0.0, "llm-3": 1.0, "llm-4": 2.0}
+
+
+@pytest.fixture(scope="module")
+def priced_router(tiny_router_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from jeirt_lite import Router
+
+    folder = tmp_path_factory.mktemp("priced") / "router"
+    Router.load(tiny_router_path, threads=1).with_costs(STORED_COSTS).save(folder)
+    return folder
+
+
+def costs_table(path: Path, costs: dict[str, Any]) -> Path:
+    path.write_text("llm,cost\n" + "".join(f"{name},{cost}\n" for name, cost in costs.items()))
+    return path
+
+
+@needs_ray
+@pytest.mark.parametrize("ship", [[], ["--ship-router"]])
+def test_costs_given_on_ray_route_every_question_as_the_same_costs_on_one_machine(
+    ray_runtime: Any, capsys: pytest.CaptureFixture[str], priced_router: Path, bank: Path, tmp_path: Path,
+    ship: list[str],
+) -> None:
+    prices = costs_table(tmp_path / "prices.csv", GIVEN_COSTS)
+    common = [bank, "--router", priced_router, "-q", "--k", "2", "--cost-weight", "0.01"]
+    stored, local, distributed = (tmp_path / f"{name}.parquet" for name in ("stored", "local", "ray"))
+    assert score(capsys, *common, "-o", stored, "--threads", "1")[0] == 0
+    assert score(capsys, *common, "--costs", prices, "-o", local, "--threads", "1")[0] == 0
+    code, _, err = score(capsys, *common, *ship, "--costs", prices, "-o", distributed, "--engine", "ray",
+                         "--chunk-size", "40")
+    assert code == 0, err
+    chosen = ["llm_1", "llm_2"]
+    assert not by_id(local).select(chosen).equals(by_id(stored).select(chosen))  # the given costs route elsewhere
+    assert by_id(distributed).equals(by_id(local))
+
+
+@needs_ray
+@pytest.mark.parametrize(
+    ("costs", "flags", "output", "code", "message"),
+    [({"llm-1": 1.0, "nope": 2.0}, [], "s.parquet", 1, "prices.csv: costs names unknown LLM 'nope'"),
+     ({"llm-1": 1.0, "llm-2": -1}, [], "s.parquet", 1,
+      "prices.csv: data row 2: the cost of 'llm-2' must be a finite number >= 0, got '-1'"),
+     # A rule is checked against the given costs, which leave llm-0 without one (the stored costs give it 0).
+     ({"llm-1": 1.0}, ["--llms", "llm-0,llm-1", "--cost-weight", "0.5"], "s.parquet", 2, "missing: llm-0"),
+     ({"llm-1": 1.0}, [], "prices.csv", 1, "prices.csv: is also the input")],  # the scores would replace the prices
+)
+def test_bad_costs_on_ray_are_refused_before_ray_starts(
+    capsys: pytest.CaptureFixture[str], priced_router: Path, bank: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, costs: dict[str, Any], flags: list[str], output: str, code: int, message: str,
+) -> None:
+    from jeirt_lite import ray_engine
+
+    called: list[Any] = []
+    monkeypatch.setattr(ray_engine, "score_file_on_ray", lambda *args, **kwargs: called.append(args))
+    prices = costs_table(tmp_path / "prices.csv", costs)
+    before = prices.read_bytes()
+    got, _, err = score(capsys, bank, "--router", priced_router, "-o", tmp_path / output, "--engine", "ray",
+                        "--costs", prices, *flags)
+    assert (got, called) == (code, []), err
+    assert message in err
+    assert prices.read_bytes() == before and not (tmp_path / "s.parquet").exists()
+
+
+@needs_ray
+def test_score_file_on_ray_refuses_costs_for_an_unknown_llm_before_ray_starts(
+    priced_router: Path, bank: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import jeirt_lite.ray_engine as engine
+    from jeirt_lite._errors import JeirtError
+    from jeirt_lite.batch import ScoreOptions
+
+    monkeypatch.setattr(engine.ray, "init", lambda **kwargs: pytest.fail("Ray started"))
+    monkeypatch.setattr(engine, "_score_on_ray", lambda *args: pytest.fail("the pipeline ran"))
+    options = ScoreOptions(cost_weight=0.01)
+    with pytest.raises(JeirtError, match="costs: costs names unknown LLM 'nope'"):
+        engine.score_file_on_ray(bank, router_path=priced_router, output=tmp_path / "s.parquet", options=options,
+                                 costs={"nope": 1.0})
+    with pytest.raises(JeirtError, match="llm-0"):  # the rules against the given costs, which do not price llm-0
+        engine.score_file_on_ray(bank, router_path=priced_router, output=tmp_path / "s.parquet",
+                                 options=ScoreOptions(llms=("llm-0",), cost_weight=0.01), costs={"llm-1": 1.0})
+    assert not (tmp_path / "s.parquet").exists()
+
+
 @needs_ray
 def test_a_shipped_router_needs_no_folder_on_the_workers(
     ray_runtime: Any, tiny_router_path: Path, bank: Path, tmp_path: Path

@@ -168,7 +168,7 @@ def test_score_dataset_hands_ray_the_scorer_its_arguments_and_the_pool(tiny_rout
     assert mapped["fn_constructor_kwargs"] == {
         "router_path": str(tiny_router_path.resolve()), "text_column": "text", "id_column": "question_id", "k": 2,
         "all_probabilities": False, "skip_bad": False, "threads": 2, "router_files": None,
-        "routing": {"llms": None, "cost_weight": 0.0, "min_probability": None},
+        "routing": {"llms": None, "cost_weight": 0.0, "min_probability": None}, "costs": None,
     }
     assert (mapped["batch_size"], mapped["batch_format"], mapped["num_cpus"]) == (40, "pyarrow", 2)
     assert (mapped["compute"].min_size, mapped["compute"].max_size) == (3, 3)
@@ -211,6 +211,30 @@ def test_score_dataset_hands_the_workers_route_s_rules_checked_before_any_work(
     with pytest.raises(JeirtError, match="unknown LLM 'nope'"):
         engine.score_dataset(untouched, tiny_router_path, llms=["nope"], concurrency=1)
     assert untouched.mapped == {}
+
+
+def test_score_dataset_hands_the_workers_the_given_costs_in_place_of_the_stored_ones(
+    tiny_router_path: Path, texts: list[str], tmp_path: Path
+) -> None:
+    from jeirt_lite import Router
+
+    router = Router.load(tiny_router_path, threads=1)
+    stored = {name: 0.0 if name == "llm-0" else 5.0 for name in router.llms}  # llm-0 free, the rest dear
+    priced = router.with_costs(stored).save(tmp_path / "priced")
+    given = {"llm-1": 0.0, "llm-2": 5.0}  # llm-0 has no cost in this run: replaced, not merged
+    ds = FakeDataset(["id", "text"])
+    engine.score_dataset(ds, priced, cost_weight=1.0, costs=given, concurrency=1)
+    handed = ds.mapped["fn_constructor_kwargs"]
+    assert handed["costs"] == given
+    worker = engine._BankScorer(str(priced), "text", "id", 1, False, False, 1, None, handed["routing"], given)
+    assert worker.router.costs == given
+    expected = router.route(texts, 1, costs=given, cost_weight=1.0).names
+    assert worker(batch(IDS, texts)).column("llm_1").to_pylist() == [names[0] for names in expected]
+    for bad, message in (({"nope": 1.0}, "costs: costs names unknown LLM 'nope'"), ({"llm-1": -1.0}, "finite")):
+        untouched = FakeDataset(["id", "text"])
+        with pytest.raises(JeirtError, match=message):
+            engine.score_dataset(untouched, priced, cost_weight=1.0, costs=bad, concurrency=1)
+        assert untouched.mapped == {}
 
 
 def test_score_dataset_refuses_a_weight_that_overflows_the_costs_before_any_work(
@@ -446,7 +470,7 @@ def test_the_pipeline_scores_once_for_both_passes_keeps_the_order_and_drops_the_
     options = ScoreOptions(k=1, all_probabilities=all_probabilities, forecast=forecast, chunk_size=40, skip_bad=True,
                            llms=("b",), min_probability=0.25)
     output = tmp_path / "scores.parquet" if write else None
-    run = engine._FileRun(tmp_path / "bank.parquet", output, "body", "key", options, 2, True)
+    run = engine._FileRun(tmp_path / "bank.parquet", output, "body", "key", options, 2, True, {"b": 1.0})
     started = time.perf_counter()
     rows, means, seconds = engine._run_pipeline(run, Path("router"), ["a", "b"], False)
     assert 0 <= seconds <= time.perf_counter() - started
@@ -455,7 +479,7 @@ def test_the_pipeline_scores_once_for_both_passes_keeps_the_order_and_drops_the_
         "ds": ("read", str((tmp_path / "bank.parquet").resolve())), "router_path": Path("router"),
         "text_column": "body", "id_column": "key", "k": 1, "all_probabilities": all_probabilities or forecast,
         "skip_bad": True, "batch_size": 40, "threads_per_worker": 2, "ship_router": True,
-        "llms": ("b",), "cost_weight": 0.0, "min_probability": 0.25,
+        "llms": ("b",), "cost_weight": 0.0, "min_probability": 0.25, "costs": {"b": 1.0},
     }]
     assert rows == 3
     assert scored.materialized == (1 if write and forecast else 0)  # scored once, read by both passes

@@ -2,9 +2,10 @@
 
 Each worker is an actor that loads the router folder once, either by path (the folder on storage every node can
 read) or from a copy of its files shipped through Ray's object store (`ship_router=True`, for clusters without
-shared storage), and scores whole batches with the same code as the single-machine path (`batch.score_chunk`,
-`_io.writers.score_table`). The forecast is a distributed aggregate: each batch yields its row count and its per-LLM
-sums of P(correct) in float64, and only those few numbers per batch reach the driver.
+shared storage), takes the costs given for the run (`costs=`, `--costs FILE`) in place of its own, and scores whole
+batches with the same code as the single-machine path (`batch.score_chunk`, `_io.writers.score_table`). The forecast
+is a distributed aggregate: each batch yields its row count and its per-LLM sums of P(correct) in float64, and only
+those few numbers per batch reach the driver.
 
 Needs the optional extra: pip install "jeirt-lite[ray]". The core package never imports Ray.
 
@@ -22,7 +23,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -52,10 +53,11 @@ from ._io.vocabulary import (
 )
 from ._io.writers import ScoredChunk, score_table
 from ._limits import MAX_CHUNK_ROWS, bounded_int, check_chunk_rows, check_threads
+from ._llm_params import check_costs
 from ._router import DEFAULT_ROUTER_PATH
 from ._routing import routing_rows
 from ._score_request import RAY, ScoreOptions, check_k, check_score_request
-from .artifact import read_manifest
+from .artifact import Manifest, read_manifest
 from .batch import ScoreSummary, score_chunk
 
 DEFAULT_BATCH_SIZE = 1024
@@ -76,6 +78,7 @@ class _BankScorer:
         threads: int,
         router_files: Optional[dict[str, bytes]] = None,
         routing: Optional[dict[str, Any]] = None,
+        costs: Optional[dict[str, float]] = None,
     ):
         from ._router import Router
 
@@ -86,6 +89,8 @@ class _BankScorer:
                 (Path(self._router_copy.name) / name).write_bytes(data)
             router_path = self._router_copy.name
         self.router = Router.load(router_path, threads=threads)
+        if costs is not None:  # instead of the stored ones, as `--costs FILE` does on one machine
+            self.router = self.router.with_costs(costs, replace=True)
         self.pa = require_pyarrow()
         self.text_column, self.id_column = text_column, id_column
         self.options = ScoreOptions(k=k, all_probabilities=all_probabilities, skip_bad=skip_bad, **(routing or {}))
@@ -189,6 +194,7 @@ def score_dataset(
     llms: Optional[Sequence[str]] = None,
     cost_weight: float = 0.0,
     min_probability: Optional[float] = None,
+    costs: Optional[Mapping[str, float]] = None,
 ) -> Any:
     """Score a Ray Dataset of question texts; returns a (lazy) Dataset with the columns `jeirt-lite score` writes.
 
@@ -205,6 +211,8 @@ def score_dataset(
         ship_router: read the router folder here, now, and send its files to the workers through the object store
             (each worker writes a private copy), instead of having every worker read `router_path`.
         llms, cost_weight, min_probability: the routing rules of `Router.route` for the top-k columns.
+        costs: {LLM name: cost} for this run instead of the router's stored costs (an LLM left out has none), as
+            `Router.route(costs=...)`; checked here, applied on every worker.
 
     Raises:
         JeirtError: a missing column, a bad k or routing option, or (when the Dataset runs) a bad row without
@@ -213,7 +221,7 @@ def score_dataset(
     router_path = str(Path(router_path).resolve())
     manifest = read_manifest(Path(router_path))  # the manifest only: the encoder loads on the workers
     check_k(k, len(manifest.llms))
-    routing_rows(manifest.llms, k, cost_weight, min_probability, llms, manifest.costs or {})
+    costs = _checked_routing(manifest, k, llms, cost_weight, min_probability, costs)
     check_threads(threads_per_worker)
     check_chunk_rows(batch_size, "batch_size")
     if concurrency is not None:
@@ -238,12 +246,25 @@ def score_dataset(
             "router_files": read_router_files(Path(router_path)) if ship_router else None,
             "routing": {"llms": None if llms is None else tuple(llms), "cost_weight": cost_weight,
                         "min_probability": min_probability},
+            "costs": costs,
         },
         batch_size=batch_size,
         batch_format="pyarrow",
         compute=ray.data.ActorPoolStrategy(size=concurrency or _default_concurrency(threads_per_worker)),
         num_cpus=threads_per_worker,
     )
+
+
+def _checked_routing(
+    manifest: Manifest, k: int, llms: Optional[Sequence[str]], cost_weight: float, min_probability: Optional[float],
+    costs: Optional[Mapping[str, float]],
+) -> Optional[dict[str, float]]:
+    """The run's costs checked against the router's LLMs (None: the router's own), and the routing rules checked
+    against the costs they will route by, on the driver: a bad rule or cost is refused before any worker starts."""
+    given = None if costs is None else check_costs(costs, manifest.llms, "costs")
+    routed_by = given if given is not None else manifest.costs or {}
+    routing_rows(manifest.llms, k, cost_weight, min_probability, llms, routed_by)
+    return given
 
 
 def expected_accuracy(scored: Any, llms: Any) -> tuple[dict[str, float], int]:
@@ -309,13 +330,15 @@ def score_file_on_ray(
     threads_per_worker: int = 1,
     ship_router: bool = False,
     show_progress: bool = False,
+    costs: Optional[Mapping[str, float]] = None,
 ) -> ScoreSummary:
     """`batch.score_file` on Ray Data: a Parquet bank in, one Parquet file out, the same summary.
 
     Workers encode and score; the driver streams the scored batches, in input order, into a temporary file next
     to the output and renames it at the end (`writers.atomic_output`), so a failed or interrupted run leaves no
     output. The forecast is aggregated from per-batch sums (`expected_accuracy`). Without a running Ray, one is
-    started for the call (on `address`, else locally on this machine's CPUs) and shut down after it.
+    started for the call (on `address`, else locally on this machine's CPUs) and shut down after it. `costs`
+    replaces the router's stored costs for the run, as in `score_dataset`.
 
     Raises:
         JeirtError: a bad input, output or argument, or a bad row without `options.skip_bad`.
@@ -326,7 +349,7 @@ def score_file_on_ray(
     llms = manifest.llms
     check_score_request(options, len(llms), input_path=Path(input_path), output=output, engine=RAY)
     # Before Ray starts, as on one machine.
-    routing_rows(llms, options.k, options.cost_weight, options.min_probability, options.llms, manifest.costs or {})
+    costs = _checked_routing(manifest, options.k, options.llms, options.cost_weight, options.min_probability, costs)
     if output is not None:
         check_output_path(output, [input_path], router_path)
     total = parquet_rows(input_path)  # from the file's footer: a Ray count would be one more job to schedule
@@ -340,7 +363,8 @@ def score_file_on_ray(
             log_to_driver=False,
         )
     try:
-        run = _FileRun(Path(input_path), output, text_column, id_column, options, threads_per_worker, ship_router)
+        run = _FileRun(Path(input_path), output, text_column, id_column, options, threads_per_worker, ship_router,
+                       costs)
         rows, forecast, seconds = _score_on_ray(run, router_path, llms, show_progress)
     finally:
         if started_here:
@@ -359,6 +383,7 @@ class _FileRun:
     options: ScoreOptions
     threads_per_worker: int
     ship_router: bool
+    costs: Optional[dict[str, float]] = None  # None: the router's own
 
 
 def _score_on_ray(
@@ -406,6 +431,7 @@ def _run_pipeline(
         llms=options.llms,
         cost_weight=options.cost_weight,
         min_probability=options.min_probability,
+        costs=run.costs,
     )
     forecast: Optional[dict[str, float]] = None
     rows = 0

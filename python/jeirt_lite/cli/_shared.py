@@ -97,14 +97,20 @@ def add_costs_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def with_given_costs(router: Router, path: Optional[Path]) -> Router:
-    """The router with the costs of --costs FILE instead of its own (unchanged without the option)."""
+def given_costs(path: Optional[Path], llms: Sequence[str]) -> Optional[dict[str, float]]:
+    """The costs of --costs FILE, each naming one of the router's `llms` (None without the option)."""
     if path is None:
-        return router
+        return None
     from .._io.costs import read_costs
     from .._llm_params import check_costs
 
-    return router.with_costs(check_costs(read_costs(path), router.llms, str(path)), replace=True)
+    return check_costs(read_costs(path), llms, str(path))
+
+
+def with_given_costs(router: Router, path: Optional[Path]) -> Router:
+    """The router with the costs of --costs FILE instead of its own (unchanged without the option)."""
+    costs = given_costs(path, router.llms)
+    return router if costs is None else router.with_costs(costs, replace=True)
 
 
 def _first_names(names: Sequence[str], shown: int = 10) -> str:

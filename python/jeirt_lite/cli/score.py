@@ -25,6 +25,7 @@ from ._shared import (
     add_routing_arguments,
     checked_routing,
     counted,
+    given_costs,
     load_router,
     positive_int,
     print_score_summary,
@@ -207,10 +208,10 @@ def _stopped_note(state: ScoreState, output: Optional[Path], how: str) -> str:
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
-    if args.engine == "ray" or args.address is not None or args.ship_router:
-        return _run_on_ray(args, console)
     if args.output is not None and args.costs is not None:  # an input too: the scores would replace the price table
         refuse_inputs(args.output, [args.costs])
+    if args.engine == "ray" or args.address is not None or args.ship_router:
+        return _run_on_ray(args, console)
     router = with_given_costs(load_router(args.router, args.threads), args.costs)
     if not args.neighbours:
         router = router.with_neighbours(None)
@@ -238,9 +239,6 @@ def _check_ray_arguments(args: argparse.Namespace) -> None:
     """What only the command line can get wrong about Ray (the request itself: score_file_on_ray's check)."""
     if not args.neighbours:
         raise option_error("--no-neighbours runs on one machine; --engine ray scores with the router as it is")
-    if args.costs is not None:
-        raise option_error("--costs runs on one machine; for --engine ray store the costs in the router "
-                           "(router.with_costs(costs).save(path) in Python, or train --costs)")
     for flag, given in (("--address", args.address is not None), ("--ship-router", args.ship_router)):
         if given and args.engine != "ray":
             raise option_error(f"{flag} goes with --engine ray")
@@ -253,7 +251,8 @@ def _run_on_ray(args: argparse.Namespace, console: Console) -> int:
     except ImportError as err:  # the extra is missing: a clear error, not a traceback
         raise JeirtError(str(err)) from err
     manifest = read_manifest(args.router if args.router is not None else DEFAULT_ROUTER_PATH)
-    options = _checked_options(args, manifest.llms, manifest.costs or {}, console)
+    costs = given_costs(args.costs, manifest.llms)  # read here: the workers get the costs, not the file
+    options = _checked_options(args, manifest.llms, costs if costs is not None else manifest.costs or {}, console)
     summary = score_file_on_ray(
         args.input,
         router_path=args.router,
@@ -265,6 +264,7 @@ def _run_on_ray(args: argparse.Namespace, console: Console) -> int:
         threads_per_worker=args.threads or 1,
         ship_router=args.ship_router,
         show_progress=not args.quiet,
+        costs=costs,
     )
     print_score_summary(console, summary, quiet=args.quiet, where=" on Ray",
                         unanswered=unanswered_benchmarks(manifest.training, manifest.llms))
