@@ -335,7 +335,7 @@ def score_file_on_ray(
     """`batch.score_file` on Ray Data: a Parquet bank in, one Parquet file out, the same summary.
 
     Workers encode and score; the driver streams the scored batches, in input order, into a temporary file next
-    to the output and renames it at the end (`writers.atomic_output`), so a failed or interrupted run leaves no
+    to the output and renames it at the end (`_io.outputs.atomic_output`), so a failed or interrupted run leaves no
     output. The forecast is aggregated from per-batch sums (`expected_accuracy`). Without a running Ray, one is
     started for the call (on `address`, else locally on this machine's CPUs) and shut down after it. `costs`
     replaces the router's stored costs for the run, as in `score_dataset`.
