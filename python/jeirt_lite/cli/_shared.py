@@ -8,14 +8,14 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Optional, TextIO
 
 from .._limits import MAX_THREADS
 from ._options import PROG as PROG  # the converters and the parser class live in _options; re-exported here
-from ._options import OptionParser, threads
 from ._options import int_in as int_in
 from ._options import number_in as number_in
 from ._options import positive_int as positive_int
+from ._options import threads
 
 if TYPE_CHECKING:
     from .._router import Router
@@ -139,33 +139,6 @@ def checked_routing(
     return llms
 
 
-def threads_option() -> argparse.ArgumentParser:
-    """A parent parser with --threads, which every command takes."""
-    parent = OptionParser(add_help=False)
-    parent.add_argument(
-        "--threads",
-        type=threads,
-        default=None,
-        metavar="N",
-        help=f"cores for encoding and scoring (sizes both ONNX Runtime and the Rust pool), 1..{MAX_THREADS}; "
-        "default: all usable cores",
-    )
-    return parent
-
-
-def router_option() -> argparse.ArgumentParser:
-    """A parent parser with --router, for the commands whose router is optional."""
-    parent = OptionParser(add_help=False)
-    parent.add_argument(
-        "--router",
-        type=Path,
-        default=None,
-        metavar="PATH",
-        help="router folder to use; default: the router shipped inside the package",
-    )
-    return parent
-
-
 def add_no_neighbours(parser: argparse.ArgumentParser) -> None:
     """--no-neighbours (args.neighbours False), for the commands that route (route, serve)."""
     parser.add_argument(
@@ -177,10 +150,32 @@ def add_no_neighbours(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_router_arguments(parser: argparse.ArgumentParser) -> None:
-    """The older positional ROUTER of info, add-llm and report, still accepted and hidden from --help:
-    `--router PATH` (router_option) is the one documented form, the same in every command."""
-    parser.add_argument("router_positional", nargs="?", type=Path, default=None, help=argparse.SUPPRESS)
+def add_command(
+    subparsers: Any, name: str, *, positional_router: bool = False, **details: Any
+) -> argparse.ArgumentParser:
+    """The parser of a command that loads a router (all but train): `details` (help, description, epilog...)
+    laid out as written, then --threads and --router, which each of them takes in the same words.
+    `positional_router`: also the older positional ROUTER of info, add-llm and report, still accepted and hidden
+    from --help (`--router PATH` is the one documented form)."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(name, formatter_class=FORMATTER, **details)
+    parser.add_argument(
+        "--threads",
+        type=threads,
+        default=None,
+        metavar="N",
+        help=f"cores for encoding and scoring (sizes both ONNX Runtime and the Rust pool), 1..{MAX_THREADS}; "
+        "default: all usable cores",
+    )
+    parser.add_argument(
+        "--router",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="router folder to use; default: the router shipped inside the package",
+    )
+    if positional_router:
+        parser.add_argument("router_positional", nargs="?", type=Path, default=None, help=argparse.SUPPRESS)
+    return parser
 
 
 def chosen_router(args: argparse.Namespace) -> Optional[Path]:

@@ -15,28 +15,24 @@ from .._io.vocabulary import CORRECT_COLUMNS, LLM_COLUMNS, TEXT_COLUMNS
 from .._training_questions import normalise_question
 from ._options import output_path
 from ._shared import (
-    FORMATTER,
     PROG,
     Console,
-    add_router_arguments,
+    add_command,
     chosen_router,
     load_router,
     number_in,
-    router_option,
-    threads_option,
 )
 
 
 def add_parser(subparsers: Any) -> None:
-    add = subparsers.add_parser(
+    add = add_command(
+        subparsers,
         "add-llm",
-        parents=[threads_option(), router_option()],
-        formatter_class=FORMATTER,
+        positional_router=True,
         help="add a new LLM to a router from its answers to some questions",
         description="A router with one more LLM, fitted from its answers (--router: the router to extend).",
         epilog=f"example:\n  {PROG} add-llm --name my-llm --answers answers.csv -o router-plus",
     )
-    add_router_arguments(add)
     add.add_argument("--name", required=True, help="the new LLM's name (must not be in the router)")
     add.add_argument(
         "--answers",

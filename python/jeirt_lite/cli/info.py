@@ -9,29 +9,25 @@ from collections.abc import Iterator
 from typing import Any
 
 from ._shared import (
-    FORMATTER,
     PROG,
     Console,
-    add_router_arguments,
+    add_command,
     chosen_router,
     load_router,
-    router_option,
     short,
-    threads_option,
     unanswered_benchmarks,
 )
 from .add_llm import fit_summary
 
 
 def add_parser(subparsers: Any) -> None:
-    info = subparsers.add_parser(
+    info = add_command(
+        subparsers,
         "info",
-        parents=[threads_option(), router_option()],
-        formatter_class=FORMATTER,
+        positional_router=True,
         help="what a router holds: LLMs, d, encoder, training data and metrics",
         epilog=f"examples:\n  {PROG} info\n  {PROG} info --json",
     )
-    add_router_arguments(info)
     info.add_argument("--json", action="store_true", help="print the router's manifest (router.json) as JSON")
 
 

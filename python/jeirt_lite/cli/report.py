@@ -11,14 +11,11 @@ from .._io.vectors import read_id_lines
 from .._io.vocabulary import CORRECT_COLUMNS, LLM_COLUMNS, QUESTION_COLUMNS, TEXT_COLUMNS
 from ._options import at_most, output_path
 from ._shared import (
-    FORMATTER,
     PROG,
     Console,
-    add_router_arguments,
+    add_command,
     chosen_router,
     load_router,
-    router_option,
-    threads_option,
 )
 
 # The columns of a table the report reads as train does, named by --ROLE-column (Columns' fields).
@@ -26,10 +23,10 @@ COLUMN_ROLES = ("question", "text", "llm", "correct")
 
 
 def add_parser(subparsers: Any) -> None:
-    report = subparsers.add_parser(
+    report = add_command(
+        subparsers,
         "report",
-        parents=[threads_option(), router_option()],
-        formatter_class=FORMATTER,
+        positional_router=True,
         help="one HTML page about a router on a data folder or table: difficulty, taxonomy, calibration, alignment",
         description=(
             "Embed the questions of a data folder (questions.csv, models.csv, responses.csv) or of a table of\n"
@@ -48,7 +45,6 @@ def add_parser(subparsers: Any) -> None:
             f"  {PROG} report --data my_answers.csv -o mine.html    # a long or wide table, as train reads it"
         ),
     )
-    add_router_arguments(report)
     report.add_argument("--data", type=Path, required=True, metavar="DIR_OR_TABLE",
                         help="data folder in the project format (e.g. data/mmlu_pro of a checkout of the repository), "
                         "or one long or wide table of answers (.csv, .tsv, .jsonl, .parquet) as train reads it")

@@ -14,18 +14,16 @@ from .._pipeline import in_background, pipelines, scoring_copy
 from .._questions import EncodedQuestions
 from .._results import RouteResult
 from ._shared import (
-    FORMATTER,
     PROG,
     Console,
+    add_command,
     add_costs_option,
     add_no_neighbours,
     add_routing_arguments,
     checked_routing,
     load_router,
     positive_int,
-    router_option,
     short,
-    threads_option,
     with_given_costs,
 )
 
@@ -34,10 +32,9 @@ STDIN_BATCH = 256
 
 
 def add_parser(subparsers: Any) -> None:
-    route = subparsers.add_parser(
+    route = add_command(
+        subparsers,
         "route",
-        parents=[threads_option(), router_option()],
-        formatter_class=FORMATTER,
         help="the LLMs most likely to answer each question correctly",
         description="Route questions given as arguments, or one per line on stdin when none is given.",
         epilog=(

@@ -18,9 +18,9 @@ from ..artifact import read_manifest
 from ..batch import DEFAULT_CHUNK_SIZE, ScoreOptions, ScoreState, score_file
 from ._options import output_path
 from ._shared import (
-    FORMATTER,
     PROG,
     Console,
+    add_command,
     add_costs_option,
     add_routing_arguments,
     checked_routing,
@@ -29,19 +29,16 @@ from ._shared import (
     load_router,
     positive_int,
     print_score_summary,
-    router_option,
     stderr_is_terminal,
-    threads_option,
     unanswered_benchmarks,
     with_given_costs,
 )
 
 
 def add_parser(subparsers: Any) -> None:
-    score = subparsers.add_parser(
+    score = add_command(
+        subparsers,
         "score",
-        parents=[threads_option(), router_option()],
-        formatter_class=FORMATTER,
         help="score a question bank file (CSV, TSV, JSONL, Parquet) or precomputed vectors, streaming",
         description=(
             "Score every question of a bank, chunk by chunk (memory stays flat whatever its size).\n"

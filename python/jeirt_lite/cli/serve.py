@@ -7,16 +7,14 @@ from typing import Any
 
 from .._errors import JeirtError
 from ._shared import (
-    FORMATTER,
     PROG,
     Console,
+    add_command,
     add_costs_option,
     add_no_neighbours,
     int_in,
     load_router,
     number_in,
-    router_option,
-    threads_option,
     with_given_costs,
 )
 
@@ -30,10 +28,9 @@ DEFAULT_WAIT_MS = 2.0
 
 
 def add_parser(subparsers: Any) -> None:
-    serve = subparsers.add_parser(
+    serve = add_command(
+        subparsers,
         "serve",
-        parents=[threads_option(), router_option()],
-        formatter_class=FORMATTER,
         help="the router as an HTTP service: POST /v1/route, /v1/forecast (needs the serve extra)",
         description=(
             "Answer routing requests over HTTP (JSON) until SIGTERM or Ctrl-C:\n"
