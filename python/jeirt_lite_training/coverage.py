@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._runtime import first_and_more
 from .types import Dataset, Responses
 
 SHOWN = 5  # LLMs named in the printed note; router.json keeps them all
@@ -39,12 +40,12 @@ def coverage_note(missing: dict[str, list[str]], n_llms: int) -> str | None:
     """What `fit` prints about `unanswered_benchmarks`'s result; None when every LLM answered every benchmark."""
     if not missing:
         return None
-    shown = [f"{name} (none of {', '.join(gaps)})" for name, gaps in list(missing.items())[:SHOWN]]
-    more = f" and {len(missing) - SHOWN} more" if len(missing) > SHOWN else ""
+    named = first_and_more([f"{name} (none of {', '.join(gaps)})" for name, gaps in missing.items()], SHOWN,
+                           separator="; ")
     return (f"block-missing answers: {len(missing)} of {n_llms} LLMs answered none of the questions of some benchmark; "
             "their P(correct) there is extrapolated from the benchmarks they answered and can be far off "
             "(docs/guide/training-data.md, \"Block-missing data\"; router.json lists them under "
-            f"training.unanswered_benchmarks): {'; '.join(shown)}{more}")
+            f"training.unanswered_benchmarks): {named}")
 
 
 def benchmark_floor_p(data: Dataset, learned: Responses, cells: Responses, prior: float = 1.0) -> np.ndarray | None:

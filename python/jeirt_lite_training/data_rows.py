@@ -11,7 +11,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._runtime import EMPTY_LABELS, FALSE_LABELS, TRUE_LABELS, TYPED_IDS, JeirtError, read_table, table_format
+from ._runtime import (
+    EMPTY_LABELS,
+    FALSE_LABELS,
+    TRUE_LABELS,
+    TYPED_IDS,
+    JeirtError,
+    first_and_more,
+    read_table,
+    table_format,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -117,8 +126,7 @@ class LazyDetail(Sequence[str]):
 def named_llms(names: Sequence[str], shown: int = 5, width: int = 60) -> str:
     """The first `shown` names quoted, each cut at `width` characters, then how many more: for an error about
     several LLMs (a wrong --llm-column gives question texts as names)."""
-    rest = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(repr(name if len(name) <= width else name[:width] + "...") for name in names[:shown]) + rest
+    return first_and_more(names, shown, show=lambda name: repr(name if len(name) <= width else name[:width] + "..."))
 
 
 # What a question id and a text may be, as the package's readers take them (`score`, `add-llm`): a CSV holds only

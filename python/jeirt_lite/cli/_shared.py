@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TextIO
 
 from .._limits import MAX_THREADS
+from .._text import first_and_more
 from ._options import PROG as PROG  # the converters and the parser class live in _options; re-exported here
 from ._options import int_in as int_in
 from ._options import number_in as number_in
@@ -113,13 +114,6 @@ def with_given_costs(router: Router, path: Optional[Path]) -> Router:
     return router if costs is None else router.with_costs(costs, replace=True)
 
 
-def _first_names(names: Sequence[str], shown: int = 10) -> str:
-    """At most `shown` names, then how many more (a router of 54 LLMs, 46 without a cost, made a line of 1,500
-    characters); `jeirt-lite info` lists them all."""
-    more = f" and {len(names) - shown} more (jeirt-lite info lists each LLM's cost)" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
-
-
 def checked_routing(
     args: argparse.Namespace, names: Sequence[str], costs: Mapping[str, float], console: Console
 ) -> Optional[list[str]]:
@@ -132,9 +126,11 @@ def checked_routing(
     cost_aware = args.cost_weight != 0 or args.min_probability is not None
     unpriced = [name for name in names if name not in costs]
     if cost_aware and llms is None and unpriced:
+        # At most 10 names (a router of 54 LLMs, 46 without a cost, made a line of 1,500 characters); info lists all.
+        left_out = first_and_more(unpriced, 10, after_more=" (jeirt-lite info lists each LLM's cost)")
         console.err.write(
             f"cost-aware routing among the {len(names) - len(unpriced)} LLMs with a cost; "
-            f"left out (no known cost): {_first_names(unpriced)}\n"
+            f"left out (no known cost): {left_out}\n"
         )
     return llms
 
