@@ -27,14 +27,21 @@ from jeirt_lite._limits import MAX_THREADS
 __all__ = ["JeirtError", "bf16_supported", "mean_probability", "probabilities", "top_k"]
 
 
-def _as_matrix(x: npt.ArrayLike, name: str) -> npt.NDArray[np.float32]:
-    """``x`` as a C-contiguous float32 2-D array with at least one column, or a JeirtError naming ``name``."""
+def _real_array(x: npt.ArrayLike, name: str, kind: str) -> np.ndarray:
+    """``x`` as an array of real numbers (no copy), or a JeirtError naming ``name``, which should be a ``kind``
+    ("2-D", "1-D") array."""
     try:
         raw = np.asarray(x)
     except (TypeError, ValueError) as e:
-        raise JeirtError(f"{name} must be a numeric 2-D array: {e}") from None
+        raise JeirtError(f"{name} must be a numeric {kind} array: {e}") from None
     if raw.dtype == np.bool_ or raw.dtype.kind not in "iuf":
         raise JeirtError(f"{name} must hold real numbers, got dtype {raw.dtype}")
+    return raw
+
+
+def _as_matrix(x: npt.ArrayLike, name: str) -> npt.NDArray[np.float32]:
+    """``x`` as a C-contiguous float32 2-D array with at least one column, or a JeirtError naming ``name``."""
+    raw = _real_array(x, name, "2-D")
     if raw.ndim != 2:
         raise JeirtError(f"{name} must be 2-D, got {raw.ndim}-D with shape {raw.shape}")
     if raw.shape[1] == 0:
@@ -71,15 +78,28 @@ def _per_llm(x: npt.ArrayLike | None, name: str, k: int) -> npt.NDArray[np.float
     which names the entry."""
     if x is None:
         return None
-    try:
-        raw = np.asarray(x)
-    except (TypeError, ValueError) as e:
-        raise JeirtError(f"{name} must be a numeric 1-D array: {e}") from None
-    if raw.dtype == np.bool_ or raw.dtype.kind not in "iuf":
-        raise JeirtError(f"{name} must hold real numbers, got dtype {raw.dtype}")
+    raw = _real_array(x, name, "1-D")
     if raw.ndim != 1 or raw.shape[0] != k:
         raise JeirtError(f"{name} must have one entry per LLM (shape ({k},)), got shape {raw.shape}")
     return np.ascontiguousarray(raw, dtype=np.float32)
+
+
+def _scoring_inputs(
+    questions: npt.ArrayLike,
+    llms: npt.ArrayLike,
+    threads: int | None,
+    scale: npt.ArrayLike | None,
+    bias: npt.ArrayLike | None,
+    offsets: npt.ArrayLike | None,
+) -> tuple[
+    npt.NDArray[np.float32], npt.NDArray[np.float32], int,
+    npt.NDArray[np.float32] | None, npt.NDArray[np.float32] | None, npt.NDArray[np.float32] | None,
+]:
+    """The arguments `probabilities` and `mean_probability` pass their kernel, in its order, each checked in that
+    order (the first bad one is the one named). `top_k` checks its k and penalty between them, and keeps its own."""
+    q, m = _as_matrix(questions, "questions"), _as_matrix(llms, "llms")
+    k = m.shape[0]
+    return q, m, _threads(threads), _per_llm(scale, "scale", k), _per_llm(bias, "bias", k), _offsets(offsets, q.shape[0], k)
 
 
 def _precision(precision: str) -> str:
@@ -123,16 +143,8 @@ def probabilities(
     >>> probabilities(np.array([[3.0, 4.0]]), np.array([[5.0, 0.0], [0.0, 0.0]])).round(4)
     array([[0.1192, 0.0067]], dtype=float32)
     """
-    q, m = _as_matrix(questions, "questions"), _as_matrix(llms, "llms")
-    k = m.shape[0]
     return _core.probabilities(
-        q,
-        m,
-        _threads(threads),
-        _per_llm(scale, "scale", k),
-        _per_llm(bias, "bias", k),
-        _offsets(offsets, q.shape[0], k),
-        bfloat16=_precision(precision) == "bfloat16",
+        *_scoring_inputs(questions, llms, threads, scale, bias, offsets), bfloat16=_precision(precision) == "bfloat16"
     )
 
 
@@ -237,13 +249,4 @@ def mean_probability(
     >>> mean_probability(np.array([[0.0, 0.0], [1.0, 0.0]]), np.array([[1.0, 0.0]])).round(4)
     array([0.5], dtype=float32)
     """
-    q, m = _as_matrix(questions, "questions"), _as_matrix(llms, "llms")
-    k = m.shape[0]
-    return _core.mean_probability(
-        q,
-        m,
-        _threads(threads),
-        _per_llm(scale, "scale", k),
-        _per_llm(bias, "bias", k),
-        _offsets(offsets, q.shape[0], k),
-    )
+    return _core.mean_probability(*_scoring_inputs(questions, llms, threads, scale, bias, offsets))
