@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
@@ -135,11 +135,12 @@ class Router(RouterTables):
             return None
         return parts[0] if len(parts) == 1 else parts[0] + parts[1]
 
-    def predict_proba(self, questions: Questions) -> np.ndarray:
-        """P(correct) (N, K) float32 for every question (texts, or `encode`'s result) and every LLM."""
+    def _on_every_llm(self, kernel: Callable[..., np.ndarray], questions: Questions) -> np.ndarray:
+        """`kernel` (kernels.probabilities or mean_probability) on the questions and the whole LLM table, with the
+        router's calibration and logit offsets."""
         vectors, features = self._encoded(questions)
         cal = self._calibration
-        return kernels.probabilities(
+        return kernel(
             vectors,
             self._llm_vectors,
             threads=self._threads,
@@ -147,6 +148,10 @@ class Router(RouterTables):
             bias=None if cal is None else cal.bias,
             offsets=self._offsets(vectors, features, questions=questions),
         )
+
+    def predict_proba(self, questions: Questions) -> np.ndarray:
+        """P(correct) (N, K) float32 for every question (texts, or `encode`'s result) and every LLM."""
+        return self._on_every_llm(kernels.probabilities, questions)
 
     def route(
         self,
@@ -216,16 +221,7 @@ class Router(RouterTables):
 
     def forecast(self, questions: Questions) -> dict[str, float]:
         """Expected accuracy of each LLM on a question bank: the mean P(correct) over the questions."""
-        vectors, features = self._encoded(questions)
-        cal = self._calibration
-        means = kernels.mean_probability(
-            vectors,
-            self._llm_vectors,
-            threads=self._threads,
-            scale=None if cal is None else cal.scale,
-            bias=None if cal is None else cal.bias,
-            offsets=self._offsets(vectors, features, questions=questions),
-        )
+        means = self._on_every_llm(kernels.mean_probability, questions)
         return {name: float(p) for name, p in zip(self.llms, means.tolist())}
 
     # -- alignment with the training questions (routers that carry reference directions) ------------------------
