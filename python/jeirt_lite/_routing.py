@@ -72,7 +72,8 @@ def routing_rows(
             costs = cost_vector(cost_table, [names[r] for r in rows], "cost-aware routing")
         except JeirtError as unpriced:
             raise option_error(str(unpriced)) from None
-        # route_rows refuses it too, but only once a chunk is encoded: score's first rows, Ray's workers.
+        # Refused here, before any question is encoded (score's first rows, Ray's workers): route_rows does not
+        # check it again.
         with np.errstate(over="ignore"):
             if not np.isfinite(weight * costs).all():
                 raise option_error(f"cost_weight {cost_weight!r} times the costs overflows; use a smaller weight "
@@ -111,13 +112,16 @@ def route_rows(
     offsets: Optional[np.ndarray] = None,
 ) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
     """(indices (N, k) uint32, probabilities (N, k) float32, fallback (N,) bool or None) for one LLM table;
-    `offsets` (N, K) are per-(question, LLM) logit offsets (onboarded LLMs' feature corrections)."""
+    `offsets` (N, K) are per-(question, LLM) logit offsets (onboarded LLMs' feature corrections).
+
+    `cost_weight`, `min_probability` and the `costs` they use are those `routing_rows` checked (Router.route, the
+    one caller, runs it first, before a question is encoded): a weight and a threshold in their bounds, not both,
+    a weight that does not overflow the costs. Only k is checked again here, against this table, for the adjusted
+    rules (the plain one leaves it to kernels.top_k), since the arrays below are sized by it."""
     scale = None if calibration is None else calibration.scale
     bias = None if calibration is None else calibration.bias
-    weight = finite_float(cost_weight, "cost_weight", low=0.0)
-    threshold = None if min_probability is None else check_probability(min_probability, "min_probability")
-    if threshold is not None and weight != 0:
-        raise JeirtError("use either cost_weight (trade-off) or min_probability (cheapest above it), not both")
+    weight = float(cost_weight)
+    threshold = None if min_probability is None else float(min_probability)
     if threshold is None and (weight == 0 or costs is None):
         indices, probabilities = kernels.top_k(
             questions, llm_vectors, k, threads=threads, scale=scale, bias=bias, offsets=offsets
@@ -128,10 +132,7 @@ def route_rows(
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= llm_vectors.shape[0]:
         raise JeirtError(f"k must be in 1..=K (K = {llm_vectors.shape[0]}), got {k!r}")
     cost64 = np.asarray(costs, dtype=np.float64)
-    with np.errstate(over="ignore"):  # an overflow is reported below, by name
-        penalty = weight * cost64
-    if not np.isfinite(penalty).all():
-        raise JeirtError(f"cost_weight {cost_weight!r} times the costs overflows; use a smaller weight or unit")
+    penalty = weight * cost64
     n = questions.shape[0]
     indices = np.empty((n, k), dtype=np.uint32)
     probabilities = np.empty((n, k), dtype=np.float32)
