@@ -34,13 +34,11 @@ from jeirt_lite._corrections import (
     base_logits,
     evidence_weights,
     fit_onboarding,
-    ridge_logistic,
-    ridge_path,
-    sigmoid,
     stratified_folds,
 )
 from jeirt_lite._metrics import log_loss
 from jeirt_lite._onboarding import fit_llm_vector
+from jeirt_lite._ridge import ridge_logistic, ridge_path, sigmoid
 
 Scorer = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (q, f) of new questions -> P(correct)
 METHODS = ("vector", "add_llm", "logistic", "knn")

@@ -49,11 +49,10 @@ from jeirt_lite._corrections import (
     evidence_weights,
     like_the_routers_share,
     log_likelihoods,
-    ridge_logistic,
-    sigmoid,
 )
 from jeirt_lite._metrics import roc_auc
 from jeirt_lite._onboarding import DEFAULT_L2, fit_llm_vector
+from jeirt_lite._ridge import ridge_logistic, sigmoid
 
 from .onboarding_tables import write_result
 

@@ -16,17 +16,15 @@ from jeirt_lite._corrections import (
     OnboardingFit,
     _standardised_design,
     base_logits,
-    check_features,
     evidence_weights,
     fit_onboarding,
     like_the_routers_share,
-    onboarding_record,
-    ridge_logistic,
-    ridge_path,
     stratified_folds,
 )
 from jeirt_lite._feature_offsets import FeatureCorrections, parse_corrections
+from jeirt_lite._onboard_router import check_features, onboarding_record
 from jeirt_lite._onboarding import fit_llm_vector
+from jeirt_lite._ridge import ridge_logistic, ridge_path
 from tiny_router import refusals_of_an_optional_table
 
 

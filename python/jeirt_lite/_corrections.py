@@ -32,14 +32,14 @@ Everything is numpy; a fit on a few hundred answers takes under a second, on 7,5
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Optional, Union
 
 import numpy as np
 
 from ._errors import JeirtError
-from ._limits import check_finite_rows
 from ._onboarding import DEFAULT_L2, fit_llm_vector
 from ._ranks import roc_auc
+from ._ridge import ridge_logistic, ridge_path
 
 # Ridge strengths tried, in units of the standardised feature scale (see _design); inf = no correction.
 DEFAULT_STRENGTHS = (np.inf, 3000.0, 1000.0, 300.0, 100.0, 30.0, 10.0, 3.0)
@@ -78,10 +78,6 @@ class OnboardingFit:
     router_scale: float = 1.0  # s̄: stored as the LLM's calibration scale; 1 when there is no correction
 
 
-def sigmoid(z: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * z))
-
-
 def base_logits(questions: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """q·m/‖q‖ − ‖q‖ per question (0 for a zero vector, as in the kernels)."""
     norms = np.linalg.norm(questions, axis=1)
@@ -100,22 +96,6 @@ def _design(features: np.ndarray, center: np.ndarray, scale: Union[float, np.nda
     """Standardised features and a constant column: the ridge penalty treats every feature direction alike (one
     scale for all features; experiments.onboarding_methods also passes one per feature)."""
     return np.hstack([(features - center) * scale, np.full((features.shape[0], 1), INTERCEPT_COLUMN)])
-
-
-def ridge_logistic(
-    design: np.ndarray, y: np.ndarray, offset: np.ndarray, strength: float, start: Optional[np.ndarray] = None
-) -> np.ndarray:
-    """argmin Σ log-loss(y, σ(Xw + offset)) + ½ strength ‖w‖², by Newton's method (strictly convex)."""
-    p = design.shape[1]
-    w = np.zeros(p) if start is None else start.copy()
-    for _ in range(50):
-        prob = sigmoid(design @ w + offset)
-        gradient = design.T @ (prob - y) + strength * w
-        if np.max(np.abs(gradient)) < 1e-6:
-            break
-        hessian = (design * (prob * (1.0 - prob))[:, None]).T @ design + strength * np.eye(p)
-        w = w - np.linalg.solve(hessian, gradient)
-    return w
 
 
 Choice = tuple[float, float]  # (router scale s, ridge strength α); (1, inf) is the vector alone
@@ -178,27 +158,6 @@ def _label_folds(y: np.ndarray, count: int, seed: int) -> np.ndarray:
         rows = rng.permutation(np.flatnonzero(y == label))
         fold[rows] = np.arange(len(rows)) % count
     return fold
-
-
-def ridge_path(
-    design: np.ndarray, y: np.ndarray, offset: np.ndarray, strengths: list[float], iterations: int = 30
-) -> dict[float, np.ndarray]:
-    """Approximate ridge-logistic weights for many strengths at the cost of one eigendecomposition: Newton steps
-    with the Hessian frozen at the offset-only fit (w = 0). Used only to choose the strength by cross-validation;
-    the chosen strength is then fitted exactly by `ridge_logistic`."""
-    prob0 = sigmoid(offset)
-    values, basis = np.linalg.eigh((design * (prob0 * (1.0 - prob0))[:, None]).T @ design)
-    out: dict[float, np.ndarray] = {}
-    w = np.zeros(design.shape[1])
-    for strength in sorted(strengths, reverse=True):  # strong to weak: each path point warm-starts the next
-        for _ in range(iterations):
-            gradient = design.T @ (sigmoid(design @ w + offset) - y) + strength * w
-            step = basis @ ((basis.T @ gradient) / (np.maximum(values, 0.0) + strength))
-            w = w - step
-            if np.max(np.abs(step)) < 1e-5:
-                break
-        out[strength] = w.copy()
-    return out
 
 
 def _cross_validated(
@@ -316,49 +275,99 @@ def fit_onboarding(
     }
     need = max(MIN_PER_CLASS_FOR_CV, folds)
     if _per_class(y) < need:
-        report["correction"] = f"off: fewer than {need} answers of each kind"
-        return OnboardingFit(vector.astype(np.float32), None, 0.0, report)
+        return _uncorrected(vector, report, f"off: fewer than {need} answers of each kind")
+    _check_grid(strengths, router_scales)
+    off = _why_no_correction(features, y, seen, need)
+    answers = _correction_answers(q, features, seen, off, strengths, in_distribution, percentile, groups)
+    weights, scores = _weigh_the_grid(q, y, prior, l2, answers, tuple(router_scales), folds, seed)
+    report.update(scores)
+    if off:
+        return _uncorrected(vector, report, off)
+    return _weighted_fit(q, y, vector, answers, weights, report)
+
+
+def _uncorrected(vector: np.ndarray, report: dict[str, object], why: str) -> OnboardingFit:
+    """The vector alone, its report saying why there is no correction."""
+    report["correction"] = why
+    return OnboardingFit(vector.astype(np.float32), None, 0.0, report)
+
+
+def _check_grid(strengths: tuple[float, ...], router_scales: tuple[float, ...]) -> None:
     if not strengths or any(not (s > 0) for s in strengths):
         raise JeirtError(f"correction strengths must be positive numbers (inf allowed), got {strengths!r}")
     if not router_scales or any(not (0 < s <= 1) for s in router_scales):
         raise JeirtError(f"router scales must be numbers in (0, 1], got {router_scales!r}")
-    off = _why_no_correction(features, y, seen, need)
-    # The answers the folds hold out and the correction reads: the new ones, or all of them for the vector alone.
-    rows = np.ones(len(y), dtype=bool) if off else ~seen
-    grid = (float("inf"),) if off else tuple(strengths)
+
+
+@dataclass(frozen=True)
+class _CorrectionAnswers:
+    """The answers the folds hold out and the correction reads, and what is read of them."""
+
+    rows: np.ndarray  # (n,) bool: the answers on questions new to the router, or all of them for the vector alone
+    design: np.ndarray  # their features standardised (_design); one constant column for the vector alone
+    center: np.ndarray  # the standardisation: its centre and scale, which the stored weights fold in
+    feature_scale: float
+    grid: tuple[float, ...]  # the ridge strengths to cross-validate; inf alone for the vector alone
+    like_router: bool  # their in-distribution share counts them as the router's own kind (like_the_routers_share)
+    keys: np.ndarray  # each one's question (_question_keys)
+
+
+def _correction_answers(
+    q: np.ndarray, features: Optional[np.ndarray], seen: np.ndarray, off: Optional[str], strengths: tuple[float, ...],
+    in_distribution: Optional[np.ndarray], percentile: float, groups: Optional[np.ndarray],
+) -> _CorrectionAnswers:
+    """The new answers when a correction can be fitted, all of them when only the vector alone is (`off`)."""
+    rows = np.ones(len(seen), dtype=bool) if off else ~seen
+    count = int(rows.sum())
     design, center, feature_scale = (
-        (np.ones((int(rows.sum()), 1)), np.zeros(0), 1.0) if off  # the vector alone reads no design
-        else _standardised_design(np.asarray(features)[rows], int(rows.sum()))
+        (np.ones((count, 1)), np.zeros(0), 1.0) if off  # the vector alone reads no design
+        else _standardised_design(np.asarray(features)[rows], count)
     )
     share = None if in_distribution is None else float(np.mean(np.asarray(in_distribution)[rows]))
-    like_router = share is not None and share >= like_the_routers_share(int(rows.sum()), percentile)
+    like_router = share is not None and share >= like_the_routers_share(count, percentile)
+    grid = (float("inf"),) if off else tuple(strengths)
+    return _CorrectionAnswers(rows, design, center, feature_scale, grid, like_router, _question_keys(q, groups)[rows])
+
+
+def _weigh_the_grid(
+    q: np.ndarray, y: np.ndarray, prior: np.ndarray, l2: float, answers: _CorrectionAnswers,
+    router_scales: tuple[float, ...], folds: int, seed: int,
+) -> tuple[dict[Choice, float], dict[str, object]]:
+    """Each fit's weight in the average (evidence_weights of its held-out logits), and the report's cross-validated
+    scores of the average and of the vector alone."""
+    rows = answers.rows
     held_out = _cross_validated(
-        q[rows], design, y[rows], prior, l2, grid, tuple(router_scales), folds, seed, (q[~rows], y[~rows]),
-        _question_keys(q, groups)[rows],
+        q[rows], answers.design, y[rows], prior, l2, answers.grid, router_scales, folds, seed, (q[~rows], y[~rows]),
+        answers.keys,
     )
-    yr = y[rows]
-    alone = VECTOR_ALONE
-    averaged_over = held_out if any(np.isinf(s) for s in grid) else {c: v for c, v in held_out.items() if c != alone}
-    weights = evidence_weights(yr, averaged_over, LIKE_ROUTER_ALONE_PRIOR if like_router else None)
+    alone_in_grid = any(np.isinf(s) for s in answers.grid)
+    averaged_over = held_out if alone_in_grid else {c: v for c, v in held_out.items() if c != VECTOR_ALONE}
+    weights = evidence_weights(y[rows], averaged_over, LIKE_ROUTER_ALONE_PRIOR if answers.like_router else None)
     averaged = np.sum([weight * held_out[c] for c, weight in weights.items()], axis=0)
-    report.update(cv_answers=int(rows.sum()), **_cv_scores(yr, averaged, held_out[alone]))
-    if off:
-        report["correction"] = off
-        return OnboardingFit(vector.astype(np.float32), None, 0.0, report)
-    report["like_router"] = like_router
+    return weights, {"cv_answers": int(rows.sum()), **_cv_scores(y[rows], averaged, held_out[VECTOR_ALONE])}
+
+
+def _weighted_fit(
+    q: np.ndarray, y: np.ndarray, vector: np.ndarray, answers: _CorrectionAnswers, weights: dict[Choice, float],
+    report: dict[str, object],
+) -> OnboardingFit:
+    """The fit the weights make: the weighted average of the corrections, folded into plain weights on the features,
+    or the vector alone when cross-validation left it the only fit."""
+    report["like_router"] = answers.like_router
     report["averaged_fits"] = [
         {"router_scale": s, "strength": None if np.isinf(a) else a, "weight": round(w, 4)}
         for (s, a), w in sorted(weights.items(), key=lambda item: -item[1])
     ]
-    if set(weights) <= {alone}:
-        report.update(router_scale=1.0, correction="off: cross-validation prefers the vector alone" + (
+    if set(weights) <= {VECTOR_ALONE}:
+        report["router_scale"] = 1.0
+        return _uncorrected(vector, report, "off: cross-validation prefers the vector alone" + (
             " (the questions look like the router's training questions: the vector alone had most of the prior)"
-            if like_router else ""))
-        return OnboardingFit(vector.astype(np.float32), None, 0.0, report)
-    scale, w = _averaged_weights(design, yr, base_logits(q[rows], vector), weights)
+            if answers.like_router else ""))
+    rows = answers.rows
+    scale, w = _averaged_weights(answers.design, y[rows], base_logits(q[rows], vector), weights)
     # Fold the standardisation and the router scale into plain weights: logit = s̄·(base + f·weights + bias).
-    plain = w[:-1] * feature_scale / scale
-    bias = float(w[-1] * INTERCEPT_COLUMN / scale - center @ plain)
+    plain = w[:-1] * answers.feature_scale / scale
+    bias = float(w[-1] * INTERCEPT_COLUMN / scale - answers.center @ plain)
     report.update(router_scale=scale, correction="on")
     return OnboardingFit(vector.astype(np.float32), plain.astype(np.float32), bias, report, scale)
 
@@ -397,29 +406,3 @@ def _why_no_correction(features: Optional[np.ndarray], y: np.ndarray, seen: np.n
             f"correction is fitted only on the others, which have fewer than {need} answers of each kind"
         )
     return None
-
-
-def check_features(features: object, rows: int, feature_dim: int) -> np.ndarray:
-    """Encoder features as float32 (rows, feature_dim); the router's encoder must expose features of that size."""
-    if feature_dim < 1:
-        raise JeirtError("this router's encoder exposes no features (encoder.feature_output), so none can be given")
-    array = np.asarray(features)
-    if array.shape != (rows, feature_dim) or not np.issubdtype(array.dtype, np.number):
-        raise JeirtError(f"features must be a numeric ({rows}, {feature_dim}) array, got shape {array.shape}")
-    check_finite_rows(array, "features")
-    return array.astype(np.float32)
-
-
-def onboarding_record(name: str, l2: float, fit: OnboardingFit, alignment: Optional[Any]) -> dict[str, Any]:
-    """The manifest's record of one onboarded LLM: its fit report and how its questions align with the router's."""
-    record: dict[str, Any] = {"name": name, "l2": float(l2), **fit.report}
-    if alignment is not None:
-        share = float(np.mean(alignment.in_distribution))
-        record["alignment"] = {
-            "mean_score": float(np.mean(alignment.scores)),
-            "in_distribution_share": share,
-            # The threshold flags about 5% of the router's own validation questions, so a majority flagged
-            # means these questions are unlike the router's training questions.
-            "mostly_out_of_distribution": share < 0.5,
-        }
-    return record

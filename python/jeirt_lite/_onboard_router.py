@@ -1,4 +1,5 @@
-"""`Router.add_llm`: the new LLM's vector, its feature correction and its fit report, in a new router."""
+"""`Router.add_llm`: the new LLM's vector, its feature correction and its fit report, in a new router; the check of
+the features given with its answers and the manifest's record of its fit."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from typing import Any, Optional, TypeVar, Union
 import numpy as np
 
 from ._alignment import AlignmentResult
-from ._corrections import check_features, fit_onboarding, onboarding_record
+from ._corrections import OnboardingFit, fit_onboarding
 from ._errors import JeirtError
 from ._feature_offsets import new_corrections
+from ._limits import check_finite_rows
 from ._llm_params import Calibration, check_costs
 from ._manifest import check_llm_name, freeze
 from ._onboarding import check_labels
@@ -78,3 +80,29 @@ def with_new_llm(
         )
     table = np.vstack([router.llm_vectors, fit.vector[None, :]])
     return router._with_llms(router.llms + (name,), table, corrections=corrections, **changes)
+
+
+def check_features(features: object, rows: int, feature_dim: int) -> np.ndarray:
+    """Encoder features as float32 (rows, feature_dim); the router's encoder must expose features of that size."""
+    if feature_dim < 1:
+        raise JeirtError("this router's encoder exposes no features (encoder.feature_output), so none can be given")
+    array = np.asarray(features)
+    if array.shape != (rows, feature_dim) or not np.issubdtype(array.dtype, np.number):
+        raise JeirtError(f"features must be a numeric ({rows}, {feature_dim}) array, got shape {array.shape}")
+    check_finite_rows(array, "features")
+    return array.astype(np.float32)
+
+
+def onboarding_record(name: str, l2: float, fit: OnboardingFit, alignment: Optional[Any]) -> dict[str, Any]:
+    """The manifest's record of one onboarded LLM: its fit report and how its questions align with the router's."""
+    record: dict[str, Any] = {"name": name, "l2": float(l2), **fit.report}
+    if alignment is not None:
+        share = float(np.mean(alignment.in_distribution))
+        record["alignment"] = {
+            "mean_score": float(np.mean(alignment.scores)),
+            "in_distribution_share": share,
+            # The threshold flags about 5% of the router's own validation questions, so a majority flagged
+            # means these questions are unlike the router's training questions.
+            "mostly_out_of_distribution": share < 0.5,
+        }
+    return record
