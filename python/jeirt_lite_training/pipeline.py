@@ -29,6 +29,7 @@ from .types import Dataset, Responses
 
 if TYPE_CHECKING:
     from ._runtime import NeighbourVotes
+    from .static_finetune import TableChoice
 
 
 def evaluate(predictor: Any, prep: Prepared, part: str) -> dict[str, float]:
@@ -136,6 +137,34 @@ def choose_refit_and_export(
     if out_dir is not None:
         refuse_existing(out_dir, overwrite)
     pool = np.sort(np.concatenate([prep.split.train, prep.split.val]))
+    folds, parts = _choice_parts(prep, pool, folds)
+    log(f"choosing d x dropout on {f'{folds} folds' if folds > 1 else 'a held-out part'} ...")
+    selection = choose(prep.embeddings, parts, prep.data.n_llms, dims=dims, dropouts=dropouts, log=log, **hyper)
+    all_cells = cells_of(prep.data, pool)
+    answered = np.unique(all_cells.question)  # the pool's questions with answers (the others' texts teach a static table)
+    frozen = prep.embeddings  # what the held-out runs read (the router's table below changes prep's)
+    prep, predictor, table_choice = _refit(prep, pool, parts, selection, all_cells, len(answered), table_pulls, log,
+                                           progress)
+    heldout = selection.heldout_metrics()
+    result = FitResult(predictor=predictor, val=heldout.get("jeirt", {}), test={}, floor_test={},
+                       selection=selection, embeddings=prep.embeddings)
+    heldout_logits, vote_record = _neighbour_votes(prep, frozen, parts, all_cells, selection, result, neighbours,
+                                                   calibration is not None, log)
+    fitted = heldout_calibration(selection, heldout_logits, prep.data.n_llms, calibration)
+    raw_test = _score_test_part(prep, all_cells, result, fitted)
+    record = selection_record(selection, folds=folds, n_questions=len(answered), n_cells=len(all_cells))
+    record.update(_table_and_votes_record(prep, table_choice, vote_record))
+    result.extra = {"selection": record, "heldout": heldout, "calibration": fitted, "test_uncalibrated": raw_test}
+    if out_dir is not None:
+        _write_router(out_dir, prep, result, record, fitted, costs, answered, label, overwrite)
+    return result
+
+
+def _choice_parts(
+    prep: Prepared, pool: np.ndarray, folds: int | None
+) -> tuple[int, list[tuple[Responses, Responses]]]:
+    """The folds (None: `auto_folds`) and the (training, held-out) parts the settings are chosen on: the validation
+    part for 1, else the folds of `pool`. A validation part without answers is refused."""
     if not len(prep.val):  # the alignment reference's threshold reads it, whatever the choices are made on
         raise ValueError(f"the validation part holds no answers ({len(np.unique(prep.train.question))} questions "
                          "with answers to learn from): too few questions to choose on; give more, or a larger "
@@ -143,14 +172,17 @@ def choose_refit_and_export(
     if folds is None:
         folds = auto_folds(len(prep.train) + len(prep.val))
     if folds == 1:
-        parts = [(prep.train, prep.val)]
-    else:
-        parts = fold_parts(prep.data, pool, folds, seed=prep.split_seed)
-    log(f"choosing d x dropout on {f'{folds} folds' if folds > 1 else 'a held-out part'} ...")
-    selection = choose(prep.embeddings, parts, prep.data.n_llms, dims=dims, dropouts=dropouts, log=log, **hyper)
-    all_cells = cells_of(prep.data, pool)
-    answered = np.unique(all_cells.question)  # the pool's questions with answers (the others' texts teach a static table)
-    frozen = prep.embeddings  # what the held-out runs read (the router's table below changes prep's)
+        return folds, [(prep.train, prep.val)]
+    return folds, fold_parts(prep.data, pool, folds, seed=prep.split_seed)
+
+
+def _refit(
+    prep: Prepared, pool: np.ndarray, parts: Sequence[tuple[Responses, Responses]], selection: Selection,
+    all_cells: Responses, n_answered: int, table_pulls: Sequence[float], log: Callable[[str], None], progress: bool,
+) -> tuple[Prepared, JeirtPredictor, TableChoice | None]:
+    """The chosen setting refitted on every answer of `pool`, on the router's own table: fine-tuned end to end when
+    the held-out parts chose one of `table_pulls` (a static encoder only), else as distilled. Returns the prep the
+    router reads, the predictor and the table's choice (None when no pull was tried)."""
     table_choice = None
     if prep.static is not None and len(table_pulls):
         from .static_finetune import choose_table_pull
@@ -161,46 +193,63 @@ def choose_refit_and_export(
 
         prep, predictor = refit_fine_tuned(prep, all_cells, selection, table_choice, log=log, progress=progress)
     else:
-        log(f"refitting d={selection.hyper['dim']} dropout={selection.hyper['dropout']} on all {len(answered)} "
+        log(f"refitting d={selection.hyper['dim']} dropout={selection.hyper['dropout']} on all {n_answered} "
             f"questions for {len(selection.schedule)} epochs ...")
         predictor = refit(prep.embeddings, all_cells, prep.data.n_llms, selection, progress=progress)
-    heldout = selection.heldout_metrics()
-    result = FitResult(predictor=predictor, val=heldout.get("jeirt", {}), test={}, floor_test={},
-                       selection=selection, embeddings=prep.embeddings)
-    heldout_logits, vote_record = _neighbour_votes(prep, frozen, parts, all_cells, selection, result, neighbours,
-                                                   calibration is not None, log)
-    fitted = heldout_calibration(selection, heldout_logits, prep.data.n_llms, calibration)
-    raw_test: dict[str, float] = {}
-    if len(prep.test):
-        acc = llm_accuracies(all_cells, prep.data.n_llms)
-        logits = result.logits(prep.test.question, prep.test.llm)
-        raw_test = all_metrics(prep.test.correct, 1.0 / (1.0 + np.exp(-logits)))
-        result.test = raw_test if fitted is None else all_metrics(
-            prep.test.correct, apply_calibration(logits, prep.test.llm, fitted))
-        result.floor_test = all_metrics(prep.test.correct, acc[prep.test.llm])
-        by_benchmark = benchmark_floor_p(prep.data, all_cells, prep.test)
-        if by_benchmark is not None:
-            result.floor_benchmark_test = all_metrics(prep.test.correct, by_benchmark)
-    record = selection_record(selection, folds=folds, n_questions=len(answered), n_cells=len(all_cells))
+    return prep, predictor, table_choice
+
+
+def _score_test_part(
+    prep: Prepared, all_cells: Responses, result: FitResult, fitted: dict[str, Any] | None
+) -> dict[str, float]:
+    """The written router on the test part: result.test (calibrated by `fitted` when there is one) and the floors
+    to beat (each LLM's accuracy, and per benchmark where the data has benchmarks); returns the metrics before the
+    calibration ({} without a test part)."""
+    if not len(prep.test):
+        return {}
+    acc = llm_accuracies(all_cells, prep.data.n_llms)
+    logits = result.logits(prep.test.question, prep.test.llm)
+    raw_test: dict[str, float] = all_metrics(prep.test.correct, 1.0 / (1.0 + np.exp(-logits)))
+    result.test = raw_test if fitted is None else all_metrics(
+        prep.test.correct, apply_calibration(logits, prep.test.llm, fitted))
+    result.floor_test = all_metrics(prep.test.correct, acc[prep.test.llm])
+    by_benchmark = benchmark_floor_p(prep.data, all_cells, prep.test)
+    if by_benchmark is not None:
+        result.floor_benchmark_test = all_metrics(prep.test.correct, by_benchmark)
+    return raw_test
+
+
+def _table_and_votes_record(
+    prep: Prepared, table_choice: TableChoice | None, vote_record: dict[str, Any]
+) -> dict[str, Any]:
+    """The selection record's entries past the settings: the static table's choice and the texts it was fitted to,
+    and the neighbour votes."""
+    record: dict[str, Any] = {}
     if table_choice is not None:
         record["static_table"] = table_choice.record()
     if prep.table_fitted_to is not None:
         record["static_table_texts"] = {"choices": len(prep.split.train), "router": len(prep.table_fitted_to)}
     record["neighbours"] = vote_record
-    result.extra = {"selection": record, "heldout": heldout, "calibration": fitted, "test_uncalibrated": raw_test}
-    if out_dir is not None:
-        training = training_summary(prep, predictor)
-        training["selection"] = record
-        with staged_router(out_dir, overwrite=overwrite) as staged:
-            _, result.parity = export_trained(
-                prep, predictor, staged, metrics=_metrics_record(prep, result, fitted is not None), training=training,
-                reference_parts=(prep.split.train, prep.split.val), learned_from=answered, label=label,
-            )
-            if fitted is not None or costs is not None or result.votes is not None:
-                store_calibration(staged, fitted, costs(list(prep.data.llm_names)) if costs else None,
-                                  neighbours=result.votes)
-        result.router_path = Path(out_dir)
-    return result
+    return record
+
+
+def _write_router(
+    out_dir: Path, prep: Prepared, result: FitResult, record: dict[str, Any], fitted: dict[str, Any] | None,
+    costs: Callable[[list[str]], dict[str, float]] | None, answered: np.ndarray, label: str | None, overwrite: bool,
+) -> None:
+    """The router into `out_dir`, staged then moved into place: the refitted predictor with the selection record in
+    its training summary, its metrics, and its calibration, costs and neighbour votes when it has any."""
+    training = training_summary(prep, result.predictor)
+    training["selection"] = record
+    with staged_router(out_dir, overwrite=overwrite) as staged:
+        _, result.parity = export_trained(
+            prep, result.predictor, staged, metrics=_metrics_record(prep, result, fitted is not None),
+            training=training, reference_parts=(prep.split.train, prep.split.val), learned_from=answered, label=label,
+        )
+        if fitted is not None or costs is not None or result.votes is not None:
+            store_calibration(staged, fitted, costs(list(prep.data.llm_names)) if costs else None,
+                              neighbours=result.votes)
+    result.router_path = Path(out_dir)
 
 
 def auto_folds(n_cells: int) -> int:
