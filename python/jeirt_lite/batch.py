@@ -38,7 +38,7 @@ from ._io.outputs import atomic_output, check_output_path
 from ._io.texts import TextReader
 from ._io.vectors import VectorReader
 from ._io.vocabulary import TEXT_COLUMN
-from ._io.writers import ScoredChunk
+from ._io.writers import ScoredChunk, Writer
 from ._pipeline import in_background, pipelines, scoring_copy
 from ._progress import Progress
 from ._questions import EncodedQuestions, distinct_texts
@@ -235,26 +235,13 @@ def score_file(
     """
     options = options or ScoreOptions()
     state = state if state is not None else ScoreState()
-    check_score_request(options, len(router.llms), input_path=input_path, vectors_path=vectors_path,
-                        ids_path=ids_path, output=output)
-    routing_rows(router.llms, options.k, options.cost_weight, options.min_probability, options.llms, router.costs)
-    _check_vectors_source(router, vectors_path)
-    sources = [path for path in (input_path, vectors_path, ids_path) if path is not None]
-    fmt = check_output_path(output, sources, router.path) if output is not None else None
-
+    fmt = _checked_request(router, options, input_path, vectors_path, ids_path, output)
     if "parquet" in (fmt, input_path and format_of(input_path)):
         # Import pyarrow before the clock starts (its first array conversion also imports pandas when
         # installed, up to a second), so the reported time is the scoring loop's.
         require_pyarrow().array([0])
     started = time.perf_counter()
-    if input_path is not None:
-        reader: Any = open_text_reader(
-            input_path, text_column=text_column, id_column=id_column, chunk_size=options.chunk_size,
-            skip_bad=options.skip_bad,
-        )
-    else:
-        assert vectors_path is not None
-        reader = open_vector_reader(vectors_path, router.dim, options.chunk_size, options.skip_bad, ids_path)
+    reader = _open_reader(router, input_path, vectors_path, ids_path, text_column, id_column, options)
     progress = Progress(
         reader.total_rows,
         estimate_total=reader.estimated_rows if isinstance(reader, TextReader) else None,
@@ -263,31 +250,8 @@ def score_file(
     )
     chunks, scorer = _chunk_source(router, reader, progress, state)
     forecast = ForecastSums(scorer) if options.forecast else None
-    result: Optional[dict[str, float]] = None
     try:
-        with reader, atomic_output(output) if output is not None else contextlib.nullcontext() as temporary:
-            id_type = reader.id_arrow_type() if isinstance(reader, TextReader) else None
-            with _naming(output):
-                writer = (
-                    open_writer(temporary, fmt, options.k, router.llms, options.all_probabilities, id_type)
-                    if temporary is not None and fmt is not None
-                    else None
-                )
-            try:
-                for ids, questions in chunks:
-                    if forecast is not None:
-                        forecast.add(questions)
-                    if writer is not None and len(questions.vectors):
-                        scored = score_chunk(scorer, ids, questions, options)
-                        with _naming(output):
-                            writer.write(scored)
-                    state.rows_scored += len(questions.vectors)
-            finally:
-                if writer is not None:
-                    with _naming(output):
-                        writer.close()
-            if forecast is not None:
-                result = forecast.result()  # inside the guard: no forecast means a failed run and no output
+        result = _score_into(output, fmt, reader, chunks, scorer, router.llms, forecast, options, state)
     finally:
         progress.close()
     return ScoreSummary(
@@ -298,3 +262,69 @@ def score_file(
         forecast=result,
     )
 
+
+def _checked_request(
+    router: Router, options: ScoreOptions, input_path: Optional[Path], vectors_path: Optional[Path],
+    ids_path: Optional[Path], output: Optional[Path],
+) -> Optional[str]:
+    """Every check of the request, before anything is read or written; the output's format (None: no output)."""
+    check_score_request(options, len(router.llms), input_path=input_path, vectors_path=vectors_path,
+                        ids_path=ids_path, output=output)
+    routing_rows(router.llms, options.k, options.cost_weight, options.min_probability, options.llms, router.costs)
+    _check_vectors_source(router, vectors_path)
+    sources = [path for path in (input_path, vectors_path, ids_path) if path is not None]
+    return check_output_path(output, sources, router.path) if output is not None else None
+
+
+def _open_reader(
+    router: Router, input_path: Optional[Path], vectors_path: Optional[Path], ids_path: Optional[Path],
+    text_column: str, id_column: Optional[str], options: ScoreOptions,
+) -> Any:
+    """The chunked reader of the input: question texts, or question vectors (with their ids)."""
+    if input_path is not None:
+        return open_text_reader(
+            input_path, text_column=text_column, id_column=id_column, chunk_size=options.chunk_size,
+            skip_bad=options.skip_bad,
+        )
+    assert vectors_path is not None
+    return open_vector_reader(vectors_path, router.dim, options.chunk_size, options.skip_bad, ids_path)
+
+
+def _score_into(
+    output: Optional[Path], fmt: Optional[str], reader: Any, chunks: Chunks, scorer: Router, llms: tuple[str, ...],
+    forecast: Optional[ForecastSums], options: ScoreOptions, state: ScoreState,
+) -> Optional[dict[str, float]]:
+    """Every chunk scored into `output` (which appears only when all of them are written) and into the forecast's
+    sums; the reader closed at the end. Returns the forecast, when one was asked for."""
+    with reader, atomic_output(output) if output is not None else contextlib.nullcontext() as temporary:
+        id_type = reader.id_arrow_type() if isinstance(reader, TextReader) else None
+        with _naming(output):
+            writer = (
+                open_writer(temporary, fmt, options.k, llms, options.all_probabilities, id_type)
+                if temporary is not None and fmt is not None
+                else None
+            )
+        _write_chunks(chunks, writer, scorer, forecast, options, state, output)
+        # inside the guard: no forecast means a failed run and no output
+        return forecast.result() if forecast is not None else None
+
+
+def _write_chunks(
+    chunks: Chunks, writer: Optional[Writer], scorer: Router, forecast: Optional[ForecastSums],
+    options: ScoreOptions, state: ScoreState, output: Optional[Path],
+) -> None:
+    """Each chunk added to the forecast's sums and, scored, to the writer (None: no output); the writer closed at
+    the end, whatever happens."""
+    try:
+        for ids, questions in chunks:
+            if forecast is not None:
+                forecast.add(questions)
+            if writer is not None and len(questions.vectors):
+                scored = score_chunk(scorer, ids, questions, options)
+                with _naming(output):
+                    writer.write(scored)
+            state.rows_scored += len(questions.vectors)
+    finally:
+        if writer is not None:
+            with _naming(output):
+                writer.close()
