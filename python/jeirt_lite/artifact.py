@@ -9,7 +9,8 @@
     llms.safetensors   the (K, d) float32 table of LLM vectors, tensor name "llm_vectors"
     reference.safetensors  optional: "reference_directions" (R, d) float32, unit directions of a sample of training
                        questions around their mean "reference_center" (d,), with the manifest's "alignment" block
-                       (threshold set on validation questions); routers without it have no alignment scores
+                       (threshold set on validation questions; _reference_tables.py); routers without it have no
+                       alignment scores
     corrections.safetensors  optional: onboarded LLMs' logit corrections on the encoder's features (the graph's
                        second output, encoder.feature_output); see _feature_offsets.py
     training_questions.npy  optional: sorted uint64 hashes of the question texts the router learned from
@@ -62,7 +63,6 @@ from ._io.outputs import (
     remove_stale_folders,
 )
 from ._manifest import (
-    DEFAULT_ALIGNMENT_TOP_K,
     FORMAT_NAME,
     FORMAT_VERSION,
     STATIC_ROLE,
@@ -77,6 +77,7 @@ from ._manifest import (
 from ._neighbours import NEIGHBOURS_FILE, NEIGHBOURS_ROLE, NeighbourVotes
 from ._onnx_external import check_external_data
 from ._optional_tables import read_corrections, read_neighbours
+from ._reference_tables import CENTER_TENSOR, REFERENCE_TENSOR, read_reference, saved_reference
 from ._training_questions import TRAINING_QUESTIONS_FILE, TRAINING_QUESTIONS_ROLE, read_record, write_record
 
 __all__ = [
@@ -95,8 +96,6 @@ LLMS_FILE = "llms.safetensors"
 LLM_TENSOR = "llm_vectors"
 REFERENCE_FILE = "reference.safetensors"
 STATIC_ENCODER_FILE = "static_encoder.safetensors"
-REFERENCE_TENSOR = "reference_directions"
-CENTER_TENSOR = "reference_center"
 
 # Fields save_artifact writes itself; `extra` may not set them.
 _SAVED_FIELDS = (
@@ -232,12 +231,39 @@ def save_artifact(
     """
     target = Path(path)
     vectors = validate_llm_table(llm_names, llm_vectors, str(target))
-    inputs = (tokenizer_json, encoder_onnx) + ((static_encoder,) if static_encoder is not None else ())
-    for source in map(Path, inputs):
+    sources = _source_files(target, tokenizer_json, encoder_onnx, static_encoder)
+    refuse_existing(target, overwrite)
+    fields = _standard_fields(vectors, llm_names, encoder, training, metrics, label)
+    reference = center = None
+    if reference_directions is not None or alignment is not None:
+        reference, center, fields["alignment"] = saved_reference(
+            reference_directions, alignment, reference_center, vectors.shape[1], str(target)
+        )
+    fields.update(_added_fields(target, extra, corrections, neighbours))
+    _write_folder(target, json_safe(fields), vectors, sources, reference, center, corrections, training_questions,
+                  neighbours)
+    return target
+
+
+def _source_files(
+    target: Path, tokenizer_json: PathLike, encoder_onnx: PathLike, static_encoder: Optional[PathLike]
+) -> dict[str, Path]:
+    """The files copied into the folder, by their names there; one that does not exist is refused by name."""
+    sources = {TOKENIZER_FILE: Path(tokenizer_json), ENCODER_FILE: Path(encoder_onnx)}
+    if static_encoder is not None:
+        sources[STATIC_ENCODER_FILE] = Path(static_encoder)
+    for source in sources.values():
         if not source.is_file():
             raise JeirtError(f"{target}: cannot save, {source} does not exist")
-    refuse_existing(target, overwrite)
-    fields: dict[str, Any] = {
+    return sources
+
+
+def _standard_fields(
+    vectors: np.ndarray, llm_names: Sequence[str], encoder: Union[Mapping[str, Any], EncoderSpec],
+    training: Optional[Mapping[str, Any]], metrics: Optional[Mapping[str, Any]], label: Optional[str],
+) -> dict[str, Any]:
+    """router.json's fields that every router has, in their order."""
+    return {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "package_version": package_version(),
@@ -248,27 +274,24 @@ def save_artifact(
         "training": dict(training) if training is not None else None,
         "metrics": dict(metrics) if metrics is not None else None,
     }
-    reference = center = None
-    if reference_directions is not None or alignment is not None:
-        reference = validate_reference(reference_directions, alignment, vectors.shape[1], str(target))
-        center = validate_center(reference_center, vectors.shape[1], str(target))
-        assert alignment is not None
-        rows = int(reference.shape[0])
-        fields["alignment"] = {"top_k": min(DEFAULT_ALIGNMENT_TOP_K, rows), **dict(alignment), "n_reference": rows}
+
+
+def _added_fields(
+    target: Path, extra: Optional[Mapping[str, Any]], corrections: Optional[FeatureCorrections],
+    neighbours: Optional[NeighbourVotes],
+) -> dict[str, Any]:
+    """router.json's fields after the standard ones: `extra`'s (refused where one would overwrite a standard
+    field), then the corrections' and the neighbour votes' blocks."""
+    fields: dict[str, Any] = {}
     for key, value in (extra or {}).items():
         if key in _SAVED_FIELDS:
             raise JeirtError(f"{target}: extra manifest field {key!r} would overwrite a standard field")
         fields[key] = value
-    sources = {TOKENIZER_FILE: Path(tokenizer_json), ENCODER_FILE: Path(encoder_onnx)}
-    if static_encoder is not None:
-        sources[STATIC_ENCODER_FILE] = Path(static_encoder)
     if corrections is not None:
         fields["corrections"] = corrections.manifest_block()
     if neighbours is not None:
         fields["neighbours"] = neighbours.manifest_block()
-    _write_folder(target, json_safe(fields), vectors, sources, reference, center, corrections, training_questions,
-                  neighbours)
-    return target
+    return fields
 
 
 def _write_folder(
@@ -321,32 +344,6 @@ def _write_folder(
         raise
 
 
-def validate_reference(
-    reference: Optional[np.ndarray], alignment: Optional[Mapping[str, Any]], dim: int, where: str
-) -> np.ndarray:
-    """Check the optional reference directions and their alignment block; return them as float32."""
-    if reference is None or alignment is None:
-        raise JeirtError(f"{where}: reference directions and the alignment block (threshold) go together")
-    array = np.asarray(reference)
-    if array.ndim != 2 or array.shape[0] < 1 or array.shape[1] != dim:
-        raise JeirtError(f"{where}: reference directions must have shape (R >= 1, {dim}), got {array.shape}")
-    if not np.issubdtype(array.dtype, np.floating) or not np.isfinite(array).all():
-        raise JeirtError(f"{where}: reference directions must be finite floats")
-    threshold = alignment.get("threshold") if isinstance(alignment, Mapping) else None
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not np.isfinite(threshold):
-        raise JeirtError(f"{where}: alignment.threshold must be a finite number, got {threshold!r}")
-    return np.ascontiguousarray(array, dtype=np.float32)
-
-
-def validate_center(center: Optional[np.ndarray], dim: int, where: str) -> np.ndarray:
-    if center is None:
-        return np.zeros(dim, dtype=np.float32)
-    array = np.asarray(center)
-    if array.shape != (dim,) or not np.issubdtype(array.dtype, np.floating) or not np.isfinite(array).all():
-        raise JeirtError(f"{where}: reference center must be {dim} finite floats, got shape {array.shape}")
-    return np.ascontiguousarray(array, dtype=np.float32)
-
-
 def load_artifact(path: PathLike, *, allow_legacy: bool = False) -> Artifact:
     """Read and validate a router folder; every problem names the file at fault.
 
@@ -375,19 +372,7 @@ def load_artifact(path: PathLike, *, allow_legacy: bool = False) -> Artifact:
     vectors.setflags(write=False)
     reference = center = None
     if manifest.alignment is not None:
-        ref_path = files["reference"]
-        tables, _ = read_tensors(ref_path, (REFERENCE_TENSOR, CENTER_TENSOR))
-        reference = validate_reference(
-            tables[REFERENCE_TENSOR], manifest.alignment.to_json(), manifest.dim, str(ref_path)
-        )
-        center = validate_center(tables[CENTER_TENSOR], manifest.dim, str(ref_path))
-        if reference.shape[0] != manifest.alignment.n_reference:
-            raise JeirtError(
-                f"{ref_path}: holds {reference.shape[0]} reference directions, router.json's alignment.n_reference "
-                f"says {manifest.alignment.n_reference}"
-            )
-        reference.setflags(write=False)
-        center.setflags(write=False)
+        reference, center = read_reference(files["reference"], manifest.alignment, manifest.dim)
     return Artifact(
         path=folder, manifest=manifest, llm_vectors=vectors, reference_directions=reference, reference_center=center,
         corrections=read_corrections(manifest, files),
