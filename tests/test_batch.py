@@ -5,8 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -192,13 +194,43 @@ def test_named_columns(router: Router, bank: tuple[list[str], list[str]], tmp_pa
     path = write_bank(tmp_path / "bank.parquet", rows)
     score_file(router, input_path=path, output=tmp_path / "s.csv", text_column="question", id_column="qid")
     assert [row["id"] for row in read_scores(tmp_path / "s.csv")] == ids[:5]
-    with pytest.raises(JeirtError, match=r"no column 'text' \(columns: qid, question, id\)"):
-        score_file(router, input_path=path, output=tmp_path / "t.csv")
+    # Unnamed: the text is the first of text, question, prompt, the id the first of id, question_id, qid (as train
+    # reads a table of answers), so a bank of train's column names needs no option.
+    score_file(router, input_path=path, output=tmp_path / "d.csv")
+    assert [(row["id"], row["llm_1"]) for row in read_scores(tmp_path / "d.csv")] == [
+        ("ignored", row["llm_1"]) for row in read_scores(tmp_path / "s.csv")]
+    by_qid = write_bank(tmp_path / "by_qid.jsonl", [{"qid": i, "prompt": t} for i, t in zip(ids[:5], texts[:5])])
+    score_file(router, input_path=by_qid, output=tmp_path / "q.csv")
+    assert read_scores(tmp_path / "q.csv") == read_scores(tmp_path / "s.csv")
+    other = write_bank(tmp_path / "other.parquet", [{"qid": i, "body": t} for i, t in zip(ids[:5], texts[:5])])
+    with pytest.raises(JeirtError, match=r"no text column \(looked for 'text', 'question', 'prompt'; columns: qid, body\)"):
+        score_file(router, input_path=other, output=tmp_path / "t.csv")
     with pytest.raises(JeirtError, match="no id column 'nope'"):
         score_file(
             router, input_path=path, output=tmp_path / "t.csv", text_column="question", id_column="nope"
         )
     assert not (tmp_path / "t.csv").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
+def test_a_jsonl_bank_on_a_pipe_is_read_by_its_first_line_s_fields(
+    router: Router, bank: tuple[list[str], list[str]], tmp_path: Path
+) -> None:
+    # A pipe can be read once: the text field is learned from the first line read ahead, not from a second reading.
+    ids, texts = bank
+    rows = [{"qid": i, "prompt": t} for i, t in zip(ids[:5], texts[:5])]
+    pipe = tmp_path / "bank.jsonl"
+    os.mkfifo(pipe)
+    feeder = threading.Thread(target=lambda: pipe.write_text("".join(json.dumps(row) + "\n" for row in rows)), daemon=True)
+    feeder.start()
+    try:
+        score_file(router, input_path=pipe, output=tmp_path / "p.csv")
+    finally:
+        feeder.join(timeout=30)
+    score_file(router, input_path=write_bank(tmp_path / "named.jsonl", rows), output=tmp_path / "n.csv",
+               text_column="prompt", id_column="qid")
+    assert read_scores(tmp_path / "p.csv") == read_scores(tmp_path / "n.csv")
+    assert [row["id"] for row in read_scores(tmp_path / "p.csv")] == ids[:5]
 
 
 # -- bad rows ------------------------------------------------------------------------------------------------

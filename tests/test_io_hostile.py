@@ -479,10 +479,11 @@ def test_a_column_that_differs_in_case_or_spaces_and_a_compressed_bank_are_named
 ) -> None:
     bank = tmp_path / "bank.csv"
     bank.write_text("id, text\nq1,law\n", encoding="utf-8")  # a space after the comma: the column ' text'
-    with pytest.raises(JeirtError, match=r"no column 'text' \(columns: id,  text; did you mean ' text'\?\)"):
+    with pytest.raises(JeirtError, match=r"no text column \(looked for 'text', 'question', 'prompt'; columns: id,  text; "
+                       r"did you mean ' text'\?\)"):
         score_file(router, input_path=bank, output=tmp_path / "s.csv")
     bank.write_text("ID,Text\nq1,law\n", encoding="utf-8")
-    with pytest.raises(JeirtError, match=r"\(columns: ID, Text; did you mean 'Text'\?\)"):
+    with pytest.raises(JeirtError, match=r"columns: ID, Text; did you mean 'Text'\?\)"):
         score_file(router, input_path=bank, output=tmp_path / "s.csv")
     packed = tmp_path / "bank.csv.gz"
     packed.write_bytes(b"\x1f\x8b")

@@ -354,6 +354,9 @@ def test_score_dataset_matches_score_file(ray_runtime: Any, tiny_router_path: Pa
     assert got.column_names == expected.column_names
     for name in expected.column_names:
         assert got.column(name).to_pylist() == expected.column(name).to_pylist(), name
+    renamed = ds.rename_columns({"id": "qid", "text": "question"})  # train's names: found unnamed, as on one machine
+    again = score_dataset(renamed, tiny_router_path, k=2, all_probabilities=True, batch_size=32, concurrency=1)
+    assert pa.Table.from_pylist(again.take_all()).sort_by("id").equals(got)
     forecast = forecast_dataset(ds, tiny_router_path, batch_size=32, concurrency=1)
     assert summary.forecast is not None and list(forecast) == list(summary.forecast)
     for name, value in summary.forecast.items():

@@ -37,7 +37,6 @@ from ._io.optional import require_pyarrow
 from ._io.outputs import atomic_output, check_output_path
 from ._io.texts import TextReader
 from ._io.vectors import VectorReader
-from ._io.vocabulary import TEXT_COLUMN
 from ._io.writers import ScoredChunk, Writer
 from ._pipeline import in_background, pipelines, scoring_copy
 from ._progress import Progress
@@ -209,7 +208,7 @@ def score_file(
     vectors_path: Optional[Path] = None,
     ids_path: Optional[Path] = None,
     output: Optional[Path] = None,
-    text_column: str = TEXT_COLUMN,
+    text_column: Optional[str] = None,
     id_column: Optional[str] = None,
     options: Optional[ScoreOptions] = None,
     state: Optional[ScoreState] = None,
@@ -224,8 +223,9 @@ def score_file(
         vectors_path: an (N, d) .npy of question vectors already embedded with this router's encoder.
         ids_path: ids for the vector rows (.npy or one per line); default: the row numbers.
         output: .csv, .jsonl or .parquet file for the scores; None only with `options.forecast`.
-        text_column, id_column: column names in the input; the id column defaults to `id` or `question_id`
-            when present, else the data row number (1-based, header not counted, as errors name rows).
+        text_column, id_column: column names in the input; the text column defaults to the first of `text`,
+            `question`, `prompt` present, the id column to the first of `id`, `question_id`, `qid`, else the data
+            row number (1-based, header not counted, as errors name rows).
         options: k, all probabilities, forecast, chunk size, skip bad rows.
         state: counters to read after an interruption (rows done so far).
         show_progress: draw a progress line on `progress_stream` (default stderr).
@@ -278,7 +278,7 @@ def _checked_request(
 
 def _open_reader(
     router: Router, input_path: Optional[Path], vectors_path: Optional[Path], ids_path: Optional[Path],
-    text_column: str, id_column: Optional[str], options: ScoreOptions,
+    text_column: Optional[str], id_column: Optional[str], options: ScoreOptions,
 ) -> Any:
     """The chunked reader of the input: question texts, or question vectors (with their ids)."""
     if input_path is not None:

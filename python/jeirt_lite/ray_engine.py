@@ -46,6 +46,7 @@ from ._io.vocabulary import (
     TEXT_COLUMN,
     columns_listed,
     default_id_column,
+    default_text_column,
     id_problem,
     probability_column,
     score_columns,
@@ -146,7 +147,7 @@ def _batch_sums(batch: Any, probability_columns: list[str]) -> dict[str, np.ndar
 
 
 def find_id_column(column_names_: list[str], text_column: str, id_column: Optional[str]) -> str:
-    """The id column to carry to the output: the named one, else `id` or `question_id`."""
+    """The id column to carry to the output: the named one, else the first of `id`, `question_id`, `qid`."""
     if text_column not in column_names_:
         raise hinted_error(
             f"no column {text_column!r} ({columns_listed(text_column, column_names_)})", column_hint("text_column")
@@ -182,7 +183,7 @@ def score_dataset(
     ds: Any,
     router_path: Union[str, Path],
     *,
-    text_column: str = TEXT_COLUMN,
+    text_column: Optional[str] = None,
     id_column: Optional[str] = None,
     k: int = 1,
     all_probabilities: bool = False,
@@ -201,7 +202,8 @@ def score_dataset(
     Args:
         ds: a `ray.data.Dataset` with a text column and an id column.
         router_path: the router folder, readable at the same path on every node (shared storage).
-        text_column, id_column: column names; the id column defaults to `id` or `question_id`.
+        text_column, id_column: column names, by default the first of `text`, `question`, `prompt` and of `id`,
+            `question_id`, `qid`.
         k: LLMs per question; all_probabilities: one `p[<llm>]` column per LLM.
         skip_bad: drop rows without a usable text instead of failing on the first (count them by comparing
             `ds.count()` with the result's).
@@ -226,7 +228,9 @@ def score_dataset(
     check_chunk_rows(batch_size, "batch_size")
     if concurrency is not None:
         bounded_int(concurrency, "concurrency", 1, MAX_CHUNK_ROWS)
-    resolved_id = find_id_column(list(ds.schema().names), text_column, id_column)
+    names = list(ds.schema().names)
+    text_column = text_column or default_text_column(names) or TEXT_COLUMN  # as on one machine (TextReader)
+    resolved_id = find_id_column(names, text_column, id_column)
     try:
         # A bank read as one big block (one Parquet row group) would go to one worker: streaming re-blocking to
         # batch-sized blocks (no shuffle, order kept) lets every worker take part.
@@ -323,7 +327,7 @@ def score_file_on_ray(
     *,
     router_path: Optional[Union[str, Path]] = None,
     output: Optional[Path] = None,
-    text_column: str = TEXT_COLUMN,
+    text_column: Optional[str] = None,
     id_column: Optional[str] = None,
     options: Optional[ScoreOptions] = None,
     address: Optional[str] = None,
@@ -378,7 +382,7 @@ class _FileRun:
 
     input_path: Path
     output: Optional[Path]
-    text_column: str
+    text_column: Optional[str]
     id_column: Optional[str]
     options: ScoreOptions
     threads_per_worker: int

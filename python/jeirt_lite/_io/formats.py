@@ -87,7 +87,7 @@ def check_input_file(path: Path, what: str = "question bank") -> None:
 def open_text_reader(
     path: Path,
     *,
-    text_column: str = TEXT_COLUMN,
+    text_column: Optional[str] = None,
     id_column: Optional[str] = None,
     chunk_size: int = 4096,
     skip_bad: bool = False,
@@ -96,7 +96,8 @@ def open_text_reader(
     llm_rows: Optional[tuple[str, str]] = None,
 ) -> TextReader:
     """A chunked reader of question texts and ids (and labels) from any table format, chosen by the suffix;
-    `llm_rows` (column, name): only the rows of that LLM."""
+    `text_column` None: the first of `TEXT_COLUMNS` in the table; `llm_rows` (column, name): only the rows of that
+    LLM."""
     fmt = table_format(path)
     check_input_file(path)
     try:

@@ -80,6 +80,10 @@ class RecordReader:
         """Chunks of rows with the `wanted` columns (None: all); `required` must exist."""
         raise NotImplementedError
 
+    def columns_ahead(self) -> Optional[list[str]]:
+        """The columns, before any row is read where the format can tell them (its header or schema)."""
+        return self.columns
+
     def close(self) -> None:
         pass
 
@@ -252,6 +256,18 @@ class JsonlRecords(RecordReader):
 
     def fraction_read(self) -> Optional[float]:
         return self.counter.fraction()
+
+    def columns_ahead(self) -> Optional[list[str]]:
+        """The fields of the first non-blank line's object, read ahead in the buffer without consuming it (a pipe
+        too); None when the buffer does not hold that whole line or it is no object: the rows then say what is
+        wrong with it."""
+        if self.columns is not None:
+            return self.columns
+        for line in self.handle.peek(1 << 16).split(b"\n"):
+            if line.strip():
+                record = self._record(1, line, ())  # as line 1: a byte-order mark is dropped
+                return list(record) if isinstance(record, dict) else None
+        return None
 
     @staticmethod
     def _record(line_number: int, line: bytes, required: Sequence[str]) -> Any:

@@ -19,8 +19,11 @@ from .._errors import SKIP_BAD, JeirtError, column_hint, hinted_error
 from .records import RecordReader, RowBatch
 from .vocabulary import (
     ID_COLUMNS,
+    TEXT_COLUMN,
+    TEXT_COLUMNS,
     columns_listed,
     default_id_column,
+    default_text_column,
     id_problem,
     label_missing,
     label_of,
@@ -45,7 +48,7 @@ class TextReader:
         self,
         path: Path,
         records_class: type[RecordReader],
-        text_column: str,
+        text_column: Optional[str],
         id_column: Optional[str],
         chunk_size: int,
         skip_bad: bool,
@@ -60,7 +63,7 @@ class TextReader:
         self.kept_rows = 0
         self.other_llms: Counter[str] = Counter()
         self.read_ids = read_ids  # False: no id column is read or checked, rows are named by their numbers
-        self.text_column = text_column
+        self.text_named = text_column is not None
         self.id_column: Optional[str] = id_column
         self.label_column = label_column
         self.skip_bad = skip_bad
@@ -69,6 +72,9 @@ class TextReader:
         self.records = records_class(path, chunk_size)
         self.schemaless = self.records.columns is None  # JSONL: no header, the rows' fields say what there is
         try:
+            # Unnamed, the text column is the first of train's names in the header (JSONL: the first line's fields);
+            # with none there, `text`, which _check_columns then names as missing.
+            self.text_column = text_column or default_text_column(self.records.columns_ahead() or []) or TEXT_COLUMN
             self._check_columns(self.records.columns)
         except JeirtError:
             self.records.close()
@@ -79,10 +85,10 @@ class TextReader:
         if columns is None:  # known only once rows are read (JSONL)
             return
         if self.text_column not in columns:
-            raise hinted_error(
-                f"{self.path}: no column {self.text_column!r} ({columns_listed(self.text_column, columns)})",
-                column_hint("text_column"),
-            )
+            missing = (f"column {self.text_column!r} (" if self.text_named
+                       else f"text column (looked for {', '.join(map(repr, TEXT_COLUMNS))}; ")
+            raise hinted_error(f"{self.path}: no {missing}{columns_listed(self.text_column, columns)})",
+                               column_hint("text_column"))
         # A JSONL row without the label field is a question without an answer, as training reads it: the first row
         # may lack it (`answers` has looked for the column in the first rows).
         if self.label_column is not None and self.label_column not in columns and not self.schemaless:

@@ -15,9 +15,10 @@ QUESTION_COLUMNS = ("question_id", "qid", "id")
 TEXT_COLUMNS = ("text", "question", "prompt")
 CORRECT_COLUMNS = ("correct", "label", "is_correct", "score")
 LLM_COLUMNS = ("llm", "model", "model_name", "llm_name")
-# Tried in this order when the user names no id column; without any, ids are data row numbers (1-based, header
-# not counted: the numbers error messages use).
-ID_COLUMNS = ("id", "question_id")
+# Tried in this order when the user names no id column (a question bank's own `id` first, then the names a table
+# of answers gives its question ids); without any, ids are data row numbers (1-based, header not counted: the
+# numbers error messages use).
+ID_COLUMNS = ("id", "question_id", "qid")
 
 # The label vocabulary, compared after stripping and lower-casing; an empty label is a missing answer.
 TRUE_LABELS = frozenset({"1", "1.0", "true"})
@@ -37,6 +38,11 @@ def columns_listed(name: str, columns: Sequence[Any]) -> str:
 def default_id_column(columns: Sequence[str]) -> Optional[str]:
     """The first of `ID_COLUMNS` among `columns`, or None."""
     return next((name for name in ID_COLUMNS if name in columns), None)
+
+
+def default_text_column(columns: Sequence[str]) -> Optional[str]:
+    """The first of `TEXT_COLUMNS` among `columns`, or None: a bank is read by the names a table of answers is."""
+    return next((name for name in TEXT_COLUMNS if name in columns), None)
 
 
 def label_of(value: Any) -> Optional[int]:

@@ -11,7 +11,7 @@ from typing import Any, Optional
 from .._errors import JeirtError, option_error
 from .._io.formats import known_suffixes
 from .._io.outputs import refuse_inputs
-from .._io.vocabulary import TEXT_COLUMN
+from .._io.vocabulary import ID_COLUMNS, TEXT_COLUMNS
 from .._router import DEFAULT_ROUTER_PATH
 from .._score_request import check_k
 from ..artifact import read_manifest
@@ -72,15 +72,16 @@ def _add_input_arguments(score: argparse.ArgumentParser) -> None:
     )
     score.add_argument(
         "--text-column",
-        default=TEXT_COLUMN,
+        default=None,
         metavar="NAME",
-        help="column (or JSON field) holding the question text (default: text)",
+        help=f"column (or JSON field) holding the question text (default: the first of {', '.join(TEXT_COLUMNS)}, "
+        "as train and add-llm read them)",
     )
     score.add_argument(
         "--id-column",
         default=None,
         metavar="NAME",
-        help="column carried to the output as id (default: id or question_id when present, "
+        help=f"column carried to the output as id (default: the first of {', '.join(ID_COLUMNS)} present, "
         "else the data row number: 1-based, header not counted, the number an error names; "
         "with --vectors the 0-based index in the array)",
     )
