@@ -1,8 +1,9 @@
 """Micro-batching: requests that arrive together are answered by one router call, in one worker thread.
 
 Encoding and the neighbour votes cost much less per question in a batch than one question at a time
-(docs/guide/serve.md has the measured numbers), so the service gathers the requests that arrive while the router is
-busy (and, while requests come in together, those of a short wait more) and hands them to the worker as one batch.
+(docs/research/throughput.md, "The HTTP service", has the measured numbers), so the service gathers the requests
+that arrive while the router is busy (and, while requests come in together, those of a short wait more) and hands
+them to the worker as one batch.
 One worker thread: the router's own `threads` setting already spreads one call over the cores, and two calls at
 once would only fight over them. The event loop never runs the router, so it keeps accepting and answering while a batch runs.
 """

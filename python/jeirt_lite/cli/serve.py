@@ -20,7 +20,7 @@ from ._shared import (
 
 SERVE_EXTRA = 'pip install "jeirt-lite[serve]" (from a checkout: pip install ".[serve]")'
 # Defaults: a request of 256 questions of usual length (the route command's stdin batch) fits both limits; the batching defaults
-# are the measured choice of docs/guide/serve.md.
+# are the measured choice of docs/research/throughput.md ("The HTTP service").
 DEFAULT_MAX_BODY = 1 << 20
 DEFAULT_MAX_TEXTS = 256
 DEFAULT_MAX_BATCH = 256
