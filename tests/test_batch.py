@@ -233,6 +233,19 @@ def test_a_jsonl_bank_on_a_pipe_is_read_by_its_first_line_s_fields(
     assert [row["id"] for row in read_scores(tmp_path / "p.csv")] == ids[:5]
 
 
+def test_a_jsonl_bank_s_text_field_is_that_of_its_first_readable_object(router: Router, tmp_path: Path) -> None:
+    long_first = tmp_path / "long.jsonl"  # a first line longer than any read buffer
+    rows = [{"qid": "a", "question": "what is the price of a market " * 3000}, {"qid": "b", "question": "acid"}]
+    long_first.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    score_file(router, input_path=long_first, output=tmp_path / "l.csv")
+    assert [row["id"] for row in read_scores(tmp_path / "l.csv")] == ["a", "b"]
+    unreadable_first = tmp_path / "unreadable.jsonl"  # the first readable object stands for the header
+    unreadable_first.write_text('{"qid": \n' + json.dumps({"qid": "b", "prompt": "acid"}) + "\n", encoding="utf-8")
+    summary = score_file(router, input_path=unreadable_first, output=tmp_path / "u.csv",
+                         options=ScoreOptions(skip_bad=True))
+    assert summary.skipped == 1 and [row["id"] for row in read_scores(tmp_path / "u.csv")] == ["b"]
+
+
 # -- bad rows ------------------------------------------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ whatever made it bad.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -25,6 +26,8 @@ from .optional import require_pyarrow
 # Bytes read and parsed at a time: large enough that a call costs nothing beside its parsing, small enough that
 # memory stays flat.
 PARSE_BLOCK = 1 << 18
+# Lines a JSONL reader reads ahead for the fields of its first readable object (the columns a header would give).
+_AHEAD_LINES = 64
 UTF8_BOM = b"\xef\xbb\xbf"
 
 
@@ -258,15 +261,20 @@ class JsonlRecords(RecordReader):
         return self.counter.fraction()
 
     def columns_ahead(self) -> Optional[list[str]]:
-        """The fields of the first non-blank line's object, read ahead in the buffer without consuming it (a pipe
-        too); None when the buffer does not hold that whole line or it is no object: the rows then say what is
-        wrong with it."""
+        """The fields of the first readable object (the rule `columns` follows), read ahead without consuming a row:
+        in a file of its own handle's first lines, in a pipe, which can be read once, from the lines its buffer
+        holds. None when none of those is an object: the rows then say what is wrong with them."""
         if self.columns is not None:
             return self.columns
-        for line in self.handle.peek(1 << 16).split(b"\n"):
-            if line.strip():
-                record = self._record(1, line, ())  # as line 1: a byte-order mark is dropped
-                return list(record) if isinstance(record, dict) else None
+        if self.path.is_file():
+            with open(self.path, "rb") as ahead:
+                lines = list(itertools.islice(ahead, _AHEAD_LINES))
+        else:
+            lines = self.handle.peek(1 << 16).split(b"\n")[:-1]  # the last piece may be part of a line
+        for number, line in enumerate(lines, 1):
+            record = self._record(number, line, ()) if line.strip() else None  # line 1 drops a byte-order mark
+            if isinstance(record, dict):
+                return list(record)
         return None
 
     @staticmethod
