@@ -16,6 +16,7 @@ import jeirt_lite
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from child_env import cli_env
 from jeirt_lite import Router
 from jeirt_lite.cli import build_parser, main
 
@@ -29,14 +30,6 @@ QUESTIONS = [
 @pytest.fixture(scope="module")
 def router(tiny_router_path: Path) -> Router:
     return Router.load(tiny_router_path, threads=1)
-
-
-def cli_env() -> dict[str, str]:
-    """The environment of a `python -m jeirt_lite` child, with this checkout's package importable."""
-    env = dict(os.environ)
-    package_root = str(Path(jeirt_lite.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join([package_root, env.get("PYTHONPATH", "")])
-    return env
 
 
 def run_cli(*args: str, stdin: str = "", timeout: float = 60) -> subprocess.CompletedProcess[str]:

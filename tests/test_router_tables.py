@@ -5,11 +5,15 @@ an LLM twice, merging or replacing costs, removing one LLM from the middle, and 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from jeirt_lite import EncodedQuestions, JeirtError, Router
+from child_env import cli_env
+from jeirt_lite import EncodedQuestions, JeirtError, Router, _core
+from jeirt_lite._limits import MAX_THREADS
 from jeirt_lite._manifest import freeze, thaw
 from jeirt_lite._router import DEFAULT_ROUTER_PATH
 from jeirt_lite._router_tables import usable_cores
@@ -21,21 +25,25 @@ def router(tiny_router_path: Path) -> Router:
     return Router.load(tiny_router_path, threads=1)
 
 
-def test_usable_cores_counts_the_affinity_mask_not_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
-    # pid 0 is this process; another pid's mask would be another process's cores.
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3, 5} if pid == 0 else set(range(64)), raising=False)
-    monkeypatch.setattr(os, "cpu_count", lambda: 64)
-    assert usable_cores() == 3
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(), raising=False)
-    assert usable_cores() == 1
+def _cores_in_a_child(pin_to_one: bool) -> list[str]:
+    """usable_cores() and the default thread count, in a child process (pinned to one core when asked)."""
+    code = "from jeirt_lite._router_tables import resolve_threads, usable_cores; print(usable_cores(), resolve_threads(None))"
+    first_core = min(os.sched_getaffinity(0))
+    child = subprocess.run(
+        [sys.executable, "-c", code], env=cli_env(), capture_output=True, text=True, timeout=60, check=True,
+        preexec_fn=(lambda: os.sched_setaffinity(0, {first_core})) if pin_to_one else None,
+    )
+    return child.stdout.split()
 
 
-def test_usable_cores_without_an_affinity_mask_falls_back_to_cpu_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
-    monkeypatch.setattr(os, "cpu_count", lambda: 6)
-    assert usable_cores() == 6
-    monkeypatch.setattr(os, "cpu_count", lambda: None)  # "undetermined", as os.cpu_count documents
-    assert usable_cores() == 1
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs a CPU affinity mask (Linux)")
+def test_usable_cores_counts_the_cores_the_process_may_run_on_not_the_machine() -> None:
+    # Read from the operating system as Rust's thread pools read it (the affinity mask and the cgroup's CPU quota,
+    # which os.sched_getaffinity does not show), not from the machine's core count.
+    assert _cores_in_a_child(pin_to_one=True) == ["1", "1"]
+    cores, threads = map(int, _cores_in_a_child(pin_to_one=False))
+    assert 1 <= cores <= len(os.sched_getaffinity(0)) and threads == min(cores, MAX_THREADS)
+    assert usable_cores() == _core.available_cores()
 
 
 def test_options_after_the_first_argument_are_keyword_only(router: Router, tiny_router_path: Path) -> None:

@@ -18,6 +18,7 @@ __all__ = [
     "mean_probability",
     "build_profile",
     "simd_level",
+    "available_cores",
     "StaticEncoder",
     "top_k_bf16",
     "bf16_supported",
@@ -91,6 +92,9 @@ def build_profile() -> str:
 
 def simd_level() -> str:
     """The code path on this CPU: ``"avx512f"``, ``"avx2+fma"`` or ``"portable"``."""
+
+def available_cores() -> int:
+    """The cores this process may run on: its CPU affinity and its cgroup's CPU quota (a container's CPU limit)."""
 
 @final
 class StaticEncoder:

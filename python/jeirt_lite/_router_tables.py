@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any, Optional, TypeVar, Union
 
 import numpy as np
 
+from . import _core
 from ._encoder import OnnxEncoder
 from ._errors import JeirtError
 from ._feature_offsets import FeatureCorrections
@@ -25,10 +25,9 @@ RouterT = TypeVar("RouterT", bound="RouterTables")
 
 
 def usable_cores() -> int:
-    """Cores this process may run on (respects CPU affinity, e.g. in containers pinned to a subset)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
+    """Cores this process may run on: its CPU affinity (a container pinned to some cores) and its cgroup's CPU quota
+    (a container's CPU limit, which affinity does not show: threads beyond it are throttled, not run)."""
+    return max(1, _core.available_cores())
 
 
 def resolve_threads(threads: Optional[int]) -> int:

@@ -160,7 +160,7 @@ def add_command(
         default=None,
         metavar="N",
         help=f"cores for encoding and scoring (sizes both ONNX Runtime and the Rust pool), 1..{MAX_THREADS}; "
-        "default: all usable cores",
+        "default: the cores this process may use (its CPU affinity and its container's CPU limit)",
     )
     parser.add_argument(
         "--router",

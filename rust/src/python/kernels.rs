@@ -107,11 +107,19 @@ fn simd_level() -> &'static str {
     crate::simd_level()
 }
 
+/// The cores this process may run on: its CPU affinity and its cgroup's CPU quota (a container's CPU limit), what
+/// the thread pools take for `threads = 0`.
+#[pyfunction]
+fn available_cores() -> usize {
+    crate::resolve_threads(0)
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(probabilities, m)?)?;
     m.add_function(wrap_pyfunction!(top_k, m)?)?;
     m.add_function(wrap_pyfunction!(mean_probability, m)?)?;
     m.add_function(wrap_pyfunction!(build_profile, m)?)?;
     m.add_function(wrap_pyfunction!(simd_level, m)?)?;
+    m.add_function(wrap_pyfunction!(available_cores, m)?)?;
     Ok(())
 }
