@@ -119,18 +119,18 @@ def test_the_default_pool_leaves_one_cpu_to_the_reads(
     assert engine._default_concurrency(threads) == workers
 
 
-def test_the_default_pool_starts_ray_when_none_runs_and_counts_this_machine_s_cores_without_a_cpu_resource(
+def test_the_default_pool_starts_ray_when_none_runs_and_counts_the_usable_cores_without_a_cpu_resource(
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
     started: list[dict[str, Any]] = []
     monkeypatch.setattr(engine.ray, "is_initialized", lambda: bool(started))
     monkeypatch.setattr(engine.ray, "init", lambda **kwargs: started.append(kwargs))
     monkeypatch.setattr(engine.ray, "cluster_resources", lambda: {})
-    monkeypatch.setattr(engine.os, "cpu_count", lambda: 5)
+    monkeypatch.setattr(engine, "usable_cores", lambda: 5)  # the cores this process may use, a CPU limit included
     assert engine._default_concurrency(1) == 4
     assert started == [{"include_dashboard": False}]
     assert engine._default_concurrency(1) == 4 and len(started) == 1  # running now: not started again
-    monkeypatch.setattr(engine.os, "cpu_count", lambda: None)
+    monkeypatch.setattr(engine, "usable_cores", lambda: 1)
     assert engine._default_concurrency(1) == 1
 
 
@@ -370,13 +370,13 @@ def parquet_bank(tmp_path: Path, texts: list[str]) -> Path:
 
 
 @pytest.mark.parametrize(("running", "address", "cores"),
-                         [(False, None, 3), (False, None, None), (False, "ray://head:10001", 3), (True, None, 3)])
+                         [(False, None, 3), (False, None, 1), (False, "ray://head:10001", 3), (True, None, 3)])
 def test_ray_is_started_for_the_call_only_when_none_runs_and_stopped_after_it(
     monkeypatch: pytest.MonkeyPatch, tiny_router_path: Path, parquet_bank: Path, tmp_path: Path,
-    running: bool, address: Optional[str], cores: Optional[int],
+    running: bool, address: Optional[str], cores: int,
 ) -> None:
     runtime = FakeRuntime(monkeypatch, running)
-    monkeypatch.setattr(engine.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(engine, "usable_cores", lambda: cores)
     runs: list[Any] = []
 
     def pipeline(run: Any, router_path: Path, llms: Any, show_progress: bool) -> Any:
@@ -392,7 +392,7 @@ def test_ray_is_started_for_the_call_only_when_none_runs_and_stopped_after_it(
     if running:
         assert runtime.inits == [] and runtime.shutdowns == 0
     else:
-        cpus = None if address else (cores or 1)  # a local runtime on this machine's cores, 1 when unknown
+        cpus = None if address else cores  # a local runtime on the cores this process may use
         assert runtime.inits == [{"address": address, "num_cpus": cpus, "include_dashboard": False,
                                   "log_to_driver": False}]
         assert runtime.shutdowns == 1

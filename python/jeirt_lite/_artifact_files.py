@@ -1,7 +1,7 @@
 """Reading a router folder's files: router.json as JSON, safetensors tensors and metadata, and the check that
 router.json is the one saved with the LLM table (the binding: LLM names in table order and a digest of router.json's
 content, stored in llms.safetensors' metadata); writing safetensors files byte for byte reproducibly; and the rule on
-what a router folder written may replace."""
+what a router folder written may replace; every file of a folder, for the Ray engine to ship."""
 
 from __future__ import annotations
 
@@ -136,3 +136,11 @@ def refuse_existing(target: Union[str, Path], overwrite: bool) -> None:
     if not (path / MANIFEST_FILE).is_file() and any(path.iterdir()):
         raise JeirtError(f"{target} is not a router folder (it holds no {MANIFEST_FILE}); overwrite replaces only a "
                          "router folder or an empty one, so choose another path")
+
+
+def read_router_files(router_path: Path) -> dict[str, bytes]:
+    """Every file of a (flat) router folder, to ship to the Ray engine's workers through the object store."""
+    files = {entry.name: entry.read_bytes() for entry in sorted(router_path.iterdir()) if entry.is_file()}
+    if MANIFEST_FILE not in files:
+        raise JeirtError(f"{router_path}: not a router folder (no {MANIFEST_FILE})")
+    return files

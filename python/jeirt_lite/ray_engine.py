@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 import gc
-import os
 import re
 import tempfile
 import time
@@ -38,6 +37,7 @@ except ImportError as _err:  # the extra is missing: say which one to install
         'jeirt_lite.ray_engine needs Ray Data, which is not installed: pip install "jeirt-lite[ray]"'
     ) from _err
 
+from ._artifact_files import read_router_files
 from ._errors import SKIP_BAD, Hint, JeirtError, column_hint, hinted_error, rehint
 from ._io.optional import require_pyarrow
 from ._io.outputs import check_output_path
@@ -56,6 +56,7 @@ from ._io.writers import ScoredChunk, score_table
 from ._limits import MAX_CHUNK_ROWS, bounded_int, check_chunk_rows, check_threads
 from ._llm_params import check_costs
 from ._router import DEFAULT_ROUTER_PATH
+from ._router_tables import usable_cores
 from ._routing import routing_rows
 from ._score_request import RAY, ScoreOptions, check_k, check_score_request
 from .artifact import Manifest, read_manifest
@@ -129,14 +130,6 @@ class _BankScorer:
         return score_table(pa, ids, chunk, self.name_array, self.columns)
 
 
-def read_router_files(router_path: Path) -> dict[str, bytes]:
-    """Every file of a (flat) router folder, to ship to the workers through the object store."""
-    files = {entry.name: entry.read_bytes() for entry in sorted(router_path.iterdir()) if entry.is_file()}
-    if "router.json" not in files:
-        raise JeirtError(f"{router_path}: not a router folder (no router.json)")
-    return files
-
-
 def _batch_sums(batch: Any, probability_columns: list[str]) -> dict[str, np.ndarray]:
     """One row per batch: its row count and each LLM's sum of P(correct), in float64."""
     out = {COUNT_COLUMN: np.asarray([batch.num_rows], dtype=np.int64)}
@@ -173,7 +166,7 @@ def _default_concurrency(threads_per_worker: int) -> int:
     if not ray.is_initialized():
         ray.init(include_dashboard=False)
     resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]  # Ray leaves it unannotated
-    cpus = int(resources.get("CPU", os.cpu_count() or 1))
+    cpus = int(resources.get("CPU", usable_cores()))
     # One CPU stays free for the Parquet read tasks: actors holding every CPU starve the reads, and the
     # pipeline waits forever (seen on a 2-CPU runtime with 2 workers).
     return max(1, (cpus - 1) // threads_per_worker)
@@ -341,7 +334,7 @@ def score_file_on_ray(
     Workers encode and score; the driver streams the scored batches, in input order, into a temporary file next
     to the output and renames it at the end (`_io.outputs.atomic_output`), so a failed or interrupted run leaves no
     output. The forecast is aggregated from per-batch sums (`expected_accuracy`). Without a running Ray, one is
-    started for the call (on `address`, else locally on this machine's CPUs) and shut down after it. `costs`
+    started for the call (on `address`, else locally on the CPUs this process may use) and shut down after it. `costs`
     replaces the router's stored costs for the run, as in `score_dataset`.
 
     Raises:
@@ -359,10 +352,10 @@ def score_file_on_ray(
     total = parquet_rows(input_path)  # from the file's footer: a Ray count would be one more job to schedule
     started_here = not ray.is_initialized()
     if started_here:
-        # Without an address: a local runtime on this machine's CPUs; with one: join that cluster.
+        # Without an address: a local runtime on the CPUs this process may use; with one: join that cluster.
         ray.init(
             address=address,
-            num_cpus=None if address else (os.cpu_count() or 1),
+            num_cpus=None if address else usable_cores(),  # a container's CPU limit included
             include_dashboard=False,
             log_to_driver=False,
         )
