@@ -9,6 +9,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -221,7 +222,15 @@ def test_a_jsonl_bank_on_a_pipe_is_read_by_its_first_line_s_fields(
     rows = [{"qid": i, "prompt": t} for i, t in zip(ids[:5], texts[:5])]
     pipe = tmp_path / "bank.jsonl"
     os.mkfifo(pipe)
-    feeder = threading.Thread(target=lambda: pipe.write_text("".join(json.dumps(row) + "\n" for row in rows)), daemon=True)
+    data = "".join(json.dumps(row) + "\n" for row in rows).encode()
+
+    def feed() -> None:  # the first line in two writes, apart: the reader must wait for its end, not guess
+        with open(pipe, "wb", buffering=0) as writer:
+            writer.write(data[:10])
+            time.sleep(0.2)
+            writer.write(data[10:])
+
+    feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
     try:
         score_file(router, input_path=pipe, output=tmp_path / "p.csv")

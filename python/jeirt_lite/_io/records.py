@@ -251,6 +251,7 @@ class JsonlRecords(RecordReader):
         self.raw = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
         self.counter = _ByteCounter(self.raw, path)
         self.handle = io.BufferedReader(self.raw, buffer_size=1 << 16)
+        self.ahead: list[bytes] = []  # lines `columns_ahead` read, not yet rows
         try:
             check_encoding(path, self.handle.peek(4)[:4])
         except JeirtError:
@@ -261,18 +262,17 @@ class JsonlRecords(RecordReader):
         return self.counter.fraction()
 
     def columns_ahead(self) -> Optional[list[str]]:
-        """The fields of the first readable object (the rule `columns` follows), read ahead without consuming a row:
-        in a file of its own handle's first lines, in a pipe, which can be read once, from the lines its buffer
-        holds. None when none of those is an object: the rows then say what is wrong with them."""
+        """The fields of the first readable object (the rule `columns` follows), before any row is read: the lines
+        up to it are read ahead and kept for `batches` to read first, so a pipe, which can be read once, loses
+        none. None when none of the first lines is an object: the rows then say what is wrong with them."""
         if self.columns is not None:
             return self.columns
-        if self.path.is_file():
-            with open(self.path, "rb") as ahead:
-                lines = list(itertools.islice(ahead, _AHEAD_LINES))
-        else:
-            lines = self.handle.peek(1 << 16).split(b"\n")[:-1]  # the last piece may be part of a line
-        for number, line in enumerate(lines, 1):
-            record = self._record(number, line, ()) if line.strip() else None  # line 1 drops a byte-order mark
+        while len(self.ahead) < _AHEAD_LINES:
+            line = self.handle.readline()
+            if not line:
+                break
+            self.ahead.append(line)
+            record = self._record(len(self.ahead), line, ()) if line.strip() else None  # line 1 drops a BOM
             if isinstance(record, dict):
                 return list(record)
         return None
@@ -306,7 +306,8 @@ class JsonlRecords(RecordReader):
         """With `wanted` None: every field met so far (a later batch may have more columns)."""
         records: list[Any] = []  # a dict per row, or the str saying why the line is not one
         batch = RowBatch(self.rows_read + 1, {})
-        for line_number, line in enumerate(self.handle, 1):
+        lines, self.ahead = itertools.chain(self.ahead, self.handle), []  # the lines read ahead come first
+        for line_number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             self.rows_read += 1
