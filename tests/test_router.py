@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import threading
 from pathlib import Path
 
@@ -215,7 +217,17 @@ def test_onnx_file_that_is_not_a_graph(tiny_router_path: Path, tmp_path: Path) -
         Router.load(folder)
 
 
-def test_eight_threads_at_once_get_the_single_thread_answers(router: Router) -> None:
+@pytest.fixture(scope="module")
+def shipped() -> Router:
+    """The shipped router: the static encoder in Rust and neighbour votes, the paths the tiny router lacks."""
+    return Router.load(threads=2)
+
+
+@pytest.mark.parametrize("which", ["tiny", "shipped"])
+def test_eight_threads_at_once_get_the_single_thread_answers(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    router: Router = request.getfixturevalue("router" if which == "tiny" else "shipped")
     texts = TEXTS * 5
     expected = router.route(texts, k=2)
     barrier = threading.Barrier(8)
@@ -239,6 +251,26 @@ def test_eight_threads_at_once_get_the_single_thread_answers(router: Router) -> 
     for result in results:
         np.testing.assert_array_equal(result.indices, expected.indices)
         np.testing.assert_array_equal(result.probabilities, expected.probabilities)
+
+
+def _route_in_child(router: Router, queue: multiprocessing.Queue[object]) -> None:
+    result = router.route(TEXTS * 5, k=2)
+    queue.put((result.indices.tolist(), result.probabilities.tolist()))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_process_forked_after_loading_routes_as_its_parent(shipped: Router) -> None:
+    # A service that loads once, then forks its workers (gunicorn --preload): the parent's thread pools, already
+    # running, are not the child's.
+    expected = shipped.route(TEXTS * 5, k=2)
+    context = multiprocessing.get_context("fork")
+    queue: multiprocessing.Queue[object] = context.Queue()
+    child = context.Process(target=_route_in_child, args=(shipped, queue))
+    child.start()
+    indices, probabilities = queue.get(timeout=60)
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert indices == expected.indices.tolist() and probabilities == expected.probabilities.tolist()
 
 
 def test_a_fast_path_without_the_graph_s_features_takes_them_from_the_graph() -> None:
