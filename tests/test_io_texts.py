@@ -108,3 +108,16 @@ def test_a_bank_with_no_good_row_is_refused(tmp_path: Path) -> None:
     path.write_text("id,text\na,\nb,   \n")
     with pytest.raises(JeirtError, match=r"bank\.csv: has no rows"):
         read_questions(open_text_reader(path, skip_bad=True))
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_text_column_named_empty_is_refused_not_taken_for_unnamed(tmp_path: Path, suffix: str) -> None:
+    # '' names a column (the option was given): it is not in the table, as at 75fe932, rather than the default
+    # taking over and scoring the column `text` the user did not ask for.
+    path = tmp_path / f"bank{suffix}"
+    if suffix == ".csv":
+        path.write_text("id,text\na,one?\n", encoding="utf-8")
+    else:
+        write_jsonl(path, [{"id": "a", "text": "one?"}])
+    with pytest.raises(JeirtError, match=r"no (column|field) ''"):
+        read_questions(open_text_reader(path, text_column=""))

@@ -196,6 +196,12 @@ def test_score_dataset_s_defaults_are_the_command_line_s(tiny_router_path: Path,
     assert ds.mapped["num_cpus"] == 1
 
 
+def test_score_dataset_refuses_a_text_column_named_empty(tiny_router_path: Path) -> None:
+    # '' names a column, as on one machine: not the default's `text`, which the dataset has.
+    with pytest.raises(JeirtError, match="no column ''"):
+        engine.score_dataset(FakeDataset(["id", "text"]), tiny_router_path, text_column="", concurrency=1)
+
+
 def test_score_dataset_hands_the_workers_route_s_rules_checked_before_any_work(
     tiny_router_path: Path, texts: list[str]
 ) -> None:

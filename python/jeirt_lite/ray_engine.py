@@ -222,7 +222,8 @@ def score_dataset(
     if concurrency is not None:
         bounded_int(concurrency, "concurrency", 1, MAX_CHUNK_ROWS)
     names = list(ds.schema().names)
-    text_column = text_column or default_text_column(names) or TEXT_COLUMN  # as on one machine (TextReader)
+    if text_column is None:  # as on one machine (TextReader): a name given, '' too, is kept
+        text_column = default_text_column(names) or TEXT_COLUMN
     resolved_id = find_id_column(names, text_column, id_column)
     try:
         # A bank read as one big block (one Parquet row group) would go to one worker: streaming re-blocking to
