@@ -121,3 +121,16 @@ def test_a_text_column_named_empty_is_refused_not_taken_for_unnamed(tmp_path: Pa
         write_jsonl(path, [{"id": "a", "text": "one?"}])
     with pytest.raises(JeirtError, match=r"no (column|field) ''"):
         read_questions(open_text_reader(path, text_column=""))
+
+
+def test_a_jsonl_text_field_is_learned_from_the_first_object_that_has_one(tmp_path: Path) -> None:
+    # Row 1 has no text at all (a bad row, not a header): the text field is the `question` of the rows after it,
+    # not `text`, which would make every row bad and a run that skips bad rows score none.
+    rows = [{"qid": "a"}, {"qid": "b", "question": "two?"}, {"qid": "c", "question": "three?"}]
+    path = write_jsonl(tmp_path / "bank.jsonl", rows)
+    reader = open_text_reader(path, chunk_size=2, skip_bad=True)
+    table = read_questions(reader)
+    assert (table.ids, table.texts, reader.skipped) == (["b", "c"], ["two?", "three?"], 1)
+    with pytest.raises(JeirtError, match=r"data row 1 \(1-based, blank lines not counted, line 1\): "
+                       r"no field 'question'"):
+        read_questions(open_text_reader(path))

@@ -83,8 +83,9 @@ class RecordReader:
         """Chunks of rows with the `wanted` columns (None: all); `required` must exist."""
         raise NotImplementedError
 
-    def columns_ahead(self) -> Optional[list[str]]:
-        """The columns, before any row is read where the format can tell them (its header or schema)."""
+    def columns_ahead(self, holding: Sequence[str] = ()) -> Optional[list[str]]:
+        """The columns, before any row is read where the format can tell them (its header or schema); `holding`:
+        names of which a schemaless format's first rows are looked through for one (JSONL)."""
         return self.columns
 
     def close(self) -> None:
@@ -261,12 +262,15 @@ class JsonlRecords(RecordReader):
     def fraction_read(self) -> Optional[float]:
         return self.counter.fraction()
 
-    def columns_ahead(self) -> Optional[list[str]]:
-        """The fields of the first readable object (the rule `columns` follows), before any row is read: the lines
-        up to it are read ahead and kept for `batches` to read first, so a pipe, which can be read once, loses
-        none. None when none of the first lines is an object: the rows then say what is wrong with them."""
+    def columns_ahead(self, holding: Sequence[str] = ()) -> Optional[list[str]]:
+        """The fields of the first readable object holding one of `holding` (any object when empty), before any
+        row is read: an object without one is a bad row (`batches` requires the field), not the file's header.
+        The lines up to it are read ahead and kept for `batches` to read first, so a pipe, which can be read
+        once, loses none. When none of the first lines is such an object: the first object's fields, else None
+        (the rows then say what is wrong with them)."""
         if self.columns is not None:
             return self.columns
+        first: Optional[list[str]] = None
         while len(self.ahead) < _AHEAD_LINES:
             line = self.handle.readline()
             if not line:
@@ -274,8 +278,10 @@ class JsonlRecords(RecordReader):
             self.ahead.append(line)
             record = self._record(len(self.ahead), line, ()) if line.strip() else None  # line 1 drops a BOM
             if isinstance(record, dict):
-                return list(record)
-        return None
+                if not holding or any(name in record for name in holding):
+                    return list(record)
+                first = first or list(record)
+        return first
 
     @staticmethod
     def _record(line_number: int, line: bytes, required: Sequence[str]) -> Any:

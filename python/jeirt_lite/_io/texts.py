@@ -72,10 +72,11 @@ class TextReader:
         self.records = records_class(path, chunk_size)
         self.schemaless = self.records.columns is None  # JSONL: no header, the rows' fields say what there is
         try:
-            # Unnamed, the text column is the first of train's names in the header (JSONL: the first line's fields);
-            # with none there, `text`, which _check_columns then names as missing. A name given ('' too) is kept.
+            # Unnamed, the text column is the first of train's names in the header (JSONL: the fields of the first
+            # object with one); with none there, `text`, which _check_columns then names as missing. A name given
+            # ('' too) is kept.
             self.text_column = (text_column if text_column is not None
-                                else default_text_column(self.records.columns_ahead() or []) or TEXT_COLUMN)
+                                else default_text_column(self.records.columns_ahead(TEXT_COLUMNS) or []) or TEXT_COLUMN)
             self._check_columns(self.records.columns)
         except JeirtError:
             self.records.close()
