@@ -134,3 +134,17 @@ def test_a_jsonl_text_field_is_learned_from_the_first_object_that_has_one(tmp_pa
     with pytest.raises(JeirtError, match=r"data row 1 \(1-based, blank lines not counted, line 1\): "
                        r"no field 'question'"):
         read_questions(open_text_reader(path))
+
+
+def test_blank_lines_before_a_jsonl_first_row_do_not_hide_its_text_field(tmp_path: Path) -> None:
+    # Blank lines are not rows: however many come first, the first row's fields are read ahead, and the rows keep
+    # their numbers and lines.
+    path = tmp_path / "bank.jsonl"
+    path.write_text("\n" * 100 + '{"qid": "a", "question": "one?"}\n\n{"qid": "b", "prompt": "two?"}\n',
+                    encoding="utf-8")
+    with pytest.raises(JeirtError, match=r"data row 2 \(1-based, blank lines not counted, line 103\): "
+                       r"no field 'question'"):
+        read_questions(open_text_reader(path, chunk_size=1))
+    reader = open_text_reader(path, chunk_size=1, skip_bad=True)
+    table = read_questions(reader)
+    assert (table.ids, table.texts, reader.skipped) == (["a"], ["one?"], 1)

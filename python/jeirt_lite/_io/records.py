@@ -26,8 +26,9 @@ from .optional import require_pyarrow
 # Bytes read and parsed at a time: large enough that a call costs nothing beside its parsing, small enough that
 # memory stays flat.
 PARSE_BLOCK = 1 << 18
-# Lines a JSONL reader reads ahead for the fields of its first readable object (the columns a header would give).
-_AHEAD_LINES = 64
+# Rows (blank lines are none) a JSONL reader reads ahead for the fields of its first readable object (the columns a
+# header would give).
+_AHEAD_ROWS = 64
 UTF8_BOM = b"\xef\xbb\xbf"
 
 
@@ -252,7 +253,8 @@ class JsonlRecords(RecordReader):
         self.raw = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
         self.counter = _ByteCounter(self.raw, path)
         self.handle = io.BufferedReader(self.raw, buffer_size=1 << 16)
-        self.ahead: list[bytes] = []  # lines `columns_ahead` read, not yet rows
+        self.ahead: list[tuple[int, bytes]] = []  # (line number, line): rows `columns_ahead` read, not yet batched
+        self.lines_ahead = 0  # lines `columns_ahead` read, blank ones included
         try:
             check_encoding(path, self.handle.peek(4)[:4])
         except JeirtError:
@@ -266,17 +268,20 @@ class JsonlRecords(RecordReader):
         """The fields of the first readable object holding one of `holding` (any object when empty), before any
         row is read: an object without one is a bad row (`batches` requires the field), not the file's header.
         The lines up to it are read ahead and kept for `batches` to read first, so a pipe, which can be read
-        once, loses none. When none of the first lines is such an object: the first object's fields, else None
+        once, loses none. When none of the first rows is such an object: the first object's fields, else None
         (the rows then say what is wrong with them)."""
         if self.columns is not None:
             return self.columns
         first: Optional[list[str]] = None
-        while len(self.ahead) < _AHEAD_LINES:
+        while len(self.ahead) < _AHEAD_ROWS:
             line = self.handle.readline()
             if not line:
                 break
-            self.ahead.append(line)
-            record = self._record(len(self.ahead), line, ()) if line.strip() else None  # line 1 drops a BOM
+            self.lines_ahead += 1
+            if not line.strip():  # not a row: only counted, so that the rows after it keep their line numbers
+                continue
+            self.ahead.append((self.lines_ahead, line))
+            record = self._record(self.lines_ahead, line, ())  # line 1 drops a BOM
             if isinstance(record, dict):
                 if not holding or any(name in record for name in holding):
                     return list(record)
@@ -312,8 +317,9 @@ class JsonlRecords(RecordReader):
         """With `wanted` None: every field met so far (a later batch may have more columns)."""
         records: list[Any] = []  # a dict per row, or the str saying why the line is not one
         batch = RowBatch(self.rows_read + 1, {})
-        lines, self.ahead = itertools.chain(self.ahead, self.handle), []  # the lines read ahead come first
-        for line_number, line in enumerate(lines, 1):
+        # The rows read ahead come first, then the lines after them.
+        lines, self.ahead = itertools.chain(self.ahead, enumerate(self.handle, self.lines_ahead + 1)), []
+        for line_number, line in lines:
             if not line.strip():
                 continue
             self.rows_read += 1
