@@ -148,3 +148,15 @@ def test_blank_lines_before_a_jsonl_first_row_do_not_hide_its_text_field(tmp_pat
     reader = open_text_reader(path, chunk_size=1, skip_bad=True)
     table = read_questions(reader)
     assert (table.ids, table.texts, reader.skipped) == (["a"], ["one?"], 1)
+
+
+def test_a_jsonl_bank_without_any_text_field_is_refused_by_what_was_looked_for(tmp_path: Path) -> None:
+    # As a CSV header without one is, even when bad rows are skipped (every row would be, and nothing scored);
+    # a field named, as at 75fe932, leaves each row to say it lacks it.
+    path = write_jsonl(tmp_path / "bank.jsonl", [{"qid": "a", "body": "one?"}, {"qid": "b", "body": "two?"}])
+    for skip_bad in (False, True):
+        with pytest.raises(JeirtError, match=r"bank\.jsonl: no text column \(looked for 'text', 'question', 'prompt'; "
+                           r"columns: qid, body\)"):
+            open_text_reader(path, skip_bad=skip_bad)
+    with open_text_reader(path, text_column="text", skip_bad=True) as reader:
+        assert list(reader) == [] and reader.skipped == 2

@@ -202,6 +202,12 @@ def test_score_dataset_refuses_a_text_column_named_empty(tiny_router_path: Path)
         engine.score_dataset(FakeDataset(["id", "text"]), tiny_router_path, text_column="", concurrency=1)
 
 
+def test_score_dataset_without_a_text_column_says_what_it_looked_for(tiny_router_path: Path) -> None:
+    # The words of one machine's reader (TextReader), not a column `text` the caller never named.
+    with pytest.raises(JeirtError, match=r"no text column \(looked for 'text', 'question', 'prompt'; columns: id, body\)"):
+        engine.score_dataset(FakeDataset(["id", "body"]), tiny_router_path, concurrency=1)
+
+
 def test_score_dataset_hands_the_workers_route_s_rules_checked_before_any_work(
     tiny_router_path: Path, texts: list[str]
 ) -> None:

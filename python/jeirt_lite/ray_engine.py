@@ -43,13 +43,13 @@ from ._io.optional import require_pyarrow
 from ._io.outputs import check_output_path
 from ._io.parquet_stream import parquet_rows, write_tables
 from ._io.vocabulary import (
-    TEXT_COLUMN,
     columns_listed,
     default_id_column,
     default_text_column,
     id_problem,
     probability_column,
     score_columns,
+    text_column_missing,
     text_problem,
 )
 from ._io.writers import ScoredChunk, score_table
@@ -142,9 +142,7 @@ def _batch_sums(batch: Any, probability_columns: list[str]) -> dict[str, np.ndar
 def find_id_column(column_names_: list[str], text_column: str, id_column: Optional[str]) -> str:
     """The id column to carry to the output: the named one, else the first of `id`, `question_id`, `qid`."""
     if text_column not in column_names_:
-        raise hinted_error(
-            f"no column {text_column!r} ({columns_listed(text_column, column_names_)})", column_hint("text_column")
-        )
+        raise hinted_error(text_column_missing(text_column, column_names_), column_hint("text_column"))
     if id_column is not None:
         if id_column not in column_names_:
             raise hinted_error(
@@ -223,7 +221,9 @@ def score_dataset(
         bounded_int(concurrency, "concurrency", 1, MAX_CHUNK_ROWS)
     names = list(ds.schema().names)
     if text_column is None:  # as on one machine (TextReader): a name given, '' too, is kept
-        text_column = default_text_column(names) or TEXT_COLUMN
+        text_column = default_text_column(names)
+        if text_column is None:
+            raise hinted_error(text_column_missing(None, names), column_hint("text_column"))
     resolved_id = find_id_column(names, text_column, id_column)
     try:
         # A bank read as one big block (one Parquet row group) would go to one worker: streaming re-blocking to

@@ -28,6 +28,7 @@ from .vocabulary import (
     label_missing,
     label_of,
     llm_name_problem,
+    text_column_missing,
     text_problem,
 )
 
@@ -63,7 +64,6 @@ class TextReader:
         self.kept_rows = 0
         self.other_llms: Counter[str] = Counter()
         self.read_ids = read_ids  # False: no id column is read or checked, rows are named by their numbers
-        self.text_named = text_column is not None
         self.id_column: Optional[str] = id_column
         self.label_column = label_column
         self.skip_bad = skip_bad
@@ -72,24 +72,28 @@ class TextReader:
         self.records = records_class(path, chunk_size)
         self.schemaless = self.records.columns is None  # JSONL: no header, the rows' fields say what there is
         try:
-            # Unnamed, the text column is the first of train's names in the header (JSONL: the fields of the first
-            # object with one); with none there, `text`, which _check_columns then names as missing. A name given
-            # ('' too) is kept.
-            self.text_column = (text_column if text_column is not None
-                                else default_text_column(self.records.columns_ahead(TEXT_COLUMNS) or []) or TEXT_COLUMN)
+            self.text_column = text_column if text_column is not None else self._found_text_column()
             self._check_columns(self.records.columns)
         except JeirtError:
             self.records.close()
             raise
         self.row_note = self.records.row_note
 
+    def _found_text_column(self) -> str:
+        """Unnamed, the text column is the first of train's names in the header; in JSONL, among the fields of the
+        first object holding one (its first rows read ahead: a file without one there is refused as a header
+        without one is, not read as rows all bad); with no object read, `text`, which the rows then lack."""
+        columns = self.records.columns_ahead(TEXT_COLUMNS)
+        found = default_text_column(columns or [])
+        if found is None and columns is not None:
+            raise hinted_error(f"{self.path}: {text_column_missing(None, columns)}", column_hint("text_column"))
+        return found or TEXT_COLUMN
+
     def _check_columns(self, columns: Optional[list[str]]) -> None:
         if columns is None:  # known only once rows are read (JSONL)
             return
         if self.text_column not in columns:
-            missing = (f"column {self.text_column!r} (" if self.text_named
-                       else f"text column (looked for {', '.join(map(repr, TEXT_COLUMNS))}; ")
-            raise hinted_error(f"{self.path}: no {missing}{columns_listed(self.text_column, columns)})",
+            raise hinted_error(f"{self.path}: {text_column_missing(self.text_column, columns)}",
                                column_hint("text_column"))
         # A JSONL row without the label field is a question without an answer, as training reads it: the first row
         # may lack it (`answers` has looked for the column in the first rows).

@@ -45,6 +45,14 @@ def default_text_column(columns: Sequence[str]) -> Optional[str]:
     return next((name for name in TEXT_COLUMNS if name in columns), None)
 
 
+def text_column_missing(named: Optional[str], columns: Sequence[str]) -> str:
+    """Why `columns` hold no text column: the one `named` is not among them, or (None) none of `TEXT_COLUMNS` is."""
+    if named is not None:
+        return f"no column {named!r} ({columns_listed(named, columns)})"
+    looked_for = ", ".join(map(repr, TEXT_COLUMNS))
+    return f"no text column (looked for {looked_for}; {columns_listed(TEXT_COLUMN, columns)})"
+
+
 def label_of(value: Any) -> Optional[int]:
     """1 or 0 for a label in the vocabulary (bools, 0/1 numbers, their spellings); None when it is not one."""
     if isinstance(value, bool):
