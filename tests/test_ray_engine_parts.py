@@ -98,10 +98,11 @@ def test_the_router_s_files_are_every_file_of_its_folder_and_need_a_router_json(
 # -- the id column and the pool size ------------------------------------------------------------------------------
 
 
-def test_the_id_column_is_the_named_one_else_id_or_question_id() -> None:
+def test_the_id_column_is_the_named_one_else_the_first_of_id_question_id_qid() -> None:
     assert engine.find_id_column(["text", "key", "id"], "text", "key") == "key"
-    assert engine.find_id_column(["text", "id"], "text", None) == "id"
-    assert engine.find_id_column(["question_id", "text"], "text", None) == "question_id"
+    assert engine.find_id_column(["text", "qid", "id"], "text", None) == "id"
+    assert engine.find_id_column(["qid", "question_id", "text"], "text", None) == "question_id"
+    assert engine.find_id_column(["qid", "text"], "text", None) == "qid"
     with pytest.raises(JeirtError, match="no id column 'key'"):
         engine.find_id_column(["text", "id"], "text", "key")
     with pytest.raises(JeirtError, match="no column 'body'"):

@@ -27,11 +27,11 @@ def router(tiny_router_path: Path) -> Router:
 
 def _cores_in_a_child(pin_to_one: bool) -> list[str]:
     """usable_cores() and the default thread count, in a child process (pinned to one core when asked)."""
-    code = "from jeirt_lite._router_tables import resolve_threads, usable_cores; print(usable_cores(), resolve_threads(None))"
-    first_core = min(os.sched_getaffinity(0))
+    pin = f"import os; os.sched_setaffinity(0, {{{min(os.sched_getaffinity(0))}}}); " if pin_to_one else ""
+    code = pin + "from jeirt_lite._router_tables import resolve_threads, usable_cores; " \
+                 "print(usable_cores(), resolve_threads(None))"
     child = subprocess.run(
-        [sys.executable, "-c", code], env=cli_env(), capture_output=True, text=True, timeout=60, check=True,
-        preexec_fn=(lambda: os.sched_setaffinity(0, {first_core})) if pin_to_one else None,
+        [sys.executable, "-c", code], env=cli_env(), capture_output=True, text=True, timeout=60, check=True
     )
     return child.stdout.split()
 
