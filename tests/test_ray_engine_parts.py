@@ -129,7 +129,7 @@ def test_the_default_pool_starts_ray_when_none_runs_and_counts_the_usable_cores_
     monkeypatch.setattr(engine.ray, "cluster_resources", lambda: {})
     monkeypatch.setattr(engine, "usable_cores", lambda: 5)  # the cores this process may use, a CPU limit included
     assert engine._default_concurrency(1) == 4
-    assert started == [{"include_dashboard": False}]
+    assert started == [{"include_dashboard": False, "num_cpus": 5}]
     assert engine._default_concurrency(1) == 4 and len(started) == 1  # running now: not started again
     monkeypatch.setattr(engine, "usable_cores", lambda: 1)
     assert engine._default_concurrency(1) == 1

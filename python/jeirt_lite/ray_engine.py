@@ -161,8 +161,8 @@ def find_id_column(column_names_: list[str], text_column: str, id_column: Option
 
 
 def _default_concurrency(threads_per_worker: int) -> int:
-    if not ray.is_initialized():
-        ray.init(include_dashboard=False)
+    if not ray.is_initialized():  # on the cores this process may use, as score_file_on_ray starts one
+        ray.init(include_dashboard=False, num_cpus=usable_cores())
     resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]  # Ray leaves it unannotated
     cpus = int(resources.get("CPU", usable_cores()))
     # One CPU stays free for the Parquet read tasks: actors holding every CPU starve the reads, and the
