@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pytest
 from child_env import cli_env
 from jeirt_lite import Router
 from jeirt_lite.cli import build_parser, main
+from jeirt_lite.cli.route import STDIN_BATCH
 
 QUESTIONS = [
     "What is the derivative of a function",
@@ -448,6 +450,32 @@ def test_a_reader_that_goes_away_ends_the_run_quietly_with_status_0(tiny_router_
     process.stdout.close()
     _, stderr = process.communicate("\n".join(QUESTIONS * 50).encode(), timeout=60)
     assert (process.returncode, stderr.decode()) == (0, "")
+
+
+@pytest.mark.skipif(os.name == "nt", reason="select on a pipe")
+def test_ctrl_c_stops_route_while_it_waits_for_the_next_stdin_line(tiny_router_path: Path) -> None:
+    # The pipe stays open and silent: the run waits in a read that only a stop signal can end (_io.pipes).
+    ignored = signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal starts it (see below)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "jeirt_lite", "route", "--router", str(tiny_router_path), "--json"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(),
+        )
+    finally:
+        signal.signal(signal.SIGINT, ignored)
+    try:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write((QUESTIONS[0] + "\n") * STDIN_BATCH)  # a pipe's lines are routed a batch at a time
+        process.stdin.flush()
+        assert select.select([process.stdout], [], [], 60)[0], "no answer to the first batch"
+        assert json.loads(process.stdout.readline())["text"] == QUESTIONS[0]  # answered: now waiting for more
+        time.sleep(0.3)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert (process.returncode, stderr) == (130, "jeirt-lite: interrupted\n")
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")

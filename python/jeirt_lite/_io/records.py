@@ -16,12 +16,13 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Optional
+from typing import Any, Optional
 
 from .. import _core
 from .._errors import JeirtError
 from .._json_keys import RepeatedKey, unique_keys
 from .optional import require_pyarrow
+from .pipes import open_stoppable
 
 # Bytes read and parsed at a time: large enough that a call costs nothing beside its parsing, small enough that
 # memory stays flat.
@@ -96,7 +97,7 @@ class RecordReader:
 class _ByteCounter:
     """Share of a regular file read so far, from the raw file's position (read-ahead makes it approximate)."""
 
-    def __init__(self, raw: IO[bytes], path: Path):
+    def __init__(self, raw: io.RawIOBase, path: Path):
         self.raw = raw
         size = os.stat(path).st_size if path.is_file() else 0
         self.size = size if size > 0 else None
@@ -127,7 +128,7 @@ class CsvRecords(RecordReader):
 
     def __init__(self, path: Path, chunk_size: int):
         super().__init__(path, chunk_size)
-        self.raw = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
+        self.raw = open_stoppable(path)  # closed by close(); a pipe is read so that Ctrl-C stops a wait
         self.counter = _ByteCounter(self.raw, path)
         self.handle = io.BufferedReader(self.raw, buffer_size=1 << 16)
         self.parser = _core.CsvParser(self.delimiter)
@@ -250,7 +251,7 @@ class JsonlRecords(RecordReader):
 
     def __init__(self, path: Path, chunk_size: int):
         super().__init__(path, chunk_size)
-        self.raw = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
+        self.raw = open_stoppable(path)  # closed by close(); a pipe is read so that Ctrl-C stops a wait
         self.counter = _ByteCounter(self.raw, path)
         self.handle = io.BufferedReader(self.raw, buffer_size=1 << 16)
         self.ahead: list[tuple[int, bytes]] = []  # (line number, line): rows `columns_ahead` read, not yet batched

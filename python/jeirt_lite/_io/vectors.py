@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import io
 import math
 import os
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from typing import IO, Any, Optional
 import numpy as np
 
 from .._errors import SKIP_BAD, JeirtError, hinted_error
+from .pipes import open_stoppable
 from .vocabulary import id_problem
 
 # NumPy refuses headers longer than this by default (numpy.lib.format's max_header_size); so does this reader.
@@ -216,7 +218,10 @@ class IdReader:
                 )
         else:
             try:
-                self.handle = open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115 - closed by close()
+                # a pipe read so that Ctrl-C stops a wait for its next line (_io.pipes); closed by close()
+                self.handle = io.TextIOWrapper(
+                    io.BufferedReader(open_stoppable(path)), encoding="utf-8-sig", newline=""
+                )
             except FileNotFoundError:
                 raise JeirtError(f"{path}: no such file") from None
             except OSError as err:

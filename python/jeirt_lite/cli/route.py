@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
 from .._errors import JeirtError
+from .._io.pipes import may_wait, stoppable
 from .._io.vocabulary import text_problem
 from .._pipeline import in_background, pipelines, scoring_copy
 from .._questions import EncodedQuestions
@@ -61,8 +63,7 @@ def add_parser(subparsers: Any) -> None:
 def _stdin_batches(stream: TextIO) -> Iterator[list[str]]:
     """Non-blank stdin lines in batches; a line that is not UTF-8 stops with its line number."""
     interactive = stream.isatty()
-    raw = getattr(stream, "buffer", None)
-    lines: Iterator[Any] = iter(raw) if raw is not None else iter(stream)
+    lines: Iterator[Any] = iter(_stoppable_bytes(stream))
     batch: list[str] = []
     for number, line in enumerate(lines, 1):
         if isinstance(line, bytes):
@@ -82,6 +83,19 @@ def _stdin_batches(stream: TextIO) -> Iterator[list[str]]:
             batch = []
     if batch:
         yield batch
+
+
+def _stoppable_bytes(stream: TextIO) -> Any:
+    """The stream's bytes (its text, for a stream without them), read so that Ctrl-C stops a wait for a line
+    (_io.pipes); nothing of it has been read yet."""
+    raw = getattr(stream, "buffer", None)
+    if raw is None:
+        return stream
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError):  # a stream in memory never waits
+        return raw
+    return io.BufferedReader(stoppable(io.FileIO(fd, "rb", closefd=False))) if may_wait(fd) else raw
 
 
 def _question_batches(args: argparse.Namespace) -> Iterator[list[str]]:
