@@ -1,10 +1,11 @@
 """The question-text reader on its own (`TextReader`, `read_questions`): the row count the progress line extrapolates,
 the id column a JSONL file's first row decides, labels kept in step with their texts when bad rows are skipped, and
-a malformed CSV record that stops even a run that skips bad rows. tests/test_batch.py and tests/test_io_hostile.py
-drive the same reader through `score_file`."""
+a malformed CSV record that stops even a run that skips bad rows, the rows of one LLM in a table of several.
+tests/test_batch.py and tests/test_io_hostile.py drive the same reader through `score_file`."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,7 +14,7 @@ import pytest
 from bank_files import LARGE_BANK_ROWS, write_jsonl, write_large_csv_bank
 from jeirt_lite import JeirtError
 from jeirt_lite._io.formats import open_text_reader
-from jeirt_lite._io.texts import read_questions
+from jeirt_lite._io.texts import no_rows_of, read_questions
 
 
 def test_the_row_estimate_grows_from_the_share_read_and_ends_exact(tmp_path: Path) -> None:
@@ -160,3 +161,29 @@ def test_a_jsonl_bank_without_any_text_field_is_refused_by_what_was_looked_for(t
             open_text_reader(path, skip_bad=skip_bad)
     with open_text_reader(path, text_column="text", skip_bad=True) as reader:
         assert list(reader) == [] and reader.skipped == 2
+
+
+def test_an_llm_column_missing_from_a_header_is_refused_naming_that_column(tmp_path: Path) -> None:
+    # add-llm looks for the column before it opens the reader; the reader's own check must name the column, not the
+    # LLM whose rows it was to keep, and suggest the header's near miss for it.
+    path = tmp_path / "answers.csv"
+    path.write_text("id,text,Model\na,one?,x\n")
+    with pytest.raises(JeirtError, match=r"answers\.csv: no LLM column 'model' \(columns: id, text, Model; "
+                       r"did you mean 'Model'\?\)"):
+        open_text_reader(path, llm_rows=("model", "x"))
+
+
+def test_only_the_named_llms_rows_are_kept_whatever_side_the_others_names_sort_on(tmp_path: Path) -> None:
+    path = tmp_path / "answers.csv"
+    path.write_text("id,text,model\n1,one?,a\n2,two?,m\n3,three?,z\n4,four?,m \n")
+    reader = open_text_reader(path, llm_rows=("model", "m"))
+    table = read_questions(reader)
+    assert (table.ids, table.texts) == (["2", "4"], ["two?", "four?"])  # 'm ' is m, stripped as training strips it
+    assert reader.other_llms == Counter({"a": 1, "z": 1}) and reader.kept_rows == 2
+
+
+@pytest.mark.parametrize("count", [8, 9])
+def test_the_error_of_a_table_without_the_llms_rows_names_eight_others_at_most(count: int) -> None:
+    others = Counter({f"m{i}": count - i for i in range(count)})  # the most common first: m0, m1, ...
+    named = ", ".join(f"'m{i}'" for i in range(8)) + (", ..." if count > 8 else "")
+    assert f"which names {count} other LLMs ({named}); add it" in no_rows_of(Path("all.csv"), "model", "x", others)
