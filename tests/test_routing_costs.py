@@ -108,6 +108,7 @@ def test_routing_among_a_subset_and_with_costs_passed_in(router: Router) -> None
         ({"cost_weight": 0.1, "costs": {"llm-9": 1.0}}, "unknown LLM 'llm-9'"),
         ({"cost_weight": 0.1, "costs": {"llm-0": -1.0}}, "finite and >= 0"),
         ({"k": 6}, r"k must be between 1 and the 5 LLMs routed among \(the router's LLMs\), got 6"),
+        ({"k": 0}, r"k must be between 1 and the 5 LLMs routed among \(the router's LLMs\), got 0"),
         ({"k": 3, "llms": ["llm-0", "llm-1"]}, r"between 1 and the 2 LLMs routed among \(the given LLMs\), got 3"),
         ({"k": 2.0}, r"got 2\.0"),
         ({"k": True}, r"got True"),

@@ -49,10 +49,8 @@ def _route(questions: np.ndarray, llms: np.ndarray, k: int, **rule: Any) -> tupl
     )
 
 
-@pytest.fixture
-def chunk_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
-    """The (rows, LLMs) of each probability matrix the rules compute, with chunks of at most 12 cells."""
-    monkeypatch.setattr(_routing, "CHUNK_CELLS", 12)
+def _recorded_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The (rows, LLMs) of each probability matrix the rules compute from now on."""
     calls: list[tuple[int, int]] = []
     real = kernels.probabilities
 
@@ -62,6 +60,13 @@ def chunk_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
 
     monkeypatch.setattr(kernels, "probabilities", recorded)
     return calls
+
+
+@pytest.fixture
+def chunk_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The (rows, LLMs) of each probability matrix the rules compute, with chunks of at most 12 cells."""
+    monkeypatch.setattr(_routing, "CHUNK_CELLS", 12)
+    return _recorded_calls(monkeypatch)
 
 
 @pytest.mark.parametrize("with_offsets", [False, True])
@@ -130,6 +135,16 @@ def test_rows_are_scored_in_chunks_of_at_most_chunk_cells(
     assert chunk_calls == calls
 
 
+@pytest.mark.parametrize("rule", [{"cost_weight": 0.1}, {"min_probability": 0.5}])
+def test_a_chunk_of_score_s_size_is_one_kernel_call(monkeypatch: pytest.MonkeyPatch, rule: dict) -> None:
+    # The chunks bound memory; they must not also cut a batch into many small kernel calls: with the real
+    # CHUNK_CELLS, score's chunk of 4,096 rows over a few LLMs is one.
+    calls = _recorded_calls(monkeypatch)
+    questions, llms = _problem(n=4096)
+    _route(questions, llms, 1, **rule)
+    assert calls == [(4096, K)]
+
+
 def test_a_row_wider_than_a_chunk_is_scored_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_routing, "CHUNK_CELLS", 3)
     questions, llms = _problem(n=4)
@@ -146,9 +161,10 @@ def test_k_outside_one_to_the_llm_count_is_refused_by_the_adjusted_rules(rule: d
         _route(questions, llms, k, **rule)
 
 
-def test_a_cost_weight_of_zero_with_costs_is_the_plain_top_k() -> None:
+def test_a_cost_weight_of_zero_with_costs_is_the_plain_top_k(chunk_calls: list[tuple[int, int]]) -> None:
     questions, llms = _problem(n=30)
     indices, probabilities, fallback = _route(questions, llms, 2, cost_weight=0.0)
+    assert chunk_calls == []  # the fused top-k, never the (N, K) matrix the adjusted rules sort
     want = kernels.top_k(questions, llms, 2, threads=1, scale=SCALE, bias=BIAS)
     assert fallback is None
     np.testing.assert_array_equal(indices, want[0])
