@@ -1,6 +1,7 @@
 """The record readers on their own: how far through a file they say they are (the progress line's share), a
 byte-order mark only where a file starts, the fields a JSONL row lacks, columns met as a JSONL file goes, every
-Parquet column when none is named, and a malformed CSV record ending the file whatever the chunk.
+Parquet column when none is named, a malformed CSV record ending the file whatever the chunk, JSONL batches of the
+chunk size.
 tests/test_csv_records.py checks the CSV parser against Python's csv module; tests/test_io_hostile.py and
 tests/test_batch.py drive these readers through `score_file`."""
 
@@ -197,3 +198,13 @@ def test_artifact_json_nested_too_deeply_is_refused_as_unreadable(tmp_path: Path
     with pytest.raises(JeirtError, match="the LLM names in its metadata are unreadable"):
         check_binding(tmp_path / "router.json", {"llms": ["a"]}, {"llm_names": deep, "manifest_sha256": ""},
                       tmp_path / "llms.safetensors")
+
+
+def test_jsonl_batches_hold_the_chunk_size_past_the_small_integers(tmp_path: Path) -> None:
+    # Memory stays flat only if each batch ends at the chunk size: a count compared by identity (CPython shares
+    # only the integers up to 256) would never end one, and read the whole file as a single batch.
+    path = write_jsonl(tmp_path / "bank.jsonl", [{"text": f"question {i}"} for i in range(601)])
+    reader = JsonlRecords(path, chunk_size=300)
+    batches = list(reader.batches(["text"]))
+    assert [(batch.first_row, len(batch)) for batch in batches] == [(1, 300), (301, 300), (601, 1)]
+    reader.close()

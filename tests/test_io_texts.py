@@ -187,3 +187,17 @@ def test_the_error_of_a_table_without_the_llms_rows_names_eight_others_at_most(c
     others = Counter({f"m{i}": count - i for i in range(count)})  # the most common first: m0, m1, ...
     named = ", ".join(f"'m{i}'" for i in range(8)) + (", ..." if count > 8 else "")
     assert f"which names {count} other LLMs ({named}); add it" in no_rows_of(Path("all.csv"), "model", "x", others)
+
+
+@pytest.mark.parametrize("before", [63, 64])
+def test_a_jsonl_text_field_is_looked_for_in_the_first_64_rows(tmp_path: Path, before: int) -> None:
+    # As docs/guide/scoring.md says: a bank whose first 64 rows hold none is refused, whatever comes after them.
+    rows = [{"qid": f"q{i}", "body": "?"} for i in range(before)] + [{"qid": "last", "question": "one?"}]
+    path = write_jsonl(tmp_path / "bank.jsonl", rows)
+    if before == 64:
+        with pytest.raises(JeirtError, match=r"no text column \(looked for 'text', 'question', 'prompt'"):
+            open_text_reader(path, skip_bad=True)
+        return
+    reader = open_text_reader(path, skip_bad=True)
+    table = read_questions(reader)
+    assert (table.ids, table.texts, reader.skipped) == (["last"], ["one?"], 63)
