@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jeirt_lite import EncodedQuestions, JeirtError, Router
+from jeirt_lite._routing import subset_rows
 from jeirt_lite.kernels import probabilities
 
 COSTS = {"llm-0": 70.0, "llm-1": 7.0, "llm-2": 8.0, "llm-3": 1.5, "llm-4": 34.0}
@@ -117,6 +118,13 @@ def test_routing_among_a_subset_and_with_costs_passed_in(router: Router) -> None
 def test_bad_routing_arguments_are_named(router: Router, kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(JeirtError, match=message):
         router.route(EncodedQuestions(_questions(router, 3)), **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_subset_of_more_than_256_llms_is_taken_whole() -> None:
+    # Its lengths compared by identity (`is not` for `!=`) agree only up to 256, CPython's cached integers: more
+    # LLMs would all be refused as named twice.
+    names = [f"llm-{i}" for i in range(300)]
+    assert subset_rows(names, names[::-1]) == list(range(299, -1, -1))
 
 
 def test_costs_are_needed_for_every_llm_named(tiny_router_path: Path) -> None:
