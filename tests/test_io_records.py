@@ -1,7 +1,7 @@
 """The record readers on their own: how far through a file they say they are (the progress line's share), a
 byte-order mark only where a file starts, the fields a JSONL row lacks, columns met as a JSONL file goes, every
 Parquet column when none is named, a malformed CSV record ending the file whatever the chunk, JSONL batches of the
-chunk size.
+chunk size, the share of a file that grows while it is read.
 tests/test_csv_records.py checks the CSV parser against Python's csv module; tests/test_io_hostile.py and
 tests/test_batch.py drive these readers through `score_file`."""
 
@@ -207,4 +207,16 @@ def test_jsonl_batches_hold_the_chunk_size_past_the_small_integers(tmp_path: Pat
     reader = JsonlRecords(path, chunk_size=300)
     batches = list(reader.batches(["text"]))
     assert [(batch.first_row, len(batch)) for batch in batches] == [(1, 300), (301, 300), (601, 1)]
+    reader.close()
+
+
+def test_the_share_read_of_a_file_that_grows_while_it_is_read_stops_at_one(tmp_path: Path) -> None:
+    # Its size is taken when it opens; rows appended after that are read too, past that size.
+    path = tmp_path / "bank.csv"
+    path.write_text("id,text\n1,one?\n")
+    reader = CsvRecords(path, chunk_size=1000)
+    with path.open("a") as grow:
+        grow.writelines(f"{i},question {i}?\n" for i in range(2, 200))
+    (batch,) = reader.batches(["id", "text"])
+    assert len(batch) == 199 and reader.fraction_read() == 1.0
     reader.close()
