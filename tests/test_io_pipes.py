@@ -22,6 +22,7 @@ POSIX = pytest.mark.skipif(os.name == "nt" or not hasattr(signal, "pthread_sigma
 CHILD = """
 import os, signal, sys, threading, time
 from jeirt_lite._io.pipes import stoppable
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a test run in the background inherits SIGINT ignored
 read_end, write_end = os.pipe()
 threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
