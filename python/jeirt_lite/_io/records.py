@@ -361,9 +361,9 @@ class ParquetRecords(RecordReader):
         super().__init__(path, chunk_size)
         pa = require_pyarrow()
         try:
-            # Memory grew with the bank (620 MB for 1,000,000 rows, 190 MB for the same bank in CSV) two ways:
-            # pre-buffering kept every row group read until the file closed, and without a buffer size a row
-            # group's column is read whole (a bank written by pyarrow or pandas is one row group up to 1Mi rows).
+            # Memory grew with the bank two ways (docs/research/throughput.md, "Parquet input"): pre-buffering kept
+            # every row group read until the file closed, and without a buffer size a row group's column is read
+            # whole (a bank written by pyarrow or pandas is one row group up to 1Mi rows).
             self.file = pa.parquet.ParquetFile(str(path), pre_buffer=False, buffer_size=PARSE_BLOCK)
         except (pa.ArrowException, OSError, ValueError) as err:
             raise JeirtError(f"{path}: not a readable Parquet file ({err})") from err
