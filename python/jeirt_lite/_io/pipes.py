@@ -61,3 +61,13 @@ def stoppable(raw: io.FileIO) -> io.RawIOBase:
 def open_stoppable(path: Any) -> io.RawIOBase:
     """The file at `path`, unbuffered and binary, read so that a stop signal stops a wait for its input."""
     return stoppable(io.FileIO(path, "rb"))
+
+
+def stoppable_buffer(buffer: Any) -> Any:
+    """A buffered binary stream nothing has been read from yet (`sys.stdin.buffer`), or, where its input may wait,
+    a buffered reader of its file descriptor that a stop signal stops; a stream without a descriptor is kept."""
+    try:
+        fd = buffer.fileno()
+    except (OSError, ValueError):  # a stream in memory never waits
+        return buffer
+    return io.BufferedReader(_ReadyReader(io.FileIO(fd, "rb", closefd=False))) if may_wait(fd) else buffer

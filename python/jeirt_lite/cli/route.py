@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import sys
 from collections.abc import Iterator
 from typing import Any, TextIO
 
 from .._errors import JeirtError
-from .._io.pipes import may_wait, stoppable
+from .._io.pipes import stoppable_buffer
 from .._io.vocabulary import text_problem
 from .._pipeline import in_background, pipelines, scoring_copy
 from .._questions import EncodedQuestions
@@ -89,13 +88,7 @@ def _stoppable_bytes(stream: TextIO) -> Any:
     """The stream's bytes (its text, for a stream without them), read so that Ctrl-C stops a wait for a line
     (_io.pipes); nothing of it has been read yet."""
     raw = getattr(stream, "buffer", None)
-    if raw is None:
-        return stream
-    try:
-        fd = stream.fileno()
-    except (OSError, ValueError):  # a stream in memory never waits
-        return raw
-    return io.BufferedReader(stoppable(io.FileIO(fd, "rb", closefd=False))) if may_wait(fd) else raw
+    return stream if raw is None else stoppable_buffer(raw)
 
 
 def _question_batches(args: argparse.Namespace) -> Iterator[list[str]]:
