@@ -267,11 +267,13 @@ def test_score_file_on_ray_refuses_costs_for_an_unknown_llm_before_ray_starts(
     priced_router: Path, bank: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import jeirt_lite.ray_engine as engine
+    import ray
     from jeirt_lite._errors import JeirtError
+    from jeirt_lite._ray import file_run
     from jeirt_lite.batch import ScoreOptions
 
-    monkeypatch.setattr(engine.ray, "init", lambda **kwargs: pytest.fail("Ray started"))
-    monkeypatch.setattr(engine, "_score_on_ray", lambda *args: pytest.fail("the pipeline ran"))
+    monkeypatch.setattr(ray, "init", lambda **kwargs: pytest.fail("Ray started"))
+    monkeypatch.setattr(file_run, "_score_on_ray", lambda *args: pytest.fail("the pipeline ran"))
     options = ScoreOptions(cost_weight=0.01)
     with pytest.raises(JeirtError, match="costs: costs names unknown LLM 'nope'"):
         engine.score_file_on_ray(bank, router_path=priced_router, output=tmp_path / "s.parquet", options=options,
@@ -300,10 +302,10 @@ def test_a_shipped_router_needs_no_folder_on_the_workers(
 
 
 def crash_once_scorer(marker: Path) -> Any:
-    """A _BankScorer whose process dies (os._exit) at its first batch if `marker` does not exist yet."""
-    from jeirt_lite.ray_engine import _BankScorer
+    """A BankScorer whose process dies (os._exit) at its first batch if `marker` does not exist yet."""
+    from jeirt_lite._ray.worker import BankScorer
 
-    class CrashOnce(_BankScorer):  # type: ignore[misc]
+    class CrashOnce(BankScorer):  # type: ignore[misc]
         def __call__(self, batch: Any) -> Any:
             if not marker.exists():
                 marker.write_text("crashed once")
@@ -318,7 +320,7 @@ def test_a_worker_that_dies_is_replaced_and_the_output_is_complete(
     ray_runtime: Any, capsys: pytest.CaptureFixture[str], tiny_router_path: Path, bank: Path, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import jeirt_lite.ray_engine as engine
+    from jeirt_lite._ray import dataset
     from ray import cloudpickle
 
     local, distributed, marker = tmp_path / "local.parquet", tmp_path / "ray.parquet", tmp_path / "crashed"
@@ -326,7 +328,7 @@ def test_a_worker_that_dies_is_replaced_and_the_output_is_complete(
     assert score(capsys, *common, "-o", local)[0] == 0
     # The crashing class travels to the workers by value (this test module is not importable there).
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    monkeypatch.setattr(engine, "_BankScorer", crash_once_scorer(marker))
+    monkeypatch.setattr(dataset, "BankScorer", crash_once_scorer(marker))  # where score_dataset finds it
     try:
         code, _, err = score(capsys, *common, "-o", distributed, "--engine", "ray", "--chunk-size", "40")
     finally:

@@ -1,8 +1,9 @@
-"""The Ray engine's parts (jeirt_lite.ray_engine) run without a Ray runtime: the worker's scorer on Arrow batches,
-the router files shipped to it, the id column, the pool size, what `score_dataset` asks of Ray Data, the forecast's
-sums, the Parquet writer, the errors unwrapped and when `score_file_on_ray` starts and stops Ray. Ray stands in as
-small fakes (a Dataset that records its calls, the runtime's functions patched), so nothing here schedules a task;
-tests/test_ray.py runs the whole pipeline on a real runtime.
+"""The Ray engine's parts (jeirt_lite.ray_engine, its modules in jeirt_lite._ray) run without a Ray runtime: the
+worker's scorer on Arrow batches, the router files shipped to it, the id column, the pool size, what `score_dataset`
+asks of Ray Data, the forecast's sums, the Parquet writer, the errors unwrapped and when `score_file_on_ray` starts
+and stops Ray. Ray stands in as small fakes (a Dataset that records its calls, the runtime's functions patched, in
+the module that looks them up), so nothing here schedules a task; tests/test_ray.py runs the whole pipeline on a
+real runtime.
 """
 
 from __future__ import annotations
@@ -15,14 +16,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from jeirt_lite._artifact_files import read_router_files
 from jeirt_lite._errors import JeirtError
 from jeirt_lite._io.parquet_stream import write_tables
+from jeirt_lite._router import DEFAULT_ROUTER_PATH
 from jeirt_lite.artifact import read_manifest
 from jeirt_lite.batch import ScoreOptions
 
 pytest.importorskip("ray", reason='needs Ray: pip install "jeirt-lite[ray]"')
 
 import jeirt_lite.ray_engine as engine  # noqa: E402 - after the skip: the module imports Ray
+import ray  # noqa: E402
+from jeirt_lite._ray import dataset, file_run  # noqa: E402 - the engine's parts, whose names the tests replace
+from jeirt_lite._ray.worker import BankScorer  # noqa: E402
 
 IDS = ["q0", "q1", "q2", "q3"]
 
@@ -34,7 +40,7 @@ def texts(real_texts: list[str]) -> list[str]:
 
 def scorer(router_path: Path, *, k: int = 2, all_probabilities: bool = False, skip_bad: bool = False,
            router_files: Optional[dict[str, bytes]] = None) -> Any:
-    return engine._BankScorer(str(router_path), "text", "id", k, all_probabilities, skip_bad, 1, router_files)
+    return BankScorer(str(router_path), "text", "id", k, all_probabilities, skip_bad, 1, router_files)
 
 
 def batch(ids: list[Any], texts: list[Any], id_type: Any = None) -> pa.Table:
@@ -77,7 +83,7 @@ def test_skipped_rows_take_their_ids_with_them(tiny_router_path: Path, texts: li
 def test_a_worker_given_the_router_s_files_loads_its_own_copy(
     tiny_router_path: Path, tmp_path: Path, texts: list[str]
 ) -> None:
-    files = engine.read_router_files(tiny_router_path)
+    files = read_router_files(tiny_router_path)
     shipped = scorer(tmp_path / "no_such_router", router_files=files)  # the path is not read
     assert shipped(batch(IDS, texts)).equals(scorer(tiny_router_path)(batch(IDS, texts)))
 
@@ -85,14 +91,14 @@ def test_a_worker_given_the_router_s_files_loads_its_own_copy(
 def test_the_router_s_files_are_every_file_of_its_folder_and_need_a_router_json(
     tiny_router_path: Path, tmp_path: Path
 ) -> None:
-    files = engine.read_router_files(tiny_router_path)
+    files = read_router_files(tiny_router_path)
     assert sorted(files) == sorted(entry.name for entry in tiny_router_path.iterdir() if entry.is_file())
     assert files["router.json"] == (tiny_router_path / "router.json").read_bytes()
     folder = tmp_path / "not_a_router"
     (folder / "sub").mkdir(parents=True)
     (folder / "table.bin").write_bytes(b"\0")
     with pytest.raises(JeirtError, match="not_a_router: not a router folder"):
-        engine.read_router_files(folder)
+        read_router_files(folder)
 
 
 # -- the id column and the pool size ------------------------------------------------------------------------------
@@ -115,24 +121,24 @@ def test_the_id_column_is_the_named_one_else_the_first_of_id_question_id_qid() -
 def test_the_default_pool_leaves_one_cpu_to_the_reads(
     monkeypatch: pytest.MonkeyPatch, cpus: int, threads: int, workers: int
 ) -> None:
-    monkeypatch.setattr(engine.ray, "is_initialized", lambda: True)
-    monkeypatch.setattr(engine.ray, "cluster_resources", lambda: {"CPU": float(cpus)})
-    assert engine._default_concurrency(threads) == workers
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {"CPU": float(cpus)})
+    assert dataset._default_concurrency(threads) == workers
 
 
 def test_the_default_pool_starts_ray_when_none_runs_and_counts_the_usable_cores_without_a_cpu_resource(
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
     started: list[dict[str, Any]] = []
-    monkeypatch.setattr(engine.ray, "is_initialized", lambda: bool(started))
-    monkeypatch.setattr(engine.ray, "init", lambda **kwargs: started.append(kwargs))
-    monkeypatch.setattr(engine.ray, "cluster_resources", lambda: {})
-    monkeypatch.setattr(engine, "usable_cores", lambda: 5)  # the cores this process may use, a CPU limit included
-    assert engine._default_concurrency(1) == 4
+    monkeypatch.setattr(ray, "is_initialized", lambda: bool(started))
+    monkeypatch.setattr(ray, "init", lambda **kwargs: started.append(kwargs))
+    monkeypatch.setattr(ray, "cluster_resources", lambda: {})
+    monkeypatch.setattr(dataset, "usable_cores", lambda: 5)  # the cores this process may use, a CPU limit included
+    assert dataset._default_concurrency(1) == 4
     assert started == [{"include_dashboard": False, "num_cpus": 5}]
-    assert engine._default_concurrency(1) == 4 and len(started) == 1  # running now: not started again
-    monkeypatch.setattr(engine, "usable_cores", lambda: 1)
-    assert engine._default_concurrency(1) == 1
+    assert dataset._default_concurrency(1) == 4 and len(started) == 1  # running now: not started again
+    monkeypatch.setattr(dataset, "usable_cores", lambda: 1)
+    assert dataset._default_concurrency(1) == 1
 
 
 # -- what score_dataset asks of Ray Data --------------------------------------------------------------------------
@@ -165,7 +171,7 @@ def test_score_dataset_hands_ray_the_scorer_its_arguments_and_the_pool(tiny_rout
     assert engine.score_dataset(ds, tiny_router_path, k=2, batch_size=40, concurrency=3, threads_per_worker=2) is ds
     assert ds.repartitioned == 40
     mapped = ds.mapped
-    assert mapped["fn"] is engine._BankScorer
+    assert mapped["fn"] is BankScorer
     assert mapped["fn_constructor_kwargs"] == {
         "router_path": str(tiny_router_path.resolve()), "text_column": "text", "id_column": "question_id", "k": 2,
         "all_probabilities": False, "skip_bad": False, "threads": 2, "router_files": None,
@@ -178,17 +184,17 @@ def test_score_dataset_hands_ray_the_scorer_its_arguments_and_the_pool(tiny_rout
 def test_score_dataset_ships_the_router_only_when_asked_and_sizes_the_pool_by_default(
     tiny_router_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(engine, "_default_concurrency", lambda threads: 7 * threads)
+    monkeypatch.setattr(dataset, "_default_concurrency", lambda threads: 7 * threads)
     ds = FakeDataset(["id", "text"], streaming_repartition=False)  # an older Ray: the blocks stay as read
     engine.score_dataset(ds, tiny_router_path, ship_router=True, threads_per_worker=2)
     assert ds.repartitioned is None
-    assert ds.mapped["fn_constructor_kwargs"]["router_files"] == engine.read_router_files(tiny_router_path)
+    assert ds.mapped["fn_constructor_kwargs"]["router_files"] == read_router_files(tiny_router_path)
     assert ds.mapped["batch_size"] == engine.DEFAULT_BATCH_SIZE
     assert ds.mapped["compute"].min_size == 14
 
 
 def test_score_dataset_s_defaults_are_the_command_line_s(tiny_router_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "_default_concurrency", lambda threads: threads)
+    monkeypatch.setattr(dataset, "_default_concurrency", lambda threads: threads)
     ds = FakeDataset(["id", "text"])
     engine.score_dataset(ds, tiny_router_path)
     given = ds.mapped["fn_constructor_kwargs"]
@@ -217,7 +223,7 @@ def test_score_dataset_hands_the_workers_route_s_rules_checked_before_any_work(
     engine.score_dataset(ds, tiny_router_path, k=1, llms=names[1:], concurrency=1)
     routing = ds.mapped["fn_constructor_kwargs"]["routing"]
     assert routing == {"llms": tuple(names[1:]), "cost_weight": 0.0, "min_probability": None}
-    worker = engine._BankScorer(str(tiny_router_path), "text", "id", 1, False, False, 1, None, routing)
+    worker = BankScorer(str(tiny_router_path), "text", "id", 1, False, False, 1, None, routing)
     chosen = worker(batch(IDS, texts)).column("llm_1").to_pylist()
     assert names[0] not in chosen
     untouched = FakeDataset(["id", "text"])
@@ -239,7 +245,7 @@ def test_score_dataset_hands_the_workers_the_given_costs_in_place_of_the_stored_
     engine.score_dataset(ds, priced, cost_weight=1.0, costs=given, concurrency=1)
     handed = ds.mapped["fn_constructor_kwargs"]
     assert handed["costs"] == given
-    worker = engine._BankScorer(str(priced), "text", "id", 1, False, False, 1, None, handed["routing"], given)
+    worker = BankScorer(str(priced), "text", "id", 1, False, False, 1, None, handed["routing"], given)
     assert worker.router.costs == given
     expected = router.route(texts, 1, costs=given, cost_weight=1.0).names
     assert worker(batch(IDS, texts)).column("llm_1").to_pylist() == [names[0] for names in expected]
@@ -351,14 +357,14 @@ def test_a_pipeline_error_that_holds_no_jeirt_error_is_raised_as_it_is(monkeypat
     def fail(*_: Any) -> Any:
         raise failure
 
-    monkeypatch.setattr(engine, "_run_pipeline", fail)
+    monkeypatch.setattr(file_run, "_run_pipeline", fail)
     failure: Exception = RuntimeError("JeirtError: row with id 'q1': has no text (missing or null)")
     with pytest.raises(JeirtError, match="^row with id 'q1'") as caught:
-        engine._score_on_ray(None, Path("router"), [], False)  # type: ignore[arg-type]
+        file_run._score_on_ray(None, Path("router"), [], False)  # type: ignore[arg-type]
     assert caught.value is not failure
     failure = OSError("disk full")
     with pytest.raises(OSError) as raised:
-        engine._score_on_ray(None, Path("router"), [], False)  # type: ignore[arg-type]
+        file_run._score_on_ray(None, Path("router"), [], False)  # type: ignore[arg-type]
     assert raised.value is failure
 
 
@@ -367,9 +373,9 @@ class FakeRuntime:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch, running: bool) -> None:
         self.running, self.inits, self.shutdowns = running, [], 0
-        monkeypatch.setattr(engine.ray, "is_initialized", lambda: self.running)
-        monkeypatch.setattr(engine.ray, "init", lambda **kwargs: self.inits.append(kwargs))
-        monkeypatch.setattr(engine.ray, "shutdown", self.shutdown)
+        monkeypatch.setattr(ray, "is_initialized", lambda: self.running)
+        monkeypatch.setattr(ray, "init", lambda **kwargs: self.inits.append(kwargs))
+        monkeypatch.setattr(ray, "shutdown", self.shutdown)
 
     def shutdown(self) -> None:
         self.shutdowns += 1
@@ -389,14 +395,14 @@ def test_ray_is_started_for_the_call_only_when_none_runs_and_stopped_after_it(
     running: bool, address: Optional[str], cores: int,
 ) -> None:
     runtime = FakeRuntime(monkeypatch, running)
-    monkeypatch.setattr(engine, "usable_cores", lambda: cores)
+    monkeypatch.setattr(file_run, "usable_cores", lambda: cores)
     runs: list[Any] = []
 
     def pipeline(run: Any, router_path: Path, llms: Any, show_progress: bool) -> Any:
         runs.append((run, router_path, show_progress))
         return 3, None, 0.5
 
-    monkeypatch.setattr(engine, "_score_on_ray", pipeline)
+    monkeypatch.setattr(file_run, "_score_on_ray", pipeline)
     output = tmp_path / "scores.parquet"
     summary = engine.score_file_on_ray(parquet_bank, router_path=tiny_router_path, output=output, address=address)
     assert (summary.rows, summary.skipped, summary.seconds, summary.output) == (3, 1, 0.5, output)
@@ -419,7 +425,7 @@ def test_ray_started_for_the_call_is_stopped_when_the_run_fails(
     def pipeline(*_: Any) -> Any:
         raise JeirtError("a bad row")
 
-    monkeypatch.setattr(engine, "_score_on_ray", pipeline)
+    monkeypatch.setattr(file_run, "_score_on_ray", pipeline)
     with pytest.raises(JeirtError, match="a bad row"):
         engine.score_file_on_ray(parquet_bank, router_path=tiny_router_path, output=tmp_path / "s.parquet")
     assert runtime.shutdowns == 1
@@ -435,11 +441,11 @@ def test_the_forecast_alone_needs_no_output_and_the_default_router_is_the_shippe
         seen.append(router_path)
         return 4, {name: 0.5 for name in llms}, 0.5
 
-    monkeypatch.setattr(engine, "_score_on_ray", pipeline)
+    monkeypatch.setattr(file_run, "_score_on_ray", pipeline)
     summary = engine.score_file_on_ray(parquet_bank, options=ScoreOptions(forecast=True))
-    assert seen == [engine.DEFAULT_ROUTER_PATH]
+    assert seen == [DEFAULT_ROUTER_PATH]
     assert summary.output is None and summary.forecast is not None
-    assert list(summary.forecast) == list(read_manifest(engine.DEFAULT_ROUTER_PATH).llms)
+    assert list(summary.forecast) == list(read_manifest(DEFAULT_ROUTER_PATH).llms)
 
 
 def test_an_output_that_would_replace_the_bank_is_refused_before_ray_starts(
@@ -467,7 +473,7 @@ class Materializing(FakeScored):
 def test_the_pipeline_scores_once_for_both_passes_keeps_the_order_and_drops_the_forecast_s_columns(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, write: bool, forecast: bool, all_probabilities: bool
 ) -> None:
-    context = engine.ray.data.DataContext.get_current()
+    context = ray.data.DataContext.get_current()
     monkeypatch.setattr(context.execution_options, "preserve_order", False)
     monkeypatch.setattr(context, "enable_progress_bars", True)
     columns = {"id": ["q0", "q1", "q2"], "llm_1": ["a", "b", "a"], "p[a]": [0.5, 0.25, 1.0], "p[b]": [0.5, 0.5, 0.5]}
@@ -478,14 +484,14 @@ def test_the_pipeline_scores_once_for_both_passes_keeps_the_order_and_drops_the_
         asked.append({"ds": ds, "router_path": router_path, **kwargs})
         return scored
 
-    monkeypatch.setattr(engine.ray.data, "read_parquet", lambda path: ("read", path))
-    monkeypatch.setattr(engine, "score_dataset", score_dataset)
+    monkeypatch.setattr(ray.data, "read_parquet", lambda path: ("read", path))
+    monkeypatch.setattr(file_run, "score_dataset", score_dataset)
     options = ScoreOptions(k=1, all_probabilities=all_probabilities, forecast=forecast, chunk_size=40, skip_bad=True,
                            llms=("b",), min_probability=0.25)
     output = tmp_path / "scores.parquet" if write else None
-    run = engine._FileRun(tmp_path / "bank.parquet", output, "body", "key", options, 2, True, {"b": 1.0})
+    run = file_run._FileRun(tmp_path / "bank.parquet", output, "body", "key", options, 2, True, {"b": 1.0})
     started = time.perf_counter()
-    rows, means, seconds = engine._run_pipeline(run, Path("router"), ["a", "b"], False)
+    rows, means, seconds = file_run._run_pipeline(run, Path("router"), ["a", "b"], False)
     assert 0 <= seconds <= time.perf_counter() - started
     assert context.execution_options.preserve_order and not context.enable_progress_bars
     assert asked == [{

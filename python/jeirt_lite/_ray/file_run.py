@@ -1,0 +1,177 @@
+"""The Ray engine's file-to-file run (`jeirt-lite score --engine ray`): `score_file_on_ray` reads a Parquet bank
+on Ray Data, scores it with `dataset.score_dataset` and streams the scores into one Parquet file, with the summary
+`batch.score_file` returns; a worker's JeirtError comes back as that error (`unwrap_error`)."""
+
+from __future__ import annotations
+
+import gc
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Union
+
+import ray
+import ray.data
+
+from .._errors import JeirtError, rehint
+from .._io.outputs import check_output_path
+from .._io.parquet_stream import parquet_rows, write_tables
+from .._io.vocabulary import probability_column
+from .._router import DEFAULT_ROUTER_PATH
+from .._router_tables import usable_cores
+from .._score_request import RAY, ScoreOptions, check_score_request
+from ..artifact import read_manifest
+from ..batch import ScoreSummary
+from .dataset import checked_routing, expected_accuracy, score_dataset
+
+
+def unwrap_error(error: BaseException) -> Optional[JeirtError]:
+    """The JeirtError a worker raised, found inside Ray's wrapping exceptions, or None.
+
+    Ray Data re-raises a worker's exception as RayTaskError(UserCodeException), which does not always keep the
+    original as a cause; its text then still holds the "JeirtError: <message>" line, which is used instead.
+    """
+    seen: set[int] = set()
+    current: Optional[BaseException] = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, JeirtError):
+            return current
+        match = _JEIRT_ERROR_LINE.search(str(current))
+        if match is not None:
+            return rehint(match.group(1))
+        cause = getattr(current, "cause", None)
+        current = cause if isinstance(cause, BaseException) else current.__cause__
+    return None
+
+
+_JEIRT_ERROR_LINE = re.compile(r"JeirtError: (.+)")
+
+
+def score_file_on_ray(
+    input_path: Path,
+    *,
+    router_path: Optional[Union[str, Path]] = None,
+    output: Optional[Path] = None,
+    text_column: Optional[str] = None,
+    id_column: Optional[str] = None,
+    options: Optional[ScoreOptions] = None,
+    address: Optional[str] = None,
+    threads_per_worker: int = 1,
+    ship_router: bool = False,
+    show_progress: bool = False,
+    costs: Optional[Mapping[str, float]] = None,
+) -> ScoreSummary:
+    """`batch.score_file` on Ray Data: a Parquet bank in, one Parquet file out, the same summary.
+
+    Workers encode and score; the driver streams the scored batches, in input order, into a temporary file next
+    to the output and renames it at the end (`_io.outputs.atomic_output`), so a failed or interrupted run leaves no
+    output. The forecast is aggregated from per-batch sums (`expected_accuracy`). Without a running Ray, one is
+    started for the call (on `address`, else locally on the CPUs this process may use) and shut down after it. `costs`
+    replaces the router's stored costs for the run, as in `score_dataset`.
+
+    Raises:
+        JeirtError: a bad input, output or argument, or a bad row without `options.skip_bad`.
+    """
+    options = options or ScoreOptions()
+    router_path = Path(router_path) if router_path is not None else DEFAULT_ROUTER_PATH
+    manifest = read_manifest(router_path)
+    llms = manifest.llms
+    check_score_request(options, len(llms), input_path=Path(input_path), output=output, engine=RAY)
+    # Before Ray starts, as on one machine.
+    costs = checked_routing(manifest, options.k, options.llms, options.cost_weight, options.min_probability, costs)
+    if output is not None:
+        check_output_path(output, [input_path], router_path)
+    total = parquet_rows(input_path)  # from the file's footer: a Ray count would be one more job to schedule
+    started_here = not ray.is_initialized()
+    if started_here:
+        # Without an address: a local runtime on the CPUs this process may use; with one: join that cluster.
+        ray.init(
+            address=address,
+            num_cpus=None if address else usable_cores(),  # a container's CPU limit included
+            include_dashboard=False,
+            log_to_driver=False,
+        )
+    try:
+        run = _FileRun(Path(input_path), output, text_column, id_column, options, threads_per_worker, ship_router,
+                       costs)
+        rows, forecast, seconds = _score_on_ray(run, router_path, llms, show_progress)
+    finally:
+        if started_here:
+            ray.shutdown()
+    return ScoreSummary(rows=rows, skipped=total - rows, seconds=seconds, output=output, forecast=forecast)
+
+
+@dataclass(frozen=True)
+class _FileRun:
+    """The arguments of one `score_file_on_ray` call that the pipeline needs."""
+
+    input_path: Path
+    output: Optional[Path]
+    text_column: Optional[str]
+    id_column: Optional[str]
+    options: ScoreOptions
+    threads_per_worker: int
+    ship_router: bool
+    costs: Optional[dict[str, float]] = None  # None: the router's own
+
+
+def _score_on_ray(
+    run: _FileRun, router_path: Path, llms: Sequence[str], show_progress: bool
+) -> tuple[int, Optional[dict[str, float]], float]:
+    """Runs the Ray pipeline; returns (rows scored, forecast or None, seconds).
+
+    A worker's JeirtError (a bad row) comes back as that JeirtError. The failed run's worker actors keep their CPUs
+    until its executor objects are garbage: Ray's traceback holds them in reference cycles, so they are collected
+    here, before the error is raised; without that, the next Dataset on the same runtime can wait for CPUs
+    indefinitely.
+    """
+    failure: Optional[str] = None
+    try:
+        return _run_pipeline(run, router_path, llms, show_progress)
+    except Exception as error:
+        cause = unwrap_error(error)
+        if cause is None:
+            raise
+        failure = str(cause)
+    gc.collect()
+    raise rehint(failure)  # a new error from the message alone: holding `cause` would keep the cycles alive
+
+
+def _run_pipeline(
+    run: _FileRun, router_path: Path, llms: Sequence[str], show_progress: bool
+) -> tuple[int, Optional[dict[str, float]], float]:
+    context = ray.data.DataContext.get_current()
+    context.execution_options.preserve_order = True  # the output keeps the input order, as on one machine
+    context.enable_progress_bars = show_progress
+    options = run.options
+    started = time.perf_counter()
+    ds = ray.data.read_parquet(str(run.input_path.resolve()))
+    scored = score_dataset(
+        ds,
+        router_path,
+        text_column=run.text_column,
+        id_column=run.id_column,
+        k=options.k,
+        all_probabilities=options.all_probabilities or options.forecast,
+        skip_bad=options.skip_bad,
+        batch_size=options.chunk_size,  # rows per worker call
+        threads_per_worker=run.threads_per_worker,
+        ship_router=run.ship_router,
+        llms=options.llms,
+        cost_weight=options.cost_weight,
+        min_probability=options.min_probability,
+        costs=run.costs,
+    )
+    forecast: Optional[dict[str, float]] = None
+    rows = 0
+    if run.output is not None and options.forecast:
+        scored = scored.materialize()  # scored once, in the object store; read by both passes below
+    if options.forecast:
+        forecast, rows = expected_accuracy(scored, llms)
+    if run.output is not None:
+        drop = [] if options.all_probabilities else [probability_column(name) for name in llms if options.forecast]
+        rows = write_tables(scored.iter_batches(batch_format="pyarrow", batch_size=None), run.output, drop)
+    return rows, forecast, time.perf_counter() - started

@@ -1,0 +1,81 @@
+"""The Ray engine's worker: an actor that loads the router once and scores whole Arrow batches of texts with the
+code of the single-machine path (`batch.score_chunk`, `_io.writers.score_table`)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from .._errors import SKIP_BAD, hinted_error
+from .._io.optional import require_pyarrow
+from .._io.vocabulary import id_problem, score_columns, text_problem
+from .._io.writers import ScoredChunk, score_table
+from .._score_request import ScoreOptions
+from ..batch import score_chunk
+
+
+class BankScorer:
+    """One per worker: loads the router once, then turns Arrow batches of texts into Arrow batches of scores."""
+
+    def __init__(
+        self,
+        router_path: str,
+        text_column: str,
+        id_column: str,
+        k: int,
+        all_probabilities: bool,
+        skip_bad: bool,
+        threads: int,
+        router_files: Optional[dict[str, bytes]] = None,
+        routing: Optional[dict[str, Any]] = None,
+        costs: Optional[dict[str, float]] = None,
+    ):
+        from .._router import Router
+
+        if router_files is not None:
+            # A private copy for this worker's lifetime; Router.load checks it against router.json's hashes.
+            self._router_copy = tempfile.TemporaryDirectory(prefix="jeirt-router-")
+            for name, data in router_files.items():
+                (Path(self._router_copy.name) / name).write_bytes(data)
+            router_path = self._router_copy.name
+        self.router = Router.load(router_path, threads=threads)
+        if costs is not None:  # instead of the stored ones, as `--costs FILE` does on one machine
+            self.router = self.router.with_costs(costs, replace=True)
+        self.pa = require_pyarrow()
+        self.text_column, self.id_column = text_column, id_column
+        self.options = ScoreOptions(k=k, all_probabilities=all_probabilities, skip_bad=skip_bad, **(routing or {}))
+        self.columns = score_columns(k, self.router.llms, all_probabilities)
+        self.name_array = self.pa.array(list(self.router.llms), type=self.pa.string())
+
+    def __call__(self, batch: Any) -> Any:
+        pa = self.pa
+        texts = batch.column(self.text_column).to_pylist()
+        ids = batch.column(self.id_column).combine_chunks()
+        keep = []
+        for i, (text, ident) in enumerate(zip(texts, ids.to_pylist())):
+            problem = text_problem(text) or id_problem(ident)  # the rules of the single-machine reader
+            if problem is None:
+                keep.append(i)
+            elif not self.options.skip_bad:
+                # Rows of a distributed dataset have no global number, so the row is named by its id.
+                raise hinted_error(f"row with {self.id_column} {ids[i].as_py()!r}: {problem}", SKIP_BAD)
+        if len(keep) < len(texts):
+            ids = ids.take(pa.array(keep, type=pa.int64()))
+            texts = [texts[i] for i in keep]
+        if pa.types.is_large_string(ids.type):  # the single-machine writer's id column is plain string
+            ids = ids.cast(pa.string())
+        if texts:
+            chunk = score_chunk(self.router, [], self.router.encode(texts), self.options)
+        else:  # every row of the batch was bad and skipped
+            k, n_llms = self.options.k, len(self.router.llms)
+            chunk = ScoredChunk(
+                ids=[],
+                indices=np.empty((0, k), dtype=np.int64),
+                probabilities=np.empty((0, k), dtype=np.float32),
+                difficulty=np.empty(0, dtype=np.float32),
+                all_probabilities=np.empty((0, n_llms), dtype=np.float32) if self.options.all_probabilities else None,
+            )
+        return score_table(pa, ids, chunk, self.name_array, self.columns)
