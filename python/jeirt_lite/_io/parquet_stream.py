@@ -43,5 +43,7 @@ def write_tables(tables: Iterable[Any], output: Path, drop: Sequence[str]) -> in
             if writer is not None:
                 writer.close()
         if writer is None:
-            raise JeirtError("the Ray engine produced no batches (empty bank?); no output written")
+            # Whoever streams the tables may drop the empty ones (Ray Data does): an empty bank, or one whose every
+            # row was skipped, then comes as no table at all.
+            raise JeirtError(f"no scored table came to write (an empty bank, or every row skipped): {output} not written")
     return rows
