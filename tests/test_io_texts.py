@@ -185,7 +185,7 @@ def test_only_the_named_llms_rows_are_kept_whatever_side_the_others_names_sort_o
 @pytest.mark.parametrize("count", [8, 9])
 def test_the_error_of_a_table_without_the_llms_rows_names_eight_others_at_most(count: int) -> None:
     others = Counter({f"m{i}": count - i for i in range(count)})  # the most common first: m0, m1, ...
-    named = ", ".join(f"'m{i}'" for i in range(8)) + (", ..." if count > 8 else "")
+    named = ", ".join(f"'m{i}'" for i in range(8)) + (" and 1 more" if count > 8 else "")
     assert f"which names {count} other LLMs ({named}); add it" in no_rows_of(Path("all.csv"), "model", "x", others)
 
 
