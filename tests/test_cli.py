@@ -370,7 +370,7 @@ def test_score_vectors_mode(
         (["score", "BANK", "-o", "x.csv", "--k", "9"], 2, "k must be between 1 and the router's 5 LLMs"),
         (["score", "BANK", "-o", "x.csv", "--address", "auto"], 2, "--address goes with --engine ray"),
         # what the input holds: exit 1
-        (["score", "BANK", "-o", "x.csv", "--text-column", "question"], 1, "no column 'question'"),
+        (["score", "BANK", "-o", "x.csv", "--text-column", "question"], 1, "no text column 'question'"),
     ],
 )
 def test_score_usage_errors_exit_2_and_input_errors_1(

@@ -117,6 +117,9 @@ def test_add_llm_parquet(tiny_router_path: Path, tmp_path: Path) -> None:
         ("one_row", "need at least 2 answers"),
         ("no_column", "no correct column (looked for 'correct', 'label', 'is_correct', 'score'; columns: text, "
          "answer); see --correct-column"),
+        # The near miss of a name looked for, as score says it of its text column.
+        ("near_column", "no correct column (looked for 'correct', 'label', 'is_correct', 'score'; columns: text, "
+         "Label; did you mean 'Label'?); see --correct-column"),
         ("exists", "already exists (pass --overwrite"),
         ("not_a_router", "is not a router folder (it holds no router.json); overwrite replaces only a router folder"),
     ],
@@ -132,6 +135,8 @@ def test_add_llm_errors_are_clear(tiny_router_path: Path, tmp_path: Path, setup:
         answers.write_text("text,correct\nwhat is the price,1\n")
     elif setup == "no_column":
         answers.write_text("text,answer\nwhat is the price,1\n")
+    elif setup == "near_column":
+        answers.write_text("text,Label\nwhat is the price,1\n")
     else:
         _answers(answers)
     if setup == "duplicate":

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Optional
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from bank_files import LARGE_BANK_ROWS, write_jsonl, write_large_csv_bank
 from jeirt_lite import JeirtError
+from jeirt_lite._io.answers import read_answers
 from jeirt_lite._io.formats import open_text_reader
 from jeirt_lite._io.texts import no_rows_of, read_questions
 
@@ -120,7 +122,7 @@ def test_a_text_column_named_empty_is_refused_not_taken_for_unnamed(tmp_path: Pa
         path.write_text("id,text\na,one?\n", encoding="utf-8")
     else:
         write_jsonl(path, [{"id": "a", "text": "one?"}])
-    with pytest.raises(JeirtError, match=r"no (column|field) ''"):
+    with pytest.raises(JeirtError, match=r"no (text column|field) ''"):
         read_questions(open_text_reader(path, text_column=""))
 
 
@@ -171,6 +173,24 @@ def test_an_llm_column_missing_from_a_header_is_refused_naming_that_column(tmp_p
     with pytest.raises(JeirtError, match=r"answers\.csv: no LLM column 'model' \(columns: id, text, Model; "
                        r"did you mean 'Model'\?\)"):
         open_text_reader(path, llm_rows=("model", "x"))
+
+
+@pytest.mark.parametrize(("named", "said"), [
+    (None, "no text column (looked for 'text', 'question', 'prompt'; columns: id, Question, correct; did you mean "
+           "'Question'?); see text_column"),
+    ("body", "no text column 'body' (columns: id, Question, correct); see text_column"),
+])
+def test_score_and_add_llm_say_a_missing_text_column_in_the_same_words(
+    tmp_path: Path, named: Optional[str], said: str
+) -> None:
+    # One sentence for every command, with the near miss of a name looked for.
+    path = tmp_path / "answers.csv"
+    path.write_text("id,Question,correct\na,one?,1\n")
+    with pytest.raises(JeirtError) as by_score:
+        open_text_reader(path, text_column=named)
+    with pytest.raises(JeirtError) as by_add_llm:
+        read_answers(path, "x", text_column=named)
+    assert str(by_score.value) == str(by_add_llm.value) == f"{path}: {said}"
 
 
 def test_only_the_named_llms_rows_are_kept_whatever_side_the_others_names_sort_on(tmp_path: Path) -> None:

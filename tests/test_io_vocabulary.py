@@ -13,6 +13,7 @@ from jeirt_lite._io.vocabulary import (
     EMPTY_LABELS,
     FALSE_LABELS,
     TRUE_LABELS,
+    column_missing,
     id_problem,
     label_missing,
     label_of,
@@ -100,3 +101,15 @@ def test_an_id_is_a_string_an_integer_or_a_typed_columns_value(value: Any, probl
 )
 def test_an_llm_name_is_a_non_blank_string_or_an_integer(value: Any, problem: Optional[str]) -> None:
     assert llm_name_problem(value) == problem
+
+
+def test_a_missing_column_is_said_one_way_with_the_near_miss_of_a_name_wanted() -> None:
+    assert column_missing("id", "key", ["id", "text"]) == "no id column 'key' (columns: id, text)"
+    assert column_missing("LLM", "model", ["text", " Model"]) == (
+        "no LLM column 'model' (columns: text,  Model; did you mean ' Model'?)")
+    # Unnamed: the names looked for, and a near miss of any of them, in their order (the one that would be taken).
+    looked_for = ("text", "question", "prompt")
+    assert column_missing("text", None, ["Prompt", "QUESTION"], looked_for) == (
+        "no text column (looked for 'text', 'question', 'prompt'; columns: Prompt, QUESTION; did you mean 'QUESTION'?)")
+    assert column_missing("text", None, ["id", "body"], looked_for) == (
+        "no text column (looked for 'text', 'question', 'prompt'; columns: id, body)")

@@ -111,7 +111,7 @@ def test_the_id_column_is_the_named_one_else_the_first_of_id_question_id_qid() -
     assert engine.find_id_column(["qid", "text"], "text", None) == "qid"
     with pytest.raises(JeirtError, match="no id column 'key'"):
         engine.find_id_column(["text", "id"], "text", "key")
-    with pytest.raises(JeirtError, match="no column 'body'"):
+    with pytest.raises(JeirtError, match="no text column 'body'"):
         engine.find_id_column(["text", "id"], "body", "id")
     with pytest.raises(JeirtError, match="needs an id column"):
         engine.find_id_column(["text"], "text", None)
@@ -205,7 +205,7 @@ def test_score_dataset_s_defaults_are_the_command_line_s(tiny_router_path: Path,
 
 def test_score_dataset_refuses_a_text_column_named_empty(tiny_router_path: Path) -> None:
     # '' names a column, as on one machine: not the default's `text`, which the dataset has.
-    with pytest.raises(JeirtError, match="no column ''"):
+    with pytest.raises(JeirtError, match="no text column ''"):
         engine.score_dataset(FakeDataset(["id", "text"]), tiny_router_path, text_column="", concurrency=1)
 
 

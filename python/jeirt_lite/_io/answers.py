@@ -15,7 +15,7 @@ from typing import Optional
 from .._errors import JeirtError, column_hint, hinted_error
 from .formats import check_input_file, open_text_reader, table_format
 from .texts import read_questions
-from .vocabulary import CORRECT_COLUMNS, LLM_COLUMNS, TEXT_COLUMNS, columns_listed
+from .vocabulary import CORRECT_COLUMNS, LLM_COLUMNS, TEXT_COLUMNS, column_missing
 
 # Rows read to learn a JSONL table's fields: those of its first rows stand for a header.
 _PEEK_ROWS = 64
@@ -49,16 +49,9 @@ def table_columns(path: Path) -> list[str]:
 def pick_column(path: Path, columns: list[str], named: Optional[str], candidates: tuple[str, ...], what: str,
                 option: str, required: bool = True) -> Optional[str]:
     """The column `named`, else the first of `candidates` in the table; an error names both when there is none."""
-    if named is not None:
-        if named not in columns:
-            raise hinted_error(f"{path}: no {what} column {named!r} ({columns_listed(named, columns)})",
-                               column_hint(option))
-        return named
-    found = next((name for name in candidates if name in columns), None)
-    if found is None and required:
-        listed = ", ".join(repr(name) for name in candidates)
-        raise hinted_error(f"{path}: no {what} column (looked for {listed}; columns: {', '.join(columns)})",
-                           column_hint(option))
+    found = named if named is not None else next((name for name in candidates if name in columns), None)
+    if (named is not None and named not in columns) or (found is None and required):
+        raise hinted_error(f"{path}: {column_missing(what, named, columns, candidates)}", column_hint(option))
     return found
 
 

@@ -96,4 +96,4 @@ def _check_required(path: Path, columns: Any, required: Sequence[str]) -> None:
         return
     missing = [name for name in required if name not in columns]
     if missing:
-        raise JeirtError(f"{path}: no column {', '.join(missing)} ({columns_listed(missing[0], list(columns))})")
+        raise JeirtError(f"{path}: no column {', '.join(missing)} ({columns_listed(missing, list(columns))})")

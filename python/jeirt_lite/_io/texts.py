@@ -22,14 +22,13 @@ from .vocabulary import (
     ID_COLUMNS,
     TEXT_COLUMN,
     TEXT_COLUMNS,
-    columns_listed,
+    column_missing,
     default_id_column,
     default_text_column,
     id_problem,
     label_missing,
     label_of,
     llm_name_problem,
-    text_column_missing,
     text_problem,
 )
 
@@ -87,35 +86,30 @@ class TextReader:
         columns = self.records.columns_ahead(TEXT_COLUMNS)
         found = default_text_column(columns or [])
         if found is None and columns is not None:
-            raise hinted_error(f"{self.path}: {text_column_missing(None, columns)}", column_hint("text_column"))
+            raise hinted_error(f"{self.path}: {column_missing('text', None, columns, TEXT_COLUMNS)}",
+                               column_hint("text_column"))
         return found or TEXT_COLUMN
 
     def _check_columns(self, columns: Optional[list[str]]) -> None:
         if columns is None:  # known only once rows are read (JSONL)
             return
         if self.text_column not in columns:
-            raise hinted_error(f"{self.path}: {text_column_missing(self.text_column, columns)}",
+            raise hinted_error(f"{self.path}: {column_missing('text', self.text_column, columns)}",
                                column_hint("text_column"))
         # A JSONL row without the label field is a question without an answer, as training reads it: the first row
         # may lack it (`answers` has looked for the column in the first rows).
         if self.label_column is not None and self.label_column not in columns and not self.schemaless:
-            raise hinted_error(
-                f"{self.path}: no label column {self.label_column!r} ({columns_listed(self.label_column, columns)})",
-                column_hint("label_column"),
-            )
+            raise hinted_error(f"{self.path}: {column_missing('label', self.label_column, columns)}",
+                               column_hint("label_column"))
         if self.llm_rows is not None and self.llm_rows[0] not in columns:
-            raise hinted_error(
-                f"{self.path}: no LLM column {self.llm_rows[0]!r} ({columns_listed(self.llm_rows[0], columns)})",
-                column_hint("llm_column"),
-            )
+            raise hinted_error(f"{self.path}: {column_missing('LLM', self.llm_rows[0], columns)}",
+                               column_hint("llm_column"))
         if self.id_column is None:
             if self.read_ids and not self.schemaless:  # JSONL: its first good row decides (__iter__)
                 self.id_column = default_id_column(columns)
         elif self.id_column not in columns:
-            raise hinted_error(
-                f"{self.path}: no id column {self.id_column!r} ({columns_listed(self.id_column, columns)})",
-                column_hint("id_column"),
-            )
+            raise hinted_error(f"{self.path}: {column_missing('id', self.id_column, columns)}",
+                               column_hint("id_column"))
 
     @property
     def rows_read(self) -> int:

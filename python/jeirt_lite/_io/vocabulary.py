@@ -26,13 +26,14 @@ FALSE_LABELS = frozenset({"0", "0.0", "false"})
 EMPTY_LABELS = frozenset({"", "nan", "none", "<na>", "null"})
 
 
-def columns_listed(name: str, columns: Sequence[Any]) -> str:
-    """The table's columns, for an error about the column `name` missing from them, with the one that differs
-    from it only in case or surrounding spaces (a header "id, text" has the column ' text'), which a list alone
-    would not show."""
+def columns_listed(names: Sequence[str], columns: Sequence[Any]) -> str:
+    """The table's columns, for an error about a column of `names` missing from them, with the first (in the order
+    of `names`) that differs from one only in case or surrounding spaces (a header "id, text" has the column
+    ' text'), which a list alone would not show."""
     listed = ", ".join(map(str, columns))
-    near = [column for column in columns if str(column).strip().lower() == name.strip().lower()]
-    return f"columns: {listed}; did you mean {str(near[0])!r}?" if near else f"columns: {listed}"
+    near = next((column for name in names for column in columns
+                 if str(column).strip().lower() == name.strip().lower()), None)
+    return f"columns: {listed}; did you mean {str(near)!r}?" if near is not None else f"columns: {listed}"
 
 
 def default_id_column(columns: Sequence[str]) -> Optional[str]:
@@ -45,12 +46,12 @@ def default_text_column(columns: Sequence[str]) -> Optional[str]:
     return next((name for name in TEXT_COLUMNS if name in columns), None)
 
 
-def text_column_missing(named: Optional[str], columns: Sequence[str]) -> str:
-    """Why `columns` hold no text column: the one `named` is not among them, or (None) none of `TEXT_COLUMNS` is."""
+def column_missing(what: str, named: Optional[str], columns: Sequence[Any], looked_for: Sequence[str] = ()) -> str:
+    """Why `columns` hold no `what` column (text, id, LLM, ...), in the words of every command: the one `named` is
+    not among them, or (None) none of the names `looked_for` is."""
     if named is not None:
-        return f"no column {named!r} ({columns_listed(named, columns)})"
-    looked_for = ", ".join(map(repr, TEXT_COLUMNS))
-    return f"no text column (looked for {looked_for}; {columns_listed(TEXT_COLUMN, columns)})"
+        return f"no {what} column {named!r} ({columns_listed([named], columns)})"
+    return f"no {what} column (looked for {', '.join(map(repr, looked_for))}; {columns_listed(looked_for, columns)})"
 
 
 def label_of(value: Any) -> Optional[int]:

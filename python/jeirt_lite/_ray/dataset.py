@@ -15,11 +15,11 @@ import ray.data
 from .._artifact_files import read_router_files
 from .._errors import Hint, JeirtError, column_hint, hinted_error
 from .._io.vocabulary import (
-    columns_listed,
+    TEXT_COLUMNS,
+    column_missing,
     default_id_column,
     default_text_column,
     probability_column,
-    text_column_missing,
 )
 from .._limits import MAX_CHUNK_ROWS, bounded_int, check_chunk_rows, check_threads
 from .._llm_params import check_costs
@@ -44,12 +44,10 @@ def _batch_sums(batch: Any, probability_columns: list[str]) -> dict[str, np.ndar
 def find_id_column(column_names_: list[str], text_column: str, id_column: Optional[str]) -> str:
     """The id column to carry to the output: the named one, else the first of `id`, `question_id`, `qid`."""
     if text_column not in column_names_:
-        raise hinted_error(text_column_missing(text_column, column_names_), column_hint("text_column"))
+        raise hinted_error(column_missing("text", text_column, column_names_), column_hint("text_column"))
     if id_column is not None:
         if id_column not in column_names_:
-            raise hinted_error(
-                f"no id column {id_column!r} ({columns_listed(id_column, column_names_)})", column_hint("id_column")
-            )
+            raise hinted_error(column_missing("id", id_column, column_names_), column_hint("id_column"))
         return id_column
     found = default_id_column(column_names_)
     if found is None:
@@ -125,7 +123,7 @@ def score_dataset(
     if text_column is None:  # as on one machine (TextReader): a name given, '' too, is kept
         text_column = default_text_column(names)
         if text_column is None:
-            raise hinted_error(text_column_missing(None, names), column_hint("text_column"))
+            raise hinted_error(column_missing("text", None, names, TEXT_COLUMNS), column_hint("text_column"))
     resolved_id = find_id_column(names, text_column, id_column)
     try:
         # A bank read as one big block (one Parquet row group) would go to one worker: streaming re-blocking to
