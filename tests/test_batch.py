@@ -165,6 +165,25 @@ def test_forecast_without_an_output_file(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bank.csv"]
 
 
+def test_paths_may_be_strings_as_everywhere_in_the_api(
+    router: Router, bank: tuple[list[str], list[str]], tmp_path: Path
+) -> None:
+    # Router.load and Router.save take a str or a Path: score_file's paths did not (a str had no .suffix).
+    ids, texts = bank
+    path = write_bank(tmp_path / "bank.csv", [{"id": i, "text": t} for i, t in zip(ids[:10], texts[:10])])
+    summary = score_file(router, input_path=str(path), output=str(tmp_path / "s.csv"))
+    assert summary.output == tmp_path / "s.csv" and summary.rows == 10
+    assert [row["id"] for row in read_scores(tmp_path / "s.csv")] == ids[:10]
+    vectors, id_file = tmp_path / "v.npy", tmp_path / "ids.txt"
+    np.save(vectors, router.encode(texts[:10]).vectors)
+    id_file.write_text("\n".join(ids[:10]) + "\n", encoding="utf-8")
+    plain = router.with_neighbours(None)
+    score_file(plain, vectors_path=str(vectors), ids_path=str(id_file), output=str(tmp_path / "v.csv"))
+    assert [row["id"] for row in read_scores(tmp_path / "v.csv")] == ids[:10]
+    with pytest.raises(JeirtError, match="is also the input"):
+        score_file(router, input_path=str(path), output=str(path))
+
+
 def test_without_an_id_column_ids_are_row_numbers(
     router: Router, bank: tuple[list[str], list[str]], tmp_path: Path
 ) -> None:

@@ -44,6 +44,7 @@ from ._questions import EncodedQuestions, distinct_texts
 from ._router import Router
 from ._routing import routing_rows
 from ._score_request import DEFAULT_CHUNK_SIZE, ScoreOptions, check_score_request
+from .artifact import PathLike
 
 # Texts go to the encoder in slices of this many rows so the progress line moves during a chunk: a 4096-row
 # chunk takes minutes with a transformer encoder on a small CPU. The router sorts each slice by length, and
@@ -204,10 +205,10 @@ def _naming(output: Optional[Path]) -> Iterator[None]:
 def score_file(
     router: Router,
     *,
-    input_path: Optional[Path] = None,
-    vectors_path: Optional[Path] = None,
-    ids_path: Optional[Path] = None,
-    output: Optional[Path] = None,
+    input_path: Optional[PathLike] = None,
+    vectors_path: Optional[PathLike] = None,
+    ids_path: Optional[PathLike] = None,
+    output: Optional[PathLike] = None,
     text_column: Optional[str] = None,
     id_column: Optional[str] = None,
     options: Optional[ScoreOptions] = None,
@@ -219,7 +220,8 @@ def score_file(
 
     Args:
         router: the router to score with.
-        input_path: a CSV, JSONL or Parquet file with a text column (exclusive with `vectors_path`).
+        input_path: a CSV, JSONL or Parquet file with a text column (exclusive with `vectors_path`); this path
+            and the others below are a str or a Path, as `Router.load` takes.
         vectors_path: an (N, d) .npy of question vectors already embedded with this router's encoder.
         ids_path: ids for the vector rows (.npy or one per line); default: the row numbers.
         output: .csv, .jsonl or .parquet file for the scores; None only with `options.forecast`.
@@ -235,13 +237,15 @@ def score_file(
     """
     options = options or ScoreOptions()
     state = state if state is not None else ScoreState()
-    fmt = _checked_request(router, options, input_path, vectors_path, ids_path, output)
-    if "parquet" in (fmt, input_path and format_of(input_path)):
+    source, vectors, ids, target = (None if path is None else Path(path) for path in (input_path, vectors_path,
+                                                                                       ids_path, output))
+    fmt = _checked_request(router, options, source, vectors, ids, target)
+    if "parquet" in (fmt, source and format_of(source)):
         # Import pyarrow before the clock starts (its first array conversion also imports pandas when
         # installed, up to a second), so the reported time is the scoring loop's.
         require_pyarrow().array([0])
     started = time.perf_counter()
-    reader = _open_reader(router, input_path, vectors_path, ids_path, text_column, id_column, options)
+    reader = _open_reader(router, source, vectors, ids, text_column, id_column, options)
     progress = Progress(
         reader.total_rows,
         estimate_total=reader.estimated_rows if isinstance(reader, TextReader) else None,
@@ -251,14 +255,14 @@ def score_file(
     chunks, scorer = _chunk_source(router, reader, progress, state)
     forecast = ForecastSums(scorer) if options.forecast else None
     try:
-        result = _score_into(output, fmt, reader, chunks, scorer, router.llms, forecast, options, state)
+        result = _score_into(target, fmt, reader, chunks, scorer, router.llms, forecast, options, state)
     finally:
         progress.close()
     return ScoreSummary(
         rows=state.rows_scored,
         skipped=state.rows_skipped,
         seconds=time.perf_counter() - started,
-        output=output,
+        output=target,
         forecast=result,
     )
 
