@@ -91,6 +91,12 @@ def test_removing_an_llm_from_the_middle_keeps_every_other_row(router: Router) -
     np.testing.assert_array_equal(smaller.llm_vectors, router.llm_vectors[[0, 1, 3, 4]])
 
 
+def test_removing_the_only_llm_says_so_in_remove_llm_words(router: Router) -> None:
+    # It said "select at least one LLM", select_llms' words, to a caller who never called select_llms.
+    with pytest.raises(JeirtError, match=r"cannot remove 'llm-3': it is this router's only LLM"):
+        router.select_llms(["llm-3"]).remove_llm("llm-3")
+
+
 def test_every_derived_router_keeps_its_llm_table_read_only(router: Router) -> None:
     derived = [
         router.select_llms(["llm-3", "llm-1"]),

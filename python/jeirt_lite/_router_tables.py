@@ -222,6 +222,8 @@ class RouterTables:
     def remove_llm(self: RouterT, name: str) -> RouterT:
         """A router without the LLM `name`."""
         index = self.llm_index(name)
+        if len(self.llms) == 1:
+            raise JeirtError(f"cannot remove {name!r}: it is this router's only LLM")
         return self.select_llms([llm for i, llm in enumerate(self.llms) if i != index])
 
     def llm_index(self, name: str) -> int:
