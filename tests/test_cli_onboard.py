@@ -87,6 +87,23 @@ def test_add_llm_counts_the_questions_of_answers_given_more_than_once(tiny_route
     assert "added 'x' from 30 answers to 24 questions (" in done.stdout
 
 
+def test_add_llm_says_question_in_the_singular_and_why_too_few_answers_are_left(
+    tiny_router_path: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "once.csv").write_text("text,correct\nwhat is the mass,1\nwhat is  the mass,0\n")
+    done = run_cli("add-llm", str(tiny_router_path), "--name", "x", "--answers", str(tmp_path / "once.csv"), "-o",
+                   str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert "added 'x' from 2 answers to 1 question (1 correct)" in done.stdout  # it said "to 1 questions"
+    # Two of three labels empty: "got 1" alone did not say where the other rows went.
+    (tmp_path / "empty.csv").write_text("text,correct\nwhat is the mass,1\nwhat is the price,\nwhat is a court,\n")
+    done = run_cli("add-llm", str(tiny_router_path), "--name", "x", "--answers", str(tmp_path / "empty.csv"), "-o",
+                   str(tmp_path / "none"))
+    assert done.returncode == 1 and not (tmp_path / "none").exists()
+    assert done.stderr == (f"jeirt-lite: error: {tmp_path / 'empty.csv'}: need at least 2 answers to fit an LLM, "
+                           "got 1 (2 rows with an empty label left out: no answer)\n")
+
+
 def test_add_llm_parquet(tiny_router_path: Path, tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     import pyarrow as pa

@@ -12,6 +12,7 @@ from .._io.answers import read_answers
 from .._io.formats import known_suffixes
 from .._io.outputs import check_output_folder, refuse_inputs
 from .._io.vocabulary import CORRECT_COLUMNS, LLM_COLUMNS, TEXT_COLUMNS
+from .._onboarding import MIN_LABELS
 from .._training_questions import normalise_question
 from ._options import output_path
 from ._shared import (
@@ -19,6 +20,7 @@ from ._shared import (
     Console,
     add_command,
     chosen_router,
+    counted,
     load_router,
     number_in,
 )
@@ -82,17 +84,20 @@ def run(args: argparse.Namespace, console: Console) -> int:
     refuse_existing(args.output, args.overwrite)  # before the fit: --overwrite replaces only a router folder
     answers = read_answers(args.answers, args.name, args.text_column, args.correct_column, args.llm_column)
     texts, labels = answers.texts, answers.labels
+    empty = f"{counted(answers.unanswered, 'row')} with an empty label left out" if answers.unanswered else ""
+    if empty and len(texts) < MIN_LABELS:  # the rows left out are why there are too few: say so
+        raise JeirtError(f"{args.answers}: need at least {MIN_LABELS} answers to fit an LLM, got {len(texts)} "
+                         f"({empty}: no answer)")
     grown = router.add_llm(args.name, texts, labels, cost=args.cost)
     path = grown.save(args.output, overwrite=args.overwrite)
-    n = answers.unanswered
-    left_out = f"; {n} row{'s' if n != 1 else ''} with an empty label left out" if n else ""
+    left_out = f"; {empty}" if empty else ""
     others = answers.other_llms
     if others:
-        rows = sum(others.values())
-        left_out += (f"; {rows} row{'s' if rows != 1 else ''} of {len(others)} other LLM{'s' if len(others) != 1 else ''}"
+        left_out += (f"; {counted(sum(others.values()), 'row')} of {counted(len(others), 'other LLM')}"
                      f" in column {answers.llm_column!r} left out")
     asked = len({normalise_question(text) for text in texts})
-    to = f" to {asked} questions" if asked < len(texts) else ""  # some asked more than once: held out together
+    # some asked more than once: held out together
+    to = f" to {counted(asked, 'question')}" if asked < len(texts) else ""
     console.out.write(
         f"added {args.name!r} from {len(texts)} answers{to} ({sum(labels)} correct{left_out}); wrote {path}\n"
     )
