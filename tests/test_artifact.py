@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -169,6 +170,17 @@ def test_overwrite_replaces_only_a_router_folder_or_an_empty_one(tiny_router_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "empty", "link", "project"]
 
 
+def test_a_folder_that_cannot_be_written_is_named_as_asked_for(tiny_router_path: Path, tmp_path: Path) -> None:
+    # A parent that is a file ended in FileExistsError: 'afile' (a traceback, and the wrong problem named).
+    router = Router.load(tiny_router_path, threads=1)
+    (tmp_path / "afile").write_text("x")
+    for target in (tmp_path / "afile" / "router", tmp_path / "afile" / "deeper" / "router"):
+        with pytest.raises(JeirtError, match=re.escape(f"{target}: cannot write the router folder "
+                                                       f"({tmp_path / 'afile'} is a file, not a folder)")):
+            router.save(target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
 def test_a_router_saved_twice_is_the_same_folder_byte_for_byte(tiny_router_path: Path, tmp_path: Path) -> None:
     # llms.safetensors' metadata (the binding) came out in a new order from one save to the next, and router.json
     # with it (it holds the table's hash).
@@ -250,7 +262,7 @@ def test_a_swap_that_fails_puts_the_router_it_was_replacing_back(tiny_router_pat
         real_replace(source, destination)
 
     monkeypatch.setattr(artifact.os, "replace", refuse_moving_in)
-    with pytest.raises(OSError, match="Input/output error"):
+    with pytest.raises(JeirtError, match=r"router: cannot write the router folder \(Input/output error\)"):
         router.save(target, overwrite=True)
     assert {f.name: f.read_bytes() for f in target.iterdir()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["router"]

@@ -240,9 +240,21 @@ def save_artifact(
             reference_directions, alignment, reference_center, vectors.shape[1], str(target)
         )
     fields.update(_added_fields(target, extra, corrections, neighbours))
-    _write_folder(target, json_safe(fields), vectors, sources, reference, center, corrections, training_questions,
-                  neighbours)
+    try:
+        _write_folder(target, json_safe(fields), vectors, sources, reference, center, corrections,
+                      training_questions, neighbours)
+    except OSError as err:
+        raise _cannot_write(target, err) from err
     return target
+
+
+def _cannot_write(target: Path, err: OSError) -> JeirtError:
+    """An OSError writing a router folder (a read-only or full disk, a file where a folder of its path should be)
+    as an error naming the folder asked for: its own text names the hidden folder written first, or says 'File
+    exists' of a parent that is a file."""
+    blocking = next((parent for parent in target.parents if parent.exists() and not parent.is_dir()), None)
+    why = f"{blocking} is a file, not a folder" if blocking else os.strerror(err.errno) if err.errno else str(err)
+    return JeirtError(f"{target}: cannot write the router folder ({why})")
 
 
 def _source_files(
