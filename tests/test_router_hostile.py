@@ -161,6 +161,26 @@ def test_a_table_a_mapping_or_a_set_of_texts_is_refused_not_routed_by_its_keys(t
     np.testing.assert_array_equal(column, router.predict_proba(list(table["text"])))
 
 
+def test_a_pyarrow_column_is_a_sequence_of_texts_and_a_pyarrow_table_is_refused_like_a_dataframe(
+    tiny_router_path: Path,
+) -> None:
+    # The DataFrame's advice, table['text'], given a Parquet table read with pyarrow, ended in "text 0 is a
+    # StringScalar, not a string"; the table itself in "text 0 is a ChunkedArray".
+    pa = pytest.importorskip("pyarrow")
+    router = Router.load(tiny_router_path, threads=1)
+    texts = ["Who wrote Hamlet?", "What is 7 * 8?", "acid and base"]
+    table = pa.table({"id": ["q1", "q2", "q3"], "text": texts})
+    want = router.predict_proba(texts)
+    for column in (table["text"], table.column("text").combine_chunks(), pa.chunked_array([texts[:1], texts[1:]])):
+        np.testing.assert_array_equal(router.predict_proba(column), want)
+    for whole in (table, pa.record_batch([pa.array(texts)], names=["text"])):
+        with pytest.raises(JeirtError, match=rf"got a {type(whole).__name__} \(pass its text column, e\.g\. "
+                                             r"table\['text'\]\)"):
+            router.route(whole)
+    with pytest.raises(JeirtError, match="text 1 is a NoneType, not a string"):
+        router.route(pa.array(["Who wrote Hamlet?", None]))
+
+
 def test_a_wrong_argument_is_named_with_what_to_pass_instead(tiny_router_path: Path) -> None:
     router = Router.load(tiny_router_path, threads=1)
     with pytest.raises(JeirtError, match=r"select_llms takes a list of LLM names, not one string \(wrap it"):

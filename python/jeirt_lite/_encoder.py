@@ -28,7 +28,9 @@ def check_texts(texts: Sequence[str]) -> list[str]:
                          "pass EncodedQuestions(vectors))")
     # Iterating these gives a table's column names, a mapping's keys, or a set's strings in no fixed order: each
     # would be routed without an error, as the wrong questions or in the wrong order.
-    if hasattr(texts, "columns") and hasattr(texts, "iloc"):
+    # A pandas DataFrame (columns, iloc) or a pyarrow Table or RecordBatch (column_names, schema).
+    if (hasattr(texts, "columns") and hasattr(texts, "iloc")) or (hasattr(texts, "column_names") and
+                                                                  hasattr(texts, "schema")):
         raise JeirtError(f"texts must be a list of strings, got a {type(texts).__name__} (pass its text column, "
                          "e.g. table['text'])")
     if isinstance(texts, Mapping):
@@ -38,7 +40,8 @@ def check_texts(texts: Sequence[str]) -> list[str]:
         raise JeirtError(f"texts must be a list of strings, got a {type(texts).__name__}, which has no order "
                          "(pass a list, e.g. sorted(texts))")
     try:
-        items = list(texts)
+        # A pyarrow column iterates as scalars, not strings: its to_pylist gives the strings (None for a null).
+        items = list(texts.to_pylist() if hasattr(texts, "to_pylist") else texts)
     except TypeError as err:
         raise JeirtError(f"texts must be a sequence of strings, got {type(texts).__name__}") from err
     for i, text in enumerate(items):
