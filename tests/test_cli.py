@@ -127,6 +127,18 @@ def test_route_stdin_that_is_not_utf8_is_named(tiny_router_path: Path) -> None:
     assert b"stdin line 2 is not valid UTF-8" in done.stderr and b"Traceback" not in done.stderr
 
 
+def test_route_without_questions_and_with_stdin_closed_says_so(tiny_router_path: Path) -> None:
+    # Started with stdin closed (`<&-`, as some service managers do), Python's sys.stdin is None: that ended in
+    # AttributeError: 'NoneType' object has no attribute 'isatty', with a traceback.
+    done = subprocess.run(
+        ["sh", "-c", 'exec "$0" -m jeirt_lite route --router "$1" <&-', sys.executable, str(tiny_router_path)],
+        capture_output=True, text=True, env=cli_env(), timeout=60, check=False,
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == ("jeirt-lite: error: no question given, and stdin is closed: give the questions as "
+                           "arguments, or one per line on stdin\n")
+
+
 def test_route_errors_exit_with_the_message(
     tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -99,6 +99,9 @@ def _question_batches(args: argparse.Namespace) -> Iterator[list[str]]:
             if problem is not None:
                 raise JeirtError(f"question argument {i + 1}: {problem}")
         return iter([list(args.texts)])
+    if sys.stdin is None:  # started with stdin closed (`<&-`): Python has no stream for it
+        raise JeirtError("no question given, and stdin is closed: give the questions as arguments, or one per line "
+                         "on stdin")
     if sys.stdin.isatty():  # a person at a terminal, not a pipe: say what is expected
         sys.stderr.write("reading questions from stdin, one per line (Ctrl-D to end)\n")
     return _stdin_batches(sys.stdin)
