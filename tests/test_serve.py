@@ -206,7 +206,10 @@ def test_a_route_request_is_read_with_the_defaults_and_nulls_as_not_given(router
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"llms": ["Yi-6B", 3]}, "llms must be a list of LLM names, not a list"),
+        # A list with a name that is not a string: it said "not a list" of the list it was given.
+        ({"llms": ["Yi-6B", 3]}, "llms[1]: an LLM name is a string, not a number"),
+        ({"llms": [None]}, "llms[0]: an LLM name is a string, not null"),
+        ({"llms": {"Yi-6B": 1}}, "llms must be a list of LLM names, not an object"),
         ({"top_k": 2, "topk": 3}, "unknown field 'top_k'; a route request takes texts, k, llms, cost_weight, "
                                   "min_probability"),
     ],

@@ -136,8 +136,11 @@ def _llm_names(value: Any) -> Optional[tuple[str, ...]]:
         return None
     if isinstance(value, str):
         raise JeirtError("llms must be a list of LLM names, not one string")
-    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+    if not isinstance(value, list):
         raise JeirtError(f"llms must be a list of LLM names, not {_kind(value)}")
+    for i, name in enumerate(value):
+        if not isinstance(name, str):
+            raise JeirtError(f"llms[{i}]: an LLM name is a string, not {_kind(name)}")
     return tuple(value)
 
 
