@@ -561,6 +561,19 @@ def _start_score(bank: Path, output: Path, router: Path, env: dict[str, str]) ->
     )
 
 
+def test_cost_aware_route_with_a_costs_table_names_the_llms_it_omits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The note sent the user to `jeirt-lite info`, which shows the router's costs, not those of the --costs table
+    # that replaced them (and said "among the 1 LLMs").
+    prices = tmp_path / "prices.csv"
+    prices.write_text("model,cost\nYi-34B,0.9\n")
+    assert main(["route", "--costs", str(prices), "--cost-weight", "0.01", "--threads", "1", "What is 7 * 8?"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"cost-aware routing among the 1 LLM with a cost; left out (not in {prices}): ")
+    assert "jeirt-lite info" not in err and " and 21 more\n" in err
+
+
 def test_module_entry_point_and_version() -> None:
     done = run_cli("--version")
     assert done.returncode == 0 and done.stdout.strip() == f"jeirt-lite {jeirt_lite.__version__}"

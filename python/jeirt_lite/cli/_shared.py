@@ -126,11 +126,14 @@ def checked_routing(
     cost_aware = args.cost_weight != 0 or args.min_probability is not None
     unpriced = [name for name in names if name not in costs]
     if cost_aware and llms is None and unpriced:
-        # At most 10 names (a router of 54 LLMs, 46 without a cost, made a line of 1,500 characters); info lists all.
-        left_out = first_and_more(unpriced, 10, after_more=" (jeirt-lite info lists each LLM's cost)")
+        # At most 10 names (a router of 54 LLMs, 46 without a cost, made a line of 1,500 characters); info lists all
+        # the router's costs, while a --costs table replaces them for the run: the LLMs left out are those it omits.
+        given = getattr(args, "costs", None)
+        why, where = ("no known cost", " (jeirt-lite info lists each LLM's cost)") if given is None else (
+            f"not in {given}", "")
         console.err.write(
-            f"cost-aware routing among the {len(names) - len(unpriced)} LLMs with a cost; "
-            f"left out (no known cost): {left_out}\n"
+            f"cost-aware routing among the {counted(len(names) - len(unpriced), 'LLM')} with a cost; "
+            f"left out ({why}): {first_and_more(unpriced, 10, after_more=where)}\n"
         )
     return llms
 
