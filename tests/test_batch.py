@@ -463,6 +463,13 @@ def test_unusable_outputs_and_arguments(
     path = write_bank(tmp_path / "bank.csv", [{"text": t} for t in bank[1][:3]])
     with pytest.raises(JeirtError, match="output format from the suffix '.xlsx'"):
         score_file(router, input_path=path, output=tmp_path / "s.xlsx")
+    # A folder is named as one, suffix or none (`-o .` said "cannot tell the output format from the suffix ''").
+    (tmp_path / "out").mkdir()
+    for folder in (tmp_path / "out", tmp_path):
+        with pytest.raises(JeirtError, match=re.escape(f"{folder}: is a folder; give a file name such as "
+                                                       f"{folder / 'scores.parquet'}")):
+            score_file(router, input_path=path, output=folder)
+    (tmp_path / "out").rmdir()
     with pytest.raises(JeirtError, match="no such folder"):
         score_file(router, input_path=path, output=tmp_path / "nope" / "s.csv")
     with pytest.raises(JeirtError, match="is also the input"):

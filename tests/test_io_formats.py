@@ -36,6 +36,16 @@ def test_a_missing_file_and_a_folder_are_named(tmp_path: Path) -> None:
         formats.open_text_reader(tmp_path / "dir.csv")
 
 
+def test_a_folder_without_a_table_suffix_is_named_as_a_folder(tmp_path: Path) -> None:
+    # `score data/mmlu_pro` (the folder `train --data` takes) said "cannot tell the input format from the suffix ''".
+    data = tmp_path / "mmlu_pro"
+    data.mkdir()
+    with pytest.raises(JeirtError) as raised:
+        formats.open_text_reader(data)
+    assert str(raised.value) == (f"{data}: is a folder, not a table file (use one of .csv, .jsonl, .ndjson, "
+                                 ".parquet, .pq, .tsv)")
+
+
 def test_a_whole_table_read_stops_at_a_bad_row_rather_than_skipping_it(tmp_path: Path) -> None:
     path = tmp_path / "answers.csv"
     path.write_text("text,correct\nwhat is 2 + 2?,1\n,0\nwho wrote Hamlet?,1\n", encoding="utf-8")

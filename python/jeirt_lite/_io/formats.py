@@ -62,6 +62,8 @@ def table_format(path: Path, what: str = "input") -> Format:
     fmt = _BY_SUFFIX.get(path.suffix.lower())
     if fmt is None:
         known = ", ".join(sorted(_BY_SUFFIX))
+        if path.is_dir():  # a data folder, as `train --data` takes, where a table file goes
+            raise JeirtError(f"{path}: is a folder, not a table file (use one of {known})")
         inner = Path(path.stem).suffix.lower()
         if path.suffix.lower() in COMPRESSED_SUFFIXES and inner in _BY_SUFFIX:
             raise JeirtError(f"{path}: a compressed {what} ({path.suffix}) is not read; decompress it first (e.g. to "

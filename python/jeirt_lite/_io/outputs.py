@@ -67,9 +67,9 @@ def _inside(path: Path, folder: Path) -> bool:
 def check_output_path(output: Path, inputs: Sequence[Path], router_folder: Optional[Path] = None) -> str:
     """The output's format; refuses an output that would replace an input, change the router folder read, or
     has nowhere to go."""
-    fmt = format_of(output, "output")
-    if output.is_dir():
+    if output.is_dir():  # before its suffix, which a folder seldom has
         raise JeirtError(f"{output}: is a folder; give a file name such as {output / 'scores.parquet'}")
+    fmt = format_of(output, "output")
     check_output_folder(output)
     refuse_inputs(output, inputs, folders=[router_folder])
     return fmt
