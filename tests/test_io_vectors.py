@@ -210,7 +210,7 @@ def test_ids_npy_of_many_rows_is_read(tmp_path: Path) -> None:
         (b"a\nb\nc\nd\n\n \r\n", 6, r"ids\.txt: has 4 ids but the vectors have 6 rows"),  # blank lines at the end
         (b"a\nb\nc\n", 2, r"ids\.txt: has more ids than the 2 vector rows"),
         (b"a\rb\r\nc", 2, r"ids\.txt: has more ids than the 2 vector rows"),  # every line ending take reads
-        (b"", 1, r"ids\.txt: has 0 ids but the vectors have 1 rows"),
+        (b"", 1, r"ids\.txt: has 0 ids but the vectors have 1 row"),
     ],
 )
 def test_too_few_or_too_many_ids_are_refused_when_the_file_is_opened(

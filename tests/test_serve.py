@@ -136,7 +136,7 @@ BAD_REQUESTS = [
     ("k zero", "POST", "/v1/route", b'{"texts": ["a"], "k": 0}', 400, "k: must be at least 1, got 0"),
     ("k too large", "POST", "/v1/route", b'{"texts": ["a"], "k": 33}', 400, "k must be between 1 and the 32 LLMs routed among (the router's LLMs), got 33"),
     ("k over llms", "POST", "/v1/route", b'{"texts": ["a"], "k": 2, "llms": ["Yi-6B"]}', 400,
-     "k must be between 1 and the 1 LLMs routed among (the given LLMs), got 2"),
+     "k must be between 1 and the 1 LLM routed among (the given LLMs), got 2"),
     ("unknown LLM", "POST", "/v1/route", b'{"texts": ["a"], "llms": ["gpt-9"]}', 400, "unknown LLM 'gpt-9'"),
     ("LLM twice", "POST", "/v1/route", b'{"texts": ["a"], "llms": ["Yi-6B", "Yi-6B"]}', 400, "names an LLM twice"),
     ("llms a string", "POST", "/v1/route", b'{"texts": ["a"], "llms": "Yi-6B"}', 400, "not one string"),

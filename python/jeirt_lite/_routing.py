@@ -26,6 +26,7 @@ from . import kernels
 from ._errors import JeirtError, option_error
 from ._limits import check_probability, finite_float
 from ._llm_params import Calibration, cost_vector
+from ._text import counted
 
 CHUNK_CELLS = 1 << 19
 
@@ -66,7 +67,7 @@ def routing_rows(
         among = "the priced"
     rows = list(range(len(names))) if llms is None else subset_rows(names, llms)
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(rows):
-        raise option_error(f"k must be between 1 and the {len(rows)} LLMs routed among ({among} LLMs), got {k!r}")
+        raise option_error(f"k must be between 1 and the {counted(len(rows), 'LLM')} routed among ({among} LLMs), got {k!r}")
     if weight != 0 or min_probability is not None:
         try:  # an LLM named in llms without a cost
             costs = cost_vector(cost_table, [names[r] for r in rows], "cost-aware routing")

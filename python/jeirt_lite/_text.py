@@ -1,4 +1,5 @@
-"""How a message names many things: the first few, then how many more, so that it stays one readable line."""
+"""How a message names many things: the first few, then how many more, so that it stays one readable line; and a
+count with its noun."""
 
 from __future__ import annotations
 
@@ -15,3 +16,8 @@ def first_and_more(
     `after_more`, where the caller says where to find them all): "a, b, c and 4 more"."""
     more = f" and {len(items) - shown} more{after_more}" if len(items) > shown else ""
     return separator.join(show(item) for item in items[:shown]) + more
+
+
+def counted(n: int, noun: str) -> str:
+    """`n` and `noun`, plural unless n is 1: "1 question", "12,288 questions"."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"

@@ -15,6 +15,7 @@ from typing import IO, Any, Optional
 import numpy as np
 
 from .._errors import SKIP_BAD, JeirtError, hinted_error
+from .._text import counted
 from .pipes import open_stoppable
 from .vocabulary import id_problem
 
@@ -97,7 +98,7 @@ class NpyRows:
     def _check(self, shape: tuple[int, ...], fortran_order: bool, dtype: np.dtype) -> None:
         path = self.path
         if dtype.hasobject:
-            raise JeirtError(f"{path}: holds Python objects; only numeric arrays are read (no pickle)")
+            raise JeirtError(f"{path}: holds Python objects, which are not read (loading them needs pickle); save numbers or strings")
         if fortran_order and len(shape) > 1:
             raise JeirtError(
                 f"{path}: is stored in Fortran order; save it with np.save(path, np.ascontiguousarray(a))"
@@ -247,7 +248,7 @@ class IdReader:
                 if not line.isspace():
                     held = lines
         if held < self.expected:
-            raise JeirtError(f"{self.path}: has {held} ids but the vectors have {self.expected} rows")
+            raise JeirtError(f"{self.path}: has {counted(held, 'id')} but the vectors have {counted(self.expected, 'row')}")
         if held > self.expected:
             raise JeirtError(f"{self.path}: has more ids than the {self.expected} vector rows")
 
@@ -262,8 +263,8 @@ class IdReader:
                     line = self.handle.readline()
                     if not line:
                         raise JeirtError(
-                            f"{self.path}: has {self.taken + len(out)} ids "
-                            f"but the vectors have {self.expected} rows"
+                            f"{self.path}: has {counted(self.taken + len(out), 'id')} "
+                            f"but the vectors have {counted(self.expected, 'row')}"
                         )
                     out.append(line.rstrip("\r\n"))
             except UnicodeDecodeError:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, TextIO
 
 from .._limits import MAX_THREADS
+from .._text import counted as counted  # re-exported: the commands import it from here
 from .._text import first_and_more
 from ._options import PROG as PROG  # the converters and the parser class live in _options; re-exported here
 from ._options import int_in as int_in
@@ -198,11 +199,6 @@ def short(text: str, width: int = 100) -> str:
     """One line of at most `width` characters: whitespace runs folded, an ellipsis where cut."""
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def counted(n: int, noun: str) -> str:
-    """`n` and `noun`, plural unless n is 1: "1 question", "12,288 questions"."""
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 def unanswered_benchmarks(training: object, llms: Sequence[str]) -> dict[str, list[str]]:
