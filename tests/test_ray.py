@@ -178,6 +178,30 @@ def test_bad_rows_stop_the_run_or_are_skipped_and_counted_as_on_one_machine(
 
 
 @needs_ray
+@pytest.mark.parametrize(("texts", "flags", "skipped"), [([], [], ""), ([None, " ", ""], ["--skip-bad"], "3 bad rows")])
+def test_no_row_scored_gives_the_file_of_no_rows_one_machine_writes_but_no_forecast(
+    ray_runtime: Any, capsys: pytest.CaptureFixture[str], tiny_router_path: Path, tmp_path: Path,
+    texts: list[Any], flags: list[str], skipped: str,
+) -> None:
+    """An empty bank, or one whose every row is skipped: a daily pipeline gets an empty day's file, not an error."""
+    bank = tmp_path / "day.parquet"
+    pq.write_table(pa.table({"id": pa.array([f"q{i}" for i in range(len(texts))], pa.string()),
+                             "text": pa.array(texts, pa.string())}), bank)
+    common = [bank, "--router", tiny_router_path, "--k", "2", "--all", *flags]
+    local, distributed = tmp_path / "local.parquet", tmp_path / "ray.parquet"
+    assert score(capsys, *common, "-o", local)[0] == 0
+    code, _, err = score(capsys, *common, "-o", distributed, "--engine", "ray")
+    assert code == 0, err
+    assert "scored 0 questions" in err and (f"skipped {skipped}" in err) == bool(skipped)
+    expected, got = pq.read_table(local), pq.read_table(distributed)
+    assert got.num_rows == 0 and got.schema == expected.schema
+    refused = tmp_path / "forecast.parquet"
+    code, _, err = score(capsys, *common, "-o", refused, "--engine", "ray", "--forecast")
+    assert code == 1 and "no question was scored, so there is no forecast" in err
+    assert not refused.exists() and not list(tmp_path.glob(".*partial*"))
+
+
+@needs_ray
 def test_ray_engine_refuses_what_it_cannot_do(
     ray_runtime: Any, capsys: pytest.CaptureFixture[str], tiny_router_path: Path, bank: Path, tmp_path: Path
 ) -> None:

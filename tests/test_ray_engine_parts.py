@@ -321,15 +321,39 @@ def test_no_question_scored_gives_no_forecast() -> None:
 def test_the_writer_streams_the_batches_in_order_dropping_what_it_is_told(tmp_path: Path) -> None:
     tables = [pa.table({"id": ["q0", "q1"], "p[a]": [0.5, 0.25]}), pa.table({"id": [], "p[a]": []}),
               pa.table({"id": ["q2"], "p[a]": [1.0]})]
+    schema = pa.schema([("id", pa.int64()), ("p[a]", pa.float32())])  # written only when no table comes
     output = tmp_path / "scores.parquet"
-    assert write_tables(iter(tables), output, ["p[a]"]) == 3
+    assert write_tables(iter(tables), output, ["p[a]"], schema) == 3
     assert pq.read_table(output).to_pydict() == {"id": ["q0", "q1", "q2"]}
-    assert write_tables(iter(tables), output, []) == 3
+    assert write_tables(iter(tables), output, [], schema) == 3
     assert pq.read_table(output).column_names == ["id", "p[a]"]
-    with pytest.raises(JeirtError, match=r"^no scored table came to write \(an empty bank, or every row skipped\): "
-                       r".*none\.parquet not written$"):
-        write_tables(iter([]), tmp_path / "none.parquet", [])
     assert sorted(path.name for path in tmp_path.iterdir()) == ["scores.parquet"]
+
+
+def test_the_writer_given_no_table_writes_a_file_of_no_rows_with_the_schema(tmp_path: Path) -> None:
+    # Ray Data drops empty batches: an empty bank, or one whose every row was skipped, comes as no table at all.
+    schema = pa.schema([("id", pa.int64()), ("llm_1", pa.string()), ("p[a]", pa.float32())])
+    output = tmp_path / "none.parquet"
+    assert write_tables(iter([]), output, ["p[a]"], schema) == 0
+    written = pq.read_table(output)
+    assert written.num_rows == 0 and written.schema == pa.schema([("id", pa.int64()), ("llm_1", pa.string())])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["none.parquet"]
+
+
+@pytest.mark.parametrize(("id_type", "written"), [(pa.string(), pa.string()), (pa.large_string(), pa.string()),
+                                                  (pa.int64(), pa.int64())])
+def test_the_scores_of_no_rows_have_the_columns_and_types_of_a_scored_batch(
+    tiny_router_path: Path, texts: list[str], id_type: Any, written: Any
+) -> None:
+    from jeirt_lite._ray.worker import empty_scores
+
+    llms = read_manifest(tiny_router_path).llms
+    for k, all_probabilities in ((1, False), (3, True)):
+        ids = list(range(len(texts))) if pa.types.is_integer(id_type) else IDS
+        full = scorer(tiny_router_path, k=k, all_probabilities=all_probabilities)(batch(ids, texts, id_type))
+        empty = empty_scores(pa, id_type, k, llms, all_probabilities)
+        assert empty.num_rows == 0 and empty.schema == full.schema
+        assert empty.schema.field("id").type == written
 
 
 # -- the errors that come back, and starting and stopping Ray -----------------------------------------------------
@@ -469,6 +493,29 @@ class Materializing(FakeScored):
         return self
 
 
+class FakeBank:
+    """The Dataset `ray.data.read_parquet` gives the pipeline: a bank whose schema is known before a row is read."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def schema(self) -> pa.Schema:
+        return pa.schema([("key", pa.int64()), ("body", pa.string())])
+
+
+def fake_pipeline(monkeypatch: pytest.MonkeyPatch, scored: Materializing) -> list[dict[str, Any]]:
+    """`score_dataset` and Ray's read replaced in the pipeline: every bank scores as `scored`; returns the calls."""
+    asked: list[dict[str, Any]] = []
+
+    def score_dataset(ds: Any, router_path: Any, **kwargs: Any) -> Any:
+        asked.append({"ds": ds.path, "router_path": router_path, **kwargs})
+        return scored
+
+    monkeypatch.setattr(ray.data, "read_parquet", FakeBank)
+    monkeypatch.setattr(file_run, "score_dataset", score_dataset)
+    return asked
+
+
 @pytest.mark.parametrize(("write", "forecast", "all_probabilities"),
                          [(True, False, False), (True, True, False), (True, True, True), (False, True, False)])
 def test_the_pipeline_scores_once_for_both_passes_keeps_the_order_and_drops_the_forecast_s_columns(
@@ -479,14 +526,7 @@ def test_the_pipeline_scores_once_for_both_passes_keeps_the_order_and_drops_the_
     monkeypatch.setattr(context, "enable_progress_bars", True)
     columns = {"id": ["q0", "q1", "q2"], "llm_1": ["a", "b", "a"], "p[a]": [0.5, 0.25, 1.0], "p[b]": [0.5, 0.5, 0.5]}
     scored = Materializing([pa.table(columns)])
-    asked: list[dict[str, Any]] = []
-
-    def score_dataset(ds: Any, router_path: Any, **kwargs: Any) -> Any:
-        asked.append({"ds": ds, "router_path": router_path, **kwargs})
-        return scored
-
-    monkeypatch.setattr(ray.data, "read_parquet", lambda path: ("read", path))
-    monkeypatch.setattr(file_run, "score_dataset", score_dataset)
+    asked = fake_pipeline(monkeypatch, scored)
     options = ScoreOptions(k=1, all_probabilities=all_probabilities, forecast=forecast, chunk_size=40, skip_bad=True,
                            llms=("b",), min_probability=0.25)
     output = tmp_path / "scores.parquet" if write else None
@@ -496,7 +536,7 @@ def test_the_pipeline_scores_once_for_both_passes_keeps_the_order_and_drops_the_
     assert 0 <= seconds <= time.perf_counter() - started
     assert context.execution_options.preserve_order and not context.enable_progress_bars
     assert asked == [{
-        "ds": ("read", str((tmp_path / "bank.parquet").resolve())), "router_path": Path("router"),
+        "ds": str((tmp_path / "bank.parquet").resolve()), "router_path": Path("router"),
         "text_column": "body", "id_column": "key", "k": 1, "all_probabilities": all_probabilities or forecast,
         "skip_bad": True, "batch_size": 40, "threads_per_worker": 2, "ship_router": True,
         "llms": ("b",), "cost_weight": 0.0, "min_probability": 0.25, "costs": {"b": 1.0},
@@ -507,3 +547,26 @@ def test_the_pipeline_scores_once_for_both_passes_keeps_the_order_and_drops_the_
     if output is not None:
         kept = list(columns) if all_probabilities or not forecast else ["id", "llm_1"]
         assert pq.read_table(output).column_names == kept
+
+
+@pytest.mark.parametrize("all_probabilities", [False, True])
+def test_the_pipeline_writes_an_empty_file_of_the_bank_s_id_type_when_no_batch_comes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, all_probabilities: bool
+) -> None:
+    """An empty bank, or one whose every row is skipped (Ray Data then streams no batch at all): a file of no rows
+    with the scored columns, as on one machine; --forecast still refuses, and then writes nothing."""
+    fake_pipeline(monkeypatch, Materializing([]))
+    output = tmp_path / "scores.parquet"
+    options = ScoreOptions(k=2, all_probabilities=all_probabilities)
+    run = file_run._FileRun(tmp_path / "bank.parquet", output, "body", "key", options, 1, False)
+    assert file_run._run_pipeline(run, Path("router"), ["a", "b"], False)[:2] == (0, None)
+    written = pq.read_table(output)
+    probabilities = ["p[a]", "p[b]"] if all_probabilities else []
+    assert written.num_rows == 0
+    assert written.column_names == ["id", "llm_1", "p_1", "llm_2", "p_2", "difficulty", *probabilities]
+    assert written.schema.field("id").type == pa.int64()  # the bank's id type, as a scored batch keeps it
+    output.unlink()
+    run = file_run._FileRun(tmp_path / "bank.parquet", output, "body", "key", ScoreOptions(forecast=True), 1, False)
+    with pytest.raises(JeirtError, match="no question was scored, so there is no forecast"):
+        file_run._run_pipeline(run, Path("router"), ["a", "b"], False)
+    assert not output.exists() and not list(tmp_path.iterdir())

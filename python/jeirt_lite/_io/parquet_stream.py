@@ -22,10 +22,14 @@ def parquet_rows(path: Path) -> int:
         raise JeirtError(f"{path}: not a readable Parquet file ({err})") from err
 
 
-def write_tables(tables: Iterable[Any], output: Path, drop: Sequence[str]) -> int:
+def write_tables(tables: Iterable[Any], output: Path, drop: Sequence[str], schema: Any) -> int:
     """Write the Arrow `tables`, in order and without the columns `drop`, into one Parquet file at `output` (under
-    a temporary name, renamed when complete); returns the rows written. No table at all is an error: there would be
-    no schema to write."""
+    a temporary name, renamed when complete); returns the rows written.
+
+    `schema` is the tables' schema (before the drop), written alone when no table comes: whoever streams the
+    tables may drop the empty ones (Ray Data does), so an empty bank, or one whose every row was skipped, comes as
+    no table at all, and its output is a file of no rows, as `writers.ParquetWriter` writes one.
+    """
     pa = require_pyarrow()
     rows = 0
     with atomic_output(output) as temporary:
@@ -39,11 +43,10 @@ def write_tables(tables: Iterable[Any], output: Path, drop: Sequence[str]) -> in
                 if table.num_rows:
                     writer.write_table(table)
                 rows += table.num_rows
+            if writer is None:
+                kept = [field for field in schema if field.name not in set(drop)]
+                writer = pa.parquet.ParquetWriter(str(temporary), pa.schema(kept))
         finally:
             if writer is not None:
                 writer.close()
-        if writer is None:
-            # Whoever streams the tables may drop the empty ones (Ray Data does): an empty bank, or one whose every
-            # row was skipped, then comes as no table at all.
-            raise JeirtError(f"no scored table came to write (an empty bank, or every row skipped): {output} not written")
     return rows

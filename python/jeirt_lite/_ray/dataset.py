@@ -60,6 +60,15 @@ def find_id_column(column_names_: list[str], text_column: str, id_column: Option
     return found
 
 
+def bank_columns(names: list[str], text_column: Optional[str], id_column: Optional[str]) -> tuple[str, str]:
+    """The (text, id) columns a bank of columns `names` is scored by: the named ones, else the defaults."""
+    if text_column is None:  # as on one machine (TextReader): a name given, '' too, is kept
+        text_column = default_text_column(names)
+        if text_column is None:
+            raise hinted_error(column_missing("text", None, names, TEXT_COLUMNS), column_hint("text_column"))
+    return text_column, find_id_column(names, text_column, id_column)
+
+
 def _default_concurrency(threads_per_worker: int) -> int:
     if not ray.is_initialized():  # on the cores this process may use, as score_file_on_ray starts one
         ray.init(include_dashboard=False, num_cpus=usable_cores())
@@ -119,12 +128,7 @@ def score_dataset(
     check_chunk_rows(batch_size, "batch_size")
     if concurrency is not None:
         bounded_int(concurrency, "concurrency", 1, MAX_CHUNK_ROWS)
-    names = list(ds.schema().names)
-    if text_column is None:  # as on one machine (TextReader): a name given, '' too, is kept
-        text_column = default_text_column(names)
-        if text_column is None:
-            raise hinted_error(column_missing("text", None, names, TEXT_COLUMNS), column_hint("text_column"))
-    resolved_id = find_id_column(names, text_column, id_column)
+    text_column, resolved_id = bank_columns(list(ds.schema().names), text_column, id_column)
     try:
         # A bank read as one big block (one Parquet row group) would go to one worker: streaming re-blocking to
         # batch-sized blocks (no shuffle, order kept) lets every worker take part.

@@ -10,12 +10,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import ray
 import ray.data
 
 from .._errors import JeirtError, rehint
+from .._io.optional import require_pyarrow
 from .._io.outputs import check_output_path
 from .._io.parquet_stream import parquet_rows, write_tables
 from .._io.vocabulary import probability_column
@@ -24,7 +25,8 @@ from .._router_tables import usable_cores
 from .._score_request import RAY, ScoreOptions, check_score_request
 from ..artifact import read_manifest
 from ..batch import ScoreSummary
-from .dataset import checked_routing, expected_accuracy, score_dataset
+from .dataset import bank_columns, checked_routing, expected_accuracy, score_dataset
+from .worker import empty_scores
 
 
 def unwrap_error(error: BaseException) -> Optional[JeirtError]:
@@ -173,5 +175,18 @@ def _run_pipeline(
         forecast, rows = expected_accuracy(scored, llms)
     if run.output is not None:
         drop = [] if options.all_probabilities else [probability_column(name) for name in llms if options.forecast]
-        rows = write_tables(scored.iter_batches(batch_format="pyarrow", batch_size=None), run.output, drop)
+        schema = _scored_schema(ds, run, llms)
+        rows = write_tables(scored.iter_batches(batch_format="pyarrow", batch_size=None), run.output, drop, schema)
     return rows, forecast, time.perf_counter() - started
+
+
+def _scored_schema(ds: Any, run: _FileRun, llms: Sequence[str]) -> Any:
+    """The schema of the scores of the bank `ds` (from its schema: nothing is scored), which the output has even
+    when no row is scored: an empty bank, or one whose every row is skipped, gives an empty file, as on one
+    machine."""
+    schema = ds.schema()
+    _, id_column = bank_columns(list(schema.names), run.text_column, run.id_column)
+    id_type = dict(zip(schema.names, schema.types))[id_column]
+    options = run.options
+    all_probabilities = options.all_probabilities or options.forecast
+    return empty_scores(require_pyarrow(), id_type, options.k, llms, all_probabilities).schema

@@ -4,6 +4,7 @@ code of the single-machine path (`batch.score_chunk`, `_io.writers.score_table`)
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
@@ -65,17 +66,29 @@ class BankScorer:
         if len(keep) < len(texts):
             ids = ids.take(pa.array(keep, type=pa.int64()))
             texts = [texts[i] for i in keep]
-        if pa.types.is_large_string(ids.type):  # the single-machine writer's id column is plain string
-            ids = ids.cast(pa.string())
-        if texts:
-            chunk = score_chunk(self.router, [], self.router.encode(texts), self.options)
-        else:  # every row of the batch was bad and skipped
-            k, n_llms = self.options.k, len(self.router.llms)
-            chunk = ScoredChunk(
-                ids=[],
-                indices=np.empty((0, k), dtype=np.int64),
-                probabilities=np.empty((0, k), dtype=np.float32),
-                difficulty=np.empty(0, dtype=np.float32),
-                all_probabilities=np.empty((0, n_llms), dtype=np.float32) if self.options.all_probabilities else None,
-            )
+        ids = _as_written(pa, ids)
+        if not texts:  # every row of the batch was bad and skipped
+            return empty_scores(pa, ids.type, self.options.k, self.router.llms, self.options.all_probabilities)
+        chunk = score_chunk(self.router, [], self.router.encode(texts), self.options)
         return score_table(pa, ids, chunk, self.name_array, self.columns)
+
+
+def empty_scores(pa: Any, id_type: Any, k: int, llms: Sequence[str], all_probabilities: bool) -> Any:
+    """The scores of no rows: an empty Arrow table with the columns and types a scored batch of ids of `id_type`
+    has. A worker returns it for a batch whose every row was skipped; the driver writes its schema when no batch
+    comes at all (Ray Data drops empty batches)."""
+    chunk = ScoredChunk(
+        ids=[],
+        indices=np.empty((0, k), dtype=np.int64),
+        probabilities=np.empty((0, k), dtype=np.float32),
+        difficulty=np.empty(0, dtype=np.float32),
+        all_probabilities=np.empty((0, len(llms)), dtype=np.float32) if all_probabilities else None,
+    )
+    ids = _as_written(pa, pa.array([], type=id_type))
+    names = pa.array(list(llms), type=pa.string())
+    return score_table(pa, ids, chunk, names, score_columns(k, llms, all_probabilities))
+
+
+def _as_written(pa: Any, ids: Any) -> Any:
+    """The ids as the output holds them: large strings become the plain strings the single-machine writer writes."""
+    return ids.cast(pa.string()) if pa.types.is_large_string(ids.type) else ids
