@@ -209,8 +209,9 @@ def test_ray_engine_refuses_what_it_cannot_do(
     assert code == 1 and "writes Parquet" in err
     no_ids = tmp_path / "no_ids.parquet"
     pq.write_table(pa.table({"text": ["what is a prime number"]}), no_ids)
-    code, _, err = score(capsys, no_ids, "--router", tiny_router_path, "-o", tmp_path / "s.parquet", "--engine", "ray")
-    assert code == 1 and "needs an id column" in err
+    code, _, err = score(capsys, no_ids, "--router", tiny_router_path, "-o", tmp_path / "s.parquet", "--engine", "ray",
+                         "--id-column", "key")  # a bank without ids has its rows numbered, but this one is named
+    assert code == 1 and "no id column 'key'" in err
     code, _, err = score(capsys, bank, "--router", tiny_router_path, "-o", tmp_path / "s.parquet", "--ship-router")
     assert code == 2 and "--ship-router goes with --engine ray" in err
     not_parquet = tmp_path / "bank.parquet"

@@ -101,6 +101,52 @@ def test_the_router_s_files_are_every_file_of_its_folder_and_need_a_router_json(
         read_router_files(folder)
 
 
+# -- a bank without ids: its rows numbered ---------------------------------------------------------------------
+
+
+def test_a_bank_without_ids_is_read_with_its_data_row_numbers_group_by_group(tmp_path: Path) -> None:
+    from jeirt_lite._ray.row_numbers import ROW_NUMBER_COLUMN, read_row_groups, row_groups
+
+    texts = [f"question {i}" for i in range(13)]
+    path = tmp_path / "bank.parquet"
+    pq.write_table(pa.table({"other": list(range(13)), "body": texts}), path, row_group_size=5)
+    groups = row_groups(path)
+    assert groups == [{"group": 0, "first": 1}, {"group": 1, "first": 6}, {"group": 2, "first": 11}]
+    # Each read task reads its groups, batch_size rows at a time, in any order the tasks run.
+    later, earlier = pa.Table.from_pylist(groups[1:]), pa.Table.from_pylist(groups[:1])
+    tables = list(read_row_groups(later, str(path), "body", 2)) + list(read_row_groups(earlier, str(path), "body", 2))
+    assert [table.num_rows for table in tables] == [2, 2, 1, 2, 1, 2, 2, 1]
+    assert all(table.column_names == [ROW_NUMBER_COLUMN, "body"] for table in tables)
+    numbered = pa.concat_tables(tables).sort_by(ROW_NUMBER_COLUMN)
+    assert numbered.column(ROW_NUMBER_COLUMN).to_pylist() == list(range(1, 14))
+    assert numbered.column(ROW_NUMBER_COLUMN).type == pa.int64()  # as one machine writes row numbers
+    assert numbered.column("body").to_pylist() == texts
+
+
+@pytest.mark.parametrize("row_group_size", [None, 0])
+def test_an_empty_bank_without_ids_still_gives_its_columns(tmp_path: Path, row_group_size: Optional[int]) -> None:
+    from jeirt_lite._ray.row_numbers import ROW_NUMBER_COLUMN, read_row_groups, row_groups
+
+    path = tmp_path / "empty.parquet"
+    empty = pa.table({"text": pa.array([], pa.large_string())})
+    if row_group_size is None:
+        pq.write_table(empty, path)  # one row group of no rows
+    else:
+        pq.ParquetWriter(str(path), empty.schema).close()  # no row group at all
+    tables = list(read_row_groups(pa.Table.from_pylist(row_groups(path)), str(path), "text", 4))
+    assert [table.num_rows for table in tables] == [0]
+    assert tables[0].schema == pa.schema([(ROW_NUMBER_COLUMN, pa.int64()), ("text", pa.large_string())])
+
+
+def test_a_bad_row_of_a_numbered_bank_is_named_by_its_number(tiny_router_path: Path, texts: list[str]) -> None:
+    from jeirt_lite._ray.row_numbers import ROW_NUMBER_COLUMN
+
+    numbered = BankScorer(str(tiny_router_path), "text", ROW_NUMBER_COLUMN, 1, False, False, 1)
+    rows = pa.table({ROW_NUMBER_COLUMN: pa.array([7, 8], pa.int64()), "text": [texts[0], " "]})
+    with pytest.raises(JeirtError, match=r"^data row 8 \(1-based\): text is empty"):
+        numbered(rows)
+
+
 # -- the id column and the pool size ------------------------------------------------------------------------------
 
 

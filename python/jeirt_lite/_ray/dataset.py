@@ -51,22 +51,25 @@ def find_id_column(column_names_: list[str], text_column: str, id_column: Option
         return id_column
     found = default_id_column(column_names_)
     if found is None:
-        # A distributed dataset's rows have no global row number to stand in for the id.
+        # A distributed dataset's rows have no global row number to stand in for the id; a Parquet file's do, and
+        # score_file_on_ray gives them (row_numbers.py).
         raise hinted_error(
-            "the Ray engine needs an id column (rows spread over workers have no global row number): "
-            f"add an 'id' column (columns: {', '.join(column_names_)})",
+            "a Ray Dataset needs an id column to be scored (rows spread over workers have no global row number; "
+            f"score_file_on_ray numbers a Parquet file's rows): add an 'id' column (columns: {', '.join(column_names_)})",
             Hint("id_column", "or name one with {option}", "id_column"),
         )
     return found
 
 
-def bank_columns(names: list[str], text_column: Optional[str], id_column: Optional[str]) -> tuple[str, str]:
-    """The (text, id) columns a bank of columns `names` is scored by: the named ones, else the defaults."""
-    if text_column is None:  # as on one machine (TextReader): a name given, '' too, is kept
-        text_column = default_text_column(names)
-        if text_column is None:
-            raise hinted_error(column_missing("text", None, names, TEXT_COLUMNS), column_hint("text_column"))
-    return text_column, find_id_column(names, text_column, id_column)
+def text_column_of(names: list[str], text_column: Optional[str]) -> str:
+    """The text column of a bank of columns `names`: the named one, else the first of `text`, `question`, `prompt`
+    (its presence is checked with the id column's, by `find_id_column`)."""
+    if text_column is not None:  # as on one machine (TextReader): a name given, '' too, is kept
+        return text_column
+    found = default_text_column(names)
+    if found is None:
+        raise hinted_error(column_missing("text", None, names, TEXT_COLUMNS), column_hint("text_column"))
+    return found
 
 
 def _default_concurrency(threads_per_worker: int) -> int:
@@ -128,7 +131,9 @@ def score_dataset(
     check_chunk_rows(batch_size, "batch_size")
     if concurrency is not None:
         bounded_int(concurrency, "concurrency", 1, MAX_CHUNK_ROWS)
-    text_column, resolved_id = bank_columns(list(ds.schema().names), text_column, id_column)
+    names = list(ds.schema().names)
+    text_column = text_column_of(names, text_column)
+    resolved_id = find_id_column(names, text_column, id_column)
     try:
         # A bank read as one big block (one Parquet row group) would go to one worker: streaming re-blocking to
         # batch-sized blocks (no shuffle, order kept) lets every worker take part.

@@ -1,6 +1,7 @@
 """The Ray engine's file-to-file run (`jeirt-lite score --engine ray`): `score_file_on_ray` reads a Parquet bank
-on Ray Data, scores it with `dataset.score_dataset` and streams the scores into one Parquet file, with the summary
-`batch.score_file` returns; a worker's JeirtError comes back as that error (`unwrap_error`)."""
+on Ray Data (one without an id column with its data row numbers, `row_numbers`), scores it with
+`dataset.score_dataset` and streams the scores into one Parquet file, with the summary `batch.score_file` returns;
+a worker's JeirtError comes back as that error (`unwrap_error`)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,14 @@ from .._errors import JeirtError, rehint
 from .._io.optional import require_pyarrow
 from .._io.outputs import check_output_path
 from .._io.parquet_stream import parquet_rows, write_tables
-from .._io.vocabulary import probability_column
+from .._io.vocabulary import default_id_column, probability_column
 from .._router import DEFAULT_ROUTER_PATH
 from .._router_tables import usable_cores
 from .._score_request import RAY, ScoreOptions, check_score_request
 from ..artifact import read_manifest
 from ..batch import ScoreSummary
-from .dataset import bank_columns, checked_routing, expected_accuracy, score_dataset
+from .dataset import checked_routing, expected_accuracy, find_id_column, score_dataset, text_column_of
+from .row_numbers import ROW_NUMBER_COLUMN, ROW_TYPE, read_numbered
 from .worker import empty_scores
 
 
@@ -150,12 +152,12 @@ def _run_pipeline(
     context.enable_progress_bars = show_progress
     options = run.options
     started = time.perf_counter()
-    ds = ray.data.read_parquet(str(run.input_path.resolve()))
+    ds, text_column, id_column, id_type = _bank(run)
     scored = score_dataset(
         ds,
         router_path,
-        text_column=run.text_column,
-        id_column=run.id_column,
+        text_column=text_column,
+        id_column=id_column,
         k=options.k,
         all_probabilities=options.all_probabilities or options.forecast,
         skip_bad=options.skip_bad,
@@ -175,18 +177,29 @@ def _run_pipeline(
         forecast, rows = expected_accuracy(scored, llms)
     if run.output is not None:
         drop = [] if options.all_probabilities else [probability_column(name) for name in llms if options.forecast]
-        schema = _scored_schema(ds, run, llms)
+        schema = _scored_schema(id_type, options, llms)
         rows = write_tables(scored.iter_batches(batch_format="pyarrow", batch_size=None), run.output, drop, schema)
     return rows, forecast, time.perf_counter() - started
 
 
-def _scored_schema(ds: Any, run: _FileRun, llms: Sequence[str]) -> Any:
-    """The schema of the scores of the bank `ds` (from its schema: nothing is scored), which the output has even
-    when no row is scored: an empty bank, or one whose every row is skipped, gives an empty file, as on one
-    machine."""
-    schema = ds.schema()
-    _, id_column = bank_columns(list(schema.names), run.text_column, run.id_column)
-    id_type = dict(zip(schema.names, schema.types))[id_column]
-    options = run.options
+def _bank(run: _FileRun) -> tuple[Any, str, str, Any]:
+    """The bank's Dataset, its text and id columns and the ids' Arrow type. A bank without an id column is read
+    with its data row numbers as ids, the ids one machine gives it."""
+    path = str(run.input_path.resolve())
+    ds = ray.data.read_parquet(path)
+    schema = ds.schema()  # from the file's footer: no row is read
+    names = list(schema.names)
+    text_column = text_column_of(names, run.text_column)
+    without_ids = run.id_column is None and default_id_column(names) is None
+    if without_ids and text_column in names and text_column != ROW_NUMBER_COLUMN:
+        numbered = read_numbered(Path(path), text_column, run.options.chunk_size)
+        return numbered, text_column, ROW_NUMBER_COLUMN, ROW_TYPE
+    id_column = find_id_column(names, text_column, run.id_column)
+    return ds, text_column, id_column, dict(zip(names, schema.types))[id_column]
+
+
+def _scored_schema(id_type: Any, options: ScoreOptions, llms: Sequence[str]) -> Any:
+    """The schema of the scores, which the output has even when no row is scored: an empty bank, or one whose every
+    row is skipped, gives a file of no rows, as on one machine."""
     all_probabilities = options.all_probabilities or options.forecast
     return empty_scores(require_pyarrow(), id_type, options.k, llms, all_probabilities).schema

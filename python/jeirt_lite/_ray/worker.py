@@ -16,6 +16,7 @@ from .._io.vocabulary import id_problem, score_columns, text_problem
 from .._io.writers import ScoredChunk, score_table
 from .._score_request import ScoreOptions
 from ..batch import score_chunk
+from .row_numbers import ROW_NUMBER_COLUMN
 
 
 class BankScorer:
@@ -61,8 +62,7 @@ class BankScorer:
             if problem is None:
                 keep.append(i)
             elif not self.options.skip_bad:
-                # Rows of a distributed dataset have no global number, so the row is named by its id.
-                raise hinted_error(f"row with {self.id_column} {ids[i].as_py()!r}: {problem}", SKIP_BAD)
+                raise hinted_error(f"{self._row_name(ident)}: {problem}", SKIP_BAD)
         if len(keep) < len(texts):
             ids = ids.take(pa.array(keep, type=pa.int64()))
             texts = [texts[i] for i in keep]
@@ -71,6 +71,13 @@ class BankScorer:
             return empty_scores(pa, ids.type, self.options.k, self.router.llms, self.options.all_probabilities)
         chunk = score_chunk(self.router, [], self.router.encode(texts), self.options)
         return score_table(pa, ids, chunk, self.name_array, self.columns)
+
+    def _row_name(self, ident: Any) -> str:
+        """A row named in an error: by its number when the ids are the data row numbers (`row_numbers`), else by its
+        id (the rows of a distributed dataset have no global number)."""
+        if self.id_column == ROW_NUMBER_COLUMN:
+            return f"data row {ident} (1-based)"
+        return f"row with {self.id_column} {ident!r}"
 
 
 def empty_scores(pa: Any, id_type: Any, k: int, llms: Sequence[str], all_probabilities: bool) -> Any:
