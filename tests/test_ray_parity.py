@@ -1,0 +1,121 @@
+"""`jeirt-lite score --engine ray` against `jeirt-lite score`, differentially: the same bank and options through both
+engines, and their Parquet files compared column by column (names, order, types, values, row order), with the
+printed forecast and the summary's counts. The shipped router encodes in Rust, row by row, so the values agree bit
+for bit whatever the threads and batches (docs/guide/guarantees.md). Each case runs both engines on one bank whose
+texts are real questions and Unicode edge cases, with bad rows; the Ray runtime is shared by the module.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from test_ray import needs_ray, ray_runtime, score  # noqa: F401 - ray_runtime: the module's runtime, as test_ray's
+from unicode_texts import EDGE_TEXTS
+
+# LLMs of the shipped router that have a stored cost, for the rules that weigh costs.
+PRICED = ["Yi-34B", "Yi-6B", "Meta-Llama-3-70B", "Mistral-7B-v0.1", "Llama-2-13b-hf"]
+BAD = {3: None, 11: "   ", 20: "", 30: "a NUL \x00 in a text"}  # row index -> a text `--skip-bad` skips
+
+
+@pytest.fixture(scope="module")
+def texts(real_texts: list[str]) -> list[Any]:
+    """Real questions and Unicode edge cases (the one with a NUL among the bad rows), some rows bad."""
+    every: list[Any] = [*real_texts[:30], *(text for text in EDGE_TEXTS if "\x00" not in text)]
+    for row, text in BAD.items():
+        every[row] = text
+    return every
+
+
+def bank_of(path: Path, texts: list[Any], ids: str) -> Path:
+    """A Parquet bank of `texts` in row groups of 16 (more than one read block), with ids of the kind `ids`."""
+    columns: dict[str, Any] = {"text": pa.array(texts, pa.string())}
+    if ids == "strings":
+        columns = {"id": [f"q{i:03d}" for i in range(len(texts))], **columns}
+    elif ids == "integers":
+        columns = {"qid": pa.array([1000 + 7 * i for i in range(len(texts))], pa.int64()), **columns}
+    pq.write_table(pa.table(columns), path, row_group_size=16)
+    return path
+
+
+def counts(err: str) -> tuple[str, ...]:
+    """The summary's counts: questions scored and bad rows skipped."""
+    return tuple(re.findall(r"(?:scored \d+ questions?|skipped \d+ bad rows?)", err))
+
+
+def forecast_of(out: str) -> tuple[str, dict[str, float]]:
+    """The printed forecast: its heading and each LLM's number."""
+    heading, *lines = out.splitlines()
+    return heading, {name: float(value) for name, value in (line.split() for line in lines)}
+
+
+def assert_same_scores(local: Path, distributed: Path) -> None:
+    expected, got = pq.read_table(local), pq.read_table(distributed)
+    assert got.schema == expected.schema  # column names, their order and their types
+    for name in expected.column_names:  # values in row order (dictionary or chunk layouts aside)
+        assert got.column(name).to_pylist() == expected.column(name).to_pylist(), name
+
+
+CASES = {
+    "k3-all-forecast-llms-min-probability-string-ids": (
+        "strings", ["--k", "3", "--all", "--forecast", "--llms", ",".join(PRICED), "--min-probability", "0.6"]),
+    "k1-costs-file-cost-weight-forecast-integer-ids": (
+        "integers", ["--k", "1", "--forecast", "--costs", "PRICES", "--cost-weight", "0.01"]),
+    "k2-cost-weight-row-numbers": ("none", ["--k", "2", "--cost-weight", "0.001"]),
+}
+
+
+@needs_ray
+@pytest.mark.usefixtures("ray_runtime")
+@pytest.mark.parametrize("case", list(CASES))
+def test_both_engines_write_the_same_parquet_print_the_same_forecast_and_skip_the_same_rows(
+    capsys: pytest.CaptureFixture[str], texts: list[Any], tmp_path: Path, case: str
+) -> None:
+    ids, flags = CASES[case]
+    prices = tmp_path / "prices.csv"
+    prices.write_text("llm,cost\n" + "".join(f"{name},{1 + (3 * i) % 5}\n" for i, name in enumerate(PRICED)))
+    flags = [str(prices) if flag == "PRICES" else flag for flag in flags]
+    bank = bank_of(tmp_path / "bank.parquet", texts, ids)
+    local, distributed = tmp_path / "local.parquet", tmp_path / "ray.parquet"
+    code, local_out, local_err = score(capsys, bank, "--skip-bad", *flags, "-o", local)
+    assert code == 0, local_err
+    code, ray_out, ray_err = score(capsys, bank, "--skip-bad", *flags, "-o", distributed, "--engine", "ray",
+                                   "--chunk-size", "8")
+    assert code == 0, ray_err
+    assert_same_scores(local, distributed)
+    assert counts(ray_err) == counts(local_err) == (f"scored {len(texts) - len(BAD)} questions",
+                                                    f"skipped {len(BAD)} bad rows")
+    kept = [row for row in range(len(texts)) if row not in BAD]
+    if ids == "none":  # the data row numbers, 1-based, of the rows kept
+        assert pq.read_table(distributed).column("id").to_pylist() == [row + 1 for row in kept]
+    if "--forecast" in flags:
+        heading, numbers = forecast_of(ray_out)
+        local_heading, local_numbers = forecast_of(local_out)
+        assert heading == local_heading and set(numbers) == set(local_numbers)  # listed by value: ties may swap
+        for name, value in local_numbers.items():  # float64 sums of float32 p against the kernel's means
+            assert numbers[name] == pytest.approx(value, abs=1.5e-6), name
+    else:
+        assert ray_out == local_out == ""
+
+
+@needs_ray
+@pytest.mark.usefixtures("ray_runtime")
+def test_without_skip_bad_both_engines_stop_at_the_first_bad_row_of_a_bank_without_ids(
+    capsys: pytest.CaptureFixture[str], texts: list[Any], tmp_path: Path
+) -> None:
+    bank = bank_of(tmp_path / "bank.parquet", texts, "none")
+    outputs = [tmp_path / "local.parquet", tmp_path / "ray.parquet"]
+    errors = []
+    for output, engine in zip(outputs, (["--engine", "local"], ["--engine", "ray"])):
+        code, _, err = score(capsys, bank, "-q", "-o", output, *engine)
+        assert code == 1 and not output.exists()
+        errors.append(next(line for line in err.splitlines() if line.startswith("jeirt-lite: error:")))
+    first_bad = min(BAD) + 1
+    local_error, ray_error = errors
+    assert local_error == f"jeirt-lite: error: {bank}: data row {first_bad} (1-based): has no text (missing or null)" \
+        "; fix the row or pass --skip-bad to skip such rows"
+    assert ray_error == local_error.replace(f"{bank}: ", "")  # the same row, named by its number
