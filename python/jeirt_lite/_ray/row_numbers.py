@@ -14,15 +14,16 @@ import ray.data
 
 from .._io.optional import require_pyarrow
 
-# The numbers' column while the rows travel to the workers, beside the text (a text column of this name is read
-# as a bank without ids is not); the output calls it `id`, as for any bank.
+# The numbers' column while the rows travel to the workers, beside the text; the output calls it `id`, as for any
+# bank. A bank whose text column has this very name is not numbered: it needs an id column.
 ROW_NUMBER_COLUMN = "__jeirt_data_row__"
 ROW_TYPE = require_pyarrow().int64()
 
 
 def read_numbered(path: Path, text_column: str, batch_size: int) -> Any:
     """The Dataset of the bank at `path`: its `text_column` and each row's data row number (1-based, int64), in
-    the file's order, read `batch_size` rows at a time."""
+    the file's order, read `batch_size` rows at a time. Ray Data knows its columns only once a read ran: asking for
+    its schema (as `score_dataset` does) reads the first batch."""
     groups = row_groups(path)
     read = partial(read_row_groups, path=str(path), text_column=text_column, batch_size=batch_size)
     # One row group per call: the read tasks spread over the row groups.
