@@ -67,3 +67,18 @@ def test_an_empty_bank_writes_every_column_for_any_k(tmp_path: Path, k: int, all
     ParquetWriter(path, k, LLMS, all_probabilities=all_probabilities).close()
     table = pq.read_table(path)
     assert table.num_rows == 0 and table.column_names == score_columns(k, LLMS, all_probabilities)
+
+
+@pytest.mark.parametrize(("declared", "written"), [
+    (None, pa.int64()),  # schemaless ids (CSV, JSONL, row numbers): no id that is not an integer came
+    (pa.int64(), pa.int64()),
+    (pa.date32(), pa.date32()),
+    (pa.large_string(), pa.string()),
+])
+def test_an_empty_bank_keeps_the_id_type_a_scored_row_would_have(tmp_path: Path, declared: Any, written: Any) -> None:
+    # The Ray engine writes an empty bank's ids with the input's type; this writer wrote text whatever it was.
+    path = tmp_path / "s.parquet"
+    ParquetWriter(path, 2, LLMS, all_probabilities=False, id_type=declared).close()
+    schema = pq.read_schema(path)
+    assert schema.field("id").type == written
+    assert schema.field("p_1").type == pa.float32() and schema.field("llm_1").type == pa.string()

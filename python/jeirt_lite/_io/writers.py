@@ -22,7 +22,7 @@ import numpy as np
 from .. import _core
 from .._errors import JeirtError
 from .optional import require_pyarrow
-from .vocabulary import probability_column, score_columns
+from .vocabulary import score_columns
 
 
 @dataclass
@@ -34,6 +34,18 @@ class ScoredChunk:
     probabilities: np.ndarray  # (n, k) float32
     difficulty: np.ndarray  # (n,) float32
     all_probabilities: Optional[np.ndarray] = None  # (n, K) float32, with --all
+
+    @classmethod
+    def empty(cls, k: int, n_llms: int, all_probabilities: bool) -> ScoredChunk:
+        """The scores of no rows, with the shapes and types of any chunk's: written alone, they give an output
+        its columns and types when no row is scored (an empty bank, or every row skipped)."""
+        return cls(
+            ids=[],
+            indices=np.empty((0, k), dtype=np.int64),
+            probabilities=np.empty((0, k), dtype=np.float32),
+            difficulty=np.empty(0, dtype=np.float32),
+            all_probabilities=np.empty((0, n_llms), dtype=np.float32) if all_probabilities else None,
+        )
 
 
 def id_text(ident: Any) -> str:
@@ -211,15 +223,11 @@ class ParquetWriter(Writer):
         self.writer.write_table(table)
 
     def close(self) -> None:
-        if self.writer is None:  # no rows at all: still a valid, empty file with the right columns
-            pa = self.pa
-            fields = [pa.field("id", pa.string())]
-            for rank in range(1, self.k + 1):
-                fields += [pa.field(f"llm_{rank}", pa.string()), pa.field(f"p_{rank}", pa.float32())]
-            fields.append(pa.field("difficulty", pa.float32()))
-            if self.all_probabilities:
-                fields += [pa.field(probability_column(name), pa.float32()) for name in self.llm_names]
-            self.writer = pa.parquet.ParquetWriter(str(self.path), pa.schema(fields))
+        if self.writer is None:  # no rows at all: still a valid, empty file with the columns and types of any
+            # other: the input's id type where it declares one (as the Ray engine writes it), else int64 (no id
+            # that is not an integer came)
+            empty = self._table(ScoredChunk.empty(self.k, len(self.llm_names), self.all_probabilities))
+            self.writer = self.pa.parquet.ParquetWriter(str(self.path), empty.schema)
         self.writer.close()
 
 

@@ -8,8 +8,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 
-import numpy as np
-
 from .._errors import SKIP_BAD, hinted_error
 from .._io.optional import require_pyarrow
 from .._io.vocabulary import id_problem, score_columns, text_problem
@@ -84,13 +82,7 @@ def empty_scores(pa: Any, id_type: Any, k: int, llms: Sequence[str], all_probabi
     """The scores of no rows: an empty Arrow table with the columns and types a scored batch of ids of `id_type`
     has. A worker returns it for a batch whose every row was skipped; the driver writes its schema when no batch
     comes at all (Ray Data drops empty batches)."""
-    chunk = ScoredChunk(
-        ids=[],
-        indices=np.empty((0, k), dtype=np.int64),
-        probabilities=np.empty((0, k), dtype=np.float32),
-        difficulty=np.empty(0, dtype=np.float32),
-        all_probabilities=np.empty((0, len(llms)), dtype=np.float32) if all_probabilities else None,
-    )
+    chunk = ScoredChunk.empty(k, len(llms), all_probabilities)
     ids = _as_written(pa, pa.array([], type=id_type))
     names = pa.array(list(llms), type=pa.string())
     return score_table(pa, ids, chunk, names, score_columns(k, llms, all_probabilities))
