@@ -1,5 +1,5 @@
-"""`jeirt-lite route` in process, on the shipped router: how stdin is read and batched, what --json writes, the
-bound on --k, --no-neighbours, and when the note on LLMs without a cost is printed."""
+"""`jeirt-lite route` in process, on the shipped router: how stdin is read and batched, the bound on a stdin line,
+what --json writes, the bound on --k, --no-neighbours, and when the note on LLMs without a cost is printed."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import io
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-from jeirt_lite import Router
+from jeirt_lite import JeirtError, Router
+from jeirt_lite._limits import MAX_LINE_BYTES
 from jeirt_lite.cli import main, route
 from jeirt_lite.cli.route import _stdin_batches
 
@@ -38,6 +40,40 @@ def test_stdin_is_read_in_batches_from_a_pipe_and_line_by_line_at_a_terminal(mon
     assert list(_stdin_batches(_stdin(data))) == [["a", "b"], ["c", "d"], ["e"]]
     assert list(_stdin_batches(_stdin(data, terminal=True))) == [["a"], ["b"], ["c"], ["d"], ["e"]]
     assert list(_stdin_batches(_stdin(b"a\nb\n"))) == [["a", "b"]]
+
+
+class _Endless(io.RawIOBase):
+    """An input that never ends (`< /dev/zero`), failing the test once far more than a line's bound was read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.served = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        assert self.served < 4 * MAX_LINE_BYTES, "read on past the bound of a line"
+        buffer[:] = b"a" * len(buffer)
+        self.served += len(buffer)
+        return len(buffer)
+
+
+def test_an_endless_line_is_refused_by_its_number_and_the_bound_without_being_read_whole() -> None:
+    endless = _Endless()
+    stdin = io.TextIOWrapper(io.BufferedReader(endless), encoding="utf-8")
+    with pytest.raises(JeirtError, match=f"stdin line 1 is longer than {MAX_LINE_BYTES:,} bytes"):
+        list(_stdin_batches(stdin))
+    assert endless.served <= 2 * MAX_LINE_BYTES
+
+
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b""])
+def test_a_line_as_long_as_the_bound_is_read_and_one_byte_more_is_refused(end: bytes) -> None:
+    longest = b"a" * MAX_LINE_BYTES
+    assert [len(text) for batch in _stdin_batches(_stdin(b"q\n" + longest + end)) for text in batch] == [
+        1, MAX_LINE_BYTES]
+    with pytest.raises(JeirtError, match="stdin line 2 is longer than"):
+        list(_stdin_batches(_stdin(b"q\n" + longest + b"a" + end)))
 
 
 def test_a_byte_order_mark_is_dropped_from_the_first_stdin_line_only(

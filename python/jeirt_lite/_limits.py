@@ -9,6 +9,7 @@ hang, an out-of-memory kill or a silently meaningless answer.
 | threads (ONNX Runtime and the Rust pool) | 1..MAX_THREADS |
 | chunk sizes, batch sizes | 1..MAX_CHUNK_ROWS |
 | text length | cut to MAX_CHARS_PER_TOKEN x the encoder's max_seq_length characters before tokenising |
+| a line of stdin (`route`) | at most MAX_LINE_BYTES bytes |
 | thresholds, probabilities | finite, in [0, 1] |
 | cost weights | finite, >= 0 |
 | router dimension d / LLMs / reference rows | 1..MAX_DIM / 1..MAX_LLMS / 1..MAX_REFERENCE |
@@ -33,6 +34,11 @@ MAX_CHUNK_ROWS = 1 << 20
 # and runs of spaces, so the cut only bites on texts far longer than the encoder reads anyway.
 MAX_CHARS_PER_TOKEN = 32
 MAX_SEQ_LENGTH = 1 << 15
+# The longest text any router reads: the cut above, at the longest max_seq_length.
+MAX_TEXT_CHARS = MAX_CHARS_PER_TOKEN * MAX_SEQ_LENGTH
+# A line of `route`'s stdin: room for MAX_TEXT_CHARS characters of UTF-8's widest (4 bytes), so no text a router
+# could read is refused; a longer line (`route < /dev/zero`) is refused before it is read whole.
+MAX_LINE_BYTES = 4 * MAX_TEXT_CHARS
 MAX_DIM = 1 << 16
 MAX_LLMS = 1 << 16
 MAX_REFERENCE = 1 << 22

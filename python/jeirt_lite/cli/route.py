@@ -11,6 +11,7 @@ from typing import Any, TextIO
 from .._errors import JeirtError
 from .._io.pipes import stoppable_buffer
 from .._io.vocabulary import text_problem
+from .._limits import MAX_LINE_BYTES, MAX_TEXT_CHARS
 from .._pipeline import in_background, pipelines, scoring_copy
 from .._questions import EncodedQuestions
 from .._results import RouteResult
@@ -60,11 +61,11 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _stdin_batches(stream: TextIO) -> Iterator[list[str]]:
-    """Non-blank stdin lines in batches; a line that is not UTF-8 stops with its line number."""
+    """Non-blank stdin lines in batches; a line that is not UTF-8, or is longer than MAX_LINE_BYTES, stops with its
+    line number."""
     interactive = stream.isatty()
-    lines: Iterator[Any] = iter(_stoppable_bytes(stream))
     batch: list[str] = []
-    for number, line in enumerate(lines, 1):
+    for number, line in _bounded_lines(_stoppable_bytes(stream)):
         if isinstance(line, bytes):
             try:
                 line = line.decode("utf-8-sig" if number == 1 else "utf-8")
@@ -82,6 +83,21 @@ def _stdin_batches(stream: TextIO) -> Iterator[list[str]]:
             batch = []
     if batch:
         yield batch
+
+
+def _bounded_lines(source: Any) -> Iterator[tuple[int, Any]]:
+    """The lines of `source` (bytes, or text) with their numbers from 1; a line longer than MAX_LINE_BYTES stops the
+    run, read no further than the bound (stdin may be endless: `route < /dev/zero`)."""
+    number = 0
+    while True:
+        line = source.readline(MAX_LINE_BYTES + 2)  # room for the line's \r\n
+        if not line:
+            return
+        number += 1
+        if len(line.rstrip(b"\r\n" if isinstance(line, bytes) else "\r\n")) > MAX_LINE_BYTES:
+            raise JeirtError(f"stdin line {number} is longer than {MAX_LINE_BYTES:,} bytes, the longest line route "
+                             f"reads (a router reads at most the first {MAX_TEXT_CHARS:,} characters of a text)")
+        yield number, line
 
 
 def _stoppable_bytes(stream: TextIO) -> Any:
