@@ -28,7 +28,7 @@ class _ClosingPipe(io.StringIO):
 
 def test_once_the_reader_is_gone_writes_are_dropped_and_the_descriptor_silenced_once() -> None:
     pipe, silenced = _ClosingPipe(1), []
-    out = OutlivesItsReader(pipe, on_gone=lambda: silenced.append(True))
+    out = OutlivesItsReader(pipe, on_gone=lambda error: silenced.append(isinstance(error, BrokenPipeError)))
     assert out.write("first\n") == 6 and not out.reader_gone
     assert out.write("second\n") == 7 and out.reader_gone  # no BrokenPipeError reaches the command
     out.write("third\n")

@@ -3,9 +3,11 @@
 One module per command, each with `add_parser(subparsers)` and `run(args, console)`; `COMMANDS` lists them in
 the order `--help` shows them.
 
-Exit codes: 0 done; 1 a bad input, output path or router folder (the message says which, no traceback); 2 a
-command line argparse cannot parse, or options that cannot run (out of the router's bounds, excluding each other);
-130 interrupted (Ctrl-C); 143 terminated (SIGTERM). An interrupted or failed command leaves no output.
+Exit codes: 0 done; 1 a bad input, output path or router folder, or a stdout that a command whose job is to print
+cannot write (closed, full: cli/_stdout.py) (the message says which, no traceback); 2 a command line argparse cannot
+parse, or options that cannot run (out of the router's bounds, excluding each other); 130 interrupted (Ctrl-C); 143
+terminated (SIGTERM). An interrupted or failed command leaves no output. A stderr that cannot be written loses the
+messages, never the result nor the exit code (cli/_stderr.py).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from . import add_llm, info, report, route, score, serve, train
 from ._options import OptionParser, parse_or_exit_code
 from ._shared import FORMATTER, PROG, Console, Terminated, flag_for
 from ._signals import stop_signals
-from ._stdout import OutlivesItsReader, silence_stdout
+from ._stderr import LossyStderr, reserve_closed_descriptors
+from ._stdout import ClosedStdout, FailsInOneLine, OutlivesItsReader, silence_stdout
 
 
 class Command(Protocol):
@@ -45,8 +48,13 @@ COMMANDS: dict[str, Command] = {
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 
-# The commands whose result is a file or folder: they outlive the reader of their stdout (cli/_stdout.py).
+# The commands whose result is a file or folder: they outlive the reader of their stdout (cli/_stdout.py); `score`
+# without -o prints its result.
 WRITE_RESULTS = frozenset({"train", "score", "add-llm", "report"})
+
+
+def writes_result(args: argparse.Namespace) -> bool:
+    return args.command in WRITE_RESULTS and not (args.command == "score" and args.output is None)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,7 +82,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit code (the console script passes it to sys.exit)."""
-    words = list(sys.argv[1:] if argv is None else argv)
+    reserve_closed_descriptors()
+    stderr = sys.stderr
+    sys.stderr = cast(TextIO, LossyStderr(stderr))  # what Python prints there (warnings, progress) goes through it too
+    try:
+        return _parsed_and_run(list(sys.argv[1:] if argv is None else argv))
+    finally:
+        sys.stderr = stderr
+
+
+def _parsed_and_run(words: list[str]) -> int:
     if words[:1] == ["train"]:  # every word after it is the training parser's (argparse cannot pass "--x" on)
         args = argparse.Namespace(command="train", arguments=words[1:])
     else:
@@ -83,8 +100,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return parsed
         args = parsed
     stdout = sys.stdout
-    if args.command in WRITE_RESULTS:  # print() in the training library goes through it too
-        sys.stdout = cast(TextIO, OutlivesItsReader(stdout))
+    given = stdout if stdout is not None else cast(TextIO, ClosedStdout())
+    # print() in the training library goes through it too
+    sys.stdout = cast(TextIO, OutlivesItsReader(given) if writes_result(args) else FailsInOneLine(given))
     console = Console(sys.stdout, sys.stderr)
     try:
         with stop_signals():
@@ -102,7 +120,9 @@ def _run(args: argparse.Namespace, console: Console) -> int:
     # On a terminal the message starts on a line of its own, after the progress line or the echoed ^C.
     lead = "\n" if console.err.isatty() else ""
     try:
-        return COMMANDS[args.command].run(args, console)
+        code = COMMANDS[args.command].run(args, console)
+        console.out.flush()  # a full disk shows here, as the command's error, not in the flush at exit
+        return code
     except JeirtError as error:
         console.err.write(f"{PROG}: error: {error_text(error, partial(flag_for, args))}\n")
         if is_option_error(error):  # the options cannot run together: nothing was started to say how far it got

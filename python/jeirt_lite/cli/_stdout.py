@@ -1,26 +1,114 @@
-"""Standard output when its reader goes away (`jeirt-lite route ... | head -1`, a `tee` that dies)."""
+"""Standard output that cannot take what a command prints: its reader gone (`jeirt-lite route ... | head -1`, a
+`tee` that dies), closed (`>&-`) or full (`> /dev/full`).
+
+A command whose job is to print (`route`, `info`, `score` without -o) fails on it as coreutils' commands do: one
+line, `stdout: write error: Bad file descriptor`, exit 1; a broken pipe alone ends it quietly with status 0 (`_run`).
+A command whose result is a file or folder writes it all the same: what it prints is dropped (`OutlivesItsReader`).
+"""
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
-from collections.abc import Iterable
-from typing import Any, Callable, TextIO
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, Callable, NoReturn, TextIO
+
+from .._errors import JeirtError
+from ._options import PROG
 
 
 def silence_stdout() -> None:
-    """Point file descriptor 1 at the null device, so that the flush at exit finds no closed pipe."""
+    """Point file descriptor 1 at the null device, so that the flush at exit finds no closed pipe or full disk
+    (a stdout without a descriptor, or started closed, has nothing to flush there)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    os.dup2(devnull, fd)
     os.close(devnull)
 
 
-class OutlivesItsReader:
-    """The stdout of a command whose result is a file or folder (`train`, `score`, `add-llm`, `report`): once the
-    reader of stdout is gone, what the command prints is dropped and the command goes on to write its result,
-    rather than stopping half-way at its next line (and, a closed pipe being no error, with status 0)."""
+def write_error(error: OSError) -> JeirtError:
+    """The one-line error of a stdout that cannot be written; what it still buffers goes nowhere at exit."""
+    silence_stdout()
+    return JeirtError(f"stdout: write error: {error.strerror or error}")
 
-    def __init__(self, stream: TextIO, on_gone: Callable[[], None] = silence_stdout):
+
+class _Lines:
+    """`writelines` as one `write` per line, for the stand-ins of stdout below."""
+
+    def write(self, text: str) -> int:
+        raise NotImplementedError
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+
+class ClosedStdout(_Lines):
+    """The stdout of a process started with descriptor 1 closed (`>&-`), where Python has none: writing to it fails
+    as writing to a closed descriptor does, so that a command that prints says so rather than crashing on None."""
+
+    def write(self, text: str) -> NoReturn:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    def flush(self) -> None:  # nothing was written, so nothing is lost
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> NoReturn:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+
+@contextmanager
+def _one_line_errors() -> Iterator[None]:
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        raise write_error(error) from None
+
+
+class FailsInOneLine(_Lines):
+    """The stdout of a command whose job is to print: a write that fails (closed, full) becomes the command's one
+    error line; a broken pipe stays a BrokenPipeError, the quiet end of `| head`."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        with _one_line_errors():
+            return self._stream.write(text)
+
+    def flush(self) -> None:
+        with _one_line_errors():
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...: the stream's own
+        return getattr(self._stream, name)
+
+
+def drop_stdout(error: OSError) -> None:
+    """What a command whose result is a file does when stdout fails: silence it, and for anything but a closed pipe
+    (whose reader left on purpose) say on stderr that its printed part is lost, not its result."""
+    silence_stdout()
+    if not isinstance(error, BrokenPipeError):
+        sys.stderr.write(f"{PROG}: note: stdout: write error: {error.strerror or error}; what this command "
+                         "prints is dropped, its output is written\n")
+
+
+class OutlivesItsReader(_Lines):
+    """The stdout of a command whose result is a file or folder (`train`, `score -o`, `add-llm`, `report`): once
+    stdout cannot be written (its reader gone, closed, full), what the command prints is dropped and the command goes
+    on to write its result, rather than stopping half-way at its next line."""
+
+    def __init__(self, stream: TextIO, on_gone: Callable[[OSError], None] = drop_stdout):
         self._stream = stream
         self._on_gone = on_gone
         self.reader_gone = False
@@ -29,24 +117,20 @@ class OutlivesItsReader:
         if not self.reader_gone:
             try:
                 self._stream.write(text)
-            except BrokenPipeError:
-                self._gone()
+            except OSError as error:
+                self._gone(error)
         return len(text)
-
-    def writelines(self, lines: Iterable[str]) -> None:
-        for line in lines:
-            self.write(line)
 
     def flush(self) -> None:
         if not self.reader_gone:
             try:
                 self._stream.flush()
-            except BrokenPipeError:
-                self._gone()
+            except OSError as error:
+                self._gone(error)
 
-    def _gone(self) -> None:
+    def _gone(self, error: OSError) -> None:
         self.reader_gone = True
-        self._on_gone()
+        self._on_gone(error)
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...: the stream's own
         return getattr(self._stream, name)

@@ -1,0 +1,96 @@
+"""The commands with a standard stream closed (`>&-`, `2>&-`) or full (`> /dev/full`), each in a subprocess: a
+command whose job is to print fails in one line and exit 1, as coreutils' do; one whose result is a file writes it;
+a stderr that cannot be written loses the messages, never the result nor the exit status."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from child_env import cli_env
+from jeirt_lite._limits import MAX_LINE_BYTES
+
+QUESTION = "What is 7 * 8?"
+CLOSED, FULL = ">&-", ">/dev/full"
+STRERROR = {CLOSED: os.strerror(errno.EBADF), FULL: os.strerror(errno.ENOSPC)}
+
+pytestmark = pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs a POSIX shell and /dev/full")
+
+
+def _jeirt(redirect: str, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
+    """`python -m jeirt_lite ARGS` with the shell's `redirect` applied (what it leaves open is captured)."""
+    script = f'exec "$0" -m jeirt_lite "$@" {redirect}'
+    done = subprocess.run(["sh", "-c", script, sys.executable, *args], input=stdin, capture_output=True,
+                          env=cli_env(), timeout=300)
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
+
+
+@pytest.fixture(scope="module")
+def bank(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("bank") / "bank.csv"
+    path.write_text(f"id,text\n1,{QUESTION}\n2,Who wrote Hamlet?\n")
+    return path
+
+
+@pytest.mark.parametrize("redirect", [CLOSED, FULL])
+@pytest.mark.parametrize("command", [["route", QUESTION], ["info"], ["score", "BANK", "--forecast"]])
+def test_a_command_whose_job_is_to_print_fails_in_one_line_when_stdout_cannot_be_written(
+    bank: Path, command: list[str], redirect: str
+) -> None:
+    done = _jeirt(redirect, *[str(bank) if word == "BANK" else word for word in command], "--threads", "1")
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines[0] == f"jeirt-lite: error: stdout: write error: {STRERROR[redirect]}", done.stderr
+    assert "Traceback" not in done.stderr and len(lines) <= 2  # score adds how far it got
+
+
+@pytest.mark.parametrize("redirect", [CLOSED, FULL])
+def test_score_to_a_file_writes_it_whole_when_stdout_cannot_be_written(
+    bank: Path, tmp_path: Path, redirect: str
+) -> None:
+    output = tmp_path / "scores.csv"
+    done = _jeirt(redirect, "score", str(bank), "-o", str(output), "--forecast", "--threads", "1")
+    assert done.returncode == 0, done.stderr
+    assert len(output.read_text().splitlines()) == 3
+    assert f"jeirt-lite: note: stdout: write error: {STRERROR[redirect]}; what this command prints is dropped" in (
+        done.stderr) and "Traceback" not in done.stderr
+
+
+def test_add_llm_writes_its_router_with_stdout_closed_and_stderr_full(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.csv"
+    answers.write_text("text,correct\n" + "".join(f"Question {i} on topic {i % 7}?,{i % 2}\n" for i in range(40)))
+    done = _jeirt(">&- 2>/dev/full", "add-llm", "--name", "new-llm", "--answers", str(answers),
+                  "-o", str(tmp_path / "grown"), "--threads", "1")
+    assert done.returncode == 0
+    assert (tmp_path / "grown" / "router.json").is_file()
+
+
+@pytest.mark.parametrize("redirect", ["2>&-", "2>/dev/full"])
+def test_a_stderr_that_cannot_be_written_loses_the_notes_not_the_result_nor_the_failure(
+    bank: Path, tmp_path: Path, redirect: str
+) -> None:
+    done = _jeirt(redirect, "route", QUESTION, "--threads", "1")
+    assert done.returncode == 0 and done.stdout.startswith(f"{QUESTION}\n  1. ")
+    output = tmp_path / "scores.csv"  # score prints its summary on stderr
+    assert _jeirt(redirect, "score", str(bank), "-o", str(output), "--threads", "1").returncode == 0
+    assert len(output.read_text().splitlines()) == 3
+    assert _jeirt(redirect, "route", " ", "--threads", "1").returncode == 1
+    assert _jeirt(redirect, "route", "--k", "0").returncode == 2
+
+
+def test_a_descriptor_started_closed_is_no_number_a_later_file_gets() -> None:
+    opened = "import os; from jeirt_lite.cli._stderr import reserve_closed_descriptors as r; r(); " \
+             "raise SystemExit(os.open(os.devnull, os.O_RDONLY))"
+    done = subprocess.run(["sh", "-c", '"$0" -c "$1" >&- 2>&-', sys.executable, opened], env=cli_env(), timeout=60)
+    assert done.returncode > 2
+
+
+def test_an_overlong_stdin_line_ends_in_one_line_naming_it() -> None:
+    done = _jeirt("", "route", "--threads", "1", stdin=f"{QUESTION}\n".encode() + b"a" * (MAX_LINE_BYTES + 1))
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (f"jeirt-lite: error: stdin line 2 is longer than {MAX_LINE_BYTES:,} bytes, the longest line "
+                           "route reads (a router reads at most the first 1,048,576 characters of a text)\n")
