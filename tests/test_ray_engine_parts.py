@@ -488,6 +488,20 @@ def test_ray_is_started_for_the_call_only_when_none_runs_and_stopped_after_it(
         assert runtime.shutdowns == 1
 
 
+def test_score_file_on_ray_takes_str_paths_as_score_file_does_and_refuses_no_input_in_words(
+    monkeypatch: pytest.MonkeyPatch, tiny_router_path: Path, parquet_bank: Path
+) -> None:
+    FakeRuntime(monkeypatch, running=True)
+    runs: list[Any] = []
+    monkeypatch.setattr(file_run, "_score_on_ray", lambda run, *_: runs.append(run) or (4, None, 0.5))
+    monkeypatch.chdir(parquet_bank.parent)
+    summary = engine.score_file_on_ray("bank.parquet", router_path=str(tiny_router_path), output="scores.parquet")
+    assert summary.output == Path("scores.parquet")
+    assert (runs[0].input_path, runs[0].output) == (Path("bank.parquet"), Path("scores.parquet"))
+    with pytest.raises(JeirtError, match="give an input file of question texts"):
+        engine.score_file_on_ray(None, output="scores.parquet")  # type: ignore[arg-type]
+
+
 def test_ray_started_for_the_call_is_stopped_when_the_run_fails(
     monkeypatch: pytest.MonkeyPatch, tiny_router_path: Path, parquet_bank: Path, tmp_path: Path
 ) -> None:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 import ray
 import ray.data
@@ -24,7 +24,7 @@ from .._io.vocabulary import default_id_column, probability_column
 from .._router import DEFAULT_ROUTER_PATH
 from .._router_tables import usable_cores
 from .._score_request import RAY, ScoreOptions, check_score_request
-from ..artifact import read_manifest
+from ..artifact import PathLike, read_manifest
 from ..batch import ScoreSummary
 from .dataset import checked_routing, expected_accuracy, find_id_column, score_dataset, text_column_of
 from .row_numbers import ROW_NUMBER_COLUMN, ROW_TYPE, read_numbered
@@ -55,10 +55,10 @@ _JEIRT_ERROR_LINE = re.compile(r"JeirtError: (.+)")
 
 
 def score_file_on_ray(
-    input_path: Path,
+    input_path: PathLike,
     *,
-    router_path: Optional[Union[str, Path]] = None,
-    output: Optional[Path] = None,
+    router_path: Optional[PathLike] = None,
+    output: Optional[PathLike] = None,
     text_column: Optional[str] = None,
     id_column: Optional[str] = None,
     options: Optional[ScoreOptions] = None,
@@ -74,21 +74,25 @@ def score_file_on_ray(
     to the output and renames it at the end (`_io.outputs.atomic_output`), so a failed or interrupted run leaves no
     output. The forecast is aggregated from per-batch sums (`expected_accuracy`). Without a running Ray, one is
     started for the call (on `address`, else locally on the CPUs this process may use) and shut down after it. `costs`
-    replaces the router's stored costs for the run, as in `score_dataset`.
+    replaces the router's stored costs for the run, as in `score_dataset`. The paths are a str or a Path, as
+    `batch.score_file` takes them.
 
     Raises:
         JeirtError: a bad input, output or argument, or a bad row without `options.skip_bad`.
     """
     options = options or ScoreOptions()
     router_path = Path(router_path) if router_path is not None else DEFAULT_ROUTER_PATH
+    # None is refused by the request's check, with what to give instead.
+    source, target = (None if path is None else Path(path) for path in (input_path, output))
     manifest = read_manifest(router_path)
     llms = manifest.llms
-    check_score_request(options, len(llms), input_path=Path(input_path), output=output, engine=RAY)
+    check_score_request(options, len(llms), input_path=source, output=target, engine=RAY)
     # Before Ray starts, as on one machine.
     costs = checked_routing(manifest, options.k, options.llms, options.cost_weight, options.min_probability, costs)
-    if output is not None:
-        check_output_path(output, [input_path], router_path)
-    total = parquet_rows(input_path)  # from the file's footer: a Ray count would be one more job to schedule
+    assert source is not None  # refused above
+    if target is not None:
+        check_output_path(target, [source], router_path)
+    total = parquet_rows(source)  # from the file's footer: a Ray count would be one more job to schedule
     started_here = not ray.is_initialized()
     if started_here:
         # Without an address: a local runtime on the CPUs this process may use; with one: join that cluster.
@@ -99,13 +103,12 @@ def score_file_on_ray(
             log_to_driver=False,
         )
     try:
-        run = _FileRun(Path(input_path), output, text_column, id_column, options, threads_per_worker, ship_router,
-                       costs)
+        run = _FileRun(source, target, text_column, id_column, options, threads_per_worker, ship_router, costs)
         rows, forecast, seconds = _score_on_ray(run, router_path, llms, show_progress)
     finally:
         if started_here:
             ray.shutdown()
-    return ScoreSummary(rows=rows, skipped=total - rows, seconds=seconds, output=output, forecast=forecast)
+    return ScoreSummary(rows=rows, skipped=total - rows, seconds=seconds, output=target, forecast=forecast)
 
 
 @dataclass(frozen=True)
