@@ -100,6 +100,7 @@ def test_engine_ray_hands_the_run_to_the_ray_engine(
 
     fake = FakeRay()
     monkeypatch.setattr(ray_engine, "score_file_on_ray", fake)
+    monkeypatch.setattr("jeirt_lite.cli.score.stderr_is_terminal", lambda: True)  # bars only on a terminal
     out = tmp_path / "s.parquet"
     assert main(["score", str(bank), "-o", str(out), "--k", "2", *flags]) == 0
     (call,) = fake.calls

@@ -8,6 +8,8 @@ real runtime.
 
 from __future__ import annotations
 
+import io
+import logging
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -27,7 +29,7 @@ pytest.importorskip("ray", reason='needs Ray: pip install "jeirt-lite[ray]"')
 
 import jeirt_lite.ray_engine as engine  # noqa: E402 - after the skip: the module imports Ray
 import ray  # noqa: E402
-from jeirt_lite._ray import dataset, file_run  # noqa: E402 - the engine's parts, whose names the tests replace
+from jeirt_lite._ray import dataset, file_run, quiet  # noqa: E402 - the engine's parts, whose names the tests replace
 from jeirt_lite._ray.worker import BankScorer  # noqa: E402
 
 IDS = ["q0", "q1", "q2", "q3"]
@@ -459,11 +461,12 @@ def parquet_bank(tmp_path: Path, texts: list[str]) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("running", "address", "cores"),
-                         [(False, None, 3), (False, None, 1), (False, "ray://head:10001", 3), (True, None, 3)])
+@pytest.mark.parametrize(("running", "address", "cores", "quiet"), [
+    (False, None, 3, False), (False, None, 1, True), (False, "ray://head:10001", 3, True), (True, None, 3, False),
+])
 def test_ray_is_started_for_the_call_only_when_none_runs_and_stopped_after_it(
     monkeypatch: pytest.MonkeyPatch, tiny_router_path: Path, parquet_bank: Path, tmp_path: Path,
-    running: bool, address: Optional[str], cores: int,
+    running: bool, address: Optional[str], cores: int, quiet: bool,
 ) -> None:
     runtime = FakeRuntime(monkeypatch, running)
     monkeypatch.setattr(file_run, "usable_cores", lambda: cores)
@@ -475,7 +478,8 @@ def test_ray_is_started_for_the_call_only_when_none_runs_and_stopped_after_it(
 
     monkeypatch.setattr(file_run, "_score_on_ray", pipeline)
     output = tmp_path / "scores.parquet"
-    summary = engine.score_file_on_ray(parquet_bank, router_path=tiny_router_path, output=output, address=address)
+    summary = engine.score_file_on_ray(parquet_bank, router_path=tiny_router_path, output=output, address=address,
+                                       quiet=quiet)
     assert (summary.rows, summary.skipped, summary.seconds, summary.output) == (3, 1, 0.5, output)
     run, router_path, show_progress = runs[0]
     assert run.options == ScoreOptions() and router_path == tiny_router_path and not show_progress
@@ -483,8 +487,9 @@ def test_ray_is_started_for_the_call_only_when_none_runs_and_stopped_after_it(
         assert runtime.inits == [] and runtime.shutdowns == 0
     else:
         cpus = None if address else cores  # a local runtime on the cores this process may use
+        # Quiet: only errors from the driver's "ray" logger (a joined cluster's own processes log as they do).
         assert runtime.inits == [{"address": address, "num_cpus": cpus, "include_dashboard": False,
-                                  "log_to_driver": False}]
+                                  "log_to_driver": False, "logging_level": logging.ERROR if quiet else logging.INFO}]
         assert runtime.shutdowns == 1
 
 
@@ -500,6 +505,21 @@ def test_score_file_on_ray_takes_str_paths_as_score_file_does_and_refuses_no_inp
     assert (runs[0].input_path, runs[0].output) == (Path("bank.parquet"), Path("scores.parquet"))
     with pytest.raises(JeirtError, match="give an input file of question texts"):
         engine.score_file_on_ray(None, output="scores.parquet")  # type: ignore[arg-type]
+
+
+def test_quiet_holds_back_ray_data_s_console_lines_for_the_run_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    console = io.StringIO()
+    for handler in logging.getLogger("ray.data").handlers:  # its console writes to the stderr of its creation
+        if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
+            monkeypatch.setattr(handler, "stream", console)
+    data_logger = logging.getLogger("ray.data.jeirt_test")  # a child: its records reach Ray Data's handlers
+    with quiet.ray_data_console(True):
+        data_logger.error("held back")
+    with quiet.ray_data_console(False):
+        data_logger.info("shown when not quiet")
+    data_logger.info("shown after")
+    err = console.getvalue()
+    assert "held back" not in err and "shown when not quiet" in err and "shown after" in err
 
 
 def test_ray_started_for_the_call_is_stopped_when_the_run_fails(

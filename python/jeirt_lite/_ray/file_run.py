@@ -1,7 +1,8 @@
 """The Ray engine's file-to-file run (`jeirt-lite score --engine ray`): `score_file_on_ray` reads a Parquet bank
 on Ray Data (one without an id column with its data row numbers, `row_numbers`), scores it with
 `dataset.score_dataset` and streams the scores into one Parquet file, with the summary `batch.score_file` returns;
-a worker's JeirtError comes back as that error (`unwrap_error`)."""
+a worker's JeirtError comes back as that error (`unwrap_error`). Asked to be quiet, it keeps Ray's own lines off
+stderr (the `quiet` module)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from .._score_request import RAY, ScoreOptions, check_score_request
 from ..artifact import PathLike, read_manifest
 from ..batch import ScoreSummary
 from .dataset import checked_routing, expected_accuracy, find_id_column, score_dataset, text_column_of
+from .quiet import init_logging_level, ray_data_console
 from .row_numbers import ROW_NUMBER_COLUMN, ROW_TYPE, read_numbered
 from .worker import empty_scores
 
@@ -67,6 +69,7 @@ def score_file_on_ray(
     ship_router: bool = False,
     show_progress: bool = False,
     costs: Optional[Mapping[str, float]] = None,
+    quiet: bool = False,
 ) -> ScoreSummary:
     """`batch.score_file` on Ray Data: a Parquet bank in, one Parquet file out, the same summary.
 
@@ -76,6 +79,9 @@ def score_file_on_ray(
     started for the call (on `address`, else locally on the CPUs this process may use) and shut down after it. `costs`
     replaces the router's stored costs for the run, as in `score_dataset`. The paths are a str or a Path, as
     `batch.score_file` takes them.
+
+    `show_progress` turns on Ray Data's progress bars; `quiet` keeps Ray's own log lines off this process's stderr
+    (as `score -q` does; Ray's session logs keep them).
 
     Raises:
         JeirtError: a bad input, output or argument, or a bad row without `options.skip_bad`.
@@ -101,10 +107,12 @@ def score_file_on_ray(
             num_cpus=None if address else usable_cores(),  # a container's CPU limit included
             include_dashboard=False,
             log_to_driver=False,
+            logging_level=init_logging_level(quiet),
         )
     try:
         run = _FileRun(source, target, text_column, id_column, options, threads_per_worker, ship_router, costs)
-        rows, forecast, seconds = _score_on_ray(run, router_path, llms, show_progress)
+        with ray_data_console(quiet):
+            rows, forecast, seconds = _score_on_ray(run, router_path, llms, show_progress)
     finally:
         if started_here:
             ray.shutdown()

@@ -261,8 +261,9 @@ def _run_on_ray(args: argparse.Namespace, console: Console) -> int:
         address=args.address,
         threads_per_worker=args.threads or 1,
         ship_router=args.ship_router,
-        show_progress=not args.quiet,
+        show_progress=stderr_is_terminal() and not args.quiet,  # the local progress line's rule
         costs=costs,
+        quiet=args.quiet,
     )
     print_score_summary(console, summary, quiet=args.quiet, where=" on Ray",
                         unanswered=unanswered_benchmarks(manifest.training, manifest.llms))
