@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import pytest
+from jeirt_lite._errors import JeirtError
 from jeirt_lite.batch import ScoreState, ScoreSummary
 from jeirt_lite.cli import main, score
 
@@ -49,3 +50,28 @@ def test_ray_progress_bars_follow_the_local_progress_line_s_rule_and_q_quiets_ra
                  "--engine", "ray", *flags])
     assert code == 0, capsys.readouterr().err
     assert [(call["show_progress"], call["quiet"]) for call in calls] == [(progress, quiet)]
+
+
+def failing_after(rows: int) -> Callable[[ScoreState], None]:
+    def run(state: ScoreState) -> None:
+        state.rows_scored = rows
+        raise JeirtError("row with id 'q9': has no text (missing or null)")
+    return run
+
+
+@pytest.mark.parametrize(("rows", "note"), [(0, "stopped before any row was scored"),
+                                            (80, "stopped after scoring 80 rows")])
+def test_a_failed_ray_run_says_how_far_it_got_and_that_no_output_was_written(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tiny_router_path: Path, tmp_path: Path,
+    rows: int, note: str,
+) -> None:
+    fake_engine(monkeypatch, failing_after(rows))
+    bank, output = tmp_path / "bank.parquet", tmp_path / "s.parquet"
+    bank.write_bytes(b"PAR1")
+    code = main(["score", str(bank), "-o", str(output), "--router", str(tiny_router_path), "--engine", "ray"])
+    assert code == 1
+    # The workers read the rows, so the driver cannot say how many were read: no "(of N read)".
+    assert capsys.readouterr().err.splitlines() == [
+        "jeirt-lite: error: row with id 'q9': has no text (missing or null)",
+        f"jeirt-lite: {note}; no output was written ({output} left untouched)",
+    ]

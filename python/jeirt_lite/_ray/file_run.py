@@ -9,8 +9,8 @@ from __future__ import annotations
 import gc
 import re
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -26,7 +26,7 @@ from .._router import DEFAULT_ROUTER_PATH
 from .._router_tables import usable_cores
 from .._score_request import RAY, ScoreOptions, check_score_request
 from ..artifact import PathLike, read_manifest
-from ..batch import ScoreSummary
+from ..batch import ScoreState, ScoreSummary
 from .dataset import checked_routing, expected_accuracy, find_id_column, score_dataset, text_column_of
 from .quiet import init_logging_level, ray_data_console
 from .row_numbers import ROW_NUMBER_COLUMN, ROW_TYPE, read_numbered
@@ -70,6 +70,7 @@ def score_file_on_ray(
     show_progress: bool = False,
     costs: Optional[Mapping[str, float]] = None,
     quiet: bool = False,
+    state: Optional[ScoreState] = None,
 ) -> ScoreSummary:
     """`batch.score_file` on Ray Data: a Parquet bank in, one Parquet file out, the same summary.
 
@@ -81,7 +82,8 @@ def score_file_on_ray(
     `batch.score_file` takes them.
 
     `show_progress` turns on Ray Data's progress bars; `quiet` keeps Ray's own log lines off this process's stderr
-    (as `score -q` does; Ray's session logs keep them).
+    (as `score -q` does; Ray's session logs keep them); `state` counts the rows scored and written so far, for a
+    caller to say how far a failed or interrupted run got.
 
     Raises:
         JeirtError: a bad input, output or argument, or a bad row without `options.skip_bad`.
@@ -110,7 +112,8 @@ def score_file_on_ray(
             logging_level=init_logging_level(quiet),
         )
     try:
-        run = _FileRun(source, target, text_column, id_column, options, threads_per_worker, ship_router, costs)
+        run = _FileRun(source, target, text_column, id_column, options, threads_per_worker, ship_router, costs,
+                       state if state is not None else ScoreState())
         with ray_data_console(quiet):
             rows, forecast, seconds = _score_on_ray(run, router_path, llms, show_progress)
     finally:
@@ -131,6 +134,7 @@ class _FileRun:
     threads_per_worker: int
     ship_router: bool
     costs: Optional[dict[str, float]] = None  # None: the router's own
+    state: ScoreState = field(default_factory=ScoreState)  # rows_scored: the rows written so far
 
 
 def _score_on_ray(
@@ -189,8 +193,16 @@ def _run_pipeline(
     if run.output is not None:
         drop = [] if options.all_probabilities else [probability_column(name) for name in llms if options.forecast]
         schema = _scored_schema(id_type, options, llms)
-        rows = write_tables(scored.iter_batches(batch_format="pyarrow", batch_size=None), run.output, drop, schema)
+        batches = _counted(scored.iter_batches(batch_format="pyarrow", batch_size=None), run.state)
+        rows = write_tables(batches, run.output, drop, schema)
     return rows, forecast, time.perf_counter() - started
+
+
+def _counted(tables: Iterable[Any], state: ScoreState) -> Iterator[Any]:
+    """The `tables`, each counted in `state.rows_scored` once its reader asks for the next: once it is written."""
+    for table in tables:
+        yield table
+        state.rows_scored += table.num_rows
 
 
 def _bank(run: _FileRun) -> tuple[Any, str, str, Any]:

@@ -202,7 +202,9 @@ def _stopped_note(state: ScoreState, output: Optional[Path], how: str) -> str:
     target = f"; no output was written ({output} left untouched)" if output is not None else ""
     if state.rows_scored == 0:  # stopped within the first chunk: its rows were never counted as read
         return f"{PROG}: {how} before any row was scored{target}\n"
-    return f"{PROG}: {how} after scoring {counted(state.rows_scored, 'row')} (of {state.rows_read:,} read){target}\n"
+    # On Ray the workers read the rows: this process counts only those scored (rows_read stays 0).
+    read = f" (of {state.rows_read:,} read)" if state.rows_read else ""
+    return f"{PROG}: {how} after scoring {counted(state.rows_scored, 'row')}{read}{target}\n"
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
@@ -251,6 +253,8 @@ def _run_on_ray(args: argparse.Namespace, console: Console) -> int:
     manifest = read_manifest(args.router if args.router is not None else DEFAULT_ROUTER_PATH)
     costs = given_costs(args.costs, manifest.llms)  # read here: the workers get the costs, not the file
     options = _checked_options(args, manifest.llms, costs if costs is not None else manifest.costs or {}, console)
+    state = ScoreState()
+    console.stopped_note = partial(_stopped_note, state, args.output)  # how far a failed or interrupted run got
     summary = score_file_on_ray(
         args.input,
         router_path=args.router,
@@ -264,6 +268,7 @@ def _run_on_ray(args: argparse.Namespace, console: Console) -> int:
         show_progress=stderr_is_terminal() and not args.quiet,  # the local progress line's rule
         costs=costs,
         quiet=args.quiet,
+        state=state,
     )
     print_score_summary(console, summary, quiet=args.quiet, where=" on Ray",
                         unanswered=unanswered_benchmarks(manifest.training, manifest.llms))
