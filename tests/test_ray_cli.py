@@ -75,3 +75,21 @@ def test_a_failed_ray_run_says_how_far_it_got_and_that_no_output_was_written(
         "jeirt-lite: error: row with id 'q9': has no text (missing or null)",
         f"jeirt-lite: {note}; no output was written ({output} left untouched)",
     ]
+
+
+@pytest.mark.parametrize(("flags", "refusal"), [
+    (["--vectors", "v.npy"], "--vectors runs on one machine"),
+    (["bank.parquet", "--vectors", "v.npy"], "--vectors runs on one machine"),
+    (["bank.parquet", "--ids", "ids.txt"], "--ids runs on one machine"),
+])
+def test_what_the_ray_engine_does_not_take_is_refused_not_ignored(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tiny_router_path: Path, tmp_path: Path,
+    flags: list[str], refusal: str,
+) -> None:
+    """--vectors and --ids were dropped on the way to Ray: the bank was scored without them, or with no bank at
+    all, the run ended in a TypeError's traceback."""
+    calls = fake_engine(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    code = main(["score", *flags, "-o", "s.parquet", "--router", str(tiny_router_path), "--engine", "ray"])
+    assert code == 2 and refusal in capsys.readouterr().err
+    assert calls == []

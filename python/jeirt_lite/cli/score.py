@@ -236,12 +236,15 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
 
 def _check_ray_arguments(args: argparse.Namespace) -> None:
-    """What only the command line can get wrong about Ray (the request itself: score_file_on_ray's check)."""
+    """What only the command line can get wrong about Ray (the rest of the request: score_file_on_ray's check)."""
     if not args.neighbours:
         raise option_error("--no-neighbours runs on one machine; --engine ray scores with the router as it is")
     for flag, given in (("--address", args.address is not None), ("--ship-router", args.ship_router)):
         if given and args.engine != "ray":
             raise option_error(f"{flag} goes with --engine ray")
+    for flag, given in (("--vectors", args.vectors is not None), ("--ids", args.ids is not None)):
+        if given:  # refused, not ignored: score_file_on_ray takes neither
+            raise option_error(f"{flag} runs on one machine; --engine ray scores a Parquet bank of question texts")
 
 
 def _run_on_ray(args: argparse.Namespace, console: Console) -> int:
