@@ -46,7 +46,20 @@ def test_the_engine_without_ray_names_the_extra() -> None:
         "try:\n    import jeirt_lite.ray_engine\nexcept ImportError as err:\n    print(err)\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.startswith("jeirt_lite.ray_engine needs Ray Data")  # the module, to a Python caller
     assert 'pip install "jeirt-lite[ray]"' in result.stdout
+
+
+def test_the_command_without_ray_names_the_option_given_not_a_module(tmp_path: Path) -> None:
+    code = "import sys; sys.modules['ray'] = None; from jeirt_lite.cli import main; sys.exit(main())"
+    command = [sys.executable, "-c", code, "score", "bank.parquet", "-o", "s.parquet", "--engine", "ray"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, cwd=tmp_path)
+    assert result.returncode == 1
+    # What the user typed, not the module that needs Ray.
+    assert result.stderr.startswith(
+        'jeirt-lite: error: --engine ray needs Ray Data, which is not installed: pip install "jeirt-lite[ray]"'
+    )
+    assert "jeirt_lite.ray_engine" not in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.fixture(scope="module")

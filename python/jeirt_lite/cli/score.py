@@ -235,6 +235,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+RAY_EXTRA = 'pip install "jeirt-lite[ray]" (from a checkout: pip install ".[ray]")'
+
+
 def _check_ray_arguments(args: argparse.Namespace) -> None:
     """What only the command line can get wrong about Ray (the rest of the request: score_file_on_ray's check)."""
     if not args.neighbours:
@@ -251,8 +254,8 @@ def _run_on_ray(args: argparse.Namespace, console: Console) -> int:
     _check_ray_arguments(args)
     try:
         from ..ray_engine import score_file_on_ray
-    except ImportError as err:  # the extra is missing: a clear error, not a traceback
-        raise JeirtError(str(err)) from err
+    except ImportError as err:  # the extra is missing: named by the option the user gave, not by a module
+        raise JeirtError(f"--engine ray needs Ray Data, which is not installed: {RAY_EXTRA}") from err
     manifest = read_manifest(args.router if args.router is not None else DEFAULT_ROUTER_PATH)
     costs = given_costs(args.costs, manifest.llms)  # read here: the workers get the costs, not the file
     options = _checked_options(args, manifest.llms, costs if costs is not None else manifest.costs or {}, console)
