@@ -30,6 +30,18 @@ def test_alignment_reference_threshold_is_the_validation_percentile() -> None:
     assert 0.0 < np.mean(scores < block["threshold"]) < 0.3
 
 
+def test_alignment_reference_of_fewer_questions_than_top_k_loads() -> None:
+    # A router of a few questions: a top_k above the directions' number is one the router refuses to load.
+    from jeirt_lite._alignment import TOP_K
+    from jeirt_lite._manifest import parse_alignment
+
+    rng = np.random.default_rng(0)
+    reference, _, block = alignment_reference(rng.normal(size=(TOP_K - 1, 8)), rng.normal(size=(3, 8)))
+    assert reference is not None and block is not None
+    assert block["top_k"] == TOP_K - 1
+    assert parse_alignment({**block, "n_reference": len(reference)}, "router.json").top_k == TOP_K - 1
+
+
 def test_exported_router_carries_alignment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoder_cache: str
 ) -> None:
