@@ -521,3 +521,24 @@ def test_folds_or_fractions_that_leave_a_part_empty_are_named_before_any_trainin
     with pytest.raises(ValueError, match=r"val_fraction 0.49 \(--val-fraction\) and test_fraction 0.5 \(--holdout\) "
                        "leave no question to train on"):
         prepare(data, val_fraction=0.49, test_fraction=0.5)
+
+
+def test_too_few_questions_to_hold_one_out_are_named_before_any_embedding(tmp_path: Path) -> None:
+    # A larger --val-fraction cannot give one question a validation part; the static table's fit needs two texts.
+    from jeirt_lite_training.config import STATIC
+    from jeirt_lite_training.prepared import prepare
+
+    def table(n_questions: int) -> Path:
+        path = tmp_path / f"{n_questions}.csv"
+        pd.DataFrame([{"question_id": f"q{i}", "text": f"What is {i} + {i}?", "llm": llm, "correct": i % 2}
+                      for i in range(n_questions) for llm in ("alpha", "beta")]).to_csv(path, index=False)
+        return path
+
+    with pytest.raises(DataError, match="1 question with answers to learn from: .* needs at least 2 answered "):
+        prepare(table(1), test_fraction=0.0, encoder=STATIC, progress=False)
+    with pytest.raises(DataError, match="--encoder static fits its table to the training part's texts and needs at "
+                       "least 2, got 1; give more questions, or a smaller --val-fraction"):
+        prepare(table(2), val_fraction=0.5, test_fraction=0.0, encoder=STATIC, progress=False)
+    with pytest.raises(DataError, match=r"the validation part holds no answers \(3 questions with answers to learn "
+                       r"from, dealt within each of their 1 subjects\).*a larger --val-fraction"):
+        prepare(table(3), test_fraction=0.0, progress=False)

@@ -21,7 +21,7 @@ from .config import AUTO_FOLDS, AUTO_FOLDS_MAX_CELLS
 from .coverage import benchmark_floor_p
 from .fit import llm_accuracies
 from .model import JeirtPredictor
-from .prepared import Prepared
+from .prepared import Prepared, check_validation_part
 from .router_writer import export_trained, training_summary
 from .splits import make_folds
 from .staging import staged_router
@@ -164,11 +164,9 @@ def _choice_parts(
     prep: Prepared, pool: np.ndarray, folds: int | None
 ) -> tuple[int, list[tuple[Responses, Responses]]]:
     """The folds (None: `auto_folds`) and the (training, held-out) parts the settings are chosen on: the validation
-    part for 1, else the folds of `pool`. A validation part without answers is refused."""
-    if not len(prep.val):  # the alignment reference's threshold reads it, whatever the choices are made on
-        raise ValueError(f"the validation part holds no answers ({len(np.unique(prep.train.question))} questions "
-                         "with answers to learn from): too few questions to choose on; give more, or a larger "
-                         "--val-fraction")
+    part for 1, else the folds of `pool`. A validation part without answers is refused (a Prepared not made by
+    `prepare`)."""
+    check_validation_part(prep.data, prep.train, prep.val)  # the alignment threshold reads it, whatever the folds
     if folds is None:
         folds = auto_folds(len(prep.train) + len(prep.val))
     if folds == 1:

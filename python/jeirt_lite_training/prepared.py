@@ -54,6 +54,22 @@ def _check_every_llm_learnable(data: Dataset, train: Responses, val: Responses) 
                         "questions, which training never reads: give it more answers, or hold out fewer questions")
 
 
+def check_validation_part(data: Dataset, train: Responses, val: Responses) -> None:
+    """The validation part must hold answers: the settings are chosen on held-out questions and the alignment
+    threshold is read from it. Said before the (long) embedding, in the words that help: a larger --val-fraction
+    cannot give one question a validation part."""
+    if len(val):
+        return
+    learned = len(np.unique(train.question))
+    questions = f"{learned} question{'' if learned == 1 else 's'} with answers to learn from"
+    if learned < 2:
+        raise DataError(f"{data.name}: {questions}: training holds questions out to choose its settings on, so it "
+                        "needs at least 2 answered questions (with different texts); give more")
+    subjects = len(set(np.asarray(data.subjects)[np.unique(train.question)].tolist()))
+    raise DataError(f"the validation part holds no answers ({questions}, dealt within each of their {subjects} "
+                    "subjects): too few questions to choose on; give more, or a larger --val-fraction")
+
+
 def prepare(
     data_dir: Path | str,
     *,
@@ -103,6 +119,7 @@ def prepare_split(
     """`prepare` for a dataset already loaded and split (experiments.compare runs `fit` on its own splits this way)."""
     train, val, test = (split.responses(data, part) for part in ("train", "val", "test"))
     _check_every_llm_learnable(data, train, val)
+    check_validation_part(data, train, val)
     static, fitted_to = None, None
     if encoder == STATIC:
         from .static_router import STATIC_MAX_LENGTH, fits_sentences, static_embeddings
@@ -111,6 +128,9 @@ def prepare_split(
         # A table fitted to sentence embeddings reads the training texts alone: fitted to the validation texts as
         # well, it encodes them better than unseen ones and the held-out part over-rates it (docs/research/encoders.md).
         learn_from = np.concatenate([split.train, split.val])
+        if fits_sentences(teacher, fit_sentences) and len(split.train) < 2:
+            raise DataError(f"{data.name}: --encoder static fits its table to the training part's texts and needs at "
+                            f"least 2, got {len(split.train)}; give more questions, or a smaller --val-fraction")
         static, emb = static_embeddings(data, learn_from, max_length, teacher, fit_sentences=fit_sentences,
                                          log=print if progress else _quiet, fit_on=split.train)
         fitted_to = split.train if fits_sentences(teacher, fit_sentences) else None
