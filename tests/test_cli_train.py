@@ -39,6 +39,23 @@ def test_train_refuses_an_existing_output_before_training(
     assert "nowhere" in capsys.readouterr().err
 
 
+def test_train_refuses_an_output_folder_it_cannot_write_before_training(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A read-only parent folder (chmod does not stop root, so its refusal is simulated) was found only when the
+    # router was saved, after all the training, and named in a bare OSError.
+    pytest.importorskip("torch")
+    import tempfile
+
+    def read_only(*args: object, **kwargs: object) -> str:
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", read_only)
+    out = tmp_path / "router"
+    assert main(["train", "--data", str(tmp_path / "nowhere"), "--out", str(out)]) == 1
+    assert capsys.readouterr().err == f"jeirt-lite: error: {out}: cannot write the output (Read-only file system)\n"
+
+
 def test_train_writes_a_router_that_routes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], encoder_cache: str
 ) -> None:

@@ -161,6 +161,7 @@ def cmd_fit(
     from .costs import check_cost_llms, cost_summary
     from .data import DataError
     from .pipeline import choose_refit_and_export
+    from .staging import check_writable
 
     inputs = [args.data] + ([args.costs] if args.costs is not None else [])
     if args.out is not None:  # say so before the training, not after it
@@ -168,6 +169,7 @@ def cmd_fit(
         refuse_inputs(args.out, inputs, replaces_folder=True)
         if args.out.exists() and not overwrite:
             raise DataError(f"{args.out} already exists: pick another --out or remove it")
+        check_writable(args.out)
     table = read_costs(args.costs) if args.costs is not None else None
     options = fit_options(args)
     prep = prepare_from_options(args, None if table is None else lambda data: check_cost_llms(

@@ -3,6 +3,7 @@ the destination, which takes the destination's name only when all of them have p
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +21,18 @@ from ._runtime import (
 # ends: this module's staging folder, and the router writer's own (jeirt_lite._io.outputs.HIDDEN_WRITE_KINDS).
 STAGING_KIND = "staging"
 WRITE_KINDS = (STAGING_KIND, *HIDDEN_WRITE_KINDS)
+
+
+def check_writable(out_dir: Path) -> None:
+    """Raise DataError when the staging folder cannot be made beside `out_dir` (a read-only folder, one of another
+    user): said before the training, rather than as a bare OSError once all of it is done."""
+    from .data_rows import DataError
+
+    out_dir = Path(out_dir)
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=out_dir.parent, prefix=hidden_prefix(out_dir, STAGING_KIND)))
+    except OSError as error:
+        raise DataError(f"{out_dir}: cannot write the output ({error.strerror or error})") from None
 
 
 @contextmanager
