@@ -56,6 +56,22 @@ def test_train_refuses_an_output_folder_it_cannot_write_before_training(
     assert capsys.readouterr().err == f"jeirt-lite: error: {out}: cannot write the output (Read-only file system)\n"
 
 
+def test_a_bad_row_is_named_without_advice_for_a_flag_train_does_not_have(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The reader's advice, "pass skip_bad=True to skip such rows", is Python's (load_dataset); train has no such flag.
+    pytest.importorskip("torch")
+    from jeirt_lite_training.__main__ import main as training_main
+
+    data = tmp_path / "answers.csv"
+    data.write_bytes(b"question_id,text,llm,correct\nq1,caf\xe9?,alpha,1\n")
+    assert main(["train", "--data", str(data), "--out", str(tmp_path / "router")]) == 1
+    assert capsys.readouterr().err == (f"jeirt-lite: error: {data}: data row 1 (1-based, header not counted, ending "
+                                       "on line 2): holds bytes that are not valid UTF-8\n")
+    assert training_main(["fit", "--data", str(data), "--out", str(tmp_path / "router")]) == 1
+    assert "not valid UTF-8\n" in capsys.readouterr().err
+
+
 def test_train_writes_a_router_that_routes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], encoder_cache: str
 ) -> None:

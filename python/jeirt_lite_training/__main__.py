@@ -14,7 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._runtime import check_output_folder, option_error, read_costs, refuse_inputs, stderr_is_terminal
+from ._runtime import (
+    check_output_folder,
+    error_text,
+    option_error,
+    read_costs,
+    refuse_inputs,
+    stderr_is_terminal,
+)
 from ._runtime import cli_options as opt  # the command line's converters and parser class
 from .config import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH, DEFAULT_TABLE_PULLS, ENCODER_NAMES, STATIC
 from .options import AUTO, COLUMN_OPTIONS, DefaultsFormatter, fit_arguments
@@ -229,7 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"fit": cmd_fit, "embed": cmd_embed}[args.command](args)
     except ValueError as error:  # a bad data file, option or output path (JeirtError, DataError): named, no traceback
-        print(f"python -m jeirt_lite_training {args.command}: error: {error}", file=sys.stderr)
+        # A hint naming a library option (skip_bad=True) is left out: this command line has no such flag.
+        print(f"python -m jeirt_lite_training {args.command}: error: {error_text(error, lambda _: None)}",
+              file=sys.stderr)
         return 1
 
 

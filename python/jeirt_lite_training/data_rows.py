@@ -167,7 +167,9 @@ def read_frame(path: Path, skip_bad: bool = False, skipped: dict[str, int] | Non
     try:
         table = read_table(path, skip_bad=skip_bad)
     except JeirtError as exc:
-        raise DataError(str(exc)) from exc
+        error = DataError(str(exc))
+        error.__dict__.update(vars(exc))  # its hint (skip_bad=True): a command line names its own flag, or none
+        raise error from exc
     if table.skipped:
         if skipped is not None:
             skipped["unreadable row"] = skipped.get("unreadable row", 0) + table.skipped

@@ -60,5 +60,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     except JeirtError:  # named by the package (an option error among them: exit 2)
         raise
     except ValueError as error:  # a bad data file or option, named by the training code: no traceback
-        raise JeirtError(str(error)) from None
+        named = JeirtError(str(error))
+        named.__dict__.update(vars(error))  # a hint (skip_bad=True) that `train`, without such a flag, leaves out
+        raise named from None
     return code
