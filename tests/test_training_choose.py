@@ -189,6 +189,17 @@ def test_refit_draws_no_progress_bar_unless_asked(capfd: pytest.CaptureFixture[s
     assert "JE-IRT d=4" in capfd.readouterr().err
 
 
+@pytest.mark.parametrize(("folds", "named"), [(None, r"--folds auto \(5 folds on at most [\d,]+ answers\)"),
+                                             (4, "--folds 4")])
+def test_folds_left_empty_are_named_by_the_option_as_given(folds: int | None, named: str) -> None:
+    # Left at auto, the folds were named "--folds 5", an option the user never typed.
+    emb, cells = embedding_cells(4, 6, 8, seed=0)
+    prep = synthetic_prepared(emb, cells, 6, (np.arange(2), np.arange(2, 3), np.arange(3, 4)))
+    with pytest.raises(ValueError, match=f"^{named} leaves fold \\d without an answered question"):
+        choose_refit_and_export(prep, None, folds=folds, dims=(8,), dropouts=(0.5,), max_epochs=2, progress=False,
+                                log=lambda _: None)
+
+
 @pytest.mark.parametrize("folds", [None, 1, 3])
 def test_a_set_too_small_for_a_validation_part_is_refused_before_training(folds: int | None) -> None:
     emb, cells = _synthetic(seed=3)

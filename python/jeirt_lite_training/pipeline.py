@@ -167,11 +167,13 @@ def _choice_parts(
     part for 1, else the folds of `pool`. A validation part without answers is refused (a Prepared not made by
     `prepare`)."""
     check_validation_part(prep.data, prep.train, prep.val)  # the alignment threshold reads it, whatever the folds
+    asked = None
     if folds is None:
         folds = auto_folds(len(prep.train) + len(prep.val))
+        asked = f"--folds auto ({folds} folds on at most {AUTO_FOLDS_MAX_CELLS:,} answers)"  # not what the user typed
     if folds == 1:
         return folds, [(prep.train, prep.val)]
-    return folds, fold_parts(prep.data, pool, folds, seed=prep.split_seed)
+    return folds, fold_parts(prep.data, pool, folds, seed=prep.split_seed, asked=asked)
 
 
 def _refit(
@@ -255,17 +257,18 @@ def auto_folds(n_cells: int) -> int:
     return AUTO_FOLDS if n_cells <= AUTO_FOLDS_MAX_CELLS else 1
 
 
-def fold_parts(data: Dataset, pool: np.ndarray, k: int, seed: int) -> list[tuple[Responses, Responses]]:
+def fold_parts(data: Dataset, pool: np.ndarray, k: int, seed: int,
+               asked: str | None = None) -> list[tuple[Responses, Responses]]:
     """The (train, validation) cells of each of k folds of the questions `pool` (splits.make_folds: grouped by text,
-    stratified by subject), each fold held out once."""
+    stratified by subject), each fold held out once. `asked`: the option that chose k, for the error (`--folds k`)."""
     questions = make_folds(data, pool, k, seed=seed)
     parts = [(cells_of(data, np.concatenate(questions[:j] + questions[j + 1 :])), cells_of(data, questions[j]))
              for j in range(k)]
     empty = next((j for j, (_, held_out) in enumerate(parts) if len(held_out.question) == 0), None)
     if empty is not None:  # folds are dealt within each subject, so one is empty long before k reaches the questions
-        raise ValueError(f"--folds {k} leaves fold {empty + 1} without an answered question ({len(pool)} questions, "
-                         f"dealt within each of their {len(set(np.asarray(data.subjects)[pool]))} subjects); give "
-                         "fewer folds")
+        raise ValueError(f"{asked or f'--folds {k}'} leaves fold {empty + 1} without an answered question ({len(pool)} "
+                         f"questions, dealt within each of their {len(set(np.asarray(data.subjects)[pool]))} subjects); "
+                         "give fewer folds")
     return parts
 
 
