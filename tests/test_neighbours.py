@@ -437,6 +437,9 @@ def test_the_log_line_names_both_spaces_and_both_decisions() -> None:
     other = VoteChoice(80, 8.0, None, 0.3, False, np.zeros(1), {"with_votes": 0.53, "calibration_only": 0.52})
     assert replace(choice, passed_over=other.outcome()).describe().endswith(
         "without: kept (passed over: votes on the features, 0.5300, which alone would have been dropped)")
+    lower = replace(other, crossfit={"with_votes": 0.49, "calibration_only": 0.52})  # below the chosen space's 0.5
+    assert replace(choice, passed_over=lower.outcome()).describe().endswith(
+        "(passed over: votes on the features, 0.4900, which alone would have been dropped, their weight not positive)")
     unweighed = replace(choice, weight=0.0, kept=False)  # a lower loss, yet dropped: the line says why
     assert unweighed.describe().endswith("without: dropped (their fitted weight beside the router's logit is not "
                                          "positive)")

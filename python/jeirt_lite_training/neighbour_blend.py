@@ -80,12 +80,14 @@ class VoteChoice:
 
     def describe(self) -> str:
         """One line for fit's log: the chosen votes, their losses, and the space passed over."""
-        other = self.passed_over
-        # The space passed over, and what its votes alone would have come to.
+        other, without = self.passed_over, self.crossfit["calibration_only"]  # both spaces share the "without"
+        # The space passed over, and what its votes alone would have come to; dropped with a loss below the chosen
+        # one's, it would read as a mistake without its reason.
         passed_over = "" if other is None else (
             f" (passed over: votes on {_space_name(other['space_dims'])}, {other['crossfit_with_votes']:.4f}, which "
-            f"alone would have been {_kept(other['kept'])})")
-        lower = self.crossfit["with_votes"] < self.crossfit["calibration_only"]
+            f"alone would have been {_kept(other['kept'])}"
+            f"{', their weight not positive' if not other['kept'] and other['crossfit_with_votes'] < without else ''})")
+        lower = self.crossfit["with_votes"] < without
         # Dropped although they lower the loss: their weight beside the router's logit came out zero or less.
         why = " (their fitted weight beside the router's logit is not positive)" if lower and not self.kept else ""
         return (f"neighbour votes: k={self.k} on {_space_name(self.space_dims)}, weight {self.weight:.3f}, "
