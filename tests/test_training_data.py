@@ -541,8 +541,10 @@ def test_too_few_questions_to_hold_one_out_are_named_before_any_embedding(tmp_pa
     with pytest.raises(DataError, match="1 question with answers to learn from: .* needs at least 2 answered "):
         prepare(table(1), test_fraction=0.0, encoder=STATIC, progress=False)
     with pytest.raises(DataError, match="--encoder static fits its table to the training part's texts and needs at "
-                       "least 2, got 1; give more questions, or a smaller --val-fraction"):
+                       r"least 2, got 1; give more questions \(at least 3\)$"):
         prepare(table(2), val_fraction=0.5, test_fraction=0.0, encoder=STATIC, progress=False)
+    with pytest.raises(DataError, match="got 1; give more questions, or a smaller --val-fraction$"):
+        prepare(table(3), val_fraction=0.6, test_fraction=0.0, encoder=STATIC, progress=False)
     with pytest.raises(DataError, match=r"the validation part holds no answers \(3 questions with answers to learn "
                        r"from, dealt within each of their 1 subjects\).*a larger --val-fraction"):
         prepare(table(3), test_fraction=0.0, progress=False)

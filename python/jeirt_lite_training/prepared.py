@@ -129,8 +129,10 @@ def prepare_split(
         # well, it encodes them better than unseen ones and the held-out part over-rates it (docs/research/encoders.md).
         learn_from = np.concatenate([split.train, split.val])
         if fits_sentences(teacher, fit_sentences) and len(split.train) < 2:
+            # Two to fit the table and one held out: with fewer, no --val-fraction helps.
+            smaller = ", or a smaller --val-fraction" if len(learn_from) >= 3 else " (at least 3)"
             raise DataError(f"{data.name}: --encoder static fits its table to the training part's texts and needs at "
-                            f"least 2, got {len(split.train)}; give more questions, or a smaller --val-fraction")
+                            f"least 2, got {len(split.train)}; give more questions{smaller}")
         static, emb = static_embeddings(data, learn_from, max_length, teacher, fit_sentences=fit_sentences,
                                          log=print if progress else _quiet, fit_on=split.train)
         fitted_to = split.train if fits_sentences(teacher, fit_sentences) else None
