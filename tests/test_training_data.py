@@ -261,6 +261,14 @@ def test_a_wide_llm_column_named_like_the_benchmark_is_warned_about(
     assert not any("is read as the" in line for line in warned)
 
 
+@pytest.mark.parametrize("name", ["m" * 1001, "tab\there"])
+def test_an_llm_name_no_router_can_hold_is_refused_when_loading(tmp_path: Path, name: str) -> None:
+    # It was found only when the trained router was saved, after all the training.
+    with pytest.raises(DataError, match=r"^\S*long.csv: LLM name 1 \('.*'\) is too long \(over 1000 characters\) "
+                       "or holds control characters"):
+        load_dataset(write_table(LONG.assign(llm=["m1", name, "m1", name, "m1"]), tmp_path / "long.csv"))
+
+
 def test_wide_bad_label_names_column_and_row(tmp_path: Path) -> None:
     bad = WIDE.assign(answer=["A", "B", "C"])
     # A column with no answer at all is likely no LLM's (an answer key): the message says how to leave it out.

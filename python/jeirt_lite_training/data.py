@@ -30,7 +30,7 @@ from typing import Literal, Union
 import numpy as np
 import pandas as pd
 
-from ._runtime import merge_repeated_cells
+from ._runtime import JeirtError, check_llm_names, merge_repeated_cells
 from .config import (  # the accepted column names, listed by `jeirt-lite train --help` (no pandas needed there)
     DEFAULT_BENCHMARK_COLUMNS,
     DEFAULT_CORRECT_COLUMNS,
@@ -317,6 +317,10 @@ def _dataset(name: str, questions: pd.DataFrame, llm_names: list[str], responses
         raise DataError(f"{file}: no answers to learn from ({report.rows_read} rows read; a router needs LLMs' "
                         "answers to questions)")
     llm_names, responses = _answered_llms(llm_names, responses, file, skip_bad, report)
+    try:  # the names a router can hold, checked now rather than when the trained router is saved
+        check_llm_names(llm_names, file)
+    except JeirtError as error:
+        raise DataError(str(error)) from None
     subject, bench = _strata(questions["subject"].to_numpy(dtype=object), questions["benchmark"].to_numpy(dtype=object),
                              name)
     return Dataset(
