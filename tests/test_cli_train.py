@@ -37,6 +37,10 @@ def test_train_refuses_an_existing_output_before_training(
     assert "already exists" in capsys.readouterr().err
     assert main(["train", "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "new")]) == 1
     assert "nowhere" in capsys.readouterr().err
+    # A link to a folder since removed: the save refused it after all the training, advising overwrite=True.
+    (tmp_path / "dangling").symlink_to(tmp_path / "removed")
+    assert main(["train", "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "dangling")]) == 1
+    assert "dangling already exists: pick another --out or remove it" in capsys.readouterr().err
 
 
 def test_train_refuses_an_output_folder_it_cannot_write_before_training(

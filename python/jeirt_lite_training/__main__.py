@@ -174,7 +174,7 @@ def cmd_fit(
     if args.out is not None:  # say so before the training, not after it
         check_output_folder(args.out)  # the rule of every command: a missing parent folder is refused, not made
         refuse_inputs(args.out, inputs, replaces_folder=True)
-        if args.out.exists() and not overwrite:
+        if (args.out.exists() or args.out.is_symlink()) and not overwrite:  # a dangling link too: the save refuses it
             raise DataError(f"{args.out} already exists: pick another --out or remove it")
         check_writable(args.out)
     table = read_costs(args.costs) if args.costs is not None else None
