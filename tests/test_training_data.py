@@ -546,8 +546,11 @@ def test_too_few_questions_to_hold_one_out_are_named_before_any_embedding(tmp_pa
                       for i in range(n_questions) for llm in ("alpha", "beta")]).to_csv(path, index=False)
         return path
 
-    with pytest.raises(DataError, match="1 question with answers to learn from: .* needs at least 2 answered "):
+    with pytest.raises(DataError, match="1 question with answers to learn from: .* needs at least 2 answered "
+                       r"questions \(with different texts\); give more$"):
         prepare(table(1), test_fraction=0.0, encoder=STATIC, progress=False)
+    with pytest.raises(DataError, match="1 question with answers to learn from: .*; give more, or a smaller --holdout$"):
+        prepare(table(3), test_fraction=0.6, encoder=STATIC, progress=False)
     with pytest.raises(DataError, match="--encoder static fits its table to the training part's texts and needs at "
                        r"least 2, got 1; give more questions \(at least 3\)$"):
         prepare(table(2), val_fraction=0.5, test_fraction=0.0, encoder=STATIC, progress=False)

@@ -166,7 +166,7 @@ def _choice_parts(
     """The folds (None: `auto_folds`) and the (training, held-out) parts the settings are chosen on: the validation
     part for 1, else the folds of `pool`. A validation part without answers is refused (a Prepared not made by
     `prepare`)."""
-    check_validation_part(prep.data, prep.train, prep.val)  # the alignment threshold reads it, whatever the folds
+    check_validation_part(prep.data, prep.train, prep.val, prep.test)  # the alignment threshold reads it too
     asked = None
     if folds is None:
         folds = auto_folds(len(prep.train) + len(prep.val))

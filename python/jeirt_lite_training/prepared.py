@@ -54,7 +54,7 @@ def _check_every_llm_learnable(data: Dataset, train: Responses, val: Responses) 
                         "questions, which training never reads: give it more answers, or hold out fewer questions")
 
 
-def check_validation_part(data: Dataset, train: Responses, val: Responses) -> None:
+def check_validation_part(data: Dataset, train: Responses, val: Responses, test: Responses) -> None:
     """The validation part must hold answers: the settings are chosen on held-out questions and the alignment
     threshold is read from it. Said before the (long) embedding, in the words that help: a larger --val-fraction
     cannot give one question a validation part."""
@@ -64,7 +64,8 @@ def check_validation_part(data: Dataset, train: Responses, val: Responses) -> No
     questions = f"{learned} question{'' if learned == 1 else 's'} with answers to learn from"
     if learned < 2:
         raise DataError(f"{data.name}: {questions}: training holds questions out to choose its settings on, so it "
-                        "needs at least 2 answered questions (with different texts); give more")
+                        "needs at least 2 answered questions (with different texts); give more"
+                        f"{', or a smaller --holdout' if len(test) else ''}")
     subjects = len(set(np.asarray(data.subjects)[np.unique(train.question)].tolist()))
     raise DataError(f"the validation part holds no answers ({questions}, dealt within each of their {subjects} "
                     "subjects): too few questions to choose on; give more, or a larger --val-fraction")
@@ -119,7 +120,7 @@ def prepare_split(
     """`prepare` for a dataset already loaded and split (experiments.compare runs `fit` on its own splits this way)."""
     train, val, test = (split.responses(data, part) for part in ("train", "val", "test"))
     _check_every_llm_learnable(data, train, val)
-    check_validation_part(data, train, val)
+    check_validation_part(data, train, val, test)
     static, fitted_to = None, None
     if encoder == STATIC:
         from .static_router import STATIC_MAX_LENGTH, fits_sentences, static_embeddings
