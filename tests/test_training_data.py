@@ -271,10 +271,12 @@ def test_an_llm_name_no_router_can_hold_is_refused_when_loading(tmp_path: Path, 
 
 def test_wide_bad_label_names_column_and_row(tmp_path: Path) -> None:
     bad = WIDE.assign(answer=["A", "B", "C"])
-    # A column with no answer at all is likely no LLM's (an answer key): the message says how to leave it out.
+    # A column mostly of other values is likely no LLM's (an answer key): the message says how to leave it out.
     with pytest.raises(DataError, match=r"data row 1 \(1-based, header not counted\): label.*column 'answer' = 'A' "
-                       r"\(the column holds no 0/1 answer: if it is not an LLM, remove it; a wide table's LLM "):
+                       r"\(most of the column is no 0/1 answer: if it is not an LLM, remove it; a wide table's LLM "):
         load_dataset(write_table(bad, tmp_path / "w.csv"))
+    with pytest.raises(DataError, match=r"data row 2 .*column '' = '2' \(most of the column is no 0/1 answer"):
+        load_dataset(write_table(WIDE.assign(**{"": ["1", "2", "3"]}), tmp_path / "index.csv"))  # a saved index
     with pytest.raises(DataError, match=r"data row 2 \(.*\): label not 0/1/true/false: column 'm2' = 'maybe'$"):
         load_dataset(write_table(WIDE.assign(m2=["1", "maybe", "0"]), tmp_path / "maybe.csv"))
     data = load_dataset(tmp_path / "w.csv", columns=Columns(llm_columns=["m1", "m2"]))

@@ -59,8 +59,8 @@ from .types import Dataset, Responses
 logger = logging.getLogger(__name__)
 
 PathLike = Union[str, Path]
-NOT_AN_LLM = (" (the column holds no 0/1 answer: if it is not an LLM, remove it; a wide table's LLM columns are all "
-              "besides id, text, subject and benchmark)")
+NOT_AN_LLM = (" (most of the column is no 0/1 answer: if it is not an LLM, remove it; a wide table's LLM columns are "
+              "all besides id, text, subject and benchmark)")
 Layout = Literal["auto", "folder", "long", "wide"]
 
 
@@ -278,9 +278,10 @@ def _load_wide(frame: pd.DataFrame, kind: str, file: str, name: str, cols: Colum
     cell_llm = np.repeat(np.arange(len(llm_cols)), n)
     keep = np.tile(qkeep, len(llm_cols))
     col_names = np.asarray([str(c) for c in llm_cols], dtype=object)[cell_llm]
-    # A column without a single answer is most likely no LLM's (an answer key, a source): say how to leave it out.
-    answered = np.bincount(cell_llm, weights=~(bad | empty), minlength=len(llm_cols)) > 0
-    notes = np.where(answered, "", NOT_AN_LLM)[cell_llm]
+    # A column mostly of other values is likely no LLM's (an answer key, a source, a saved index): say how to leave
+    # it out. A typo in an LLM's column gets no such note.
+    answers = np.bincount(cell_llm, weights=~(bad | empty), minlength=len(llm_cols))
+    notes = np.where(np.bincount(cell_llm, weights=bad, minlength=len(llm_cols)) > answers, NOT_AN_LLM, "")[cell_llm]
     keep &= check.check(keep & bad, cell_row, "label not 0/1/true/false",
                         LazyDetail("column {!r} = {!r}{}", col_names, labels.to_numpy(), notes))
     report.empty_labels += int((keep & empty).sum())
