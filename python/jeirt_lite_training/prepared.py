@@ -99,6 +99,7 @@ def prepare(
         raise ValueError(f"val_fraction {val_fraction:g} (--val-fraction) and test_fraction {test_fraction:g} "
                          f"(--holdout) leave no question to train on: each of the {len(set(data.subjects))} subjects' "
                          f"questions ({data.n_questions} in all) is dealt to them first; give smaller fractions")
+    check_validation_part(data, *(split.responses(data, part) for part in ("train", "val", "test")))
     prep = prepare_split(data, split, split_seed=split_seed, encoder=encoder, max_length=max_length,
                          progress=progress, source=str(data_dir), teacher=teacher, fit_sentences=fit_sentences)
     prep.load_report = report
@@ -120,7 +121,6 @@ def prepare_split(
     """`prepare` for a dataset already loaded and split (experiments.compare runs `fit` on its own splits this way)."""
     train, val, test = (split.responses(data, part) for part in ("train", "val", "test"))
     _check_every_llm_learnable(data, train, val)
-    check_validation_part(data, train, val, test)
     static, fitted_to = None, None
     if encoder == STATIC:
         from .static_router import STATIC_MAX_LENGTH, fits_sentences, static_embeddings
