@@ -9,7 +9,14 @@ import dataclasses
 import numpy as np
 import pytest
 from jeirt_lite_training import router_writer
-from jeirt_lite_training.coverage import SHOWN, benchmark_floor_p, coverage_note, unanswered_benchmarks
+from jeirt_lite_training.coverage import (
+    FEW_ANSWERS,
+    SHOWN,
+    benchmark_floor_p,
+    coverage_note,
+    few_answers_note,
+    unanswered_benchmarks,
+)
 from jeirt_lite_training.types import Dataset, Responses
 from synthetic_answers import synthetic_prepared
 
@@ -69,3 +76,15 @@ def test_the_benchmark_floor_is_each_llm_s_smoothed_accuracy_on_the_cell_s_bench
     np.testing.assert_allclose(benchmark_floor_p(data, learned, cells), want)
     one = _data(["a", "a"], [(0, 0), (1, 1)], n_llms=2)
     assert benchmark_floor_p(one, one.responses, one.responses) is None
+
+
+def test_llms_with_few_answers_are_named_fewest_first_and_the_rest_say_nothing() -> None:
+    # llm-0 answered FEW_ANSWERS questions (enough), llm-1 one, llm-2 FEW_ANSWERS - 1, llm-3 none
+    llm = np.array([0] * FEW_ANSWERS + [1] + [2] * (FEW_ANSWERS - 1), dtype=np.int64)
+    cells = Responses(np.arange(len(llm), dtype=np.int64), llm, np.ones(len(llm), dtype=np.float32))
+    note = few_answers_note(cells, ["llm-0", "llm-1", "llm-2", "llm-3"])
+    assert note is not None and f"3 LLMs of 4 with fewer than {FEW_ANSWERS} answers" in note
+    assert note.endswith(f"llm-3 (0), llm-1 (1), llm-2 ({FEW_ANSWERS - 1})") and "llm-0" not in note
+    enough = Responses(np.arange(FEW_ANSWERS, dtype=np.int64), np.zeros(FEW_ANSWERS, dtype=np.int64),
+                       np.ones(FEW_ANSWERS, dtype=np.float32))
+    assert few_answers_note(enough, ["llm-0"]) is None

@@ -94,9 +94,10 @@ def metrics_line(m: dict[str, float]) -> str:
 def prepare_from_options(args: argparse.Namespace, check: Callable[[Any], None] | None = None) -> Any:
     """The data of common_arguments' options, loaded, split and embedded; what loading read is printed, and `check`
     is given the data before it is embedded."""
-    from .coverage import coverage_note
+    from .coverage import coverage_note, few_answers_note
     from .prepared import prepare
     from .router_writer import learned_benchmarks_missing
+    from .types import Responses
 
     def loaded(report: Any, data: Any) -> None:
         print(report.summary())
@@ -121,9 +122,11 @@ def prepare_from_options(args: argparse.Namespace, check: Callable[[Any], None] 
         f"{prep.data.name}: {prep.data.n_questions} questions x {prep.data.n_llms} LLMs; "
         f"cells train {len(prep.train)}, val {len(prep.val)}, test {len(prep.test)}"
     )
-    note = coverage_note(learned_benchmarks_missing(prep), prep.data.n_llms)
-    if note is not None:
-        print(note)
+    learned = Responses.concatenate([prep.train, prep.val])  # what the refit learns from
+    for note in (coverage_note(learned_benchmarks_missing(prep), prep.data.n_llms),
+                 few_answers_note(learned, prep.data.llm_names)):
+        if note is not None:
+            print(note)
     return prep
 
 

@@ -17,6 +17,9 @@ from ._runtime import first_and_more
 from .types import Dataset, Responses
 
 SHOWN = 5  # LLMs named in the printed note; router.json keeps them all
+# An LLM with fewer answers to learn from is named when the data is loaded: its vector is fitted to so few that one
+# correct answer can rank it near the top for every question (P(correct) 0.9 from one answer, in an audit's run).
+FEW_ANSWERS = 50
 
 
 def unanswered_benchmarks(data: Dataset, cells: Responses) -> dict[str, list[str]]:
@@ -67,3 +70,17 @@ def benchmark_floor_p(data: Dataset, learned: Responses, cells: Responses, prior
     cell_counts = np.bincount(key, minlength=size)
     table = (cell_hits + prior * np.repeat(own, n_benchmarks)) / (cell_counts + prior)
     return np.asarray(table[cells.llm * n_benchmarks + benchmarks[cells.question]])
+
+
+def few_answers_note(cells: Responses, llm_names: list[str]) -> str | None:
+    """What `fit` prints about the LLMs with fewer than FEW_ANSWERS answers among `cells` (those the router learns
+    from), fewest first; None when every LLM has enough."""
+    counts = np.bincount(cells.llm, minlength=len(llm_names))
+    few = [int(m) for m in np.argsort(counts, kind="stable") if counts[m] < FEW_ANSWERS]
+    if not few:
+        return None
+    plural = "" if len(few) == 1 else "s"
+    named = first_and_more([f"{llm_names[m]} ({counts[m]})" for m in few], SHOWN)
+    return (f"few answers: {len(few)} LLM{plural} of {len(llm_names)} with fewer than {FEW_ANSWERS} answers to learn "
+            f"from; their P(correct) rests on those few and can be far off (a few correct answers can rank one first "
+            f"everywhere): {named}")
