@@ -116,7 +116,7 @@ def test_cost_aware_scoring_names_the_llms_it_leaves_out(
     [
         (["--llms", "no-such-llm"], "unknown LLM 'no-such-llm'"),
         (["--llms", "Yi-34B,Yi-34B"], "llms names an LLM twice"),
-        (["--llms", "Yi-34B", "--k", "2"], "k must be between 1 and the 1 LLMs routed among (the given LLMs), got 2"),
+        (["--llms", "Yi-34B", "--k", "2"], "k must be between 1 and the 1 LLM routed among (the given LLMs), got 2"),
         (["--cost-weight", "0.1", "--k", "30"], "k must be between 1 and the 27 LLMs routed among (the priced LLMs)"),
         (["--cost-weight", "0.1", "--min-probability", "0.5"], "use either cost_weight"),
         (["--cost-weight", "0.1", "--llms", "gpt-4o-2024-05-13"], "missing: gpt-4o-2024-05-13"),

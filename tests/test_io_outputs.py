@@ -118,6 +118,12 @@ def test_a_missing_output_folder_has_no_partials_and_is_refused(tmp_path: Path) 
         check_output_path(output, [])
 
 
+def test_an_output_under_a_file_names_the_file_as_no_folder(tmp_path: Path) -> None:
+    (tmp_path / "bank.csv").write_text("id,text\n")
+    with pytest.raises(JeirtError, match=r"bank\.csv: is a file, not a folder for the output 'scores\.csv'"):
+        check_output_path(tmp_path / "bank.csv" / "scores.csv", [])
+
+
 def test_an_output_that_is_a_folder_is_told_a_file_name(tmp_path: Path) -> None:
     folder = tmp_path / "out.csv"
     folder.mkdir()

@@ -470,7 +470,7 @@ def test_a_skipping_load_counts_every_reason_and_its_summary_says_each(tmp_path:
     with warnings_logged("jeirt_lite_training.data_rows") as messages:
         _, report = load_dataset_with_report(path, skip_bad=True)
     assert report.skipped == {"unreadable row": 1, "label not 0/1/true/false": 2} and report.rows_skipped == 3
-    assert report.summary() == (f"{path} (long): 6 rows read, 3 cells kept; 1 empty labels treated as missing; "
+    assert report.summary() == (f"{path} (long): 6 rows read, 3 cells kept; 1 empty label treated as missing; "
                                 "skipped 2 rows: label not 0/1/true/false; skipped 1 rows: unreadable row")
     assert messages[0].startswith(f"{path}: skipped 1 unreadable rows, first: {path}: data row 4 (1-based, header "
                                   "not counted, ending on line 5): has 5 fields, the header has 4")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._runtime import (
     check_output_folder,
+    counted,
     error_text,
     option_error,
     read_costs,
@@ -201,7 +202,7 @@ def fit_summary(res: FitResult) -> str:
     p, chosen = res.predictor, res.extra["selection"]
     lines = [
         f"\nJE-IRT d={p.config.dim} dropout={p.config.dropout} (chosen on held-out data), trained on "
-        f"{chosen['refit_on']['questions']} questions for {len(p.schedule)} epochs in {p.train_seconds:.0f}s",
+        f"{chosen['refit_on']['questions']} questions for {counted(len(p.schedule), 'epoch')} in {p.train_seconds:.0f}s",
         f"  held out                 {metrics_line(res.val)}",
         f"  held out, per-LLM floor  {metrics_line(res.extra['heldout']['per_llm_accuracy_baseline'])}",
     ]

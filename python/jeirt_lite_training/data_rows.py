@@ -17,6 +17,7 @@ from ._runtime import (
     TRUE_LABELS,
     TYPED_IDS,
     JeirtError,
+    counted,
     first_and_more,
     read_table,
     table_format,
@@ -56,7 +57,7 @@ class LoadReport:
         unit = "cells" if self.layout == "wide" else "rows"  # a wide table's rows_read counts question x LLM cells
         parts = [f"{self.source} ({self.layout}): {self.rows_read} {unit} read, {self.cells} cells kept"]
         if self.empty_labels:
-            parts.append(f"{self.empty_labels} empty labels treated as missing")
+            parts.append(f"{counted(self.empty_labels, 'empty label')} treated as missing")
         if self.duplicate_cells:
             parts.append(
                 f"{self.duplicate_cells} duplicate cells ({self.duplicate_rows} extra rows) resolved by majority, "

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._runtime import all_metrics, refuse_existing, stderr_is_terminal
+from ._runtime import all_metrics, counted, refuse_existing, stderr_is_terminal
 from .calibration import apply_calibration, fit_calibration, store_calibration
 from .choose import DEFAULT_DIMS, DEFAULT_DROPOUTS, Selection, choose, refit, selection_record
 from .config import AUTO_FOLDS, AUTO_FOLDS_MAX_CELLS
@@ -194,7 +194,7 @@ def _refit(
         prep, predictor = refit_fine_tuned(prep, all_cells, selection, table_choice, log=log, progress=progress)
     else:
         log(f"refitting d={selection.hyper['dim']} dropout={selection.hyper['dropout']} on all {n_answered} "
-            f"questions for {len(selection.schedule)} epochs ...")
+            f"questions for {counted(len(selection.schedule), 'epoch')} ...")
         predictor = refit(prep.embeddings, all_cells, prep.data.n_llms, selection, progress=progress)
     return prep, predictor, table_choice
 

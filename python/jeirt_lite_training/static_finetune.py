@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ._runtime import counted
 from .choose import Selection, median_schedule, parts_loss
 from .config import DEFAULT_TABLE_PULLS as DEFAULT_TABLE_PULLS  # fit's default, importable without torch
 from .model import NORM_EPS, JeirtPredictor
@@ -244,7 +245,7 @@ def refit_fine_tuned(
     assert choice.pull is not None
     bags, embeddings_of = _bags_and_embedder(prep)
     log(f"refitting with the table fine-tuned (pull {choice.pull:g}) on all {len(np.unique(all_cells.question))} "
-        f"questions for {len(choice.schedule)} epochs ...")
+        f"questions for {counted(len(choice.schedule), 'epoch')} ...")
     predictor, table = train_table(rounded(prep.static.table), bags, selection.hyper, all_cells, None,
                                    prep.data.n_llms, pull=choice.pull, lr_scale=choice.lr_scale,
                                    schedule=choice.schedule, progress=progress)

@@ -77,6 +77,8 @@ def check_output_path(output: Path, inputs: Sequence[Path], router_folder: Optio
 
 def check_output_folder(output: Path) -> None:
     if not output.parent.is_dir():
+        if output.parent.exists():  # `-o bank.csv/scores.csv`: a file where its folder would be
+            raise JeirtError(f"{output.parent}: is a file, not a folder for the output {output.name!r}")
         raise JeirtError(f"{output.parent}: no such folder for the output")
 
 
