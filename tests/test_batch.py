@@ -440,6 +440,22 @@ def test_empty_bank(router: Router, tmp_path: Path) -> None:
     assert not (tmp_path / "f.csv").exists()
 
 
+@pytest.mark.parametrize(("header", "rows"), [("id,text", "q1, \nq2,\n"), ("id\ttext", "q1\t \n"),
+                                              ("id,text", "")])
+def test_a_csv_banks_empty_day_has_the_text_ids_of_its_other_days(
+    router: Router, tmp_path: Path, header: str, rows: str
+) -> None:
+    """A CSV or TSV id is text on every row: a bank of no row, or whose every row is skipped, keeps that type in its
+    Parquet file, so that a daily bank's files read as one table (an empty one had int64 ids)."""
+    suffix = ".tsv" if "\t" in header else ".csv"
+    day, empty_day = tmp_path / f"day{suffix}", tmp_path / f"empty_day{suffix}"
+    day.write_text(f"{header}\n" + ("q0\tWhat is 7 * 8?\n" if suffix == ".tsv" else "q0,What is 7 * 8?\n"))
+    empty_day.write_text(f"{header}\n{rows}")
+    for bank in (day, empty_day):
+        score_file(router, input_path=bank, output=bank.with_suffix(".parquet"), options=ScoreOptions(skip_bad=True))
+    assert pq.read_schema(empty_day.with_suffix(".parquet")) == pq.read_schema(day.with_suffix(".parquet"))
+
+
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [

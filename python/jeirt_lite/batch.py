@@ -301,7 +301,7 @@ def _score_into(
     """Every chunk scored into `output` (which appears only when all of them are written) and into the forecast's
     sums; the reader closed at the end. Returns the forecast, when one was asked for."""
     with reader, atomic_output(output) if output is not None else contextlib.nullcontext() as temporary:
-        id_type = reader.id_arrow_type() if isinstance(reader, TextReader) else None
+        id_type = reader.id_arrow_type() if isinstance(reader, TextReader) and fmt == "parquet" else None
         with _naming(output):
             writer = (
                 open_writer(temporary, fmt, options.k, llms, options.all_probabilities, id_type)

@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 from .._errors import SKIP_BAD, JeirtError, column_hint, hinted_error
 from .._text import first_and_more
+from .optional import require_pyarrow
 from .records import RecordReader, RowBatch
 from .vocabulary import (
     ID_COLUMNS,
@@ -123,11 +124,13 @@ class TextReader:
         return self.records.fraction_read()
 
     def id_arrow_type(self) -> Any:
-        """The id column's Arrow type when the input declares one (Parquet), else None."""
-        column_type = getattr(self.records, "column_type", None)
-        if column_type is None or self.id_column is None:
+        """The id column's Arrow type: the one the input declares (Parquet); text for a CSV or TSV id column, whose
+        every cell is read as text, so that a bank of no row gets the ids its other days have; else None (JSONL ids
+        are any JSON value, row numbers are integers). Needs pyarrow: asked only for a Parquet output."""
+        if self.id_column is None or self.schemaless:
             return None
-        return column_type(self.id_column)
+        column_type = getattr(self.records, "column_type", None)
+        return require_pyarrow().string() if column_type is None else column_type(self.id_column)
 
     def estimated_rows(self) -> Optional[float]:
         """The total row count: known (Parquet) or extrapolated from the share of the file read so far."""
