@@ -6,6 +6,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -179,6 +180,28 @@ def test_a_folder_that_cannot_be_written_is_named_as_asked_for(tiny_router_path:
                                                        f"({tmp_path / 'afile'} is a file, not a folder)")):
             router.save(target)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+def test_a_file_copied_in_that_cannot_be_read_is_named_not_the_folder_written(
+    tiny_router_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An unreadable tokenizer was reported as the target's fault ('cannot write the router folder (Permission
+    # denied)'): the user would look at the folder they asked for, which is fine.
+    router = Router.load(tiny_router_path, threads=1)
+    real_copy = artifact.shutil.copyfile
+
+    def unreadable_tokenizer(source: Path, destination: Path) -> Any:
+        if Path(source).name == "tokenizer.json":
+            raise PermissionError(13, os.strerror(13), str(source))
+        return real_copy(source, destination)
+
+    monkeypatch.setattr(artifact.shutil, "copyfile", unreadable_tokenizer)
+    target = tmp_path / "router"
+    tokenizer = tiny_router_path / "tokenizer.json"
+    with pytest.raises(JeirtError, match=re.escape(f"{target}: cannot save, {tokenizer} cannot be read "
+                                                   f"({os.strerror(13)})")):
+        router.save(target)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_router_saved_twice_is_the_same_folder_byte_for_byte(tiny_router_path: Path, tmp_path: Path) -> None:

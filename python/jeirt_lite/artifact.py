@@ -33,7 +33,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -244,16 +244,22 @@ def save_artifact(
         _write_folder(target, json_safe(fields), vectors, sources, reference, center, corrections,
                       training_questions, neighbours)
     except OSError as err:
-        raise _cannot_write(target, err) from err
+        raise _cannot_write(target, err, sources.values()) from err
     return target
 
 
-def _cannot_write(target: Path, err: OSError) -> JeirtError:
+def _cannot_write(target: Path, err: OSError, sources: Iterable[Path]) -> JeirtError:
     """An OSError writing a router folder (a read-only or full disk, a file where a folder of its path should be)
     as an error naming the folder asked for: its own text names the hidden folder written first, or says 'File
-    exists' of a parent that is a file."""
+    exists' of a parent that is a file. A file copied in (`sources`) that cannot be read is named instead: the
+    folder asked for is not the problem."""
+    reason = os.strerror(err.errno) if err.errno else str(err)
+    unreadable = next((source for source in sources if err.filename is not None and Path(err.filename) == source),
+                      None)
+    if unreadable is not None:
+        return JeirtError(f"{target}: cannot save, {unreadable} cannot be read ({reason})")
     blocking = next((parent for parent in target.parents if parent.exists() and not parent.is_dir()), None)
-    why = f"{blocking} is a file, not a folder" if blocking else os.strerror(err.errno) if err.errno else str(err)
+    why = f"{blocking} is a file, not a folder" if blocking else reason
     return JeirtError(f"{target}: cannot write the router folder ({why})")
 
 
