@@ -5,6 +5,8 @@ a stderr that cannot be written loses the messages, never the result nor the exi
 from __future__ import annotations
 
 import errno
+import faulthandler
+import io
 import os
 import subprocess
 import sys
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 from child_env import cli_env
 from jeirt_lite._limits import MAX_LINE_BYTES
+from jeirt_lite.cli._stderr import LossyStderr
 
 QUESTION = "What is 7 * 8?"
 CLOSED, FULL = ">&-", ">/dev/full"
@@ -94,3 +97,12 @@ def test_an_overlong_stdin_line_ends_in_one_line_naming_it() -> None:
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == (f"jeirt-lite: error: stdin line 2 is longer than {MAX_LINE_BYTES:,} bytes, the longest line "
                            "route reads (a router reads at most the first 1,048,576 characters of a text)\n")
+
+
+def test_a_stderr_started_closed_has_no_descriptor_as_io_streams_say_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ray.init enables faulthandler on sys.stderr, guarded against io.UnsupportedOperation (a stream without a
+    # descriptor): the stand-in of a closed stderr raised AttributeError there, and `score --engine ray 2>&-` ended
+    # in a traceback no one saw, exit 1, its output unwritten (tests/test_ray.py runs that command).
+    monkeypatch.setattr(sys, "stderr", LossyStderr(None))
+    with pytest.raises(io.UnsupportedOperation):
+        faulthandler.enable()

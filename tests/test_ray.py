@@ -218,6 +218,20 @@ def test_no_row_scored_gives_the_file_of_no_rows_one_machine_writes_but_no_forec
 
 
 @needs_ray
+def test_a_ray_run_started_with_stderr_closed_writes_its_output(
+    tiny_router_path: Path, bank: Path, tmp_path: Path
+) -> None:
+    """`2>&-`, as a service manager may start it: ray.init's faulthandler asked the closed stderr for its descriptor
+    and the run ended in a traceback no one saw, exit 1, nothing written. Its own runtime: a fresh process."""
+    output = tmp_path / "scores.parquet"
+    script = 'exec "$0" -m jeirt_lite score "$1" -o "$2" --router "$3" --engine ray --threads 1 2>&-'
+    done = subprocess.run(["sh", "-c", script, sys.executable, str(bank), str(output), str(tiny_router_path)],
+                          capture_output=True, timeout=240, stdin=subprocess.DEVNULL, check=False)
+    assert done.returncode == 0 and done.stdout == b""
+    assert pq.read_table(output).num_rows == pq.read_metadata(bank).num_rows
+
+
+@needs_ray
 def test_ray_engine_refuses_what_it_cannot_do(
     ray_runtime: Any, capsys: pytest.CaptureFixture[str], tiny_router_path: Path, bank: Path, tmp_path: Path
 ) -> None:

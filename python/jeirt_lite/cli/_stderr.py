@@ -7,6 +7,7 @@ exit status (an error still exits non-zero, its line lost).
 
 from __future__ import annotations
 
+import io
 import os
 from typing import Any, Optional, TextIO
 
@@ -55,5 +56,10 @@ class LossyStderr:
         except (OSError, ValueError):
             return False
 
-    def __getattr__(self, name: str) -> Any:  # fileno, encoding, ...: the stream's own
+    def fileno(self) -> int:
+        if self._stream is None:  # as a stream without a descriptor says it, which callers expect (ray.init does)
+            raise io.UnsupportedOperation("stderr was closed when the command started")
+        return self._stream.fileno()
+
+    def __getattr__(self, name: str) -> Any:  # encoding, ...: the stream's own
         return getattr(self._stream, name)
