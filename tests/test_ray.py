@@ -232,6 +232,22 @@ def test_a_ray_run_started_with_stderr_closed_writes_its_output(
 
 
 @needs_ray
+def test_a_forecast_that_cannot_be_printed_says_every_row_was_scored_as_on_one_machine(
+    ray_runtime: Any, capsys: pytest.CaptureFixture[str], tiny_router_path: Path, bank: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The forecast's pass scores every row before a line is printed: a stdout closed (`>&-`, Python's sys.stdout
+    None) fails the print, and the note said 'stopped before any row was scored' on Ray."""
+    monkeypatch.setattr(sys, "stdout", None)
+    common = [bank, "--router", tiny_router_path, "--forecast", "-q"]
+    local_code, _, local = score(capsys, *common)
+    code, _, err = score(capsys, *common, "--engine", "ray")
+    error = "jeirt-lite: error: stdout: write error: Bad file descriptor"
+    assert (local_code, local.splitlines()) == (1, [error, "jeirt-lite: stopped after scoring 150 rows (of 150 read)"])
+    assert (code, err.splitlines()) == (1, [error, "jeirt-lite: stopped after scoring 150 rows"])
+
+
+@needs_ray
 def test_ray_engine_refuses_what_it_cannot_do(
     ray_runtime: Any, capsys: pytest.CaptureFixture[str], tiny_router_path: Path, bank: Path, tmp_path: Path
 ) -> None:

@@ -134,7 +134,8 @@ class _FileRun:
     threads_per_worker: int
     ship_router: bool
     costs: Optional[dict[str, float]] = None  # None: the router's own
-    state: ScoreState = field(default_factory=ScoreState)  # rows_scored: the rows written so far
+    # rows_scored: the rows written so far, or all of them once the forecast's pass has scored them
+    state: ScoreState = field(default_factory=ScoreState)
 
 
 def _score_on_ray(
@@ -190,10 +191,13 @@ def _run_pipeline(
         scored = scored.materialize()  # scored once, in the object store; read by both passes below
     if options.forecast:
         forecast, rows = expected_accuracy(scored, llms)
+        run.state.rows_scored = rows  # every row, before any is written or printed: a failure after says so
     if run.output is not None:
         drop = [] if options.all_probabilities else [probability_column(name) for name in llms if options.forecast]
         schema = _scored_schema(id_type, options, llms)
-        batches = _counted(scored.iter_batches(batch_format="pyarrow", batch_size=None), run.state)
+        batches = scored.iter_batches(batch_format="pyarrow", batch_size=None)
+        if not options.forecast:  # scored on their way to the file: counted as they are written
+            batches = _counted(batches, run.state)
         rows = write_tables(batches, run.output, drop, schema)
     return rows, forecast, time.perf_counter() - started
 
