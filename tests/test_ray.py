@@ -62,6 +62,18 @@ def test_the_command_without_ray_names_the_option_given_not_a_module(tmp_path: P
     assert "jeirt_lite.ray_engine" not in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.skipif(not HAS_RAY, reason='needs Ray: pip install "jeirt-lite[ray]"')
+def test_the_command_with_ray_installed_names_what_failed_to_import_not_a_missing_ray(tmp_path: Path) -> None:
+    # Any ImportError on the way to the engine was reported as Ray missing, sending the user to install what they have.
+    code = ("import sys; sys.modules['jeirt_lite._ray.file_run'] = None; from jeirt_lite.cli import main; "
+            "sys.exit(main())")
+    command = [sys.executable, "-c", code, "score", "bank.parquet", "-o", "s.parquet", "--engine", "ray"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("jeirt-lite: error: --engine ray: ") and "jeirt_lite._ray.file_run" in result.stderr
+    assert "not installed" not in result.stderr
+
+
 @pytest.fixture(scope="module")
 def ray_runtime() -> Iterator[Any]:
     import ray

@@ -254,7 +254,10 @@ def _run_on_ray(args: argparse.Namespace, console: Console) -> int:
     _check_ray_arguments(args)
     try:
         from ..ray_engine import score_file_on_ray
-    except ImportError as err:  # the extra is missing: named by the option the user gave, not by a module
+    except ImportError as err:
+        if err.name != "ray":  # not the missing extra (jeirt_lite._ray names it "ray"): say what failed to import
+            raise JeirtError(f"--engine ray: {err}") from err
+        # the extra is missing: named by the option the user gave, not by a module
         raise JeirtError(f"--engine ray needs Ray Data, which is not installed: {RAY_EXTRA}") from err
     manifest = read_manifest(args.router if args.router is not None else DEFAULT_ROUTER_PATH)
     costs = given_costs(args.costs, manifest.llms)  # read here: the workers get the costs, not the file
