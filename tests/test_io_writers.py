@@ -70,7 +70,7 @@ def test_an_empty_bank_writes_every_column_for_any_k(tmp_path: Path, k: int, all
 
 
 @pytest.mark.parametrize(("declared", "written"), [
-    (None, pa.int64()),  # schemaless ids (CSV, JSONL, row numbers): no id that is not an integer came
+    (None, pa.int64()),  # schemaless ids (JSONL, row numbers; CSV ids are declared text): no id that is not an integer came
     (pa.int64(), pa.int64()),
     (pa.date32(), pa.date32()),
     (pa.large_string(), pa.string()),

@@ -154,10 +154,10 @@ class JsonlWriter(Writer):
 class ParquetWriter(Writer):
     """Appends one row group per chunk, under one schema decided the same way whatever the chunk size.
 
-    The id column keeps the input's Arrow type when the input declares one (Parquet). Ids from formats without
-    a schema (CSV ids are text, JSONL ids are any JSON value, row numbers are integers) are int64 when every id
-    of the bank is an integer, else text: when a later chunk brings the first non-integer id, the row groups
-    written so far are rewritten with their ids as text.
+    The id column keeps the input's Arrow type when the input declares one (Parquet; a CSV or TSV id column is
+    declared text, as its every cell is). Ids of no declared type (JSONL ids are any JSON value, row numbers are
+    integers) are int64 when every id of the bank is an integer, else text: when a later chunk brings the first
+    non-integer id, the row groups written so far are rewritten with their ids as text.
     """
 
     def __init__(
