@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .._errors import SKIP_BAD, JeirtError, column_hint, hinted_error
-from .._text import first_and_more
+from .._text import counted, first_and_more
 from .optional import require_pyarrow
 from .records import RecordReader, RowBatch
 from .vocabulary import (
@@ -238,8 +238,7 @@ class TextReader:
 def no_rows_of(path: Path, column: str, llm: str, others: Counter[str]) -> str:
     """The error of a table whose LLM column names other LLMs only."""
     named = first_and_more([name for name, _ in others.most_common()], 8, show=repr)
-    plural = "s" if len(others) != 1 else ""
-    return (f"{path}: no row of {llm!r} in its LLM column {column!r}, which names {len(others)} other LLM{plural} "
+    return (f"{path}: no row of {llm!r} in its LLM column {column!r}, which names {counted(len(others), 'other LLM')} "
             f"({named}); add it under the name the file gives it, or give its answers alone without that column")
 
 
