@@ -18,6 +18,8 @@
 
 use std::collections::VecDeque;
 
+use super::byte_scan::position_of_any3;
+
 /// One item of the file after its header: a record (its fields' bytes), a blank line, or the error that ends it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Item {
@@ -167,10 +169,7 @@ impl CsvParser {
             State::InQuotedField => QUOTE,
             _ => return 0,
         };
-        block
-            .iter()
-            .position(|&b| b == stop || b == b'\n' || b == b'\r')
-            .unwrap_or(block.len())
+        position_of_any3(block, stop, b'\n', b'\r')
     }
 
     fn push_byte(&mut self, byte: u8) {
