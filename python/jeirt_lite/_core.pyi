@@ -186,7 +186,9 @@ class CsvParser:
     """A strict CSV/TSV parser fed block by block (see jeirt_lite._io.records.CsvRecords): the records, blank
     lines, line numbers and errors of Python's ``csv.reader(..., strict=True)`` over the same bytes."""
 
-    def __new__(cls, delimiter: str) -> CsvParser: ...
+    def __new__(cls, delimiter: str, max_record_bytes: int) -> CsvParser:
+        """A record longer than ``max_record_bytes`` (its line ends inside quotes counted, the one ending it not) is
+        the error that ends the file, its text starting ``record longer than``."""
     def feed(self, block: bytes) -> None:
         """Parse a block of the file (after any byte-order mark), the GIL released."""
 

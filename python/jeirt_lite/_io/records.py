@@ -21,6 +21,7 @@ from typing import Any, Optional
 from .. import _core
 from .._errors import JeirtError
 from .._json_keys import RepeatedKey, unique_keys
+from .._limits import MAX_LINE_BYTES
 from .optional import require_pyarrow
 from .pipes import open_stoppable
 
@@ -31,6 +32,8 @@ PARSE_BLOCK = 1 << 18
 # header would give).
 _AHEAD_ROWS = 64
 UTF8_BOM = b"\xef\xbb\xbf"
+# How the CSV parser's error for a record longer than its bound begins (TOO_LONG in rust/src/io/csv_records.rs).
+_CSV_TOO_LONG = "record longer than"
 
 
 @dataclass
@@ -115,7 +118,8 @@ class CsvRecords(RecordReader):
     row. A row whose field count differs from the header's, or with bytes that are not UTF-8, is a bad row. A
     malformed record (a quote opened and never closed, text after a closing quote) ends the file: a lenient
     reader would glue every following line into one value, so it is an error naming the row where the record
-    starts.
+    starts. So does a record longer than MAX_LINE_BYTES, found once the bound is passed (a quote never closed on
+    an endless pipe would otherwise be held whole).
 
     The parsing is Rust's (`_core.CsvParser`, the GIL released, so `score` can encode on other threads
     meanwhile); it gives exactly what Python's `csv` module in strict mode gives (tests/test_csv_records.py).
@@ -131,7 +135,7 @@ class CsvRecords(RecordReader):
         self.raw = open_stoppable(path)  # closed by close(); a pipe is read so that Ctrl-C stops a wait
         self.counter = _ByteCounter(self.raw, path)
         self.handle = io.BufferedReader(self.raw, buffer_size=1 << 16)
-        self.parser = _core.CsvParser(self.delimiter)
+        self.parser = _core.CsvParser(self.delimiter, MAX_LINE_BYTES)
         try:
             check_encoding(path, self.handle.peek(4)[:4])
             head = self.handle.read(len(UTF8_BOM))
@@ -145,6 +149,8 @@ class CsvRecords(RecordReader):
         while not self.parser.has_item and not self.parser.done:
             self._feed()
         fields, error = self.parser.header()
+        if error is not None and error.startswith(_CSV_TOO_LONG):
+            raise JeirtError(f"{self.path}: header row {_too_long()}")
         if error is not None:
             raise JeirtError(f"{self.path}: header row is not valid CSV ({error})")
         if fields is None:
@@ -200,7 +206,15 @@ def check_unique_columns(path: Path, columns: list[str]) -> None:
         seen.add(name)
 
 
+def _too_long(start: Optional[int] = None) -> str:
+    """Why a row longer than MAX_LINE_BYTES ends its file (the line it starts on, for a row that may span lines)."""
+    starting = f" (the row starting on line {start})" if start is not None else ""
+    return f"is longer than {MAX_LINE_BYTES:,} bytes{starting}, the longest row a table may hold; nothing after it is read"
+
+
 def _malformed(error: str, start: int, kind: str) -> str:
+    if error.startswith(_CSV_TOO_LONG):
+        return _too_long(start)
     if "unexpected end of data" in error:
         return (
             f"is not valid {kind}: a quoted value in the row starting on line {start} is never closed "

@@ -15,6 +15,10 @@
 //! - the bytes that are special (delimiter, quote, CR, LF) are ASCII, and a UTF-8 sequence never contains an
 //!   ASCII byte, so parsing bytes splits records exactly where parsing the decoded text does; a field is then
 //!   valid UTF-8 exactly when the decoded field holds no escaped byte.
+//!
+//! One thing it adds: a record longer than the bound it is made with is an error too (`TOO_LONG`), found as
+//! soon as the bound is passed, so that an endless record (a quote never closed on a pipe) ends the file rather
+//! than every byte after it being held.
 
 use std::collections::VecDeque;
 
@@ -80,10 +84,20 @@ enum Input {
 
 const QUOTE: u8 = b'"';
 
+/// How the error of a record longer than the bound begins (the Python side tells it from the others by it).
+pub const TOO_LONG: &str = "record longer than";
+
 /// The streaming parser: `feed` blocks of bytes, `finish` at the end of the file, `pop` parsed items.
 #[derive(Debug)]
 pub struct CsvParser {
     delimiter: u8,
+    /// The most bytes a record may span, from its first byte to its last before the line end that ends it.
+    max_record_bytes: u64,
+    /// Bytes fed so far, the current block's included.
+    fed: u64,
+    /// Where in the file the line end `push_byte` last handled is, and where the current record began.
+    pos: u64,
+    record_start: u64,
     state: State,
     bytes: Vec<u8>,
     ends: Vec<usize>,
@@ -97,10 +111,15 @@ pub struct CsvParser {
 }
 
 impl CsvParser {
-    /// A parser for fields separated by `delimiter` (`,` or `\t`).
-    pub fn new(delimiter: u8) -> Self {
+    /// A parser for fields separated by `delimiter` (`,` or `\t`), refusing a record longer than
+    /// `max_record_bytes` (its line ends inside quotes counted, the one ending it not).
+    pub fn new(delimiter: u8, max_record_bytes: u64) -> Self {
         Self {
             delimiter,
+            max_record_bytes,
+            fed: 0,
+            pos: 0,
+            record_start: 0,
             state: State::StartRecord,
             bytes: Vec::new(),
             ends: Vec::new(),
@@ -140,6 +159,7 @@ impl CsvParser {
 
     /// Parse a block of the file (after any byte-order mark). Nothing is parsed after an error.
     pub fn feed(&mut self, block: &[u8]) {
+        self.fed += block.len() as u64;
         let mut rest = block;
         while let Some((&byte, after)) = rest.split_first() {
             if self.failed {
@@ -153,8 +173,13 @@ impl CsvParser {
                 rest = after_run;
                 continue;
             }
-            self.push_byte(byte);
+            self.push_byte(byte, rest.len());
             rest = after;
+        }
+        // A record still open past the bound: checked once a block, so at most a block more is held.
+        let open = !matches!(self.state, State::StartRecord | State::EatCrnl);
+        if open && !self.failed && self.fed - self.record_start > self.max_record_bytes {
+            self.fail_too_long();
         }
     }
 
@@ -172,7 +197,9 @@ impl CsvParser {
         position_of_any3(block, stop, b'\n', b'\r')
     }
 
-    fn push_byte(&mut self, byte: u8) {
+    /// One byte outside an ordinary run, `remaining` bytes before the end of what was fed. Its position is worked
+    /// out only where a record starts or may end: these bytes are the parser's slow path.
+    fn push_byte(&mut self, byte: u8, remaining: usize) {
         if self.after_cr {
             self.after_cr = false;
             if byte == b'\n' {
@@ -185,12 +212,21 @@ impl CsvParser {
         if self.at_line_start {
             self.line_num += 1;
             self.at_line_start = false;
+            if self.state == State::StartRecord {
+                self.record_start = self.fed - remaining as u64;
+            }
         }
-        self.step(Input::Byte(byte));
         match byte {
-            b'\n' => self.end_line(),
-            b'\r' => self.after_cr = true,
-            _ => {}
+            b'\n' | b'\r' => {
+                self.pos = self.fed - remaining as u64; // where a record ending here ends
+                self.step(Input::Byte(byte));
+                if byte == b'\n' {
+                    self.end_line();
+                } else {
+                    self.after_cr = true;
+                }
+            }
+            _ => self.step(Input::Byte(byte)),
         }
     }
 
@@ -227,12 +263,25 @@ impl CsvParser {
         self.records_ready += 1;
     }
 
+    fn fail_too_long(&mut self) {
+        self.fail(format!("{TOO_LONG} {} bytes", self.max_record_bytes));
+    }
+
     fn save_field(&mut self) {
         self.ends.push(self.bytes.len());
     }
 
     /// A line end after a field: the record is complete at the end of the line, else wait for it.
     fn end_record_at(&mut self, input: Input) {
+        // Its last byte is the one before this line end (the file's end: the last byte fed).
+        let end = if input == Input::EndOfLine {
+            self.fed
+        } else {
+            self.pos
+        };
+        if end - self.record_start > self.max_record_bytes {
+            return self.fail_too_long();
+        }
         self.save_field();
         if input == Input::EndOfLine {
             self.emit();
@@ -333,7 +382,16 @@ mod tests {
     /// Every item of `data` fed in blocks of `block` bytes, as (fields, line) with fields as strings,
     /// blank lines as `None`, errors as `[message]`.
     fn items(data: &[u8], block: usize) -> Vec<(Option<Vec<String>>, u64)> {
-        let mut parser = CsvParser::new(b',');
+        bounded_items(data, block, u64::MAX)
+    }
+
+    /// `items` from a parser refusing records longer than `max_record_bytes`.
+    fn bounded_items(
+        data: &[u8],
+        block: usize,
+        max_record_bytes: u64,
+    ) -> Vec<(Option<Vec<String>>, u64)> {
+        let mut parser = CsvParser::new(b',', max_record_bytes);
         for piece in data.chunks(block) {
             parser.feed(piece);
         }
@@ -397,7 +455,7 @@ mod tests {
 
     #[test]
     fn the_counters_count_records_and_errors_and_pop_hands_out_blank_lines_too() {
-        let mut parser = CsvParser::new(b',');
+        let mut parser = CsvParser::new(b',', u64::MAX);
         assert!(!parser.has_item() && !parser.done());
         parser.feed(b"a,b\n\nc\n");
         assert_eq!(parser.records_ready(), 2);
@@ -416,7 +474,7 @@ mod tests {
 
     #[test]
     fn an_error_counts_as_ready_ends_the_file_and_nothing_after_it_is_parsed() {
-        let mut parser = CsvParser::new(b'\t');
+        let mut parser = CsvParser::new(b'\t', u64::MAX);
         parser.feed(b"a\tb\n\"x\"y\n");
         assert!(
             parser.done(),
@@ -466,5 +524,58 @@ mod tests {
     #[test]
     fn a_quote_inside_an_unquoted_field_is_a_plain_character() {
         assert_eq!(items(b"ab\"c,d\n", 1), vec![record(&["ab\"c", "d"], 1)]);
+    }
+
+    #[test]
+    fn a_record_at_the_bound_is_read_and_one_byte_more_is_an_error_on_the_line_reading_stopped() {
+        let too_long = |line| (Some(vec![format!("{TOO_LONG} 5 bytes")]), line);
+        for block in [1, 2, 3, 100] {
+            // Five bytes with either line end, a quoted line end inside, or none at the end of the file.
+            let exact: &[&[u8]] = &[b"ab,cd\nx\n", b"ab,cd\r\nx", b"\"a\nb\"\rx", b"x\nabcde"];
+            for data in exact {
+                assert!(
+                    !bounded_items(data, block, 5)
+                        .iter()
+                        .any(|(fields, _)| fields
+                            .as_ref()
+                            .is_some_and(|f| f[0].starts_with(TOO_LONG))),
+                    "{data:?} block {block}"
+                );
+            }
+            assert_eq!(
+                bounded_items(b"x\nab,cde\ny\n", block, 5),
+                vec![record(&["x"], 1), too_long(2)]
+            );
+            assert_eq!(
+                bounded_items(b"x\nabcdef", block, 5),
+                vec![record(&["x"], 1), too_long(2)]
+            );
+            assert_eq!(
+                bounded_items(b"\"a\n\nbcd\"\n", block, 5),
+                vec![too_long(3)]
+            );
+        }
+    }
+
+    #[test]
+    fn an_endless_quoted_value_is_refused_once_a_block_passes_the_bound() {
+        let mut parser = CsvParser::new(b',', 10);
+        parser.feed(b"a\n\"");
+        let endless = [b'x'; 4];
+        let mut blocks = 0;
+        while !parser.done() {
+            parser.feed(&endless);
+            blocks += 1;
+            assert!(blocks < 10, "read on past the bound");
+        }
+        assert_eq!(parser.records_ready(), 2);
+        assert_eq!(parser.pop().map(|item| item.line()), Some(1));
+        assert_eq!(
+            parser.pop(),
+            Some(Item::Error {
+                message: format!("{TOO_LONG} 10 bytes"),
+                line: 2
+            })
+        );
     }
 }

@@ -31,11 +31,12 @@ pub struct CsvParser {
 
 #[pymethods]
 impl CsvParser {
+    /// `max_record_bytes`: a longer record is the error that ends the file (see `crate::io::csv_records`).
     #[new]
-    fn new(delimiter: &str) -> PyResult<Self> {
+    fn new(delimiter: &str, max_record_bytes: u64) -> PyResult<Self> {
         match delimiter.as_bytes() {
             [byte] if !matches!(byte, b'"' | b'\r' | b'\n') => Ok(Self {
-                inner: Parser::new(*byte),
+                inner: Parser::new(*byte, max_record_bytes),
                 start: 1,
             }),
             _ => Err(JeirtError::new_err(format!(
