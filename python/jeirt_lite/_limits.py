@@ -9,7 +9,7 @@ hang, an out-of-memory kill or a silently meaningless answer.
 | threads (ONNX Runtime and the Rust pool) | 1..MAX_THREADS |
 | chunk sizes, batch sizes | 1..MAX_CHUNK_ROWS |
 | text length | cut to MAX_CHARS_PER_TOKEN x the encoder's max_seq_length characters before tokenising |
-| a line of stdin (`route`) | at most MAX_LINE_BYTES bytes |
+| a line of stdin (`route`), of a JSONL table or an ids file; a CSV/TSV record | at most MAX_LINE_BYTES bytes |
 | thresholds, probabilities | finite, in [0, 1] |
 | cost weights | finite, >= 0 |
 | router dimension d / LLMs / reference rows | 1..MAX_DIM / 1..MAX_LLMS / 1..MAX_REFERENCE |
@@ -37,7 +37,8 @@ MAX_SEQ_LENGTH = 1 << 15
 # The longest text any router reads: the cut above, at the longest max_seq_length.
 MAX_TEXT_CHARS = MAX_CHARS_PER_TOKEN * MAX_SEQ_LENGTH
 # A line of `route`'s stdin: room for MAX_TEXT_CHARS characters of UTF-8's widest (4 bytes), so no text a router
-# could read is refused; a longer line (`route < /dev/zero`) is refused before it is read whole.
+# could read is refused; a longer line (`route < /dev/zero`) is refused before it is read whole. The table readers
+# hold a row of a file to the same bound: a row holds at most one text.
 MAX_LINE_BYTES = 4 * MAX_TEXT_CHARS
 MAX_DIM = 1 << 16
 MAX_LLMS = 1 << 16
@@ -68,6 +69,27 @@ def finite_float(value: Any, name: str, low: float = -math.inf, high: float = ma
     if not low <= number <= high:
         raise JeirtError(f"{name} must be in [{low:g}, {high:g}], got {value!r}")
     return number
+
+
+# What a bounded reader asks `readline` for: the longest line and its \r\n.
+LINE_READ_LIMIT = MAX_LINE_BYTES + 2
+
+
+def line_too_long(line: Any) -> bool:
+    """Whether a line read by `readline(LINE_READ_LIMIT)` (bytes, or text) is longer than MAX_LINE_BYTES bytes without
+    its line end (the rest of such a line is left unread)."""
+    content = line.rstrip(b"\r\n" if isinstance(line, bytes) else "\r\n")
+    if isinstance(content, bytes) or len(content) > MAX_LINE_BYTES:
+        return len(content) > MAX_LINE_BYTES
+    # A character is 1 to 4 bytes in UTF-8: only a text this long can pass the bound in bytes.
+    return len(content) > MAX_LINE_BYTES // 4 and len(content.encode("utf-8", "surrogateescape")) > MAX_LINE_BYTES
+
+
+def bounded_readline(source: Any) -> Any:
+    """The next line of a binary or text stream (empty at its end), or None for a line longer than MAX_LINE_BYTES
+    bytes, read no further than the bound (the stream may be endless: a pipe of /dev/zero)."""
+    line = source.readline(LINE_READ_LIMIT)
+    return None if line_too_long(line) else line
 
 
 def check_threads(threads: Any) -> int:

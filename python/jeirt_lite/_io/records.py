@@ -9,6 +9,7 @@ whatever made it bad.
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import json
@@ -21,7 +22,7 @@ from typing import Any, Optional
 from .. import _core
 from .._errors import JeirtError
 from .._json_keys import RepeatedKey, unique_keys
-from .._limits import MAX_LINE_BYTES
+from .._limits import LINE_READ_LIMIT, MAX_LINE_BYTES, bounded_readline, line_too_long
 from .optional import require_pyarrow
 from .pipes import open_stoppable
 
@@ -257,7 +258,9 @@ class TsvRecords(CsvRecords):
 class JsonlRecords(RecordReader):
     """One JSON object per line; blank lines are ignored (they are not data rows).
 
-    The fields of the first readable object stand for the file's columns, as a CSV header would.
+    The fields of the first readable object stand for the file's columns, as a CSV header would. A line longer
+    than MAX_LINE_BYTES ends the file, read no further than the bound (`score --skip-bad` cannot skip it: on an
+    endless line, finding the next line would read on forever).
     """
 
     row_note = "1-based, blank lines not counted"
@@ -268,7 +271,8 @@ class JsonlRecords(RecordReader):
         self.raw = open_stoppable(path)  # closed by close(); a pipe is read so that Ctrl-C stops a wait
         self.counter = _ByteCounter(self.raw, path)
         self.handle = io.BufferedReader(self.raw, buffer_size=1 << 16)
-        self.ahead: list[tuple[int, bytes]] = []  # (line number, line): rows `columns_ahead` read, not yet batched
+        # (line number, line): rows `columns_ahead` read, not yet batched; None for a line too long to read
+        self.ahead: list[tuple[int, Optional[bytes]]] = []
         self.lines_ahead = 0  # lines `columns_ahead` read, blank ones included
         try:
             check_encoding(path, self.handle.peek(4)[:4])
@@ -289,10 +293,13 @@ class JsonlRecords(RecordReader):
             return self.columns
         first: Optional[list[str]] = None
         while len(self.ahead) < _AHEAD_ROWS:
-            line = self.handle.readline()
-            if not line:
+            line = bounded_readline(self.handle)
+            if line == b"":
                 break
             self.lines_ahead += 1
+            if line is None:  # ends the file: `batches` reports it after the rows before it
+                self.ahead.append((self.lines_ahead, None))
+                break
             if not line.strip():  # not a row: only counted, so that the rows after it keep their line numbers
                 continue
             self.ahead.append((self.lines_ahead, line))
@@ -332,9 +339,17 @@ class JsonlRecords(RecordReader):
         """With `wanted` None: every field met so far (a later batch may have more columns)."""
         records: list[Any] = []  # a dict per row, or the str saying why the line is not one
         batch = RowBatch(self.rows_read + 1, {})
-        # The rows read ahead come first, then the lines after them.
-        lines, self.ahead = itertools.chain(self.ahead, enumerate(self.handle, self.lines_ahead + 1)), []
+        # The rows read ahead come first, then the lines after them, each read with a bound (iterating the file would
+        # hold an endless line whole).
+        after = enumerate(iter(functools.partial(self.handle.readline, LINE_READ_LIMIT), b""), self.lines_ahead + 1)
+        lines, self.ahead = itertools.chain(self.ahead, after), []
         for line_number, line in lines:
+            if line is None or (len(line) > MAX_LINE_BYTES and line_too_long(line)):  # its batch ends the file
+                self.rows_read += 1
+                batch.fatal.add(len(records))
+                records.append(_too_long())
+                batch.lines.append(line_number)
+                break
             if not line.strip():
                 continue
             self.rows_read += 1

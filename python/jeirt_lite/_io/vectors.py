@@ -15,6 +15,7 @@ from typing import IO, Any, Optional
 import numpy as np
 
 from .._errors import SKIP_BAD, JeirtError, hinted_error
+from .._limits import MAX_LINE_BYTES, bounded_readline
 from .._text import counted
 from .pipes import open_stoppable
 from .vocabulary import id_problem
@@ -202,7 +203,8 @@ class VectorReader:
 
 
 class IdReader:
-    """Ids for vector rows: a 1-D .npy array or a text file with one id per line, read as the rows go."""
+    """Ids for vector rows: a 1-D .npy array or a text file with one id per line, read as the rows go (a line
+    longer than MAX_LINE_BYTES is an error naming it, read no further than the bound)."""
 
     def __init__(self, path: Path, expected: int):
         self.path = path
@@ -243,7 +245,7 @@ class IdReader:
         that are not UTF-8 are left for `take` to name by their line)."""
         lines = held = 0
         with open(self.path, encoding="utf-8-sig", errors="surrogateescape", newline="") as handle:
-            for line in handle:
+            for line in _id_lines(handle, self.path):
                 lines += 1
                 if not line.isspace():
                     held = lines
@@ -259,8 +261,9 @@ class IdReader:
             assert self.handle is not None
             out = []
             try:
+                lines = _id_lines(self.handle, self.path, self.taken)
                 for _ in range(n):
-                    line = self.handle.readline()
+                    line = next(lines, "")
                     if not line:
                         raise JeirtError(
                             f"{self.path}: has {counted(self.taken + len(out), 'id')} "
@@ -280,7 +283,7 @@ class IdReader:
     def finish(self) -> None:
         """Refuse ids left over once every vector row has one; blank lines at the end of the file are not ids. (The
         count made when the file was opened refuses such a file first; this holds for one that grew since.)"""
-        if self.handle is not None and any(line.strip() for line in self.handle):
+        if self.handle is not None and any(line.strip() for line in _id_lines(self.handle, self.path, self.taken)):
             raise JeirtError(f"{self.path}: has more ids than the {self.expected} vector rows")
 
     def close(self) -> None:
@@ -288,6 +291,16 @@ class IdReader:
             self.array.close()
         if self.handle is not None:
             self.handle.close()
+
+
+def _id_lines(handle: IO[str], path: Path, number: int = 0) -> Iterator[str]:
+    """The lines of an ids file after line `number`; one longer than MAX_LINE_BYTES is an error naming it."""
+    while (line := bounded_readline(handle)) != "":
+        number += 1
+        if line is None:
+            raise JeirtError(f"{path}: line {number} is longer than {MAX_LINE_BYTES:,} bytes, the longest line an ids "
+                             "file may hold")
+        yield line
 
 
 def read_id_lines(path: Path) -> list[str]:
