@@ -11,7 +11,7 @@ from typing import Any, TextIO
 from .._errors import JeirtError
 from .._io.pipes import stoppable_buffer
 from .._io.vocabulary import text_problem
-from .._limits import MAX_LINE_BYTES, MAX_TEXT_CHARS
+from .._limits import MAX_LINE_BYTES, MAX_TEXT_CHARS, bounded_readline
 from .._pipeline import in_background, pipelines, scoring_copy
 from .._questions import EncodedQuestions
 from .._results import RouteResult
@@ -90,13 +90,13 @@ def _bounded_lines(source: Any) -> Iterator[tuple[int, Any]]:
     run, read no further than the bound (stdin may be endless: `route < /dev/zero`)."""
     number = 0
     while True:
-        line = source.readline(MAX_LINE_BYTES + 2)  # room for the line's \r\n
-        if not line:
-            return
+        line = bounded_readline(source)
         number += 1
-        if len(line.rstrip(b"\r\n" if isinstance(line, bytes) else "\r\n")) > MAX_LINE_BYTES:
+        if line is None:
             raise JeirtError(f"stdin line {number} is longer than {MAX_LINE_BYTES:,} bytes, the longest line route "
                              f"reads (a router reads at most the first {MAX_TEXT_CHARS:,} characters of a text)")
+        if not line:
+            return
         yield number, line
 
 
