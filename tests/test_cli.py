@@ -127,6 +127,19 @@ def test_route_stdin_that_is_not_utf8_is_named(tiny_router_path: Path) -> None:
     assert b"stdin line 2 is not valid UTF-8" in done.stderr and b"Traceback" not in done.stderr
 
 
+def test_route_stdin_saved_as_utf16_is_named_as_such(tiny_router_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "jeirt_lite", "route", "--router", str(tiny_router_path)],
+        input="what is the price\n".encode("utf-16"),  # with its byte-order mark, as Windows tools save it
+        capture_output=True,
+        env=cli_env(),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert b"stdin line 1 is not valid UTF-8: stdin is UTF-16 (byte-order mark FF FE at byte 0)" in done.stderr
+
+
 @pytest.mark.skipif(os.name == "nt", reason="a POSIX shell starts it with stdin closed")
 def test_route_without_questions_and_with_stdin_closed_says_so(tiny_router_path: Path) -> None:
     # Started with stdin closed (`<&-`, as some service managers do), Python's sys.stdin is None: that ended in

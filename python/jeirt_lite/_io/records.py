@@ -232,14 +232,20 @@ _BYTE_ORDER_MARKS = (
 )
 
 
-def check_encoding(path: Path, head: bytes) -> None:
-    """Refuse a text file that is not UTF-8 on its first bytes (a UTF-16/32 byte-order mark, NUL bytes)."""
+def wide_encoding(head: bytes) -> Optional[str]:
+    """The encoding and byte-order mark that `head` starts with when it is UTF-16 or UTF-32 ("UTF-16 (byte-order
+    mark FF FE)"), else None."""
     for mark, name in _BYTE_ORDER_MARKS:
         if head.startswith(mark):
-            raise JeirtError(
-                f"{path}: is {name} (byte-order mark {mark.hex(' ').upper()} at byte 0); "
-                "tables are read as UTF-8: save it as UTF-8"
-            )
+            return f"{name} (byte-order mark {mark.hex(' ').upper()} at byte 0)"
+    return None
+
+
+def check_encoding(path: Path, head: bytes) -> None:
+    """Refuse a text file that is not UTF-8 on its first bytes (a UTF-16/32 byte-order mark, NUL bytes)."""
+    wide = wide_encoding(head)
+    if wide is not None:
+        raise JeirtError(f"{path}: is {wide}; tables are read as UTF-8: save it as UTF-8")
     if b"\x00" in head:
         offset = head.index(b"\x00")
         raise JeirtError(

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from .._errors import JeirtError
 from .._io.pipes import stoppable_buffer
+from .._io.records import wide_encoding
 from .._io.vocabulary import text_problem
 from .._limits import MAX_LINE_BYTES, MAX_TEXT_CHARS, bounded_readline
 from .._pipeline import in_background, pipelines, scoring_copy
@@ -70,7 +71,9 @@ def _stdin_batches(stream: TextIO) -> Iterator[list[str]]:
             try:
                 line = line.decode("utf-8-sig" if number == 1 else "utf-8")
             except UnicodeDecodeError:
-                raise JeirtError(f"stdin line {number} is not valid UTF-8") from None
+                wide = wide_encoding(line) if number == 1 else None  # a file saved as UTF-16, piped in
+                how = f": stdin is {wide}; route reads UTF-8 lines: convert it first" if wide else ""
+                raise JeirtError(f"stdin line {number} is not valid UTF-8{how}") from None
         text = line.rstrip("\r\n")
         if not text.strip():
             continue
