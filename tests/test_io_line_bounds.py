@@ -93,6 +93,15 @@ def test_a_jsonl_line_at_the_bound_is_read_and_one_byte_more_ends_the_file(tmp_p
         read_table(bank, skip_bad=True)
 
 
+def test_a_jsonl_line_cut_at_the_bound_after_carriage_returns_is_not_read_as_two_rows(tmp_path: Path) -> None:
+    # The read stops at the bound plus a line end's two bytes; two carriage returns there are no line end (a binary
+    # line ends at \n), so the line goes on past the bound and what follows them is no row of its own.
+    bank = tmp_path / "bank.jsonl"
+    bank.write_bytes(b'{"text": "q"}\n' + _jsonl_line(MAX_LINE_BYTES) + b'\r\r{"text": "r"}\n')
+    with pytest.raises(JeirtError, match=re.escape(f"data row 2 (1-based, blank lines not counted, line 2) {BOUND}")):
+        read_table(bank, skip_bad=True)
+
+
 @pytest.mark.parametrize("suffix", ["csv", "tsv"])
 def test_a_csv_record_at_the_bound_is_read_and_one_byte_more_ends_the_file(tmp_path: Path, suffix: str) -> None:
     bank = tmp_path / f"bank.{suffix}"

@@ -78,7 +78,9 @@ LINE_READ_LIMIT = MAX_LINE_BYTES + 2
 def line_too_long(line: Any) -> bool:
     """Whether a line read by `readline(LINE_READ_LIMIT)` (bytes, or text) is longer than MAX_LINE_BYTES bytes without
     its line end (the rest of such a line is left unread)."""
-    content = line.rstrip(b"\r\n" if isinstance(line, bytes) else "\r\n")
+    # One line end only: more carriage returns at the end of a read cut at the bound are the line's own bytes.
+    end = b"\r\n" if isinstance(line, bytes) else "\r\n"
+    content = line[:-2] if line.endswith(end) else line[:-1] if line[-1:] in (end[:1], end[1:]) else line
     if isinstance(content, bytes) or len(content) > MAX_LINE_BYTES:
         return len(content) > MAX_LINE_BYTES
     # A character is 1 to 4 bytes in UTF-8: only a text this long can pass the bound in bytes.
