@@ -121,7 +121,7 @@ def test_duplicates_majority_and_tie(tmp_path: Path) -> None:
     data, report = load_dataset_with_report(write_folder(tmp_path / "d", QUESTIONS, MODELS, responses))
     assert cell_map(data) == {("q1", "alpha"): 1.0, ("q2", "beta"): 0.0}
     assert (report.duplicate_cells, report.duplicate_rows, report.ties_dropped) == (2, 3, 1)
-    assert "ties dropped" in report.summary()
+    assert "2 duplicate cells (3 extra rows) resolved by majority, 1 tie dropped" in report.summary()
 
 
 LONG = pd.DataFrame({
@@ -375,7 +375,7 @@ def test_a_majority_is_more_than_half_of_a_cell_s_rows(tmp_path: Path) -> None:
         data, report = load_dataset_with_report(write_folder(tmp_path / "d", QUESTIONS, MODELS, rows))
     assert cell_map(data) == {("q1", "alpha"): 0.0, ("q2", "alpha"): 1.0, ("q2", "beta"): 0.0}
     assert (report.duplicate_cells, report.duplicate_rows, report.ties_dropped) == (4, 17, 1)
-    assert logged == [f"{report.source}: 4 (question, LLM) cells appear more than once; resolved by majority, 1 ties "
+    assert logged == [f"{report.source}: 4 (question, LLM) cells given more than once; resolved by majority, 1 tie "
                       "dropped"]
 
 
@@ -474,8 +474,8 @@ def test_a_skipping_load_counts_every_reason_and_its_summary_says_each(tmp_path:
         _, report = load_dataset_with_report(path, skip_bad=True)
     assert report.skipped == {"unreadable row": 1, "label not 0/1/true/false": 2} and report.rows_skipped == 3
     assert report.summary() == (f"{path} (long): 6 rows read, 3 cells kept; 1 empty label treated as missing; "
-                                "skipped 2 rows: label not 0/1/true/false; skipped 1 rows: unreadable row")
-    assert messages[0].startswith(f"{path}: skipped 1 unreadable rows, first: {path}: data row 4 (1-based, header "
+                                "skipped 2 rows: label not 0/1/true/false; skipped 1 row: unreadable row")
+    assert messages[0].startswith(f"{path}: skipped 1 unreadable row, first: {path}: data row 4 (1-based, header "
                                   "not counted, ending on line 5): has 5 fields, the header has 4")
     with pytest.raises(DataError, match="data row 4 .*has 5 fields"):
         load_dataset(path)  # strict by default

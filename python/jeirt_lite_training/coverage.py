@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._runtime import first_and_more
+from ._runtime import counted, first_and_more
 from .types import Dataset, Responses
 
 SHOWN = 5  # LLMs named in the printed note; router.json keeps them all
@@ -79,8 +79,7 @@ def few_answers_note(cells: Responses, llm_names: list[str]) -> str | None:
     few = [int(m) for m in np.argsort(counts, kind="stable") if counts[m] < FEW_ANSWERS]
     if not few:
         return None
-    plural = "" if len(few) == 1 else "s"
     named = first_and_more([f"{llm_names[m]} ({counts[m]})" for m in few], SHOWN)
-    return (f"few answers: {len(few)} LLM{plural} of {len(llm_names)} with fewer than {FEW_ANSWERS} answers to learn "
+    return (f"few answers: {counted(len(few), 'LLM')} of {len(llm_names)} with fewer than {FEW_ANSWERS} answers to learn "
             f"from; their P(correct) rests on those few and can be far off (a few correct answers can rank one first "
             f"everywhere): {named}")

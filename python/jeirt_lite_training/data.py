@@ -30,7 +30,7 @@ from typing import Literal, Union
 import numpy as np
 import pandas as pd
 
-from ._runtime import JeirtError, check_llm_names, merge_repeated_cells
+from ._runtime import JeirtError, check_llm_names, counted, merge_repeated_cells
 from .config import (  # the accepted column names, listed by `jeirt-lite train --help` (no pandas needed there)
     DEFAULT_BENCHMARK_COLUMNS,
     DEFAULT_CORRECT_COLUMNS,
@@ -132,8 +132,8 @@ def _resolve_cells(q: np.ndarray, m: np.ndarray, label: np.ndarray, n_llms: int,
     report.duplicate_rows += merged.extra_rows
     report.ties_dropped += merged.ties
     if merged.repeated:
-        logger.warning("%s: %d (question, LLM) cells appear more than once; resolved by majority, %d ties dropped",
-                       report.source, merged.repeated, merged.ties)
+        logger.warning("%s: %s given more than once; resolved by majority, %s dropped", report.source,
+                       counted(merged.repeated, "(question, LLM) cell"), counted(merged.ties, "tie"))
     report.cells = len(merged.question)
     return Responses(question=merged.question, llm=merged.llm, correct=merged.correct.astype(np.float32))
 
@@ -303,7 +303,7 @@ def _answered_llms(llm_names: list[str], responses: Responses, file: str, skip_b
         return llm_names, responses
     silent = [llm_names[i] for i in np.flatnonzero(~answered)]
     if not skip_bad:
-        llms = f"{len(silent)} LLM{'s' if len(silent) > 1 else ''} ({named_llms(silent)})"
+        llms = f"{counted(len(silent), 'LLM')} ({named_llms(silent)})"
         raise DataError(f"{file}: no answers from {llms}: not one labelled cell (or only ties between repeated rows), "
                         "and a router cannot learn an LLM from no answers; give its answers, or leave it out of the data")
     report.llms_left_out += silent

@@ -60,16 +60,16 @@ class LoadReport:
             parts.append(f"{counted(self.empty_labels, 'empty label')} treated as missing")
         if self.duplicate_cells:
             parts.append(
-                f"{self.duplicate_cells} duplicate cells ({self.duplicate_rows} extra rows) resolved by majority, "
-                f"{self.ties_dropped} ties dropped"
+                f"{counted(self.duplicate_cells, 'duplicate cell')} ({counted(self.duplicate_rows, 'extra row')}) "
+                f"resolved by majority, {counted(self.ties_dropped, 'tie')} dropped"
             )
         if self.duplicate_question_rows:
-            parts.append(f"{self.duplicate_question_rows} repeated question rows merged")
+            parts.append(f"{counted(self.duplicate_question_rows, 'repeated question row')} merged")
         for reason, n in sorted(self.skipped.items()):
-            parts.append(f"skipped {n} rows: {reason}")
+            parts.append(f"skipped {counted(n, 'row')}: {reason}")
         if self.llms_left_out:
-            n = len(self.llms_left_out)
-            parts.append(f"left out {n} LLM{'s' if n > 1 else ''} without answers: {', '.join(self.llms_left_out)}")
+            left_out = counted(len(self.llms_left_out), "LLM")
+            parts.append(f"left out {left_out} without answers: {', '.join(self.llms_left_out)}")
         return "; ".join(parts)
 
 
@@ -174,7 +174,7 @@ def read_frame(path: Path, skip_bad: bool = False, skipped: dict[str, int] | Non
     if table.skipped:
         if skipped is not None:
             skipped["unreadable row"] = skipped.get("unreadable row", 0) + table.skipped
-        logger.warning("%s: skipped %d unreadable rows, first: %s", path, table.skipped, table.problems[0])
+        logger.warning("%s: skipped %s, first: %s", path, counted(table.skipped, "unreadable row"), table.problems[0])
     frame = pd.DataFrame({name: pd.Series(table.values[name], dtype=object) for name in table.columns})
     return frame, "csv" if kind == "tsv" else kind
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ._runtime import counted
 from .config import FIT_SENTENCES, STATIC
 from .data import Columns, DataError, LoadReport, load_dataset_with_report
 from .data_rows import named_llms
@@ -61,7 +62,7 @@ def check_validation_part(data: Dataset, train: Responses, val: Responses, test:
     if len(val):
         return
     learned = len(np.unique(train.question))
-    questions = f"{learned} question{'' if learned == 1 else 's'} with answers to learn from"
+    questions = f"{counted(learned, 'question')} with answers to learn from"
     if learned < 2:
         raise DataError(f"{data.name}: {questions}: training holds questions out to choose its settings on, so it "
                         "needs at least 2 answered questions (with different texts); give more"
