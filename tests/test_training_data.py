@@ -533,7 +533,7 @@ def test_folds_or_fractions_that_leave_a_part_empty_are_named_before_any_trainin
     pool = np.arange(dataset.n_questions)
     assert len(fold_parts(dataset, pool, 5, seed=0)) == 5
     with pytest.raises(ValueError, match=r"--folds 40 leaves fold \d+ without an answered question \(60 questions, "
-                       r"dealt within each of their \d+ subjects\); give fewer folds"):
+                       r"dealt within each of their subjects \(\d+\)\); give fewer folds"):
         fold_parts(dataset, pool, 40, seed=0)
     with pytest.raises(ValueError, match=r"val_fraction 0.49 \(--val-fraction\) and test_fraction 0.5 \(--holdout\) "
                        "leave no question to train on"):
@@ -562,5 +562,5 @@ def test_too_few_questions_to_hold_one_out_are_named_before_any_embedding(tmp_pa
     with pytest.raises(DataError, match="got 1; give more questions, or a smaller --val-fraction$"):
         prepare(table(3), val_fraction=0.6, test_fraction=0.0, encoder=STATIC, progress=False)
     with pytest.raises(DataError, match=r"the validation part holds no answers \(3 questions with answers to learn "
-                       r"from, dealt within each of their 1 subjects\).*a larger --val-fraction"):
+                       r"from, dealt within each of their subjects \(1\)\).*a larger --val-fraction"):
         prepare(table(3), test_fraction=0.0, progress=False)

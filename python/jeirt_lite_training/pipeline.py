@@ -267,7 +267,7 @@ def fold_parts(data: Dataset, pool: np.ndarray, k: int, seed: int,
     empty = next((j for j, (_, held_out) in enumerate(parts) if len(held_out.question) == 0), None)
     if empty is not None:  # folds are dealt within each subject, so one is empty long before k reaches the questions
         raise ValueError(f"{asked or f'--folds {k}'} leaves fold {empty + 1} without an answered question ({len(pool)} "
-                         f"questions, dealt within each of their {len(set(np.asarray(data.subjects)[pool]))} subjects); "
+                         f"questions, dealt within each of their subjects ({len(set(np.asarray(data.subjects)[pool]))})); "
                          "give fewer folds")
     return parts
 

@@ -68,8 +68,8 @@ def check_validation_part(data: Dataset, train: Responses, val: Responses, test:
                         "needs at least 2 answered questions (with different texts); give more"
                         f"{', or a smaller --holdout' if len(test) else ''}")
     subjects = len(set(np.asarray(data.subjects)[np.unique(train.question)].tolist()))
-    raise DataError(f"the validation part holds no answers ({questions}, dealt within each of their {subjects} "
-                    "subjects): too few questions to choose on; give more, or a larger --val-fraction")
+    raise DataError(f"the validation part holds no answers ({questions}, dealt within each of their subjects "
+                    f"({subjects})): too few questions to choose on; give more, or a larger --val-fraction")
 
 
 def prepare(
