@@ -37,7 +37,7 @@ def _items(content: bytes, delimiter: str, bound: int, block: int) -> list[objec
 
 def _spans(content: bytes, delimiter: str) -> list[tuple[int, bool]]:
     """(bytes spanned, whether it is the malformed record ending the file) of each record the csv module reads in
-    strict mode, a blank line's span 0; a malformed record spans up to the end of the file."""
+    strict mode, a run of blank lines one span of 0; a malformed record spans up to the end of the file."""
     text = content.decode("latin-1")  # one character a byte: offsets in the text are offsets in the file
     lines = _LINES.findall(text)
     starts = [0]
@@ -49,7 +49,8 @@ def _spans(content: bytes, delimiter: str) -> list[tuple[int, bool]]:
         for fields in reader:
             last = reader.line_num - 1
             end = starts[last] + len(lines[last].rstrip("\r\n"))
-            spans.append((end - starts[first] if fields else 0, False))
+            if fields or not spans or spans[-1] != (0, False):  # a run of blank lines is one item of the parser's
+                spans.append((end - starts[first] if fields else 0, False))
             first = last + 1
     except csv.Error:
         spans.append((len(text) - starts[first], True))

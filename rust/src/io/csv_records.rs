@@ -3,7 +3,8 @@
 //!
 //! It reproduces, byte for byte, what the project's earlier reader got from Python's `csv` module
 //! (`csv.reader(text, delimiter=d, strict=True)` over the file decoded as UTF-8 with `surrogateescape`, opened
-//! with `newline=""`): the same records, the same blank lines, the same line numbers (`reader.line_num`) and
+//! with `newline=""`): the same records, the same blank lines (a run of them as one item), the same line numbers
+//! (`reader.line_num`) and
 //! the same two errors, with their texts. tests/test_csv_records.py checks it against that reader on generated
 //! and hostile files. What it mirrors:
 //!
@@ -294,7 +295,13 @@ impl CsvParser {
         self.state = State::StartRecord;
         let line = self.line_num;
         if self.ends.is_empty() {
-            self.items.push_back(Item::Blank { line });
+            // A run of blank lines is one item, with the run's last line: a reader needs only where the next row
+            // starts, and a file or pipe of blank lines alone (`yes ''`) then holds one item, not one per line.
+            if let Some(Item::Blank { line: last }) = self.items.back_mut() {
+                *last = line;
+            } else {
+                self.items.push_back(Item::Blank { line });
+            }
             return;
         }
         self.items.push_back(Item::Record {
@@ -519,6 +526,26 @@ mod tests {
                 "block {block}"
             );
         }
+    }
+
+    #[test]
+    fn a_run_of_blank_lines_is_one_item_with_its_last_line_however_it_is_fed() {
+        for block in [1, 2, 3, 100] {
+            assert_eq!(
+                items(b"a\n\n\r\n\rb\n\n", block),
+                vec![record(&["a"], 1), (None, 4), record(&["b"], 5), (None, 6)],
+                "block {block}"
+            );
+        }
+        let mut parser = CsvParser::new(b',', u64::MAX);
+        for _ in 0..1000 {
+            parser.feed(&[b'\n'; 1000]);
+        }
+        assert_eq!(
+            parser.items.len(),
+            1,
+            "a million blank lines are held as one item"
+        );
     }
 
     #[test]
