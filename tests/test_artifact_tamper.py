@@ -90,7 +90,7 @@ def _set_alignment(top_k: int) -> Callable[[dict[str, Any]], None]:
         (lambda m: m["encoder"].update(output_name="input_ids"), "input and output names must be distinct"),
         (lambda m: m["encoder"].update(batch_size=0), r"encoder.batch_size must be in 1\.\."),
         (lambda m: m["encoder"].update(name=""), "encoder.name must be a non-empty string"),
-        (lambda m: m.update(llms=["llm-0", "llm-1", "llm-2", "llm-3", "llm\n4"]), "control characters"),
+        (lambda m: m.update(llms=["llm-0", "llm-1", "llm-2", "llm-3", "llm\n4"]), "holds a control character"),
         (lambda m: m.update(label=7), "label must be a string or null"),
         (lambda m: m.update(calibration={"kind": "per_llm", "scale": [1.0] * 4, "bias": [0.0] * 5}),
          "calibration.scale must be a list of 5 numbers"),

@@ -150,9 +150,14 @@ def test_the_number_of_llms_is_bounded_at_the_limit() -> None:
         check_llm_names([*names, "one-more"], WHERE)
 
 
-@pytest.mark.parametrize("name", ["a\x1fb", "a\x7fb", "a\nb", "n" * (MAX_NAME_CHARS + 1)])
-def test_a_name_too_long_or_with_a_control_character_is_refused(name: str) -> None:
-    with pytest.raises(JeirtError, match=r"LLM name 1 .* is too long \(over 1000 characters\) or holds control characters"):
+@pytest.mark.parametrize(("name", "why"), [
+    ("a\x1fb", r"holds a control character \('\\x1f'\)"),
+    ("a\x7fb", r"holds a control character \('\\x7f'\)"),
+    ("a\nb", r"holds a control character \('\\n'\)"),
+    ("n" * (MAX_NAME_CHARS + 1), r"is too long: 1,001 characters, at most 1,000"),
+])
+def test_a_name_too_long_or_with_a_control_character_is_refused_saying_which(name: str, why: str) -> None:
+    with pytest.raises(JeirtError, match=r"LLM name 1 \(.*\) " + why):
         check_llm_names(["ok", name], WHERE)
 
 

@@ -110,7 +110,9 @@ def check_llm_name(name: Any, what: str) -> str:
     """A non-blank string of at most MAX_NAME_CHARS characters, none of them a control character."""
     if not isinstance(name, str) or not name.strip():
         raise JeirtError(f"{what} must be a non-empty string, got {name!r}")
-    if len(name) > MAX_NAME_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in name):
-        raise JeirtError(f"{what} ({name[:40]!r}) is too long (over {MAX_NAME_CHARS} characters) or holds control "
-                         "characters")
+    if len(name) > MAX_NAME_CHARS:
+        raise JeirtError(f"{what} ({name[:40]!r}...) is too long: {len(name):,} characters, at most {MAX_NAME_CHARS:,}")
+    control = next((c for c in name if ord(c) < 32 or ord(c) == 127), None)
+    if control is not None:  # a tab or line break would break every table and line that names it
+        raise JeirtError(f"{what} ({name!r}) holds a control character ({control!r}), which no LLM name may hold")
     return name
