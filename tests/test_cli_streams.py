@@ -111,3 +111,19 @@ def test_a_stderr_started_closed_has_no_descriptor_as_io_streams_say_it(monkeypa
     monkeypatch.setattr(sys, "stderr", LossyStderr(None))
     with pytest.raises(io.UnsupportedOperation):
         faulthandler.enable()
+
+
+@NEEDS_FULL
+@pytest.mark.parametrize("asked", [["--help"], ["--version"], ["route", "--help"], ["score", "--help"]])
+def test_help_and_version_that_reach_no_one_fail_in_one_line(asked: list[str]) -> None:
+    # argparse dropped the failed write and exited 0, as if the text had been read.
+    done = _jeirt(FULL, *asked)
+    assert done.returncode == 1
+    assert done.stderr == f"jeirt-lite: error: stdout: write error: {STRERROR[FULL]}\n"
+
+
+def test_help_whose_reader_leaves_ends_quietly() -> None:
+    script = 'set -o pipefail; "$0" -m jeirt_lite route --help | head -n 1'  # the status is jeirt-lite's
+    done = subprocess.run(["bash", "-c", script, sys.executable], capture_output=True, env=cli_env(), timeout=120)
+    assert done.stdout.decode().startswith("usage: jeirt-lite route")
+    assert done.returncode == 0 and done.stderr == b""

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Callable, NoReturn, TypeVar
+from typing import Any, Callable, NoReturn, TypeVar
 
 from .._limits import MAX_CHUNK_ROWS, MAX_DIM, MAX_SEED, MAX_THREADS
 
@@ -36,6 +37,24 @@ class OptionParser(argparse.ArgumentParser):
         if message:
             sys.stderr.write(message)
         raise SystemExit(status)
+
+    def _print_message(self, message: str, file: Any = None) -> None:  # argparse types it SupportsWrite[str]
+        """--help and --version: argparse drops a failed write of them and exits 0, as if the text had been read.
+        A stdout that cannot take it (full, `> /dev/full`) fails in one line with exit 1, as a command's output
+        does (cli/_stdout.py); a reader gone (`--help | head -1`) ends it quietly."""
+        if not message:
+            return
+        stream = file if file is not None else sys.stderr  # argparse's choice: a stdout started closed is None
+        try:
+            stream.write(message)
+            stream.flush()
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)  # the flush at exit finds no closed pipe
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+        except OSError as error:
+            sys.stderr.write(f"{PROG}: error: stdout: write error: {error.strerror or error}\n")
+            raise SystemExit(1) from None
 
 
 def parse_or_exit_code(parser: argparse.ArgumentParser, words: Sequence[str]) -> argparse.Namespace | int:
