@@ -20,6 +20,7 @@ hang, an out-of-memory kill or a silently meaningless answer.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -78,6 +79,8 @@ LINE_READ_LIMIT = MAX_LINE_BYTES + 2
 def line_too_long(line: Any) -> bool:
     """Whether a line read by `readline(LINE_READ_LIMIT)` (bytes, or text) is longer than MAX_LINE_BYTES bytes without
     its line end (the rest of such a line is left unread)."""
+    if len(line) <= (MAX_LINE_BYTES if isinstance(line, bytes) else MAX_LINE_BYTES // 4):  # every line but a huge one
+        return False
     # One line end only: more carriage returns at the end of a read cut at the bound are the line's own bytes.
     end = b"\r\n" if isinstance(line, bytes) else "\r\n"
     content = line[:-2] if line.endswith(end) else line[:-1] if line[-1:] in (end[:1], end[1:]) else line
@@ -92,6 +95,19 @@ def bounded_readline(source: Any) -> Any:
     bytes, read no further than the bound (the stream may be endless: a pipe of /dev/zero)."""
     line = source.readline(LINE_READ_LIMIT)
     return None if line_too_long(line) else line
+
+
+def bounded_lines(source: Any, number: int = 1) -> Iterator[tuple[int, Any]]:
+    """Each line of a binary or text stream with its number, from `number`, as `bounded_readline` reads it: a line
+    longer than MAX_LINE_BYTES comes as None, and nothing after it is read."""
+    while True:
+        line = bounded_readline(source)
+        if line is not None and not line:  # the end of the stream
+            return
+        yield number, line
+        if line is None:
+            return
+        number += 1
 
 
 def check_threads(threads: Any) -> int:

@@ -9,7 +9,6 @@ whatever made it bad.
 
 from __future__ import annotations
 
-import functools
 import io
 import itertools
 import json
@@ -22,7 +21,7 @@ from typing import Any, Optional
 from .. import _core
 from .._errors import JeirtError
 from .._json_keys import RepeatedKey, unique_keys
-from .._limits import LINE_READ_LIMIT, MAX_LINE_BYTES, bounded_readline, line_too_long
+from .._limits import MAX_LINE_BYTES, bounded_lines, bounded_readline
 from .optional import require_pyarrow
 from .pipes import open_stoppable
 
@@ -347,10 +346,9 @@ class JsonlRecords(RecordReader):
         batch = RowBatch(self.rows_read + 1, {})
         # The rows read ahead come first, then the lines after them, each read with a bound (iterating the file would
         # hold an endless line whole).
-        after = enumerate(iter(functools.partial(self.handle.readline, LINE_READ_LIMIT), b""), self.lines_ahead + 1)
-        lines, self.ahead = itertools.chain(self.ahead, after), []
+        lines, self.ahead = itertools.chain(self.ahead, bounded_lines(self.handle, self.lines_ahead + 1)), []
         for line_number, line in lines:
-            if line is None or (len(line) > MAX_LINE_BYTES and line_too_long(line)):  # its batch ends the file
+            if line is None:  # too long: its batch ends the file
                 self.rows_read += 1
                 batch.fatal.add(len(records))
                 records.append(_too_long())

@@ -15,7 +15,7 @@ from typing import IO, Any, Optional
 import numpy as np
 
 from .._errors import SKIP_BAD, JeirtError, hinted_error
-from .._limits import MAX_LINE_BYTES, bounded_readline
+from .._limits import MAX_LINE_BYTES, bounded_lines
 from .._text import counted
 from .pipes import open_stoppable
 from .vocabulary import id_problem
@@ -293,10 +293,10 @@ class IdReader:
             self.handle.close()
 
 
-def _id_lines(handle: IO[str], path: Path, number: int = 0) -> Iterator[str]:
-    """The lines of an ids file after line `number`; one longer than MAX_LINE_BYTES is an error naming it."""
-    while (line := bounded_readline(handle)) != "":
-        number += 1
+def _id_lines(handle: IO[str], path: Path, read: int = 0) -> Iterator[str]:
+    """The lines of an ids file after the `read` lines already read; one longer than MAX_LINE_BYTES is an error
+    naming it."""
+    for number, line in bounded_lines(handle, read + 1):
         if line is None:
             raise JeirtError(f"{path}: line {number} is longer than {MAX_LINE_BYTES:,} bytes, the longest line an ids "
                              "file may hold")

@@ -12,7 +12,7 @@ from .._errors import JeirtError
 from .._io.pipes import stoppable_buffer
 from .._io.records import wide_encoding
 from .._io.vocabulary import text_problem
-from .._limits import MAX_LINE_BYTES, MAX_TEXT_CHARS, bounded_readline
+from .._limits import MAX_LINE_BYTES, MAX_TEXT_CHARS, bounded_lines
 from .._pipeline import in_background, pipelines, scoring_copy
 from .._questions import EncodedQuestions
 from .._results import RouteResult
@@ -66,7 +66,10 @@ def _stdin_batches(stream: TextIO) -> Iterator[list[str]]:
     line number."""
     interactive = stream.isatty()
     batch: list[str] = []
-    for number, line in _bounded_lines(_stoppable_bytes(stream)):
+    for number, line in bounded_lines(_stoppable_bytes(stream)):
+        if line is None:  # stdin may be endless (`route < /dev/zero`): read no further than the bound
+            raise JeirtError(f"stdin line {number} is longer than {MAX_LINE_BYTES:,} bytes, the longest line route "
+                             f"reads (a router reads at most the first {MAX_TEXT_CHARS:,} characters of a text)")
         if isinstance(line, bytes):
             try:
                 line = line.decode("utf-8-sig" if number == 1 else "utf-8")
@@ -86,21 +89,6 @@ def _stdin_batches(stream: TextIO) -> Iterator[list[str]]:
             batch = []
     if batch:
         yield batch
-
-
-def _bounded_lines(source: Any) -> Iterator[tuple[int, Any]]:
-    """The lines of `source` (bytes, or text) with their numbers from 1; a line longer than MAX_LINE_BYTES stops the
-    run, read no further than the bound (stdin may be endless: `route < /dev/zero`)."""
-    number = 0
-    while True:
-        line = bounded_readline(source)
-        number += 1
-        if line is None:
-            raise JeirtError(f"stdin line {number} is longer than {MAX_LINE_BYTES:,} bytes, the longest line route "
-                             f"reads (a router reads at most the first {MAX_TEXT_CHARS:,} characters of a text)")
-        if not line:
-            return
-        yield number, line
 
 
 def _stoppable_bytes(stream: TextIO) -> Any:
