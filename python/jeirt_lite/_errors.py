@@ -8,13 +8,13 @@ A library error that a caller can avoid with an option (``skip_bad=True``, ``tex
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, TypeVar
 
 from jeirt_lite._core import JeirtError
 
 __all__ = [
     "SKIP_BAD", "Hint", "JeirtError", "column_hint", "error_text", "hinted_error", "is_option_error", "option_error",
-    "rehint",
+    "rehint", "reraised_as",
 ]
 
 
@@ -62,6 +62,21 @@ def rehint(message: str) -> JeirtError:
         if message.endswith(advice):
             return hinted_error(message[: -len(advice)], hint)
     return JeirtError(message)
+
+
+ErrorT = TypeVar("ErrorT", bound=BaseException)
+# What a front end reads of an error besides its message: its problem and hint (error_text), and whether it is about
+# the options (is_option_error).
+_FRONT_END_ATTRIBUTES = ("problem", "hint", "option")
+
+
+def reraised_as(error: ErrorT, source: BaseException) -> ErrorT:
+    """`error`, raised in place of `source` (as another type), with what a front end reads of `source`: a command
+    line then words its advice in its own flags, or leaves it out, as it would have for `source`."""
+    for name in _FRONT_END_ATTRIBUTES:
+        if hasattr(source, name):
+            setattr(error, name, getattr(source, name))
+    return error
 
 
 def error_text(error: BaseException, flag_for: Callable[[str], Optional[str]]) -> str:

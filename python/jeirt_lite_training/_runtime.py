@@ -11,7 +11,7 @@ from __future__ import annotations
 from jeirt_lite import JeirtError, Router
 from jeirt_lite import _alignment as alignment
 from jeirt_lite._artifact_files import write_tensors
-from jeirt_lite._errors import error_text, option_error
+from jeirt_lite._errors import error_text, option_error, reraised_as
 from jeirt_lite._io.cells import merge_repeated_cells
 from jeirt_lite._io.costs import read_costs
 from jeirt_lite._io.formats import table_format
@@ -60,7 +60,7 @@ __all__ = [
     "CORRECT_COLUMNS", "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "HIDDEN_WRITE_KINDS", "LLM_COLUMNS", "NOT_ASKED", "QUESTION_COLUMNS", "STATIC_ENCODER_FILE", "TEXT_COLUMNS", "TRUE_LABELS", "TYPED_IDS", "WRITING_KIND", "JeirtError",
     "NeighbourVotes", "Router", "alignment", "all_metrics", "atomic_output", "cell_log_losses", "check_output_folder", "check_seed",
     "check_llm_names", "cli_options", "counted", "error_text", "first_and_more", "hidden_prefix", "log_loss", "merge_repeated_cells", "move_into_place", "neighbour_sums", "normalise_question", "option_error",
-    "read_costs", "read_table", "refuse_existing", "refuse_inputs", "remove_stale_folders", "remove_stale_partials_like", "safetensors_layout", "save_artifact", "short_rows",
+    "read_costs", "read_table", "reraised_as", "refuse_existing", "refuse_inputs", "remove_stale_folders", "remove_stale_partials_like", "safetensors_layout", "save_artifact", "short_rows",
     "smoothed", "stderr_is_terminal", "table_format", "training_question_set", "unit_rows", "vote_logits",
     "write_tensors",
 ]

@@ -20,6 +20,7 @@ from ._runtime import (
     counted,
     first_and_more,
     read_table,
+    reraised_as,
     table_format,
 )
 
@@ -168,9 +169,8 @@ def read_frame(path: Path, skip_bad: bool = False, skipped: dict[str, int] | Non
     try:
         table = read_table(path, skip_bad=skip_bad)
     except JeirtError as exc:
-        error = DataError(str(exc))
-        error.__dict__.update(vars(exc))  # its hint (skip_bad=True): a command line names its own flag, or none
-        raise error from exc
+        # with its hint (skip_bad=True): a command line names its own flag, or none
+        raise reraised_as(DataError(str(exc)), exc) from exc
     if table.skipped:
         if skipped is not None:
             skipped["unreadable row"] = skipped.get("unreadable row", 0) + table.skipped

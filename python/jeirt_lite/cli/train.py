@@ -12,7 +12,7 @@ import argparse
 import importlib
 from typing import Any
 
-from .._errors import JeirtError
+from .._errors import JeirtError, reraised_as
 from ._options import parse_or_exit_code
 from ._shared import FORMATTER, PROG, Console
 
@@ -60,7 +60,6 @@ def run(args: argparse.Namespace, console: Console) -> int:
     except JeirtError:  # named by the package (an option error among them: exit 2)
         raise
     except ValueError as error:  # a bad data file or option, named by the training code: no traceback
-        named = JeirtError(str(error))
-        named.__dict__.update(vars(error))  # a hint (skip_bad=True) that `train`, without such a flag, leaves out
-        raise named from None
+        # with its hint (skip_bad=True), which `train`, without such a flag, leaves out
+        raise reraised_as(JeirtError(str(error)), error) from None
     return code
