@@ -212,14 +212,14 @@ def _counted(tables: Iterable[Any], state: ScoreState) -> Iterator[Any]:
 def _bank(run: _FileRun) -> tuple[Any, str, str, Any]:
     """The bank's Dataset, its text and id columns and the ids' Arrow type. A bank without an id column is read
     with its data row numbers as ids, the ids one machine gives it."""
-    path = str(run.input_path.resolve())
-    ds = ray.data.read_parquet(path)
+    path = run.input_path.resolve()
+    ds = ray.data.read_parquet(str(path))
     schema = ds.schema()  # from the file's footer: no row is read
     names = list(schema.names)
     text_column = text_column_of(names, run.text_column)
     without_ids = run.id_column is None and default_id_column(names) is None
     if without_ids and text_column in names and text_column != ROW_NUMBER_COLUMN:
-        numbered = read_numbered(Path(path), text_column, run.options.chunk_size)
+        numbered = read_numbered(path, text_column, run.options.chunk_size)
         return numbered, text_column, ROW_NUMBER_COLUMN, ROW_TYPE
     id_column = find_id_column(names, text_column, run.id_column)
     return ds, text_column, id_column, dict(zip(names, schema.types))[id_column]
