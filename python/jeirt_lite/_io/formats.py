@@ -96,15 +96,16 @@ def open_text_reader(
     label_column: Optional[str] = None,
     read_ids: bool = True,
     llm_rows: Optional[tuple[str, str]] = None,
+    group_column: Optional[str] = None,
 ) -> TextReader:
     """A chunked reader of question texts and ids (and labels) from any table format, chosen by the suffix;
     `text_column` None: the first of `TEXT_COLUMNS` in the table; `llm_rows` (column, name): only the rows of that
-    LLM."""
+    LLM; `group_column`: each row's group value, read as text, into the chunks' `groups`."""
     fmt = table_format(path)
     check_input_file(path)
     try:
         return TextReader(path, fmt.records, text_column, id_column, chunk_size, skip_bad, label_column, read_ids,
-                          llm_rows)
+                          llm_rows, group_column)
     except OSError as err:
         raise JeirtError(f"{path}: cannot read it ({err.strerror or err})") from err
 

@@ -26,6 +26,7 @@ from .vocabulary import (
     column_missing,
     default_id_column,
     default_text_column,
+    group_problem,
     id_problem,
     label_missing,
     label_of,
@@ -41,6 +42,7 @@ class TextChunk:
     ids: list[Any]
     texts: list[str]
     labels: Optional[list[int]] = None
+    groups: Optional[list[str]] = None  # each row's group value as text (`group_column`), in the same order
 
 
 class TextReader:
@@ -57,8 +59,11 @@ class TextReader:
         label_column: Optional[str] = None,
         read_ids: bool = True,
         llm_rows: Optional[tuple[str, str]] = None,
+        group_column: Optional[str] = None,
     ):
         self.path = path
+        # The column whose value, read as text, names each row's group (`score --forecast-by`); None: not read.
+        self.group_column = group_column
         # (column, name): only the rows whose column holds that LLM's name are read (one LLM's answers in a table
         # of several); the others are counted by LLM, never checked.
         self.llm_rows = llm_rows
@@ -105,6 +110,9 @@ class TextReader:
         if self.llm_rows is not None and self.llm_rows[0] not in columns:
             raise hinted_error(f"{self.path}: {column_missing('LLM', self.llm_rows[0], columns)}",
                                column_hint("llm_column"))
+        if self.group_column is not None and self.group_column not in columns:
+            raise hinted_error(f"{self.path}: {column_missing('group', self.group_column, columns)}",
+                               column_hint("forecast_by"))
         if self.id_column is None:
             if self.read_ids and not self.schemaless:  # JSONL: its first good row decides (__iter__)
                 self.id_column = default_id_column(columns)
@@ -158,7 +166,8 @@ class TextReader:
             id_candidates = ID_COLUMNS if deciding else ()
         required = [self.text_column] + ([self.llm_rows[0]] if self.llm_rows is not None else [])
         labels = [self.label_column] if self.label_column is not None else []  # a JSONL row may leave it out
-        wanted = list(dict.fromkeys([*required, *labels, *id_candidates]))
+        groups = [self.group_column] if self.group_column is not None else []  # a row without one is a bad row
+        wanted = list(dict.fromkeys([*required, *labels, *groups, *id_candidates]))
         unclaimed: tuple[str, ...] = ()  # id fields no row may bring once the first good row came without one
         for batch in self.records.batches(wanted, required=required):
             if schemaless and self.records.columns is not None:
@@ -192,7 +201,8 @@ class TextReader:
         ids = batch.values.get(self.id_column) if self.id_column is not None else None
         labels = batch.values[self.label_column] if self.label_column is not None else None
         llms, keep = (batch.values[self.llm_rows[0]], self.llm_rows[1]) if self.llm_rows is not None else (None, "")
-        chunk = TextChunk([], [], [] if labels is not None else None)
+        groups = batch.values[self.group_column] if self.group_column is not None else None
+        chunk = TextChunk([], [], [] if labels is not None else None, [] if groups is not None else None)
         problems = batch.problems
         for i, text in enumerate(batch.values[self.text_column]):
             problem = problems.get(i) if problems else None
@@ -208,6 +218,8 @@ class TextReader:
                 problem = text_problem(text)
             if problem is None and ids is not None:
                 problem = id_problem(ids[i])
+            if problem is None and groups is not None:
+                problem = group_problem(groups[i])
             label = None
             if problem is None and labels is not None:
                 if label_missing(labels[i]):
@@ -221,6 +233,8 @@ class TextReader:
                 continue
             chunk.ids.append(batch.row(i) if ids is None else ids[i])  # the row number errors name too
             chunk.texts.append(text)
+            if chunk.groups is not None and groups is not None:
+                chunk.groups.append(str(groups[i]))  # read as text, as a CSV cell is: 3 and "3" are one group
             if chunk.labels is not None and label is not None:
                 chunk.labels.append(label)
         return chunk

@@ -131,18 +131,29 @@ def id_problem(value: Any) -> Optional[str]:
     or decimal of a typed (Parquet) column; a null, a bool, a float, a list or an object is not, and a string id
     is not blank and holds valid UTF-8 and no NUL, as a text must (it is copied into the output, where a NUL cuts it short for many
     readers)."""
+    return key_problem(value, "id")
+
+
+def group_problem(value: Any) -> Optional[str]:
+    """Why `value` cannot name a question's group (`score --forecast-by`), or None: the rules of an id, which is
+    read the same way (a group is printed as a column of the forecast's table, as an id is copied to the output)."""
+    return key_problem(value, "group value")
+
+
+def key_problem(value: Any, what: str) -> Optional[str]:
+    """Why `value` cannot be a row's `what` (id, group value): see `id_problem`."""
     if value is None:
-        return "has no id (missing or null)"
+        return f"has no {what} (missing or null)"
     if isinstance(value, bool) or not isinstance(value, (str, int, *TYPED_IDS)):
-        return f"id {str(value)[:40]!r} is a {type(value).__name__}, not a string or an integer"
+        return f"{what} {str(value)[:40]!r} is a {type(value).__name__}, not a string or an integer"
     if isinstance(value, str):
         if not value.strip():  # nothing to join the output back by, as an empty text has nothing to route
-            return "id is empty"
+            return f"{what} is empty"
         if "\x00" in value:
-            return "id holds a NUL character"
+            return f"{what} holds a NUL character"
         if not value.isascii():
             try:
                 value.encode("utf-8")
             except UnicodeEncodeError:
-                return "id holds bytes that are not valid UTF-8"
+                return f"{what} holds bytes that are not valid UTF-8"
     return None
