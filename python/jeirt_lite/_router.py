@@ -13,6 +13,7 @@ from . import kernels
 from ._alignment import AlignmentResult, align
 from ._encoder import OnnxEncoder, check_texts
 from ._errors import JeirtError
+from ._group_forecast import GroupSums
 from ._llm_params import check_costs, cost_vector
 from ._manifest import thaw
 from ._onboard_router import with_new_llm
@@ -223,6 +224,19 @@ class Router(RouterTables):
         """Expected accuracy of each LLM on a question bank: the mean P(correct) over the questions."""
         means = self._on_every_llm(kernels.mean_probability, questions)
         return {name: float(p) for name, p in zip(self.llms, means.tolist())}
+
+    def forecast_by(self, questions: Questions, groups: Sequence[str]) -> dict[str, dict[str, float]]:
+        """Expected accuracy of each LLM on each group of the questions: {group: {llm: mean P(correct)}}.
+
+        `groups[i]` names question i's group (its subject, its benchmark); groups come in their text's order.
+
+        >>> router.forecast_by(["What is 2 + 2?", "Who wrote Hamlet?"], ["math", "literature"])  # doctest: +SKIP
+        {'literature': {'llm-a': 0.81, ...}, 'math': {'llm-a': 0.64, ...}}
+        """
+        probabilities = self.predict_proba(questions)
+        sums = GroupSums(self.llms, "groups", max_groups=None)  # in memory: as many groups as the caller has
+        sums.add([str(group) for group in groups], probabilities)
+        return sums.result().groups
 
     # -- alignment with the training questions (routers that carry reference directions) ------------------------
 

@@ -21,6 +21,8 @@ class ScoreOptions:
     k: int = 1
     all_probabilities: bool = False  # one p[<llm>] column per LLM
     forecast: bool = False  # accumulate each LLM's expected accuracy over the bank
+    # And per group of questions: the column (of a text bank) whose value names each row's group; implies forecast.
+    forecast_by: Optional[str] = None
     chunk_size: int = DEFAULT_CHUNK_SIZE
     skip_bad: bool = False  # skip and count bad rows instead of stopping at the first
     # The routing rules of `Router.route` for the top-k columns (the forecast and `p[<llm>]` columns stay every
@@ -28,6 +30,10 @@ class ScoreOptions:
     llms: Optional[tuple[str, ...]] = None
     cost_weight: float = 0.0
     min_probability: Optional[float] = None
+
+    @property
+    def forecasting(self) -> bool:
+        return self.forecast or self.forecast_by is not None
 
 
 def check_k(k: object, n_llms: int) -> int:
@@ -55,7 +61,10 @@ def check_score_request(
                          "of them")
     if ids_path is not None and vectors_path is None:
         raise option_error("ids (--ids) go with question vectors (--vectors); a text bank carries its ids in its id column")
-    if output is None and not options.forecast:
+    if options.forecast_by is not None and (vectors_path is not None or engine == RAY):
+        where = "question vectors" if vectors_path is not None else "the Ray engine"
+        raise option_error(f"forecast by a column (--forecast-by) reads a text bank on one machine; not {where}")
+    if output is None and not options.forecasting:
         raise option_error("nothing to do: give an output file (-o OUTPUT), or ask for the forecast (--forecast)")
     check_k(options.k, n_llms)
     check_chunk_rows(options.chunk_size, "chunk_size")

@@ -32,6 +32,7 @@ from typing import Any, Optional, TextIO
 import numpy as np
 
 from ._errors import JeirtError
+from ._group_forecast import NO_FORECAST, GroupForecast, GroupSums
 from ._io.formats import format_of, open_text_reader, open_vector_reader, open_writer
 from ._io.optional import require_pyarrow
 from ._io.outputs import atomic_output, check_output_path
@@ -52,7 +53,7 @@ from .artifact import PathLike
 ENCODE_SLICE = 256
 # What the chunk sources yield: ids and the encoded questions (vectors, the encoder's features where scoring reads
 # them, the neighbour votes' sums where the background jobs computed them).
-Chunks = Iterator[tuple[list[Any], EncodedQuestions]]
+Chunks = Iterator[tuple[list[Any], Optional[list[str]], EncodedQuestions]]  # ids, group values (or None), questions
 
 
 # ScoreOptions is defined with the one check of a scoring request (_score_request) and is public here.
@@ -74,19 +75,27 @@ class ScoreSummary:
     seconds: float
     output: Optional[Path]
     forecast: Optional[dict[str, float]] = field(default=None)
+    # with `ScoreOptions.forecast_by`: the forecast on the whole bank and on each group of it (`forecast` is its
+    # `overall`)
+    group_forecast: Optional[GroupForecast] = field(default=None)
 
 
 class ForecastSums:
     """Each LLM's sum of P(correct) over the rows seen, chunk by chunk; never holds the N x K matrix."""
 
-    def __init__(self, router: Router):
+    def __init__(self, router: Router, group_column: Optional[str] = None):
         self.router = router
         self.sums = np.zeros(len(router.llms), dtype=np.float64)
         self.count = 0
+        # Per group, the sums need each row's P(correct): the chunk's (rows, LLMs) matrix, never the bank's.
+        self.by_group = None if group_column is None else GroupSums(router.llms, group_column)
 
-    def add(self, questions: EncodedQuestions) -> None:
+    def add(self, questions: EncodedQuestions, groups: Optional[list[str]] = None) -> None:
         rows = len(questions.vectors)
         if rows == 0:
+            return
+        if self.by_group is not None:
+            self.by_group.add(groups or [], self.router.predict_proba(questions))
             return
         # The kernel's per-chunk mean times the chunk size is that chunk's sum; float64 keeps 1M rows exact
         # enough.
@@ -95,11 +104,15 @@ class ForecastSums:
         self.count += rows
 
     def result(self) -> dict[str, float]:
+        if self.by_group is not None:
+            return self.grouped().overall
         if self.count == 0:
-            raise JeirtError(
-                "no question was scored, so there is no forecast (empty bank, or every row skipped)"
-            )
+            raise JeirtError(NO_FORECAST)
         return {name: float(total / self.count) for name, total in zip(self.router.llms, self.sums.tolist())}
+
+    def grouped(self) -> GroupForecast:
+        assert self.by_group is not None
+        return self.by_group.result()
 
 
 def score_chunk(router: Router, ids: list[Any], questions: EncodedQuestions, options: ScoreOptions) -> ScoredChunk:
@@ -134,7 +147,7 @@ def _embedded_chunks(
         progress.advance(reader.skipped - state.rows_skipped + len(chunk.texts) - len(texts))
         state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
         encoded = EncodedQuestions(vectors, features)
-        yield chunk.ids, encoded if rows is None else encoded.rows(rows)
+        yield chunk.ids, chunk.groups, encoded if rows is None else encoded.rows(rows)
     state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
 
 
@@ -146,11 +159,11 @@ def _pipelined_chunks(
     come back in input order, at most `_pipeline.IN_FLIGHT` chunks in flight, so memory stays flat."""
     # The reader's counters as they were when each chunk was read (the reader is ahead of the chunk scored).
     # The reader has checked every text (a string, not blank, valid UTF-8), as `Router.encode` would.
-    read = ((chunk.ids, chunk.texts, reader.rows_read, reader.skipped) for chunk in reader)
-    for (ids, _, rows_read, skipped), questions in in_background(router, read, lambda item: item[1]):
+    read = ((chunk.ids, chunk.texts, chunk.groups, reader.rows_read, reader.skipped) for chunk in reader)
+    for (ids, _, groups, rows_read, skipped), questions in in_background(router, read, lambda item: item[1]):
         progress.advance(len(ids) + skipped - state.rows_skipped)  # bad rows count as read for the percentage
         state.rows_read, state.rows_skipped = rows_read, skipped
-        yield ids, questions
+        yield ids, groups, questions
     state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
 
 
@@ -169,7 +182,7 @@ def _vector_chunks(
     for chunk in reader:
         progress.advance(reader.rows_read - state.rows_read)
         state.rows_read, state.rows_skipped = reader.rows_read, reader.skipped
-        yield chunk.ids, EncodedQuestions(chunk.vectors)
+        yield chunk.ids, None, EncodedQuestions(chunk.vectors)
 
 
 def _check_vectors_source(router: Router, vectors_path: Optional[Path]) -> None:
@@ -228,7 +241,8 @@ def score_file(
         text_column, id_column: column names in the input; the text column defaults to the first of `text`,
             `question`, `prompt` present, the id column to the first of `id`, `question_id`, `qid`, else the data
             row number (1-based, header not counted, as errors name rows).
-        options: k, all probabilities, forecast, chunk size, skip bad rows.
+        options: k, all probabilities, forecast (`forecast_by`: per group of a column, into the summary's
+            `group_forecast`), chunk size, skip bad rows.
         state: counters to read after an interruption (rows done so far).
         show_progress: draw a progress line on `progress_stream` (default stderr).
 
@@ -253,7 +267,7 @@ def score_file(
         stream=progress_stream,
     )
     chunks, scorer = _chunk_source(router, reader, progress, state)
-    forecast = ForecastSums(scorer) if options.forecast else None
+    forecast = ForecastSums(scorer, options.forecast_by) if options.forecasting else None
     try:
         result = _score_into(target, fmt, reader, chunks, scorer, router.llms, forecast, options, state)
     finally:
@@ -264,6 +278,7 @@ def score_file(
         seconds=time.perf_counter() - started,
         output=target,
         forecast=result,
+        group_forecast=forecast.grouped() if forecast is not None and forecast.by_group is not None else None,
     )
 
 
@@ -288,7 +303,7 @@ def _open_reader(
     if input_path is not None:
         return open_text_reader(
             input_path, text_column=text_column, id_column=id_column, chunk_size=options.chunk_size,
-            skip_bad=options.skip_bad,
+            skip_bad=options.skip_bad, group_column=options.forecast_by,
         )
     assert vectors_path is not None
     return open_vector_reader(vectors_path, router.dim, options.chunk_size, options.skip_bad, ids_path)
@@ -320,9 +335,9 @@ def _write_chunks(
     """Each chunk added to the forecast's sums and, scored, to the writer (None: no output); the writer closed at
     the end, whatever happens."""
     try:
-        for ids, questions in chunks:
+        for ids, groups, questions in chunks:
             if forecast is not None:
-                forecast.add(questions)
+                forecast.add(questions, groups)
             if writer is not None and len(questions.vectors):
                 scored = score_chunk(scorer, ids, questions, options)
                 with _naming(output):

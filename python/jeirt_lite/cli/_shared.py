@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, TextIO
 from .._limits import MAX_THREADS
 from .._text import counted as counted  # re-exported: the commands import it from here
 from .._text import first_and_more
+from ._forecast_table import print_group_forecast
 from ._options import PROG as PROG  # the converters and the parser class live in _options; re-exported here
 from ._options import int_in as int_in
 from ._options import number_in as number_in
@@ -231,7 +232,9 @@ def print_score_summary(console: Console, summary: ScoreSummary, *, quiet: bool,
                         unanswered: Optional[Mapping[str, Sequence[str]]] = None) -> None:
     """What `score` prints when done, whichever engine ran it; `where` is e.g. " on Ray"; `unanswered`: the
     router's LLMs that never answered a benchmark of its training data, marked in the forecast."""
-    if summary.forecast is not None:
+    if summary.group_forecast is not None:
+        print_group_forecast(console.out, summary.group_forecast, unanswered)
+    elif summary.forecast is not None:
         print_forecast(console.out, summary.rows, summary.forecast, unanswered)
     if not quiet:
         rate = summary.rows / summary.seconds if summary.seconds > 0 else float("inf")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .._errors import JeirtError, option_error
+from .._group_forecast import MAX_GROUPS
 from .._io.formats import known_suffixes
 from .._io.outputs import refuse_inputs
 from .._io.vocabulary import ID_COLUMNS, TEXT_COLUMNS
@@ -52,6 +53,7 @@ def add_parser(subparsers: Any) -> None:
             f"  {PROG} score data/mmlu_pro/questions.csv -o scores.parquet --k 3\n"
             f"  {PROG} score bank.jsonl -o scores.csv --text-column question --id-column qid --all\n"
             f"  {PROG} score bank.parquet --forecast                 # expected accuracy per LLM only\n"
+            f"  {PROG} score data/mmlu_pro/questions.csv --forecast-by subject   # ... and per subject\n"
             f"  {PROG} score bank.csv -o routed.csv --llms Yi-34B,gemma-7b --cost-weight 0.0005\n"
             f"  {PROG} score --vectors bank.npy --ids ids.txt -o scores.parquet --no-neighbours\n"
             f"  {PROG} score bank.parquet -o scores.parquet --engine ray --address auto"
@@ -149,6 +151,14 @@ def _add_output_arguments(score: argparse.ArgumentParser) -> None:
         help="print each LLM's expected accuracy on the bank (mean P(correct), computed streaming)",
     )
     score.add_argument(
+        "--forecast-by",
+        default=None,
+        metavar="COLUMN",
+        help="--forecast, and per group of questions: one column per value of COLUMN (read as text, e.g. a subject "
+        f"or benchmark; at most {MAX_GROUPS}), groups in text order, with each one's question count; a row with no "
+        "value is a bad row (see --skip-bad)",
+    )
+    score.add_argument(
         "-q",
         "--quiet",
         action="store_true",
@@ -189,7 +199,8 @@ def _checked_options(
     return ScoreOptions(
         k=args.k,
         all_probabilities=args.all_probabilities,
-        forecast=args.forecast,
+        forecast=args.forecast or args.forecast_by is not None,
+        forecast_by=args.forecast_by,
         chunk_size=args.chunk_size,
         skip_bad=args.skip_bad,
         llms=None if llms is None else tuple(llms),
@@ -245,7 +256,8 @@ def _check_ray_arguments(args: argparse.Namespace) -> None:
     for flag, given in (("--address", args.address is not None), ("--ship-router", args.ship_router)):
         if given and args.engine != "ray":
             raise option_error(f"{flag} goes with --engine ray")
-    for flag, given in (("--vectors", args.vectors is not None), ("--ids", args.ids is not None)):
+    for flag, given in (("--vectors", args.vectors is not None), ("--ids", args.ids is not None),
+                        ("--forecast-by", args.forecast_by is not None)):
         if given:  # refused, not ignored: score_file_on_ray takes neither
             raise option_error(f"{flag} runs on one machine; --engine ray scores a Parquet bank of question texts")
 

@@ -1,0 +1,88 @@
+"""Each LLM's expected accuracy per group of a bank's questions (`score --forecast-by subject`,
+`Router.forecast_by`): the sums of P(correct) per (group, LLM), added chunk by chunk, so memory grows with the
+groups and the LLMs, never with the rows.
+
+Groups are ordered by their text (code point order), so a bank gives the same table whatever its row order."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from ._errors import JeirtError
+
+# A group is a column of the printed table: past this many, the column is more likely an id than a category, and
+# the table would be unreadable. Enough for every subject of MMLU-Pro or MMLU's 57 subjects.
+MAX_GROUPS = 100
+NO_FORECAST = "no question was scored, so there is no forecast (empty bank, or every row skipped)"
+
+
+@dataclass(frozen=True)
+class GroupForecast:
+    """Each LLM's expected accuracy (mean P(correct)) on the whole bank and on each group of its questions."""
+
+    column: str  # the column whose values name the groups
+    overall: dict[str, float]  # {llm: p} on every question, as `--forecast` gives it
+    groups: dict[str, dict[str, float]]  # {group: {llm: p}}, groups in their text's order
+    counts: dict[str, int]  # {group: questions}, same order
+
+    @property
+    def rows(self) -> int:
+        return sum(self.counts.values())
+
+
+class GroupSums:
+    """Sums of P(correct) per group and LLM, and each group's question count."""
+
+    def __init__(self, llms: Sequence[str], column: str, max_groups: Optional[int] = MAX_GROUPS):
+        self.llms = tuple(llms)
+        self.column = column
+        self.max_groups = max_groups
+        self.index: dict[str, int] = {}  # group -> its row in `sums`, in order of first appearance
+        self.sums = np.zeros((0, len(self.llms)), dtype=np.float64)
+        self.counts = np.zeros(0, dtype=np.int64)
+
+    def add(self, groups: Sequence[str], probabilities: np.ndarray) -> None:
+        """Add one chunk: each row's group and its (rows, LLMs) P(correct)."""
+        if len(groups) != len(probabilities):
+            raise JeirtError(f"{len(groups)} group values for {len(probabilities)} questions: give one per question")
+        codes = np.fromiter((self._code(group) for group in groups), dtype=np.intp, count=len(groups))
+        np.add.at(self.sums, codes, probabilities.astype(np.float64, copy=False))
+        self.counts += np.bincount(codes, minlength=len(self.counts))
+
+    def _code(self, group: str) -> int:
+        code = self.index.get(group)
+        if code is None:
+            code = self.index[group] = len(self.index)
+            self._grow()
+        return code
+
+    def _grow(self) -> None:
+        if self.max_groups is not None and len(self.index) > self.max_groups:
+            raise JeirtError(
+                f"column {self.column!r} has more than {self.max_groups} distinct values, each a column of the "
+                "forecast's table: group by a column of categories (a subject, a benchmark), not an id"
+            )
+        if len(self.index) > len(self.counts):  # doubled, so that many groups (no bound) cost linear time
+            spare = max(8, len(self.counts))
+            self.sums = np.vstack([self.sums, np.zeros((spare, len(self.llms)))])
+            self.counts = np.append(self.counts, np.zeros(spare, dtype=np.int64))
+
+    def result(self) -> GroupForecast:
+        total = int(self.counts.sum())
+        if total == 0:
+            raise JeirtError(NO_FORECAST)
+        order = sorted(self.index)
+        return GroupForecast(
+            column=self.column,
+            overall=self._means(self.sums.sum(axis=0), total),
+            groups={group: self._means(self.sums[self.index[group]], int(self.counts[self.index[group]]))
+                    for group in order},
+            counts={group: int(self.counts[self.index[group]]) for group in order},
+        )
+
+    def _means(self, sums: np.ndarray, count: int) -> dict[str, float]:
+        return {name: float(total / count) for name, total in zip(self.llms, sums.tolist())}

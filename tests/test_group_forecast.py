@@ -1,0 +1,199 @@
+"""Expected accuracy per group of a bank's questions (`score --forecast-by`, `ScoreOptions.forecast_by`,
+`Router.forecast_by`) against an oracle: the mean of `--all`'s per-row P(correct) over each group's rows."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from jeirt_lite import JeirtError, Router
+from jeirt_lite._group_forecast import MAX_GROUPS
+from jeirt_lite._io.vocabulary import probability_column
+from jeirt_lite.batch import ScoreOptions, score_file
+from jeirt_lite.cli import main
+from test_batch import read_scores, write_bank
+
+SUBJECTS = ["law", "chemistry", "computer science", "history"]
+
+
+@pytest.fixture(scope="module")
+def router(tiny_router_path: Path) -> Router:
+    return Router.load(tiny_router_path, threads=1)
+
+
+@pytest.fixture(scope="module")
+def rows(real_texts: list[str]) -> list[dict[str, Any]]:
+    """90 real texts, their subjects unevenly spread (law gets the most rows, history the fewest)."""
+    subjects = [SUBJECTS[min(i % 7, 3)] for i in range(90)]
+    return [{"id": f"q{i:03d}", "text": text, "subject": subject}
+            for i, (text, subject) in enumerate(zip(real_texts[:90], subjects))]
+
+
+def oracle(scores: list[dict[str, Any]], rows: list[dict[str, Any]], llms: tuple[str, ...]) -> dict[str, Any]:
+    """{group: ({llm: mean p}, count)} from a scores file of every probability, joined to the bank by id."""
+    subject = {row["id"]: row["subject"] for row in rows}
+    members: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
+    for scored in scores:
+        members[subject[scored["id"]]].append(scored)
+    return {group: ({name: float(np.mean([float(s[probability_column(name)]) for s in kept])) for name in llms},
+                    len(kept)) for group, kept in members.items()}
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_each_group_s_forecast_is_the_mean_of_its_rows_probabilities_whatever_the_chunks(
+    router: Router, rows: list[dict[str, Any]], tmp_path: Path, fmt: str
+) -> None:
+    bank = write_bank(tmp_path / f"bank.{fmt}", rows)
+    every = tmp_path / "every.csv"
+    score_file(router, input_path=bank, output=every, options=ScoreOptions(all_probabilities=True))
+    expected = oracle(read_scores(every), rows, router.llms)
+    results = []
+    for chunk_size in (7, 32, 4096):  # chunk boundaries inside groups, and the whole bank in one chunk
+        summary = score_file(router, input_path=bank, options=ScoreOptions(forecast_by="subject", chunk_size=chunk_size))
+        grouped = summary.group_forecast
+        assert grouped is not None and grouped.column == "subject"
+        results.append(grouped)
+        assert list(grouped.groups) == sorted(SUBJECTS) == list(grouped.counts)  # the documented order
+        assert grouped.counts == {group: count for group, (_, count) in expected.items()}
+        for group, (means, _) in expected.items():
+            assert grouped.groups[group] == pytest.approx(means, rel=0, abs=1e-6), (chunk_size, group)
+        assert summary.forecast == grouped.overall == pytest.approx(router.forecast([r["text"] for r in rows]), abs=1e-6)
+        assert summary.rows == grouped.rows == len(rows)
+    assert results[0] == results[1] == results[2]  # each row added in turn: where chunks break changes no digit
+
+
+def test_router_forecast_by_groups_in_memory_questions(router: Router, rows: list[dict[str, Any]]) -> None:
+    texts, subjects = [row["text"] for row in rows], [row["subject"] for row in rows]
+    probabilities = router.predict_proba(texts)
+    got = router.forecast_by(texts, subjects)
+    assert list(got) == sorted(SUBJECTS)
+    for group in SUBJECTS:
+        mine = probabilities[[s == group for s in subjects]].astype(np.float64).mean(axis=0)
+        assert list(got[group].values()) == pytest.approx(mine.tolist(), abs=1e-7)
+    with pytest.raises(JeirtError, match="2 group values for 3 questions"):
+        router.forecast_by(texts[:3], subjects[:2])
+
+
+def test_group_values_are_read_as_text_so_a_number_and_its_digits_are_one_group(
+    router: Router, rows: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    mixed = [{**row, "subject": 3 if i % 2 else "3"} for i, row in enumerate(rows[:10])]
+    summary = score_file(router, input_path=write_bank(tmp_path / "bank.jsonl", mixed),
+                         options=ScoreOptions(forecast_by="subject"))
+    assert summary.group_forecast is not None and summary.group_forecast.counts == {"3": 10}
+
+
+def table_of(out: str) -> tuple[str, list[list[str]]]:
+    """The title and the cells of `score --forecast-by`'s table, split as its doc says a program should."""
+    title, *lines = out.splitlines()
+    return title, [re.split(r"\s{2,}", line.strip()) for line in lines]
+
+
+def test_the_command_prints_llms_best_first_with_a_column_per_group_and_its_count(
+    router: Router, rows: list[dict[str, Any]], tmp_path: Path, tiny_router_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bank = write_bank(tmp_path / "bank.csv", rows)
+    args = ["score", str(bank), "--router", str(tiny_router_path), "--threads", "1", "-q", "--chunk-size", "16"]
+    assert main([*args, "--forecast-by", "subject"]) == 0
+    title, table = table_of(capsys.readouterr().out)
+    assert title == "expected accuracy by subject on 90 questions (mean P(correct)):"
+    assert table[0] == ["llm", "all", *sorted(SUBJECTS)]
+    summary = score_file(router, input_path=bank, options=ScoreOptions(forecast_by="subject"))
+    grouped = summary.group_forecast
+    assert grouped is not None
+    assert table[1] == ["n", "90", *(str(grouped.counts[g]) for g in sorted(SUBJECTS))]
+    printed = {line[0]: [float(cell) for cell in line[1:]] for line in table[2:]}
+    assert [line[0] for line in table[2:]] == sorted(router.llms, key=lambda name: -grouped.overall[name])
+    for name, values in printed.items():
+        wanted = [grouped.overall[name], *(grouped.groups[g][name] for g in sorted(SUBJECTS))]
+        assert values == pytest.approx(wanted, abs=5.1e-5)  # printed to 4 decimals
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: Any) -> tuple[int, str, str]:
+    code = main(["score", *map(str, args)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_a_missing_column_names_it_and_the_columns_present_and_writes_nothing(
+    rows: list[dict[str, Any]], tmp_path: Path, tiny_router_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    bank = write_bank(tmp_path / f"bank.{fmt}", rows[:5])
+    output = tmp_path / "scores.csv"
+    code, out, err = run_cli(capsys, bank, "--router", tiny_router_path, "-q", "-o", output, "--forecast-by", "topic")
+    assert (code, out) == (1, "")
+    assert f"{bank}: no group column 'topic' (columns: id, text, subject); see --forecast-by" in err
+    assert sorted(path.name for path in tmp_path.iterdir()) == [bank.name]
+
+
+@pytest.mark.parametrize("empty", ["", "   ", None])
+def test_a_row_without_a_group_value_stops_the_run_naming_it_or_is_skipped_and_counted(
+    rows: list[dict[str, Any]], tmp_path: Path, tiny_router_path: Path, capsys: pytest.CaptureFixture[str],
+    empty: Any,
+) -> None:
+    bad = [dict(row) for row in rows[:12]]
+    bad[4]["subject"] = empty
+    bank = write_bank(tmp_path / "bank.jsonl", bad)
+    output = tmp_path / "scores.csv"
+    common = [bank, "--router", tiny_router_path, "-q", "-o", output, "--forecast-by", "subject"]
+    code, out, err = run_cli(capsys, *common)
+    why = "has no group value (missing or null)" if empty is None else "group value is empty"
+    assert (code, out) == (1, "") and re.search(rf"bank.jsonl: data row 5 \([^)]*\): {re.escape(why)};", err)
+    assert "--skip-bad" in err
+    assert sorted(path.name for path in tmp_path.iterdir()) == [bank.name]
+    code, out, err = run_cli(capsys, *common, "--skip-bad")
+    assert code == 0 and "on 11 questions" in out and "skipped 1 bad row" in err and output.exists()
+
+
+def test_a_column_of_too_many_values_is_refused_with_the_bound_and_writes_nothing(
+    rows: list[dict[str, Any]], tmp_path: Path, tiny_router_path: Path, capsys: pytest.CaptureFixture[str],
+    real_texts: list[str],
+) -> None:
+    many = [{"id": f"q{i}", "text": text} for i, text in enumerate(real_texts[: MAX_GROUPS + 1])]
+    bank = write_bank(tmp_path / "bank.csv", many)
+    output = tmp_path / "scores.csv"
+    code, out, err = run_cli(capsys, bank, "--router", tiny_router_path, "-q", "-o", output, "--forecast-by", "id")
+    assert (code, out) == (1, "")
+    assert f"column 'id' has more than {MAX_GROUPS} distinct values" in err
+    assert sorted(path.name for path in tmp_path.iterdir()) == [bank.name]
+
+
+@pytest.mark.parametrize(("flags", "refusal"), [
+    (["--engine", "ray", "-o", "s.parquet"], "--forecast-by runs on one machine"),
+    (["--vectors", "v.npy"], "not question vectors"),
+])
+def test_where_there_is_no_column_to_group_by_the_option_is_refused(
+    tmp_path: Path, tiny_router_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    flags: list[str], refusal: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    source = [] if "--vectors" in flags else ["bank.parquet"]
+    code, out, err = run_cli(capsys, *source, *flags, "--router", tiny_router_path, "--forecast-by", "subject")
+    assert (code, out) == (2, "") and refusal in err and len(err.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_library_refuses_a_grouped_forecast_of_vectors_before_reading_them(router: Router, tmp_path: Path) -> None:
+    with pytest.raises(JeirtError, match="forecast by a column"):
+        score_file(router, vectors_path=tmp_path / "v.npy", options=ScoreOptions(forecast_by="subject"))
+
+
+def test_groups_travel_with_their_rows_through_the_background_encoding(
+    rows: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """With more than one thread a static router's chunks are encoded in the background, in flight several at a
+    time (`_pipeline`): each chunk's group values must stay with its rows."""
+    pipelined = Router.load(threads=2)  # the shipped static router: the Rust fast path
+    bank = write_bank(tmp_path / "bank.csv", rows)
+    summary = score_file(pipelined, input_path=bank, options=ScoreOptions(forecast_by="subject", chunk_size=8))
+    assert summary.group_forecast is not None
+    expected = Router.load(threads=1).forecast_by([row["text"] for row in rows], [row["subject"] for row in rows])
+    assert summary.group_forecast.groups.keys() == expected.keys()
+    for group, means in expected.items():
+        assert summary.group_forecast.groups[group] == pytest.approx(means, abs=1e-6)
