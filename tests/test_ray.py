@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -191,7 +192,9 @@ def test_bad_rows_stop_the_run_or_are_skipped_and_counted_as_on_one_machine(
     # As on one machine: the error, then how far the run got.
     error, note = err.splitlines()
     assert "row with id 'q07': has no text (missing or null)" in error and "--skip-bad" in error
-    assert note == f"jeirt-lite: stopped before any row was scored; no output was written ({output} left untouched)"
+    # The workers may have scored rows of other batches: the note says only what this process knows.
+    assert note == (f"jeirt-lite: stopped before any row's scores came back from the Ray workers; no output was "
+                    f"written ({output} left untouched)")
     assert not output.exists() and not list(tmp_path.glob(".*partial*"))
     # The failed run's worker gives its CPU back (it used to hold it until a garbage collection happened to run,
     # and the next run on this runtime then waited for CPUs). Actors die asynchronously, hence the polling.
@@ -469,3 +472,27 @@ def test_score_file_on_ray_returns_what_score_file_returns(
     for name, value in local.forecast.items():
         assert distributed.forecast[name] == pytest.approx(value, rel=1e-6)
     assert by_id(ray_path).equals(by_id(local_path))
+
+
+@needs_ray
+def test_an_interrupted_forecast_says_how_many_rows_it_scored(
+    ray_runtime: Any, capsys: pytest.CaptureFixture[str], tiny_router_path: Path, bank: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The driver took the per-batch sums only once every batch was done: a forecast-only run interrupted after
+    rows were scored said 'before any row was scored'. Interrupted here as the first batch's sums arrive."""
+    from jeirt_lite._ray import file_run
+
+    count = file_run._add_scored
+
+    def interrupted(state: Any, rows: int) -> None:
+        count(state, rows)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(file_run, "_add_scored", interrupted)
+    code, out, err = score(capsys, bank, "--router", tiny_router_path, "--forecast", "-q", "--engine", "ray",
+                           "--chunk-size", "40")
+    assert (code, out) == (130, "")
+    note = re.fullmatch(r"jeirt-lite: interrupted after scoring (\d+) rows", err.splitlines()[-1])
+    assert note is not None and 0 < int(note.group(1)) <= 150, err
+    assert wait_for_free_cpus(ray_runtime, 2.0)

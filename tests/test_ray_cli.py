@@ -59,7 +59,7 @@ def failing_after(rows: int) -> Callable[[ScoreState], None]:
     return run
 
 
-@pytest.mark.parametrize(("rows", "note"), [(0, "stopped before any row was scored"),
+@pytest.mark.parametrize(("rows", "note"), [(0, "stopped before any row's scores came back from the Ray workers"),
                                             (80, "stopped after scoring 80 rows")])
 def test_a_failed_ray_run_says_how_far_it_got_and_that_no_output_was_written(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tiny_router_path: Path, tmp_path: Path,

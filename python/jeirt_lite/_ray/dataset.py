@@ -4,7 +4,7 @@ a few numbers per batch reach the driver."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -14,6 +14,7 @@ import ray.data
 
 from .._artifact_files import read_router_files
 from .._errors import Hint, JeirtError, column_hint, hinted_error
+from .._group_forecast import NO_FORECAST
 from .._io.vocabulary import (
     TEXT_COLUMNS,
     column_missing,
@@ -174,21 +175,27 @@ def checked_routing(
     return given
 
 
-def expected_accuracy(scored: Any, llms: Any) -> tuple[dict[str, float], int]:
+def expected_accuracy(
+    scored: Any, llms: Any, on_rows: Optional[Callable[[int], None]] = None
+) -> tuple[dict[str, float], int]:
     """Each LLM's mean P(correct) over a scored Dataset holding the `p[<llm>]` columns, and the row count.
 
-    Per-batch sums are computed where the batches are; the driver adds one small row per batch.
+    Per-batch sums are computed where the batches are; the driver adds one small row per batch as it arrives, and
+    calls `on_rows` with its row count (so that an interrupted run can say how many rows were scored).
     """
     columns = [probability_column(name) for name in llms]
     partials = scored.map_batches(
         _batch_sums, fn_kwargs={"probability_columns": columns}, batch_format="pyarrow"
-    ).take_all()
-    count = int(sum(int(row[COUNT_COLUMN]) for row in partials))
-    if count == 0:
-        raise JeirtError("no question was scored, so there is no forecast (empty bank, or every row skipped)")
+    ).iter_rows()
+    count = 0
     sums = np.zeros(len(columns), dtype=np.float64)
     for row in partials:
         sums += np.asarray([row[name] for name in columns], dtype=np.float64)
+        count += int(row[COUNT_COLUMN])
+        if on_rows is not None:
+            on_rows(int(row[COUNT_COLUMN]))
+    if count == 0:
+        raise JeirtError(NO_FORECAST)
     return {name: float(total / count) for name, total in zip(llms, sums.tolist())}, count
 
 

@@ -11,6 +11,7 @@ import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Optional
 
@@ -190,8 +191,9 @@ def _run_pipeline(
     if run.output is not None and options.forecast:
         scored = scored.materialize()  # scored once, in the object store; read by both passes below
     if options.forecast:
-        forecast, rows = expected_accuracy(scored, llms)
-        run.state.rows_scored = rows  # every row, before any is written or printed: a failure after says so
+        # Counted as each batch's sums arrive: an interrupted run says how far it got; once done, every row is
+        # scored before any is written or printed, and a failure after says so.
+        forecast, rows = expected_accuracy(scored, llms, on_rows=partial(_add_scored, run.state))
     if run.output is not None:
         drop = [] if options.all_probabilities else [probability_column(name) for name in llms if options.forecast]
         schema = _scored_schema(id_type, options, llms)
@@ -200,6 +202,10 @@ def _run_pipeline(
             batches = _counted(batches, run.state)
         rows = write_tables(batches, run.output, drop, schema)
     return rows, forecast, time.perf_counter() - started
+
+
+def _add_scored(state: ScoreState, rows: int) -> None:
+    state.rows_scored += rows
 
 
 def _counted(tables: Iterable[Any], state: ScoreState) -> Iterator[Any]:

@@ -209,10 +209,14 @@ def _checked_options(
     )
 
 
-def _stopped_note(state: ScoreState, output: Optional[Path], how: str) -> str:
+# On Ray the workers score while this process waits: with no row counted yet, some may have been scored anyway.
+NONE_SCORED, NONE_BACK_FROM_RAY = "before any row was scored", "before any row's scores came back from the Ray workers"
+
+
+def _stopped_note(state: ScoreState, output: Optional[Path], how: str, nothing_yet: str = NONE_SCORED) -> str:
     target = f"; no output was written ({output} left untouched)" if output is not None else ""
     if state.rows_scored == 0:  # stopped within the first chunk: its rows were never counted as read
-        return f"{PROG}: {how} before any row was scored{target}\n"
+        return f"{PROG}: {how} {nothing_yet}{target}\n"
     # On Ray the workers read the rows: this process counts only those scored (rows_read stays 0).
     read = f" (of {state.rows_read:,} read)" if state.rows_read else ""
     return f"{PROG}: {how} after scoring {counted(state.rows_scored, 'row')}{read}{target}\n"
@@ -275,7 +279,8 @@ def _run_on_ray(args: argparse.Namespace, console: Console) -> int:
     costs = given_costs(args.costs, manifest.llms)  # read here: the workers get the costs, not the file
     options = _checked_options(args, manifest.llms, costs if costs is not None else manifest.costs or {}, console)
     state = ScoreState()
-    console.stopped_note = partial(_stopped_note, state, args.output)  # how far a failed or interrupted run got
+    # how far a failed or interrupted run got
+    console.stopped_note = partial(_stopped_note, state, args.output, nothing_yet=NONE_BACK_FROM_RAY)
     summary = score_file_on_ray(
         args.input,
         router_path=args.router,
