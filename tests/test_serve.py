@@ -109,6 +109,22 @@ def test_forecast_equals_router_forecast(service: Service, router: Router, real_
     assert answer["questions"] == len(texts)
 
 
+def test_forecast_with_groups_answers_each_group_as_the_whole(
+    service: Service, router: Router, real_texts: list[str]
+) -> None:
+    texts = real_texts[10 : 10 + MAX_TEXTS]
+    groups: list[object] = ["law" if i % 3 else 7 for i in range(len(texts))]  # 7 is read as the text "7"
+    status, answer = post(service, "/v1/forecast", {"texts": texts, "groups": groups})
+    assert status == 200, answer
+    expected = router.forecast_by(texts, [str(group) for group in groups])
+    assert list(answer["groups"]) == ["7", "law"] == list(expected)
+    for group, body in answer["groups"].items():
+        assert body["questions"] == sum(str(g) == group for g in groups)
+        assert list(body["forecast"]) == list(router.llms)
+        assert np.allclose(list(body["forecast"].values()), list(expected[group].values()), rtol=0, atol=1e-6)
+    assert answer["questions"] == len(texts) and "forecast" in answer
+
+
 NESTED = b'{"texts": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
 
 # (name, method, path, body, status, words the error must hold)
@@ -153,6 +169,15 @@ BAD_REQUESTS = [
      "not both"),
     ("unknown field", "POST", "/v1/route", b'{"texts": ["a"], "top_k": 2}', 400, "unknown field 'top_k'"),
     ("forecast field", "POST", "/v1/forecast", b'{"texts": ["a"], "k": 2}', 400, "unknown field 'k'"),
+    ("groups a string", "POST", "/v1/forecast", b'{"texts": ["a"], "groups": "law"}', 400,
+     "groups must be a list of one group per text, not a string"),
+    ("groups too few", "POST", "/v1/forecast", b'{"texts": ["a", "b"], "groups": ["law"]}', 400,
+     "groups holds 1 value for 2 texts"),
+    ("group null", "POST", "/v1/forecast", b'{"texts": ["a", "b"], "groups": ["law", null]}', 400,
+     "groups[1]: has no group value"),
+    ("group blank", "POST", "/v1/forecast", b'{"texts": ["a"], "groups": [" "]}', 400, "groups[0]: group value is empty"),
+    ("group a float", "POST", "/v1/forecast", b'{"texts": ["a"], "groups": [1.5]}', 400,
+     "groups[0]: group value '1.5' is a float"),
     ("too many texts", "POST", "/v1/route", json.dumps({"texts": ["a"] * (MAX_TEXTS + 1)}).encode(), 413,
      f"limit of {MAX_TEXTS} per request"),
     ("oversized body", "POST", "/v1/route", json.dumps({"texts": ["a" * MAX_BODY]}).encode(), 413,

@@ -13,6 +13,7 @@ from typing import Optional
 import numpy as np
 
 from ._errors import JeirtError
+from ._text import counted
 
 # A group is a column of the printed table: past this many, the column is more likely an id than a category, and
 # the table would be unreadable. Enough for every subject of MMLU-Pro or MMLU's 57 subjects.
@@ -48,7 +49,8 @@ class GroupSums:
     def add(self, groups: Sequence[str], probabilities: np.ndarray) -> None:
         """Add one chunk: each row's group and its (rows, LLMs) P(correct)."""
         if len(groups) != len(probabilities):
-            raise JeirtError(f"{len(groups)} group values for {len(probabilities)} questions: give one per question")
+            raise JeirtError(f"{counted(len(groups), 'group value')} for {counted(len(probabilities), 'question')}: "
+                             "give one per question")
         codes = np.fromiter((self._code(group) for group in groups), dtype=np.intp, count=len(groups))
         np.add.at(self.sums, codes, probabilities.astype(np.float64, copy=False))
         self.counts += np.bincount(codes, minlength=len(self.counts))

@@ -17,16 +17,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .._errors import JeirtError
-from .._io.vocabulary import text_problem
+from .._io.vocabulary import group_problem, text_problem
 from .._json_keys import RepeatedKey, unique_keys
 from .._routing import routing_rows, subset_rows
+from .._text import counted
 from ..cli._shared import number_in, positive_int
 
 if TYPE_CHECKING:
     from .._router import Router
 
 ROUTE_FIELDS = ("texts", "k", "llms", "cost_weight", "min_probability")
-FORECAST_FIELDS = ("texts",)
+FORECAST_FIELDS = ("texts", "groups")
 
 
 class TooLarge(JeirtError):
@@ -52,6 +53,7 @@ class RouteRequest:
 @dataclass(frozen=True)
 class ForecastRequest:
     texts: list[str]
+    groups: Optional[list[str]] = None  # each text's group, as text: the forecast per group too
 
 
 def parse_body(body: bytes) -> dict[str, Any]:
@@ -106,7 +108,25 @@ def route_request(value: dict[str, Any], router: Router, max_texts: int) -> Rout
 def forecast_request(value: dict[str, Any], max_texts: int) -> ForecastRequest:
     """A checked /v1/forecast request."""
     _known_fields(value, FORECAST_FIELDS, "a forecast request")
-    return ForecastRequest(_texts(value, max_texts))
+    texts = _texts(value, max_texts)
+    return ForecastRequest(texts, _groups(value.get("groups"), len(texts)))
+
+
+def _groups(value: Any, count: int) -> Optional[list[str]]:
+    """One group per text (a string, or an integer read as text), with the rules `score --forecast-by` reads a
+    column's values by; null: no groups."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise JeirtError(f"groups must be a list of one group per text, not {_kind(value)}")
+    if len(value) != count:
+        raise JeirtError(f"groups holds {counted(len(value), 'value')} for {counted(count, 'text')}: give one group "
+                         "per text")
+    for i, group in enumerate(value):
+        problem = group_problem(group)
+        if problem is not None:
+            raise JeirtError(f"groups[{i}]: {problem}")
+    return [str(group) for group in value]
 
 
 def _texts(value: dict[str, Any], max_texts: int) -> list[str]:

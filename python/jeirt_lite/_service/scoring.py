@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Optional, Union
 
@@ -48,7 +49,7 @@ def answer_batch(router: Router, requests: Sequence[Request]) -> list[Answer]:
         if isinstance(request, RouteRequest):
             alike.setdefault(request.params, []).append(i)
         else:
-            answers[i] = _guarded(lambda i=i: _forecast(router, encoded.rows(spans[i])))
+            answers[i] = _guarded(lambda i=i, groups=request.groups: _forecast(router, groups, encoded.rows(spans[i])))
     for params, members in alike.items():
         rows = np.concatenate([np.arange(spans[i].start, spans[i].stop) for i in members])
         try:
@@ -89,10 +90,18 @@ def _route(router: Router, params: RouteParams, questions: EncodedQuestions) -> 
     ]
 
 
-def _forecast(router: Router, questions: EncodedQuestions) -> Answer:
-    forecast = router.forecast(questions)
-    body = {"forecast": {name: round(p, 6) for name, p in forecast.items()}, "questions": len(questions.vectors)}
+def _forecast(router: Router, groups: Optional[list[str]], questions: EncodedQuestions) -> Answer:
+    """The forecast of the request's questions and, with `groups`, of each group's, in the same shape."""
+    body: dict[str, Any] = _forecast_body(router.forecast(questions), len(questions.vectors))
+    if groups is not None:
+        counts = Counter(groups)
+        body["groups"] = {group: _forecast_body(forecast, counts[group])
+                          for group, forecast in router.forecast_by(questions, groups).items()}
     return 200, _json(body)
+
+
+def _forecast_body(forecast: dict[str, float], questions: int) -> dict[str, Any]:
+    return {"forecast": {name: round(p, 6) for name, p in forecast.items()}, "questions": questions}
 
 
 def _guarded(answer: Any) -> Answer:
