@@ -197,3 +197,16 @@ def test_groups_travel_with_their_rows_through_the_background_encoding(
     assert summary.group_forecast.groups.keys() == expected.keys()
     for group, means in expected.items():
         assert summary.group_forecast.groups[group] == pytest.approx(means, abs=1e-6)
+
+
+@pytest.mark.parametrize(("groups", "problem"), [
+    ("ab", "groups must be a list of one group per question, not a str"),  # not one group per character
+    (["law", None], r"groups\[1\]: has no group value"),
+    (["law", " "], r"groups\[1\]: group value is empty"),
+    (["law", 1.5], r"groups\[1\]: group value '1.5' is a float"),
+])
+def test_router_forecast_by_refuses_groups_a_bank_s_column_would_refuse(
+    router: Router, groups: object, problem: str
+) -> None:
+    with pytest.raises(JeirtError, match=problem):
+        router.forecast_by(["What is 2 + 2?", "Who wrote Hamlet?"], groups)  # type: ignore[arg-type]

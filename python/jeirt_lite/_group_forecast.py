@@ -13,6 +13,7 @@ from typing import Optional
 import numpy as np
 
 from ._errors import JeirtError
+from ._io.vocabulary import group_problem
 from ._text import counted
 
 # A group is a column of the printed table: past this many, the column is more likely an id than a category, and
@@ -33,6 +34,22 @@ class GroupForecast:
     @property
     def rows(self) -> int:
         return sum(self.counts.values())
+
+
+def checked_groups(groups: object, count: int) -> list[str]:
+    """One group per question, as text (an integer is read as its digits, as a CSV cell is), checked by the rules
+    a bank's group column is read by; a JeirtError naming the first bad one. A single string is refused: it would
+    otherwise be read as one group per character."""
+    if isinstance(groups, (str, bytes)) or not isinstance(groups, Sequence):
+        raise JeirtError(f"groups must be a list of one group per question, not a {type(groups).__name__}")
+    if len(groups) != count:
+        raise JeirtError(f"{counted(len(groups), 'group value')} for {counted(count, 'question')}: "
+                         "give one per question")
+    for i, group in enumerate(groups):
+        problem = group_problem(group)
+        if problem is not None:
+            raise JeirtError(f"groups[{i}]: {problem}")
+    return [str(group) for group in groups]
 
 
 class GroupSums:

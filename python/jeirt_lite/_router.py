@@ -13,7 +13,7 @@ from . import kernels
 from ._alignment import AlignmentResult, align
 from ._encoder import OnnxEncoder, check_texts
 from ._errors import JeirtError
-from ._group_forecast import GroupSums
+from ._group_forecast import GroupSums, checked_groups
 from ._llm_params import check_costs, cost_vector
 from ._manifest import thaw
 from ._onboard_router import with_new_llm
@@ -235,7 +235,7 @@ class Router(RouterTables):
         """
         probabilities = self.predict_proba(questions)
         sums = GroupSums(self.llms, "groups", max_groups=None)  # in memory: as many groups as the caller has
-        sums.add([str(group) for group in groups], probabilities)
+        sums.add(checked_groups(groups, len(probabilities)), probabilities)
         return sums.result().groups
 
     # -- alignment with the training questions (routers that carry reference directions) ------------------------

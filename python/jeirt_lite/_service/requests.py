@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .._errors import JeirtError
-from .._io.vocabulary import group_problem, text_problem
+from .._group_forecast import checked_groups
+from .._io.vocabulary import text_problem
 from .._json_keys import RepeatedKey, unique_keys
 from .._routing import routing_rows, subset_rows
 from .._text import counted
@@ -122,11 +123,7 @@ def _groups(value: Any, count: int) -> Optional[list[str]]:
     if len(value) != count:
         raise JeirtError(f"groups holds {counted(len(value), 'value')} for {counted(count, 'text')}: give one group "
                          "per text")
-    for i, group in enumerate(value):
-        problem = group_problem(group)
-        if problem is not None:
-            raise JeirtError(f"groups[{i}]: {problem}")
-    return [str(group) for group in value]
+    return checked_groups(value, count)
 
 
 def _texts(value: dict[str, Any], max_texts: int) -> list[str]:
