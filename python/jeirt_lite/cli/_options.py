@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Callable, NoReturn, TypeVar
 
 from .._limits import MAX_CHUNK_ROWS, MAX_DIM, MAX_SEED, MAX_THREADS
+from ._prog import PROG
+from ._stdout import silence_stdout, write_error
 
-PROG = "jeirt-lite"
 # Epochs of training: far above any schedule that stops early (the default is 200), low enough that a typo does
 # not keep a machine busy for a year.
 MAX_EPOCHS = 100_000
@@ -49,11 +49,9 @@ class OptionParser(argparse.ArgumentParser):
             stream.write(message)
             stream.flush()
         except BrokenPipeError:
-            devnull = os.open(os.devnull, os.O_WRONLY)  # the flush at exit finds no closed pipe
-            os.dup2(devnull, stream.fileno())
-            os.close(devnull)
+            silence_stdout()  # the flush at exit finds no closed pipe
         except OSError as error:
-            sys.stderr.write(f"{PROG}: error: stdout: write error: {error.strerror or error}\n")
+            sys.stderr.write(f"{PROG}: error: {write_error(error)}\n")
             raise SystemExit(1) from None
 
 

@@ -14,11 +14,11 @@ from .._limits import MAX_THREADS
 from .._text import counted as counted  # re-exported: the commands import it from here
 from .._text import first_and_more
 from ._forecast_table import print_group_forecast
-from ._options import PROG as PROG  # the converters and the parser class live in _options; re-exported here
 from ._options import int_in as int_in
 from ._options import number_in as number_in
 from ._options import positive_int as positive_int
 from ._options import threads
+from ._prog import PROG as PROG  # re-exported here, with the converters and the parser class of _options
 
 if TYPE_CHECKING:
     from .._router import Router

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, NoReturn, TextIO
 
 from .._errors import JeirtError
-from ._options import PROG
+from ._prog import PROG
 
 
 def silence_stdout() -> None:
