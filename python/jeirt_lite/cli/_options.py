@@ -18,7 +18,7 @@ from typing import Any, Callable, NoReturn, TypeVar
 
 from .._limits import MAX_CHUNK_ROWS, MAX_DIM, MAX_SEED, MAX_THREADS
 from ._prog import PROG
-from ._stdout import silence_stdout, write_error
+from ._stdout import ClosedStdout, OutlivesItsReader, silence_stdout, write_error
 
 # Epochs of training: far above any schedule that stops early (the default is 200), low enough that a typo does
 # not keep a machine busy for a year.
@@ -44,7 +44,10 @@ class OptionParser(argparse.ArgumentParser):
         does (cli/_stdout.py); a reader gone (`--help | head -1`) ends it quietly."""
         if not message:
             return
-        stream = file if file is not None else sys.stderr  # argparse's choice: a stdout started closed is None
+        if isinstance(file, OutlivesItsReader):  # `train` parses in its command, whose printing may be dropped
+            file = file.stream
+        # argparse's choice: a stdout started closed (None; ClosedStdout under `train`) gives way to stderr
+        stream = file if file is not None and not isinstance(file, ClosedStdout) else sys.stderr
         try:
             stream.write(message)
             stream.flush()

@@ -109,14 +109,14 @@ class OutlivesItsReader(_Lines):
     on to write its result, rather than stopping half-way at its next line."""
 
     def __init__(self, stream: TextIO, on_gone: Callable[[OSError], None] = drop_stdout):
-        self._stream = stream
+        self.stream = stream  # what --help and --version write to (_options.OptionParser): they are not dropped
         self._on_gone = on_gone
         self.reader_gone = False
 
     def write(self, text: str) -> int:
         if not self.reader_gone:
             try:
-                self._stream.write(text)
+                self.stream.write(text)
             except OSError as error:
                 self._gone(error)
         return len(text)
@@ -124,7 +124,7 @@ class OutlivesItsReader(_Lines):
     def flush(self) -> None:
         if not self.reader_gone:
             try:
-                self._stream.flush()
+                self.stream.flush()
             except OSError as error:
                 self._gone(error)
 
@@ -133,4 +133,4 @@ class OutlivesItsReader(_Lines):
         self._on_gone(error)
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, ...: the stream's own
-        return getattr(self._stream, name)
+        return getattr(self.stream, name)
