@@ -15,7 +15,7 @@ import jeirt_lite
 import pytest
 from jeirt_lite import JeirtError
 from jeirt_lite._io.tables import read_table
-from jeirt_lite._io.vectors import IdReader
+from jeirt_lite._io.vectors import IdReader, read_id_lines
 from jeirt_lite._limits import MAX_LINE_BYTES
 
 BOUND = f"is longer than {MAX_LINE_BYTES:,} bytes"
@@ -139,5 +139,17 @@ def test_an_endless_ids_line_from_a_pipe_is_refused_by_its_number(tmp_path: Path
     with pytest.raises(JeirtError, match=re.escape(f"ids.fifo: line 3 {BOUND}")):
         reader.take(3)
     reader.close()
+    writer.join(timeout=60)
+    assert not writer.is_alive()
+
+
+@needs_fifo
+def test_an_endless_question_ids_line_from_a_pipe_is_refused_by_its_number(tmp_path: Path) -> None:
+    # `report --question-ids` read its file whole: an endless line grew memory until the process was killed.
+    fifo = tmp_path / "ids.fifo"
+    os.mkfifo(fifo)
+    writer = _feed(fifo, b"a\nb\n", b"c" * 4096)
+    with pytest.raises(JeirtError, match=re.escape(f"ids.fifo: line 3 {BOUND}")):
+        read_id_lines(fifo)
     writer.join(timeout=60)
     assert not writer.is_alive()

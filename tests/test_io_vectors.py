@@ -291,6 +291,12 @@ def test_the_bad_byte_is_found_in_the_bytes_even_when_decoding_ran_ahead() -> No
     assert vectors._first_bad_utf8(b"all fine") == "is not valid UTF-8"
 
 
+def test_a_question_ids_byte_that_is_not_utf8_is_counted_in_the_file_s_bytes(tmp_path: Path) -> None:
+    path = _ids_file(tmp_path, b"\xef\xbb\xbfok\r\nok\rok\n\xc3")
+    with pytest.raises(JeirtError, match=r"line 4 \(byte 13\) is not valid UTF-8"):
+        read_id_lines(path)
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
 def test_ids_from_a_pipe_are_read_once_as_the_rows_go(tmp_path: Path) -> None:
     # `--ids <(cut -f1 ids.tsv)` or /dev/stdin: the count made when the file was opened read the pipe to its end, and

@@ -304,18 +304,30 @@ def _id_lines(handle: IO[str], path: Path, read: int = 0) -> Iterator[str]:
 
 
 def read_id_lines(path: Path) -> list[str]:
-    """The non-blank lines of a UTF-8 text file of ids, one per line (`report --question-ids`)."""
+    """The non-blank lines of a UTF-8 text file of ids, one per line (`report --question-ids`), each read with the
+    bound of a line: the file may be a pipe that never ends one."""
     try:
-        raw = path.read_bytes()
+        # a pipe read so that Ctrl-C stops a wait for its next line (_io.pipes); closed below. A byte that is not
+        # UTF-8 is kept escaped, to be named with its line.
+        handle = io.TextIOWrapper(io.BufferedReader(open_stoppable(path)), encoding="utf-8", errors="surrogateescape",
+                                  newline="")
     except FileNotFoundError:
         raise JeirtError(f"{path}: no such file") from None
     except OSError as err:
         raise JeirtError(f"{path}: cannot read it ({err.strerror or err})") from err
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise JeirtError(f"{path}: {_first_bad_utf8(raw)}") from None
-    return [line.strip() for line in text.splitlines() if line.strip()]
+    ids: list[str] = []
+    offset = 0  # of the line in the file's bytes
+    with handle:
+        for number, line in enumerate(_id_lines(handle, path), 1):
+            raw = line.encode("utf-8", "surrogateescape")
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise JeirtError(f"{path}: line {number} (byte {offset + err.start}) is not valid UTF-8") from None
+            offset += len(raw)
+            text = line[1:] if number == 1 and line.startswith("\ufeff") else line  # a BOM
+            ids += [part.strip() for part in text.splitlines() if part.strip()]
+    return ids
 
 
 def _first_bad_utf8(raw: bytes) -> str:
