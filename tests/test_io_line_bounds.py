@@ -93,6 +93,17 @@ def test_a_jsonl_line_at_the_bound_is_read_and_one_byte_more_ends_the_file(tmp_p
         read_table(bank, skip_bad=True)
 
 
+@pytest.mark.parametrize("suffix", ["jsonl", "csv"])
+def test_a_first_line_at_the_bound_after_a_bom_is_read(tmp_path: Path, suffix: str) -> None:
+    # The BOM is no part of the line: JSONL counted it against the bound (CSV dropped it first).
+    bank = tmp_path / f"bank.{suffix}"
+    first, second = (_jsonl_line(MAX_LINE_BYTES), b'{"text": "q"}') if suffix == "jsonl" else (b"t" * MAX_LINE_BYTES, b"q")
+    bank.write_bytes(b"\xef\xbb\xbf" + first + b"\n" + second + b"\n")
+    values = read_table(bank).values
+    texts = values["text"] if suffix == "jsonl" else values["t" * MAX_LINE_BYTES]
+    assert [len(text) for text in texts] == ([MAX_LINE_BYTES - 12, 1] if suffix == "jsonl" else [1])
+
+
 def test_a_jsonl_line_cut_at_the_bound_after_carriage_returns_is_not_read_as_two_rows(tmp_path: Path) -> None:
     # The read stops at the bound plus a line end's two bytes; two carriage returns there are no line end (a binary
     # line ends at \n), so the line goes on past the bound and what follows them is no row of its own.

@@ -284,6 +284,8 @@ class JsonlRecords(RecordReader):
         except JeirtError:
             self.close()
             raise
+        if self.handle.peek(len(UTF8_BOM))[: len(UTF8_BOM)] == UTF8_BOM:  # not counted in line 1's bound, as in CSV
+            self.handle.read(len(UTF8_BOM))
 
     def fraction_read(self) -> Optional[float]:
         return self.counter.fraction()
@@ -308,7 +310,7 @@ class JsonlRecords(RecordReader):
             if not line.strip():  # not a row: only counted, so that the rows after it keep their line numbers
                 continue
             self.ahead.append((self.lines_ahead, line))
-            record = self._record(self.lines_ahead, line, ())  # line 1 drops a BOM
+            record = self._record(self.lines_ahead, line, ())
             if isinstance(record, dict):
                 if not holding or any(name in record for name in holding):
                     return list(record)
@@ -318,8 +320,8 @@ class JsonlRecords(RecordReader):
     @staticmethod
     def _record(line_number: int, line: bytes, required: Sequence[str]) -> Any:
         """The line's object, or why it is not one (a str)."""
-        if line_number == 1 and line.startswith(b"\xef\xbb\xbf"):
-            line = line[3:]
+        if line_number == 1 and line.startswith(UTF8_BOM):  # a pipe whose first read held less than the BOM
+            line = line[len(UTF8_BOM) :]
         try:
             record = json.loads(line.decode("utf-8"), object_pairs_hook=unique_keys)
         except UnicodeDecodeError:
