@@ -76,6 +76,23 @@ def test_a_bad_row_is_named_without_advice_for_a_flag_train_does_not_have(
     assert "not valid UTF-8\n" in capsys.readouterr().err
 
 
+def test_the_training_library_s_own_command_line_ends_as_train_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `python -m jeirt_lite_training` named only data errors: an OSError was a traceback, options that cannot run
+    # together exited 1 where `train` exits 2.
+    pytest.importorskip("torch")
+    from jeirt_lite_training.__main__ import main as training_main
+
+    nowhere = tmp_path / "nowhere"
+    assert training_main(["embed", str(nowhere)]) == 1
+    assert capsys.readouterr().err == f"jeirt-lite: error: [Errno 2] No such file or directory: '{nowhere}/questions.csv'\n"
+    both = ["--data", str(nowhere), "--out", str(tmp_path / "router"), "--val-fraction", "0.6", "--holdout", "0.5"]
+    assert main(["train", *both]) == training_main(["fit", *both]) == 2
+    first, second = capsys.readouterr().err.splitlines()
+    assert first == second and first.startswith("jeirt-lite: error: --val-fraction 0.6 and --holdout 0.5 leave no")
+
+
 def test_train_writes_a_router_that_routes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], encoder_cache: str
 ) -> None:

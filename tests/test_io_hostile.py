@@ -218,7 +218,7 @@ def test_training_refuses_an_output_folder_holding_its_data(
     for target, message in ((data, "is also the input"), (tmp_path, "holds the input")):
         assert training_main(["fit", "--data", str(data), "--out", str(target)]) == 1
         err = capsys.readouterr().err
-        assert err.startswith("python -m jeirt_lite_training fit: error: ") and message in err  # no traceback
+        assert err.startswith("jeirt-lite: error: ") and message in err  # no traceback
     with pytest.raises(JeirtError, match="holds the input"):
         refuse_inputs(tmp_path, [data / "questions.csv"], replaces_folder=True)
 

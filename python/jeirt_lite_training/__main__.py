@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 from ._runtime import (
     check_output_folder,
     counted,
-    error_text,
     option_error,
     read_costs,
     refuse_inputs,
+    run_command,
+    run_training,
     stderr_is_terminal,
 )
 from ._runtime import cli_options as opt  # the command line's converters and parser class
@@ -235,15 +236,21 @@ def _set_threads(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    """Run `fit` or `embed` from `argv` as `jeirt-lite train` runs: a bad data file, option or output path, a stdout
+    that cannot be written or an interrupt ends in one line, with its exit code (jeirt_lite.cli.run_command)."""
+    words = sys.argv[1:] if argv is None else argv
+    return run_command(lambda: opt.parse_or_exit_code(_parser(), words), _run_command, _writes_result)
+
+
+def _run_command(args: argparse.Namespace, console: Any) -> int:
     _set_threads(args)
-    try:
-        return {"fit": cmd_fit, "embed": cmd_embed}[args.command](args)
-    except ValueError as error:  # a bad data file, option or output path (JeirtError, DataError): named, no traceback
-        # A hint naming a library option (skip_bad=True) is left out: this command line has no such flag.
-        print(f"python -m jeirt_lite_training {args.command}: error: {error_text(error, lambda _: None)}",
-              file=sys.stderr)
-        return 1
+    return run_training({"fit": cmd_fit, "embed": cmd_embed}[args.command], args)
+
+
+def _writes_result(args: argparse.Namespace) -> bool:
+    """`embed` fills the cache and `fit --out` writes a router: what they print is dropped on a stdout that fails, not
+    their result; `fit` without --out prints its result."""
+    return args.command == "embed" or args.out is not None
 
 
 if __name__ == "__main__":

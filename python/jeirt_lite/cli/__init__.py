@@ -16,7 +16,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from functools import partial
-from typing import Any, Optional, Protocol, TextIO, cast
+from typing import Any, Callable, Optional, Protocol, TextIO, cast
 
 from .._errors import JeirtError, error_text, is_option_error
 from . import add_llm, info, report, route, score, serve, train
@@ -45,7 +45,7 @@ COMMANDS: dict[str, Command] = {
     "train": train,
 }
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "main", "run_command"]
 
 
 # The commands whose result is a file or folder: they outlive the reader of their stdout (cli/_stdout.py); `score`
@@ -82,31 +82,47 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit code (the console script passes it to sys.exit)."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    return run_command(lambda: _parsed(words))
+
+
+def run_command(
+    parse: Callable[[], argparse.Namespace | int],
+    command: Optional[Callable[[argparse.Namespace, Console], int]] = None,
+    result_is_written: Callable[[argparse.Namespace], bool] = writes_result,
+) -> int:
+    """A command line parsed and run as every command's is: its streams, signals, one-line errors and exit codes
+    (`python -m jeirt_lite_training` runs its own so). `command` runs the parsed words (default: COMMANDS's), and
+    `result_is_written` says whether its result is a file, printing only beside it (cli/_stdout.py)."""
     reserve_closed_descriptors()
     stderr = sys.stderr
     sys.stderr = cast(TextIO, LossyStderr(stderr))  # what Python prints there (warnings, progress) goes through it too
     try:
-        return _parsed_and_run(list(sys.argv[1:] if argv is None else argv))
+        parsed = parse()
+        if isinstance(parsed, int):  # --help, --version (0) or a refused word (2): the parser has said why
+            return parsed
+        return _run_with_streams(parsed, command or COMMANDS[parsed.command].run, result_is_written(parsed))
     finally:
         sys.stderr = stderr
 
 
-def _parsed_and_run(words: list[str]) -> int:
+def _parsed(words: list[str]) -> argparse.Namespace | int:
     if words[:1] == ["train"]:  # every word after it is the training parser's (argparse cannot pass "--x" on)
-        args = argparse.Namespace(command="train", arguments=words[1:])
-    else:
-        parsed = parse_or_exit_code(build_parser(), words)
-        if isinstance(parsed, int):
-            return parsed
-        args = parsed
+        return argparse.Namespace(command="train", arguments=words[1:])
+    return parse_or_exit_code(build_parser(), words)
+
+
+def _run_with_streams(
+    args: argparse.Namespace, command: Callable[[argparse.Namespace, Console], int], result_is_written: bool
+) -> int:
     stdout = sys.stdout
     given = stdout if stdout is not None else cast(TextIO, ClosedStdout())
     # print() in the training library goes through it too
-    sys.stdout = cast(TextIO, OutlivesItsReader(given) if writes_result(args) else FailsInOneLine(given))
+    sys.stdout = cast(TextIO, OutlivesItsReader(given) if result_is_written else FailsInOneLine(given))
     console = Console(sys.stdout, sys.stderr)
     try:
         with stop_signals():
-            return _run(args, console)
+            return _run(args, console, command)
     except KeyboardInterrupt:  # the first signal, come while a failure was being reported: its message is out
         return 130
     except Terminated:
@@ -115,12 +131,12 @@ def _parsed_and_run(words: list[str]) -> int:
         sys.stdout = stdout
 
 
-def _run(args: argparse.Namespace, console: Console) -> int:
+def _run(args: argparse.Namespace, console: Console, command: Callable[[argparse.Namespace, Console], int]) -> int:
     """The command, and how it ended: its exit code, after one line naming the failure."""
     # On a terminal the message starts on a line of its own, after the progress line or the echoed ^C.
     lead = "\n" if console.err.isatty() else ""
     try:
-        code = COMMANDS[args.command].run(args, console)
+        code = command(args, console)
         console.out.flush()  # a full disk shows here, as the command's error, not in the flush at exit
         return code
     except JeirtError as error:

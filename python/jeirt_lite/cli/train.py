@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from typing import Any
+from typing import Any, Callable
 
 from .._errors import JeirtError, reraised_as
 from ._options import parse_or_exit_code
@@ -55,11 +55,15 @@ def run(args: argparse.Namespace, console: Console) -> int:
             importlib.import_module(name)
         except ImportError as error:
             raise _needs_extra(error) from None
+    return run_training(_training("__main__").run_fit, options)
+
+
+def run_training(command: Callable[[argparse.Namespace], int], options: argparse.Namespace) -> int:
+    """A command of the training library (`train`'s, and `python -m jeirt_lite_training`'s) whose bad data file or
+    option, named by the training code in a ValueError, is a JeirtError: one line, no traceback."""
     try:
-        code: int = _training("__main__").run_fit(options)
+        return command(options)
     except JeirtError:  # named by the package (an option error among them: exit 2)
         raise
-    except ValueError as error:  # a bad data file or option, named by the training code: no traceback
-        # with its hint (skip_bad=True), which `train`, without such a flag, leaves out
+    except ValueError as error:  # with its hint (skip_bad=True), which the command line, without such a flag, leaves out
         raise reraised_as(JeirtError(str(error)), error) from None
-    return code
