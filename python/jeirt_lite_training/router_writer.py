@@ -3,6 +3,7 @@ how it was trained."""
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -16,11 +17,14 @@ from .prepared import Prepared
 
 def _display_path(source: str) -> str:
     """Relative to the working folder when the data lies under it (a repository's own data, trained from its root),
-    so a router written there does not record a machine's paths; else as given."""
+    so a router written there does not record a machine's paths; else as given. A byte of the path that is not UTF-8
+    (a lone surrogate once decoded, which strict JSON readers and a strict stdout refuse: `jeirt-lite info`) is
+    recorded escaped, as `\\xff`: the record names the data for a reader, nothing opens it."""
     try:
-        return str(Path(source).resolve().relative_to(Path.cwd().resolve()))
+        shown = str(Path(source).resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
-        return str(source)
+        shown = str(source)
+    return os.fsencode(shown).decode("utf-8", "backslashreplace")
 
 
 def training_summary(prep: Prepared, predictor: JeirtPredictor) -> dict[str, Any]:
