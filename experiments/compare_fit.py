@@ -48,7 +48,7 @@ def fit_folds(data: Dataset, split_seed: int, test_fraction: float) -> Callable[
     """For a baseline's choice: the folds `fit --folds auto` chooses on for this comparison split (the same questions
     in the same folds: fit's rule and fit's make_folds over the split's training and validation questions), as
     (train, validation) cell pairs; none where fit chooses on its one validation part."""
-    from jeirt_lite_training.pipeline import auto_folds, cells_of, fold_parts
+    from jeirt_lite_training.pipeline import auto_fold_parts, cells_of
     from jeirt_lite_training.splits import make_split
 
     def folds_of(train: Responses, val: Responses) -> list[Any]:
@@ -56,8 +56,7 @@ def fit_folds(data: Dataset, split_seed: int, test_fraction: float) -> Callable[
         pool = np.sort(np.concatenate([split.train, split.val]))
         if len(cells_of(data, pool)) != len(train) + len(val):
             raise ValueError("the cells given are not this split's training and validation cells")
-        k = auto_folds(len(train) + len(val))
-        return [] if k == 1 else fold_parts(data, pool, k, seed=split_seed)
+        return auto_fold_parts(data, pool, len(train) + len(val), seed=split_seed)[1]
 
     return folds_of
 

@@ -3,6 +3,7 @@ on all questions, the folds, and the static `fit` path end to end on a slice of 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -190,15 +191,26 @@ def test_refit_draws_no_progress_bar_unless_asked(capfd: pytest.CaptureFixture[s
     assert "JE-IRT d=4" in capfd.readouterr().err
 
 
-@pytest.mark.parametrize(("folds", "named"), [(None, r"--folds auto \(5 folds on at most [\d,]+ answers\)"),
-                                             (4, "--folds 4")])
-def test_folds_left_empty_are_named_by_the_option_as_given(folds: int | None, named: str) -> None:
-    # Left at auto, the folds were named "--folds 5", an option the user never typed.
+def test_folds_left_empty_are_named_by_the_option_as_given() -> None:
     emb, cells = embedding_cells(4, 6, 8, seed=0)
     prep = synthetic_prepared(emb, cells, 6, (np.arange(2), np.arange(2, 3), np.arange(3, 4)))
-    with pytest.raises(ValueError, match=f"^{named} leaves fold \\d without an answered question"):
-        choose_refit_and_export(prep, None, folds=folds, dims=(8,), dropouts=(0.5,), max_epochs=2, progress=False,
+    with pytest.raises(ValueError, match=r"^--folds 4 leaves fold \d without an answered question .*give fewer folds"):
+        choose_refit_and_export(prep, None, folds=4, dims=(8,), dropouts=(0.5,), max_epochs=2, progress=False,
                                 log=lambda _: None)
+
+
+@pytest.mark.parametrize(("subjects", "folds", "how"), [("ssss", 3, "3 folds"), ("abcd", 1, "a held-out part")])
+def test_auto_folds_take_as_many_folds_as_the_questions_give_an_answer_each(subjects: str, folds: int, how: str) -> None:
+    # Left at auto, a set too small for five folds was refused with advice to give fewer, which auto can take itself:
+    # the most folds each holding an answered question, else the held-out part (one question a subject: none).
+    emb, cells = embedding_cells(4, 6, 8, seed=0)
+    prep = synthetic_prepared(emb, cells, 6, (np.arange(2), np.arange(2, 3), np.arange(3, 4)))
+    prep = dataclasses.replace(prep, data=dataclasses.replace(prep.data, subjects=np.array(list(subjects))))
+    logged: list[str] = []
+    result = choose_refit_and_export(prep, None, dims=(8,), dropouts=(0.5,), max_epochs=2, progress=False,
+                                     log=logged.append)
+    assert result.extra["selection"]["folds"] == folds
+    assert f"--folds auto: choosing on {how}, not 5 folds, which would leave a fold without" in "\n".join(logged)
 
 
 @pytest.mark.parametrize("folds", [None, 1, 3])

@@ -30,10 +30,12 @@ STATIC = "static"  # the encoder choice: a token table distilled from the defaul
 DEFAULT_DIMS = (64, 128, 256)
 DEFAULT_DROPOUTS = (0.3, 0.7)
 # `--folds auto` (fit's default): choose by AUTO_FOLDS-fold cross-validation when the questions it learns from hold at
-# most AUTO_FOLDS_MAX_CELLS answers, else on one held-out part, whatever the encoder. On small sets one held-out part
-# is a few thousand answers, few to stop, weigh the votes and calibrate on (the folds' gain is there, not in the
-# choice of d and dropout); on large ones the folds cost K times the training (docs/research/baselines-same-care.md,
-# "Cross-validated choices on small sets", "What the folds' gain is made of", "The static encoder on folds").
+# most AUTO_FOLDS_MAX_CELLS answers (fewer folds where the questions, dealt within each subject, leave one of them
+# without an answer: pipeline.auto_fold_parts), else on one held-out part, whatever the encoder. On small sets one
+# held-out part is a few thousand answers, few to stop, weigh the votes and calibrate on (the folds' gain is there,
+# not in the choice of d and dropout); on large ones the folds cost K times the training
+# (docs/research/baselines-same-care.md, "Cross-validated choices on small sets", "What the folds' gain is made of",
+# "The static encoder on folds").
 AUTO_FOLDS = 5
 AUTO_FOLDS_MAX_CELLS = 50_000
 # Candidate pulls of `fit --encoder static`; the frozen table is always a candidate too, so fine-tuning is kept only

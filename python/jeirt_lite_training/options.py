@@ -125,7 +125,8 @@ def fit_arguments(p: argparse.ArgumentParser, out_required: bool, data_required:
     p.add_argument("--folds", type=folds, default=AUTO, metavar="K|auto",
                    help=f"k > 1: choose by k-fold cross-validation; 1: on one held-out part (--val-fraction); auto "
                    f"(default): {AUTO_FOLDS} folds when the questions learned from hold at most "
-                   f"{AUTO_FOLDS_MAX_CELLS:,} answers, else 1")
+                   f"{AUTO_FOLDS_MAX_CELLS:,} answers (fewer where too few questions a subject give each fold one), "
+                   "else 1")
     p.add_argument("--dims", "--dim", type=opt.list_of(opt.dimension), default=list(DEFAULT_DIMS),
                    help="candidate d (comma list)")
     p.add_argument("--dropouts", "--dropout", type=opt.list_of(dropout), default=list(DEFAULT_DROPOUTS),

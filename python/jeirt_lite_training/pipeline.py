@@ -137,7 +137,7 @@ def choose_refit_and_export(
     if out_dir is not None:
         refuse_existing(out_dir, overwrite)
     pool = np.sort(np.concatenate([prep.split.train, prep.split.val]))
-    folds, parts = _choice_parts(prep, pool, folds)
+    folds, parts = _choice_parts(prep, pool, folds, log)
     log(f"choosing d x dropout on {f'{folds} folds' if folds > 1 else 'a held-out part'} ...")
     selection = choose(prep.embeddings, parts, prep.data.n_llms, dims=dims, dropouts=dropouts, log=log, **hyper)
     all_cells = cells_of(prep.data, pool)
@@ -161,19 +161,24 @@ def choose_refit_and_export(
 
 
 def _choice_parts(
-    prep: Prepared, pool: np.ndarray, folds: int | None
+    prep: Prepared, pool: np.ndarray, folds: int | None, log: Callable[[str], None]
 ) -> tuple[int, list[tuple[Responses, Responses]]]:
-    """The folds (None: `auto_folds`) and the (training, held-out) parts the settings are chosen on: the validation
-    part for 1, else the folds of `pool`. A validation part without answers is refused (a Prepared not made by
-    `prepare`)."""
+    """The folds (None: `auto_fold_parts`) and the (training, held-out) parts the settings are chosen on: the
+    validation part for 1, else the folds of `pool`. A validation part without answers is refused (a Prepared not made
+    by `prepare`)."""
     check_validation_part(prep.data, prep.train, prep.val, prep.test)  # the alignment threshold reads it too
-    asked = None
     if folds is None:
-        folds = auto_folds(len(prep.train) + len(prep.val))
-        asked = f"--folds auto ({folds} folds on at most {AUTO_FOLDS_MAX_CELLS:,} answers)"  # not what the user typed
+        n_cells = len(prep.train) + len(prep.val)
+        folds, parts = auto_fold_parts(prep.data, pool, n_cells, seed=prep.split_seed)
+        if folds < auto_folds(n_cells):  # what the error of `--folds K` would have advised
+            how = f"{folds} folds" if folds > 1 else "a held-out part"
+            log(f"--folds auto: choosing on {how}, not {auto_folds(n_cells)} folds, which would leave a fold without an "
+                f"answered question ({_too_few(prep.data, pool)})")
+        if folds > 1:
+            return folds, parts
     if folds == 1:
         return folds, [(prep.train, prep.val)]
-    return folds, fold_parts(prep.data, pool, folds, seed=prep.split_seed, asked=asked)
+    return folds, fold_parts(prep.data, pool, folds, seed=prep.split_seed)
 
 
 def _refit(
@@ -257,19 +262,42 @@ def auto_folds(n_cells: int) -> int:
     return AUTO_FOLDS if n_cells <= AUTO_FOLDS_MAX_CELLS else 1
 
 
-def fold_parts(data: Dataset, pool: np.ndarray, k: int, seed: int,
-               asked: str | None = None) -> list[tuple[Responses, Responses]]:
+def auto_fold_parts(
+    data: Dataset, pool: np.ndarray, n_cells: int, seed: int
+) -> tuple[int, list[tuple[Responses, Responses]]]:
+    """`--folds auto`: `auto_folds` of the `n_cells` answers learned from, or, where the questions of `pool` are too
+    few to give each of that many folds an answered one, the most folds that are not; 1 (no parts: the validation part
+    is chosen on) where no two are. The folds and their parts (`fold_parts`)."""
+    for k in range(auto_folds(n_cells), 1, -1):
+        parts = _parts_of_folds(data, pool, k, seed)
+        if _empty_fold(parts) is None:
+            return k, parts
+    return 1, []
+
+
+def fold_parts(data: Dataset, pool: np.ndarray, k: int, seed: int) -> list[tuple[Responses, Responses]]:
     """The (train, validation) cells of each of k folds of the questions `pool` (splits.make_folds: grouped by text,
-    stratified by subject), each fold held out once. `asked`: the option that chose k, for the error (`--folds k`)."""
-    questions = make_folds(data, pool, k, seed=seed)
-    parts = [(cells_of(data, np.concatenate(questions[:j] + questions[j + 1 :])), cells_of(data, questions[j]))
-             for j in range(k)]
-    empty = next((j for j, (_, held_out) in enumerate(parts) if len(held_out.question) == 0), None)
+    stratified by subject), each fold held out once; a fold without an answered question is refused (`--folds k`)."""
+    parts = _parts_of_folds(data, pool, k, seed)
+    empty = _empty_fold(parts)
     if empty is not None:  # folds are dealt within each subject, so one is empty long before k reaches the questions
-        raise ValueError(f"{asked or f'--folds {k}'} leaves fold {empty + 1} without an answered question ({len(pool)} "
-                         f"questions, dealt within each of their subjects ({len(set(np.asarray(data.subjects)[pool]))})); "
+        raise ValueError(f"--folds {k} leaves fold {empty + 1} without an answered question ({_too_few(data, pool)}); "
                          "give fewer folds")
     return parts
+
+
+def _parts_of_folds(data: Dataset, pool: np.ndarray, k: int, seed: int) -> list[tuple[Responses, Responses]]:
+    questions = make_folds(data, pool, k, seed=seed)
+    return [(cells_of(data, np.concatenate(questions[:j] + questions[j + 1 :])), cells_of(data, questions[j]))
+            for j in range(k)]
+
+
+def _empty_fold(parts: Sequence[tuple[Responses, Responses]]) -> int | None:
+    return next((j for j, (_, held_out) in enumerate(parts) if len(held_out.question) == 0), None)
+
+
+def _too_few(data: Dataset, pool: np.ndarray) -> str:
+    return f"{len(pool)} questions, dealt within each of their subjects ({len(set(np.asarray(data.subjects)[pool]))})"
 
 
 def _table_for_router(prep: Prepared, pool: np.ndarray, log: Callable[[str], None]) -> Prepared:
