@@ -333,13 +333,12 @@ class FakeScored:
     def __init__(self, tables: list[pa.Table]) -> None:
         self.tables = tables
 
-    def map_batches(self, fn: Callable[..., dict[str, np.ndarray]], *, fn_kwargs: dict[str, Any],
-                    batch_format: str) -> Any:
+    def map_batches(self, fn: Callable[..., Any], *, fn_kwargs: dict[str, Any], batch_format: str) -> Any:
+        """The batches mapped by `fn` (to an Arrow table, or a dict of NumPy columns), whose rows the driver
+        streams (`iter_rows`)."""
         assert batch_format == "pyarrow"
-        outputs = [fn(table, **fn_kwargs) for table in self.tables]
-        rows = [{name: column[i].item() for name, column in out.items()}
-                for out in outputs for i in range(len(out[engine.COUNT_COLUMN]))]
-        return type("Taken", (), {"take_all": lambda self: rows})()
+        rows = [row for table in self.tables for row in pa.table(fn(table, **fn_kwargs)).to_pylist()]
+        return type("Mapped", (), {"iter_rows": lambda self: iter(rows)})()
 
     def iter_batches(self, *, batch_format: str, batch_size: Any) -> Any:
         assert (batch_format, batch_size) == ("pyarrow", None)
