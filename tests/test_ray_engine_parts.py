@@ -223,7 +223,7 @@ def test_score_dataset_hands_ray_the_scorer_its_arguments_and_the_pool(tiny_rout
     assert mapped["fn_constructor_kwargs"] == {
         "router_path": str(tiny_router_path.resolve()), "text_column": "text", "id_column": "question_id", "k": 2,
         "all_probabilities": False, "skip_bad": False, "threads": 2, "router_files": None,
-        "routing": {"llms": None, "cost_weight": 0.0, "min_probability": None}, "costs": None,
+        "routing": {"llms": None, "cost_weight": 0.0, "min_probability": None}, "costs": None, "group_column": None,
     }
     assert (mapped["batch_size"], mapped["batch_format"], mapped["num_cpus"]) == (40, "pyarrow", 2)
     assert (mapped["compute"].min_size, mapped["compute"].max_size) == (3, 3)
@@ -618,7 +618,7 @@ def test_the_pipeline_scores_once_for_both_passes_keeps_the_order_and_drops_the_
         "ds": str((tmp_path / "bank.parquet").resolve()), "router_path": Path("router"),
         "text_column": "body", "id_column": "key", "k": 1, "all_probabilities": all_probabilities or forecast,
         "skip_bad": True, "batch_size": 40, "threads_per_worker": 2, "ship_router": True,
-        "llms": ("b",), "cost_weight": 0.0, "min_probability": 0.25, "costs": {"b": 1.0},
+        "llms": ("b",), "cost_weight": 0.0, "min_probability": 0.25, "costs": {"b": 1.0}, "group_column": None,
     }]
     assert rows == 3
     # What a failed run's note counts: the rows written, or all of them once the forecast's pass scored them.

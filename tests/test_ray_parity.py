@@ -102,20 +102,115 @@ def test_both_engines_write_the_same_parquet_print_the_same_forecast_and_skip_th
         assert ray_out == local_out == ""
 
 
+def errors_of_both_engines(capsys: pytest.CaptureFixture[str], tmp_path: Path, bank: Path, *flags: str) -> list[str]:
+    """The error line of the local engine's run, then the Ray engine's, each failing (exit 1) with no output."""
+    errors = []
+    for engine in ("local", "ray"):
+        output = tmp_path / f"{engine}.parquet"
+        code, out, err = score(capsys, bank, "-q", *flags, "-o", output, "--engine", engine)
+        assert (code, out) == (1, "") and not output.exists()
+        errors.append(next(line for line in err.splitlines() if line.startswith("jeirt-lite: error:")))
+    return errors
+
+
 @needs_ray
 @pytest.mark.usefixtures("ray_runtime")
 def test_without_skip_bad_both_engines_stop_at_the_first_bad_row_of_a_bank_without_ids(
     capsys: pytest.CaptureFixture[str], texts: list[Any], tmp_path: Path
 ) -> None:
     bank = bank_of(tmp_path / "bank.parquet", texts, "none")
-    outputs = [tmp_path / "local.parquet", tmp_path / "ray.parquet"]
-    errors = []
-    for output, engine in zip(outputs, (["--engine", "local"], ["--engine", "ray"])):
-        code, _, err = score(capsys, bank, "-q", "-o", output, *engine)
-        assert code == 1 and not output.exists()
-        errors.append(next(line for line in err.splitlines() if line.startswith("jeirt-lite: error:")))
     first_bad = min(BAD) + 1
-    local_error, ray_error = errors
+    local_error, ray_error = errors_of_both_engines(capsys, tmp_path, bank)
     assert local_error == f"jeirt-lite: error: {bank}: data row {first_bad} (1-based): has no text (missing or null)" \
         "; fix the row or pass --skip-bad to skip such rows"
     assert ray_error == local_error.replace(f"{bank}: ", "")  # the same row, named by its number
+
+
+# -- the forecast per group (--forecast-by) -----------------------------------------------------------------------
+
+# row index -> a group value `--skip-bad` skips, on rows whose text is good (the first one before any bad text)
+BAD_GROUPS = {1: None, 14: "  ", 25: ""}
+SUBJECTS = ["law", "math", "computer science", "biology", "10"]
+
+
+def grouped_bank(path: Path, texts: list[Any], kind: str) -> Path:
+    """`bank_of`'s bank without ids, with a `subject` column: strings (some bad), or integers (some null)."""
+    bank_of(path, texts, "none")
+    if kind == "strings":
+        subjects = pa.array([BAD_GROUPS.get(row, SUBJECTS[row % len(SUBJECTS)]) for row in range(len(texts))])
+    else:  # an integer column: its values read as their digits, as one machine reads them
+        subjects = pa.array([None if row in BAD_GROUPS else 3 + row % 4 for row in range(len(texts))], pa.int64())
+    pq.write_table(pq.read_table(path).append_column("subject", subjects), path, row_group_size=16)
+    return path
+
+
+def table_of(out: str) -> tuple[str, list[list[str]]]:
+    """The printed table: its heading, and each line's cells (split on two spaces or more)."""
+    heading, *lines = out.splitlines()
+    return heading, [re.split(r" {2,}", line.strip()) for line in lines]
+
+
+@needs_ray
+@pytest.mark.usefixtures("ray_runtime")
+@pytest.mark.parametrize("kind", ["strings", "integers"])
+def test_both_engines_forecast_the_same_groups_with_the_same_counts_and_skip_the_same_bad_group_values(
+    capsys: pytest.CaptureFixture[str], texts: list[Any], tmp_path: Path, kind: str
+) -> None:
+    bank = grouped_bank(tmp_path / "bank.parquet", texts, kind)
+    local, distributed = tmp_path / "local.parquet", tmp_path / "ray.parquet"
+    flags = ["--skip-bad", "--forecast-by", "subject", "--k", "2"]
+    code, local_out, local_err = score(capsys, bank, *flags, "-o", local)
+    assert code == 0, local_err
+    code, ray_out, ray_err = score(capsys, bank, *flags, "-o", distributed, "--engine", "ray", "--chunk-size", "8")
+    assert code == 0, ray_err
+    assert_same_scores(local, distributed)  # the group column travels with the rows, never into the output
+    bad = len(set(BAD) | set(BAD_GROUPS))
+    assert counts(ray_err) == counts(local_err) == (f"scored {len(texts) - bad} questions", f"skipped {bad} bad rows")
+    (heading, lines), (local_heading, local_lines) = table_of(ray_out), table_of(local_out)
+    assert heading == local_heading == f"expected accuracy by subject on {len(texts) - bad} questions (mean P(correct)):"
+    assert lines[:2] == local_lines[:2]  # the groups in the same order, each with the same count
+    if kind == "integers":
+        assert lines[0] == ["llm", "all", "3", "4", "5", "6"]
+    # LLMs listed by value (ties may swap); each cell printed to 4 decimals from sums that agree to 1.5e-6
+    local_cells = {cells[0]: cells[1:] for cells in local_lines[2:]}
+    assert {cells[0] for cells in lines[2:]} == set(local_cells)
+    for name, *cells in lines[2:]:
+        assert [float(cell) for cell in cells] == pytest.approx([float(cell) for cell in local_cells[name]], abs=1e-4)
+
+
+@needs_ray
+@pytest.mark.usefixtures("ray_runtime")
+def test_both_engines_return_the_same_forecast_per_group_in_their_summaries(
+    texts: list[Any], tmp_path: Path
+) -> None:
+    from jeirt_lite import Router
+    from jeirt_lite.batch import ScoreOptions, score_file
+    from jeirt_lite.ray_engine import score_file_on_ray
+
+    bank = grouped_bank(tmp_path / "bank.parquet", texts, "strings")
+    options = ScoreOptions(forecast_by="subject", skip_bad=True, chunk_size=8)
+    local = score_file(Router.load(), input_path=bank, options=options).group_forecast
+    distributed = score_file_on_ray(bank, options=options, quiet=True).group_forecast
+    assert local is not None and distributed is not None
+    assert (distributed.column, distributed.counts) == (local.column, local.counts)
+    assert list(distributed.groups) == list(local.groups) == sorted(set(SUBJECTS))
+    for group, means in local.groups.items():  # float64 sums of the same float32 p, batched differently
+        assert distributed.groups[group] == pytest.approx(means, abs=1.5e-6), group
+    assert distributed.overall == pytest.approx(local.overall, abs=1.5e-6)
+
+
+@needs_ray
+@pytest.mark.usefixtures("ray_runtime")
+def test_without_skip_bad_both_engines_stop_at_the_first_bad_group_value_and_refuse_a_missing_column_alike(
+    capsys: pytest.CaptureFixture[str], texts: list[Any], tmp_path: Path
+) -> None:
+    bank = grouped_bank(tmp_path / "bank.parquet", texts, "strings")
+    for column, first_line in (
+        ("subject", f"jeirt-lite: error: {bank}: data row {min(BAD_GROUPS) + 1} (1-based): has no group value "
+                    "(missing or null); fix the row or pass --skip-bad to skip such rows"),
+        ("topic", f"jeirt-lite: error: {bank}: no group column 'topic' (columns: text, subject); see --forecast-by"),
+    ):
+        local_error, ray_error = errors_of_both_engines(capsys, tmp_path, bank, "--forecast-by", column)
+        assert local_error == first_line
+        # The workers name a bad row by its number alone; a missing column is refused as one machine words it.
+        assert ray_error == (local_error.replace(f"{bank}: ", "") if column == "subject" else local_error)

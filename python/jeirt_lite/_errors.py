@@ -13,8 +13,8 @@ from typing import Callable, Optional, TypeVar
 from jeirt_lite._core import JeirtError
 
 __all__ = [
-    "SKIP_BAD", "Hint", "JeirtError", "column_hint", "error_text", "hinted_error", "is_option_error", "option_error",
-    "rehint", "reraised_as",
+    "SKIP_BAD", "Hint", "JeirtError", "column_hint", "error_text", "hinted_error", "in_file", "is_option_error",
+    "option_error", "rehint", "reraised_as",
 ]
 
 
@@ -53,6 +53,16 @@ def option_error(message: str) -> JeirtError:
 
 def is_option_error(error: BaseException) -> bool:
     return bool(getattr(error, "option", False))
+
+
+def in_file(path: object, error: JeirtError) -> JeirtError:
+    """`error` named by the file at `path` it is about, as the readers name a file's errors (`path: problem`); its
+    hint is kept."""
+    hint: Optional[Hint] = getattr(error, "hint", None)
+    problem: Optional[str] = getattr(error, "problem", None)
+    if hint is None or problem is None:
+        return JeirtError(f"{path}: {error}")
+    return hinted_error(f"{path}: {problem}", hint)
 
 
 def rehint(message: str) -> JeirtError:

@@ -72,6 +72,17 @@ class GroupSums:
         np.add.at(self.sums, codes, probabilities.astype(np.float64, copy=False))
         self.counts += np.bincount(codes, minlength=len(self.counts))
 
+    def add_sums(self, group: str, sums: Sequence[float], count: int) -> None:
+        """Add one group's sums of P(correct) (one per LLM) over `count` questions, summed elsewhere (a Ray
+        worker's batch)."""
+        code = self._code(group)
+        self.sums[code] += np.asarray(sums, dtype=np.float64)
+        self.counts[code] += count
+
+    def partial_sums(self) -> list[tuple[str, np.ndarray, int]]:
+        """Each group's (group, sums per LLM, count) so far, in order of first appearance: what `add_sums` takes."""
+        return [(group, self.sums[code], int(self.counts[code])) for group, code in self.index.items()]
+
     def _code(self, group: str) -> int:
         code = self.index.get(group)
         if code is None:

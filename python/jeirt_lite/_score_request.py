@@ -61,9 +61,8 @@ def check_score_request(
                          "of them")
     if ids_path is not None and vectors_path is None:
         raise option_error("ids (--ids) go with question vectors (--vectors); a text bank carries its ids in its id column")
-    if options.forecast_by is not None and (vectors_path is not None or engine == RAY):
-        where = "question vectors" if vectors_path is not None else "the Ray engine"
-        raise option_error(f"forecast by a column (--forecast-by) reads a text bank on one machine; not {where}")
+    if options.forecast_by is not None and vectors_path is not None:
+        raise option_error("forecast by a column (--forecast-by) reads a column of a text bank, not question vectors")
     if output is None and not options.forecasting:
         raise option_error("nothing to do: give an output file (-o OUTPUT), or ask for the forecast (--forecast)")
     check_k(options.k, n_llms)

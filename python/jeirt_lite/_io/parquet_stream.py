@@ -1,5 +1,5 @@
 """Whole Parquet files for the Ray engine (jeirt_lite.ray_engine), which streams Arrow tables rather than the rows
-`writers.ParquetWriter` takes: a bank's row count from its footer, and a stream of scored tables written, in order,
+`writers.ParquetWriter` takes: a bank's row count and columns from its footer, and a stream of scored tables written, in order,
 into one Parquet file that appears only when complete. No Ray here: the tables come as any iterable."""
 
 from __future__ import annotations
@@ -15,9 +15,18 @@ from .outputs import atomic_output
 
 def parquet_rows(path: Path) -> int:
     """The rows of the Parquet file at `path`, from its footer (nothing else is read)."""
+    return int(_footer(path).num_rows)
+
+
+def parquet_columns(path: Path) -> list[str]:
+    """The columns of the Parquet file at `path`, from its footer (nothing else is read)."""
+    return list(_footer(path).schema.to_arrow_schema().names)
+
+
+def _footer(path: Path) -> Any:
     pa = require_pyarrow()
     try:
-        return int(pa.parquet.ParquetFile(str(path)).metadata.num_rows)
+        return pa.parquet.ParquetFile(str(path)).metadata
     except (pa.ArrowInvalid, OSError) as err:
         raise JeirtError(f"{path}: not a readable Parquet file ({err})") from err
 

@@ -1,6 +1,6 @@
 """The Ray engine's Dataset API: `score_dataset` maps a Ray Dataset of texts to the columns `jeirt-lite score`
 writes, `forecast_dataset` and `expected_accuracy` aggregate each LLM's mean P(correct) from per-batch sums, so only
-a few numbers per batch reach the driver."""
+a few numbers per batch reach the driver; `forecast_by_dataset` does it per group of a column (`group_sums`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import ray.data
 
 from .._artifact_files import read_router_files
 from .._errors import Hint, JeirtError, column_hint, hinted_error
-from .._group_forecast import NO_FORECAST
+from .._group_forecast import NO_FORECAST, GroupForecast
 from .._io.vocabulary import (
     TEXT_COLUMNS,
     column_missing,
@@ -28,10 +28,10 @@ from .._router_tables import usable_cores
 from .._routing import routing_rows
 from .._score_request import check_k
 from ..artifact import Manifest, read_manifest
+from .group_sums import COUNT_COLUMN, check_group_column, expected_accuracy_by
 from .worker import BankScorer
 
 DEFAULT_BATCH_SIZE = 1024
-COUNT_COLUMN = "count"
 
 def _batch_sums(batch: Any, probability_columns: list[str]) -> dict[str, np.ndarray]:
     """One row per batch: its row count and each LLM's sum of P(correct), in float64."""
@@ -100,6 +100,7 @@ def score_dataset(
     cost_weight: float = 0.0,
     min_probability: Optional[float] = None,
     costs: Optional[Mapping[str, float]] = None,
+    group_column: Optional[str] = None,
 ) -> Any:
     """Score a Ray Dataset of question texts; returns a (lazy) Dataset with the columns `jeirt-lite score` writes.
 
@@ -119,6 +120,9 @@ def score_dataset(
         llms, cost_weight, min_probability: the routing rules of `Router.route` for the top-k columns.
         costs: {LLM name: cost} for this run instead of the router's stored costs (an LLM left out has none), as
             `Router.route(costs=...)`; checked here, applied on every worker.
+        group_column: carry each row's value of this column, as text, in the column `GROUP_COLUMN`, for
+            `expected_accuracy_by`; a row whose value cannot name a group (null, blank, neither a string nor an
+            integer) is a bad row.
 
     Raises:
         JeirtError: a missing column, a bad k or routing option, or (when the Dataset runs) a bad row without
@@ -135,6 +139,7 @@ def score_dataset(
     names = list(ds.schema().names)
     text_column = text_column_of(names, text_column)
     resolved_id = find_id_column(names, text_column, id_column)
+    check_group_column(names, group_column)
     try:
         # A bank read as one big block (one Parquet row group) would go to one worker: streaming re-blocking to
         # batch-sized blocks (no shuffle, order kept) lets every worker take part.
@@ -155,6 +160,7 @@ def score_dataset(
             "routing": {"llms": None if llms is None else tuple(llms), "cost_weight": cost_weight,
                         "min_probability": min_probability},
             "costs": costs,
+            "group_column": group_column,
         },
         batch_size=batch_size,
         batch_format="pyarrow",
@@ -204,3 +210,14 @@ def forecast_dataset(ds: Any, router_path: Union[str, Path], **score_kwargs: Any
     score_kwargs.update(all_probabilities=True, k=1)
     llms = read_manifest(Path(router_path)).llms
     return expected_accuracy(score_dataset(ds, router_path, **score_kwargs), llms)[0]
+
+
+def forecast_by_dataset(
+    ds: Any, router_path: Union[str, Path], column: str, **score_kwargs: Any
+) -> GroupForecast:
+    """`jeirt-lite score --forecast-by COLUMN` on a Ray Dataset: each LLM's expected accuracy (mean P(correct)) on
+    the whole Dataset and on each group of its rows, a group being a value of `column` read as text (at most
+    MAX_GROUPS of them). `score_kwargs` as `score_dataset` takes them."""
+    score_kwargs.update(all_probabilities=True, k=1, group_column=column)
+    llms = read_manifest(Path(router_path)).llms
+    return expected_accuracy_by(score_dataset(ds, router_path, **score_kwargs), llms, column)

@@ -13,15 +13,16 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import ray
 import ray.data
 
-from .._errors import JeirtError, rehint
+from .._errors import JeirtError, in_file, rehint, reraised_as
+from .._group_forecast import GroupForecast
 from .._io.optional import require_pyarrow
 from .._io.outputs import check_output_path
-from .._io.parquet_stream import parquet_rows, write_tables
+from .._io.parquet_stream import parquet_columns, parquet_rows, write_tables
 from .._io.vocabulary import default_id_column, probability_column
 from .._router import DEFAULT_ROUTER_PATH
 from .._router_tables import usable_cores
@@ -29,6 +30,7 @@ from .._score_request import RAY, ScoreOptions, check_score_request
 from ..artifact import PathLike, read_manifest
 from ..batch import ScoreState, ScoreSummary
 from .dataset import checked_routing, expected_accuracy, find_id_column, score_dataset, text_column_of
+from .group_sums import GROUP_COLUMN, check_group_column, expected_accuracy_by
 from .quiet import init_logging_level, ray_data_console
 from .row_numbers import ROW_NUMBER_COLUMN, ROW_TYPE, read_numbered
 from .worker import empty_scores
@@ -77,7 +79,8 @@ def score_file_on_ray(
 
     Workers encode and score; the driver streams the scored batches, in input order, into a temporary file next
     to the output and renames it at the end (`_io.outputs.atomic_output`), so a failed or interrupted run leaves no
-    output. The forecast is aggregated from per-batch sums (`expected_accuracy`). Without a running Ray, one is
+    output. The forecast is aggregated from per-batch sums (`expected_accuracy`; by `options.forecast_by`'s groups,
+    `expected_accuracy_by`, into the summary's `group_forecast`). Without a running Ray, one is
     started for the call (on `address`, else locally on the CPUs this process may use) and shut down after it. `costs`
     replaces the router's stored costs for the run, as in `score_dataset`. The paths are a str or a Path, as
     `batch.score_file` takes them.
@@ -102,6 +105,7 @@ def score_file_on_ray(
     if target is not None:
         check_output_path(target, [source], router_path)
     total = parquet_rows(source)  # from the file's footer: a Ray count would be one more job to schedule
+    _columns(source, parquet_columns(source), text_column, id_column, options.forecast_by)  # before Ray starts
     started_here = not ray.is_initialized()
     if started_here:
         # Without an address: a local runtime on the CPUs this process may use; with one: join that cluster.
@@ -120,7 +124,11 @@ def score_file_on_ray(
     finally:
         if started_here:
             ray.shutdown()
-    return ScoreSummary(rows=rows, skipped=total - rows, seconds=seconds, output=target, forecast=forecast)
+    by_group = None
+    if isinstance(forecast, GroupForecast):  # the whole bank's forecast is its `overall`, as on one machine
+        by_group, forecast = forecast, forecast.overall
+    return ScoreSummary(rows=rows, skipped=total - rows, seconds=seconds, output=target, forecast=forecast,
+                        group_forecast=by_group)
 
 
 @dataclass(frozen=True)
@@ -139,9 +147,13 @@ class _FileRun:
     state: ScoreState = field(default_factory=ScoreState)
 
 
+# Each LLM's expected accuracy on the bank, or (`forecast_by`) on the bank and on each group of it.
+Forecast = Union[dict[str, float], GroupForecast]
+
+
 def _score_on_ray(
     run: _FileRun, router_path: Path, llms: Sequence[str], show_progress: bool
-) -> tuple[int, Optional[dict[str, float]], float]:
+) -> tuple[int, Optional[Forecast], float]:
     """Runs the Ray pipeline; returns (rows scored, forecast or None, seconds).
 
     A worker's JeirtError (a bad row) comes back as that JeirtError. The failed run's worker actors keep their CPUs
@@ -149,21 +161,23 @@ def _score_on_ray(
     here, before the error is raised; without that, the next Dataset on the same runtime can wait for CPUs
     indefinitely.
     """
-    failure: Optional[str] = None
+    failure: Optional[JeirtError] = None
     try:
         return _run_pipeline(run, router_path, llms, show_progress)
     except Exception as error:
         cause = unwrap_error(error)
         if cause is None:
             raise
-        failure = str(cause)
+        # A new error of the message and hint alone: holding `cause` would keep the cycles alive.
+        failure = reraised_as(rehint(str(cause)), cause)
+        del cause
     gc.collect()
-    raise rehint(failure)  # a new error from the message alone: holding `cause` would keep the cycles alive
+    raise failure
 
 
 def _run_pipeline(
     run: _FileRun, router_path: Path, llms: Sequence[str], show_progress: bool
-) -> tuple[int, Optional[dict[str, float]], float]:
+) -> tuple[int, Optional[Forecast], float]:
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True  # the output keeps the input order, as on one machine
     context.enable_progress_bars = show_progress
@@ -176,7 +190,7 @@ def _run_pipeline(
         text_column=text_column,
         id_column=id_column,
         k=options.k,
-        all_probabilities=options.all_probabilities or options.forecast,
+        all_probabilities=options.all_probabilities or options.forecasting,
         skip_bad=options.skip_bad,
         batch_size=options.chunk_size,  # rows per worker call
         threads_per_worker=run.threads_per_worker,
@@ -185,23 +199,34 @@ def _run_pipeline(
         cost_weight=options.cost_weight,
         min_probability=options.min_probability,
         costs=run.costs,
+        group_column=options.forecast_by,
     )
-    forecast: Optional[dict[str, float]] = None
+    forecast: Optional[Forecast] = None
     rows = 0
-    if run.output is not None and options.forecast:
+    if run.output is not None and options.forecasting:
         scored = scored.materialize()  # scored once, in the object store; read by both passes below
-    if options.forecast:
-        # Counted as each batch's sums arrive: an interrupted run says how far it got; once done, every row is
-        # scored before any is written or printed, and a failure after says so.
-        forecast, rows = expected_accuracy(scored, llms, on_rows=partial(_add_scored, run.state))
+    if options.forecasting:
+        forecast, rows = _forecast(scored, llms, options, run.state)
     if run.output is not None:
-        drop = [] if options.all_probabilities else [probability_column(name) for name in llms if options.forecast]
+        forecast_only = [probability_column(name) for name in llms if not options.all_probabilities]
+        drop = (forecast_only if options.forecasting else []) + ([GROUP_COLUMN] if options.forecast_by else [])
         schema = _scored_schema(id_type, options, llms)
         batches = scored.iter_batches(batch_format="pyarrow", batch_size=None)
-        if not options.forecast:  # scored on their way to the file: counted as they are written
+        if not options.forecasting:  # scored on their way to the file: counted as they are written
             batches = _counted(batches, run.state)
         rows = write_tables(batches, run.output, drop, schema)
     return rows, forecast, time.perf_counter() - started
+
+
+def _forecast(scored: Any, llms: Sequence[str], options: ScoreOptions, state: ScoreState) -> tuple[Forecast, int]:
+    """The forecast (per group of `options.forecast_by`'s column, if given) and the rows it covers. Counted as each
+    batch's sums arrive: an interrupted run says how far it got; once done, every row is scored before any is
+    written or printed, and a failure after says so."""
+    on_rows = partial(_add_scored, state)
+    if options.forecast_by is None:
+        return expected_accuracy(scored, llms, on_rows=on_rows)
+    by_group = expected_accuracy_by(scored, llms, options.forecast_by, on_rows=on_rows)
+    return by_group, by_group.rows
 
 
 def _add_scored(state: ScoreState, rows: int) -> None:
@@ -222,17 +247,32 @@ def _bank(run: _FileRun) -> tuple[Any, str, str, Any]:
     ds = ray.data.read_parquet(str(path))
     schema = ds.schema()  # from the file's footer: no row is read
     names = list(schema.names)
-    text_column = text_column_of(names, run.text_column)
-    without_ids = run.id_column is None and default_id_column(names) is None
-    if without_ids and text_column in names and text_column != ROW_NUMBER_COLUMN:
-        numbered = read_numbered(path, text_column, run.options.chunk_size)
+    text_column, id_column = _columns(run.input_path, names, run.text_column, run.id_column, run.options.forecast_by)
+    if id_column is None:
+        also = [run.options.forecast_by] if run.options.forecast_by is not None else []
+        numbered = read_numbered(path, text_column, run.options.chunk_size, also)
         return numbered, text_column, ROW_NUMBER_COLUMN, ROW_TYPE
-    id_column = find_id_column(names, text_column, run.id_column)
     return ds, text_column, id_column, dict(zip(names, schema.types))[id_column]
+
+
+def _columns(
+    path: Path, names: list[str], text_column: Optional[str], id_column: Optional[str], group_column: Optional[str]
+) -> tuple[str, Optional[str]]:
+    """The text and id columns (None: the rows are numbered) of the bank at `path` of columns `names`, and its group
+    column checked, in the order and the words of one machine's reader."""
+    try:
+        text = text_column_of(names, text_column)
+        without_ids = id_column is None and default_id_column(names) is None
+        numbered = without_ids and text in names and text != ROW_NUMBER_COLUMN
+        ids = None if numbered else find_id_column(names, text, id_column)
+        check_group_column(names, group_column)
+    except JeirtError as error:  # named by the bank, as one machine's reader names it
+        raise in_file(path, error) from None
+    return text, ids
 
 
 def _scored_schema(id_type: Any, options: ScoreOptions, llms: Sequence[str]) -> Any:
     """The schema of the scores, which the output has even when no row is scored: an empty bank, or one whose every
     row is skipped, gives a file of no rows, as on one machine."""
-    all_probabilities = options.all_probabilities or options.forecast
+    all_probabilities = options.all_probabilities or options.forecasting
     return empty_scores(require_pyarrow(), id_type, options.k, llms, all_probabilities).schema

@@ -10,10 +10,11 @@ from typing import Any, Optional
 
 from .._errors import SKIP_BAD, hinted_error
 from .._io.optional import require_pyarrow
-from .._io.vocabulary import id_problem, score_columns, text_problem
+from .._io.vocabulary import group_problem, id_problem, score_columns, text_problem
 from .._io.writers import ScoredChunk, score_table
 from .._score_request import ScoreOptions
 from ..batch import score_chunk
+from .group_sums import GROUP_COLUMN
 from .row_numbers import ROW_NUMBER_COLUMN
 
 
@@ -32,6 +33,7 @@ class BankScorer:
         router_files: Optional[dict[str, bytes]] = None,
         routing: Optional[dict[str, Any]] = None,
         costs: Optional[dict[str, float]] = None,
+        group_column: Optional[str] = None,
     ):
         from .._router import Router
 
@@ -46,6 +48,8 @@ class BankScorer:
             self.router = self.router.with_costs(costs, replace=True)
         self.pa = require_pyarrow()
         self.text_column, self.id_column = text_column, id_column
+        # Each row's value of this column, as text, goes out beside its scores in GROUP_COLUMN (`--forecast-by`).
+        self.group_column = group_column
         self.options = ScoreOptions(k=k, all_probabilities=all_probabilities, skip_bad=skip_bad, **(routing or {}))
         self.columns = score_columns(k, self.router.llms, all_probabilities)
         self.name_array = self.pa.array(list(self.router.llms), type=self.pa.string())
@@ -54,9 +58,12 @@ class BankScorer:
         pa = self.pa
         texts = batch.column(self.text_column).to_pylist()
         ids = batch.column(self.id_column).combine_chunks()
+        groups = batch.column(self.group_column).to_pylist() if self.group_column is not None else None
         keep = []
         for i, (text, ident) in enumerate(zip(texts, ids.to_pylist())):
-            problem = text_problem(text) or id_problem(ident)  # the rules of the single-machine reader
+            problem = text_problem(text) or id_problem(ident)  # the rules of the single-machine reader, in its order
+            if problem is None and groups is not None:
+                problem = group_problem(groups[i])
             if problem is None:
                 keep.append(i)
             elif not self.options.skip_bad:
@@ -66,9 +73,14 @@ class BankScorer:
             texts = [texts[i] for i in keep]
         ids = _as_written(pa, ids)
         if not texts:  # every row of the batch was bad and skipped
-            return empty_scores(pa, ids.type, self.options.k, self.router.llms, self.options.all_probabilities)
-        chunk = score_chunk(self.router, [], self.router.encode(texts), self.options)
-        return score_table(pa, ids, chunk, self.name_array, self.columns)
+            scores = empty_scores(pa, ids.type, self.options.k, self.router.llms, self.options.all_probabilities)
+        else:
+            chunk = score_chunk(self.router, [], self.router.encode(texts), self.options)
+            scores = score_table(pa, ids, chunk, self.name_array, self.columns)
+        if groups is None:
+            return scores
+        # read as text, as one machine reads them: 3 and "3" are one group
+        return scores.append_column(GROUP_COLUMN, pa.array([str(groups[i]) for i in keep], pa.string()))
 
     def _row_name(self, ident: Any) -> str:
         """A row named in an error: by its number when the ids are the data row numbers (`row_numbers`), else by its

@@ -260,8 +260,7 @@ def _check_ray_arguments(args: argparse.Namespace) -> None:
     for flag, given in (("--address", args.address is not None), ("--ship-router", args.ship_router)):
         if given and args.engine != "ray":
             raise option_error(f"{flag} goes with --engine ray")
-    for flag, given in (("--vectors", args.vectors is not None), ("--ids", args.ids is not None),
-                        ("--forecast-by", args.forecast_by is not None)):
+    for flag, given in (("--vectors", args.vectors is not None), ("--ids", args.ids is not None)):
         if given:  # refused, not ignored: score_file_on_ray takes neither
             raise option_error(f"{flag} runs on one machine; --engine ray scores a Parquet bank of question texts")
 
