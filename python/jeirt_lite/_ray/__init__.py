@@ -1,6 +1,7 @@
 """The Ray engine's parts, behind the public `jeirt_lite.ray_engine`: `worker` the actor that scores one batch on a
-worker, `dataset` the Dataset API (`score_dataset`, `forecast_dataset`) and `file_run` the file-to-file run of
-`jeirt-lite score --engine ray` (`score_file_on_ray`), which reads a bank without ids by `row_numbers`. Only
+worker, `dataset` the Dataset API (`score_dataset`, `forecast_dataset`, `forecast_by_dataset`), `group_sums` the
+forecast per group (`--forecast-by`) summed per batch and added on the driver, and `file_run` the file-to-file run
+of `jeirt-lite score --engine ray` (`score_file_on_ray`), which reads a bank without ids by `row_numbers`. Only
 `ray_engine` imports them: the core package never imports Ray."""
 
 try:
