@@ -167,7 +167,8 @@ def test_both_engines_forecast_the_same_groups_with_the_same_counts_and_skip_the
     bad = len(set(BAD) | set(BAD_GROUPS))
     assert counts(ray_err) == counts(local_err) == (f"scored {len(texts) - bad} questions", f"skipped {bad} bad rows")
     (heading, lines), (local_heading, local_lines) = table_of(ray_out), table_of(local_out)
-    assert heading == local_heading == f"expected accuracy by subject on {len(texts) - bad} questions (mean P(correct)):"
+    scored = len(texts) - bad
+    assert heading == local_heading == f"expected accuracy by subject on {scored} questions (mean P(correct)):"
     assert lines[:2] == local_lines[:2]  # the groups in the same order, each with the same count
     if kind == "integers":
         assert lines[0] == ["llm", "all", "3", "4", "5", "6"]

@@ -1,6 +1,7 @@
 """Whole Parquet files for the Ray engine (jeirt_lite.ray_engine), which streams Arrow tables rather than the rows
-`writers.ParquetWriter` takes: a bank's row count and columns from its footer, and a stream of scored tables written, in order,
-into one Parquet file that appears only when complete. No Ray here: the tables come as any iterable."""
+`writers.ParquetWriter` takes: a bank's row count and columns from its footer, and a stream of scored tables
+written, in order, into one Parquet file that appears only when complete. No Ray here: the tables come as any
+iterable."""
 
 from __future__ import annotations
 

@@ -43,7 +43,9 @@ def row_groups(path: Path) -> list[dict[str, int]]:
     return groups or [{"group": -1, "first": 1}]
 
 
-def read_row_groups(groups: Any, path: str, text_column: str, batch_size: int, also: Sequence[str] = ()) -> Iterator[Any]:
+def read_row_groups(
+    groups: Any, path: str, text_column: str, batch_size: int, also: Sequence[str] = ()
+) -> Iterator[Any]:
     """The numbered texts (and columns `also`) of the row groups in `groups` (a table of `group` and its `first`
     row's number), one table per `batch_size` rows; a group of no rows (or -1, none) gives one empty table, which
     still tells Ray Data the columns."""
