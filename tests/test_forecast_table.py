@@ -1,0 +1,49 @@
+"""The table of `score --forecast-by` (cli/_forecast_table.py) with group names a bank may hold: each LLM on one
+line, the columns aligned on a terminal and split apart on runs of two spaces, whatever the names."""
+
+from __future__ import annotations
+
+import io
+import re
+import unicodedata
+
+from jeirt_lite._group_forecast import GroupForecast
+from jeirt_lite.cli._forecast_table import print_group_forecast
+
+LLMS = ("llm-a", "llm-b")
+
+
+def printed(groups: list[str]) -> list[str]:
+    forecast = GroupForecast(
+        column="subject",
+        overall={name: 0.5 for name in LLMS},
+        groups={group: {name: 0.25 for name in LLMS} for group in sorted(groups)},
+        counts={group: 1 for group in sorted(groups)},
+    )
+    out = io.StringIO()
+    print_group_forecast(out, forecast)
+    return out.getvalue().splitlines()
+
+
+def terminal_cells(line: str) -> int:
+    return sum(0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in line)
+
+
+def test_a_name_holding_a_newline_or_a_tab_keeps_each_llm_on_a_line_of_its_own() -> None:
+    lines = printed(["a\nb", "t\tab", "math"])
+    assert len(lines) == 1 + 2 + len(LLMS)  # the title, the header, the counts, one line per LLM
+    assert not any("\t" in line for line in lines)
+    assert lines[1].split()[2:] == [r"'a\nb'", "math", r"'t\tab'"]
+
+
+def test_names_of_wide_and_combining_characters_keep_the_columns_aligned_on_a_terminal() -> None:
+    lines = printed(["数学", "e\u0301tude", "math"])[1:]
+    assert len({terminal_cells(line) for line in lines}) == 1  # right-aligned: every line ends where the others do
+
+
+def test_spaces_that_would_split_a_column_or_hide_in_its_padding_are_shown_escaped() -> None:
+    lines = printed(["computer  science", " math", "math", "computer science"])
+    header = re.split(r" {2,}", lines[1].strip())
+    assert header == ["llm", "all", r"'\x20math'", r"'computer\x20\x20science'",
+                      "computer science", "math"]
+    assert all(len(re.split(r" {2,}", line.strip())) == len(header) for line in lines[1:])
