@@ -80,14 +80,15 @@ def test_a_fallback_shows_as_a_first_probability_below_the_threshold(router: Rou
     assert ((p_1 < 0.8) == fallback).all()
 
 
+@pytest.mark.parametrize("forecast", [["--forecast"], ["--forecast-by", "id"]], ids=["whole", "by-group"])
 def test_the_forecast_and_every_llm_s_column_stay_every_llm_s(
-    router: Router, bank: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    router: Router, bank: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], forecast: list[str]
 ) -> None:
     outputs: dict[str, Path] = {}
     forecasts: dict[str, str] = {}
     for label, flags in (("plain", []), ("two", ["--llms", ",".join(TWO)])):
         outputs[label] = tmp_path / f"{label}.csv"
-        assert main(["score", str(bank), "-o", str(outputs[label]), "--all", "--forecast", "--threads", "1",
+        assert main(["score", str(bank), "-o", str(outputs[label]), "--all", *forecast, "--threads", "1",
                      *flags]) == 0
         forecasts[label] = capsys.readouterr().out
     plain, two = read_csv_rows(outputs["plain"]), read_csv_rows(outputs["two"])
