@@ -47,3 +47,8 @@ def test_spaces_that_would_split_a_column_or_hide_in_its_padding_are_shown_escap
     assert header == ["llm", "all", r"'\x20math'", r"'computer\x20\x20science'",
                       "computer science", "math"]
     assert all(len(re.split(r" {2,}", line.strip())) == len(header) for line in lines[1:])
+
+
+def test_a_group_named_all_is_told_apart_from_the_whole_bank_s_column() -> None:
+    header = printed(["all", "math"])[1].split()
+    assert header == ["llm", "all", "'all'", "math"]

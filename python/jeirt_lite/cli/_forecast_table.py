@@ -44,8 +44,8 @@ def print_group_forecast(out: TextIO, forecast: GroupForecast,
 def shown_group(name: str) -> str:
     """`name` as the table's header shows it: as is when it reads plainly in one cell, else as a Python literal
     with its spaces escaped (`'a\\nb'`, `'\\x20math'`), so that a newline or a tab does not break the table, a run
-    of spaces does not split the column, and ` math` is not taken for `math`."""
-    if name.isprintable() and name == name.strip() and "  " not in name:
+    of spaces does not split the column, and neither ` math` nor a group named `all` is taken for another column."""
+    if name.isprintable() and name == name.strip() and "  " not in name and name != ALL:
         return name
     return repr(name).replace(" ", "\\x20")
 
