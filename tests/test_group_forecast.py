@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -204,3 +205,17 @@ def test_router_forecast_by_refuses_groups_a_bank_s_column_would_refuse(
 ) -> None:
     with pytest.raises(JeirtError, match=problem):
         router.forecast_by(["What is 2 + 2?", "Who wrote Hamlet?"], groups)  # type: ignore[arg-type]
+
+
+def test_a_jsonl_bank_whose_first_row_leaves_the_field_out_has_a_bad_row_not_a_missing_column(
+    rows: list[dict[str, Any]], tmp_path: Path, tiny_router_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    bank = tmp_path / "bank.jsonl"
+    lines = [{key: value for key, value in row.items() if i > 0 or key != "subject"} for i, row in enumerate(rows[:6])]
+    bank.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    common = [bank, "--router", tiny_router_path, "-q", "--forecast-by", "subject"]
+    code, out, err = run_cli(capsys, *common)
+    assert (code, out) == (1, "")
+    assert re.search(r"bank.jsonl: data row 1 \([^)]*\): has no group value \(missing or null\);", err)
+    code, out, err = run_cli(capsys, *common, "--skip-bad")
+    assert code == 0 and "on 5 questions" in out and "skipped 1 bad row" in err

@@ -80,6 +80,10 @@ class TextReader:
         try:
             self.text_column = text_column if text_column is not None else self._found_text_column()
             self._check_columns(self.records.columns)
+            if self.schemaless and self.group_column is not None:
+                # A JSONL row may leave the field out, the first row too (a bad row, as a null is): only a name
+                # that none of the first rows holds (misspelt) is refused as the bank's missing column.
+                self._check_group_column(self.records.columns_ahead([self.group_column]), self.group_column)
         except JeirtError:
             self.records.close()
             raise
@@ -96,6 +100,10 @@ class TextReader:
                                column_hint("text_column"))
         return found or TEXT_COLUMN
 
+    def _check_group_column(self, columns: Optional[list[str]], column: str) -> None:
+        if columns is not None and column not in columns:
+            raise hinted_error(f"{self.path}: {column_missing('group', column, columns)}", column_hint("forecast_by"))
+
     def _check_columns(self, columns: Optional[list[str]]) -> None:
         if columns is None:  # known only once rows are read (JSONL)
             return
@@ -110,9 +118,8 @@ class TextReader:
         if self.llm_rows is not None and self.llm_rows[0] not in columns:
             raise hinted_error(f"{self.path}: {column_missing('LLM', self.llm_rows[0], columns)}",
                                column_hint("llm_column"))
-        if self.group_column is not None and self.group_column not in columns:
-            raise hinted_error(f"{self.path}: {column_missing('group', self.group_column, columns)}",
-                               column_hint("forecast_by"))
+        if self.group_column is not None and not self.schemaless:  # JSONL: checked on its first rows (__init__)
+            self._check_group_column(columns, self.group_column)
         if self.id_column is None:
             if self.read_ids and not self.schemaless:  # JSONL: its first good row decides (__iter__)
                 self.id_column = default_id_column(columns)
