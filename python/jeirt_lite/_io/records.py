@@ -292,30 +292,36 @@ class JsonlRecords(RecordReader):
 
     def columns_ahead(self, holding: Sequence[str] = ()) -> Optional[list[str]]:
         """The fields of the first readable object holding one of `holding` (any object when empty), before any
-        row is read: an object without one is a bad row (`batches` requires the field), not the file's header.
-        The lines up to it are read ahead and kept for `batches` to read first, so a pipe, which can be read
-        once, loses none. When none of the first rows is such an object: the first object's fields, else None
-        (the rows then say what is wrong with them)."""
+        row is read: an object without one is a bad row (`batches` requires the field), not the file's header. The
+        rows looked through are kept for `batches` (a pipe is read once). When none of the first rows is such an
+        object: the first object's fields, else None (the rows then say what is wrong with them)."""
         if self.columns is not None:
             return self.columns
         first: Optional[list[str]] = None
-        while len(self.ahead) < _AHEAD_ROWS:
-            line = bounded_readline(self.handle)
-            if line == b"":
-                break
-            self.lines_ahead += 1
-            if line is None:  # ends the file: `batches` reports it after the rows before it
-                self.ahead.append((self.lines_ahead, None))
-                break
-            if not line.strip():  # not a row: only counted, so that the rows after it keep their line numbers
-                continue
-            self.ahead.append((self.lines_ahead, line))
-            record = self._record(self.lines_ahead, line, ())
+        for number, line in self._rows_ahead():
+            record = self._record(number, line, ())
             if isinstance(record, dict):
                 if not holding or any(name in record for name in holding):
                     return list(record)
                 first = first or list(record)
         return first
+
+    def _rows_ahead(self) -> Iterator[tuple[int, bytes]]:
+        """The first rows, numbered: those a call for other fields read ahead, then more, kept in `ahead` too."""
+        yield from ((number, kept) for number, kept in self.ahead if kept is not None)
+        ended = bool(self.ahead) and self.ahead[-1][1] is None  # at a line too long: no row is read past it
+        while not ended and len(self.ahead) < _AHEAD_ROWS:
+            line = bounded_readline(self.handle)
+            if line == b"":
+                return
+            self.lines_ahead += 1
+            if line is None:  # ends the file: `batches` reports it after the rows before it
+                self.ahead.append((self.lines_ahead, None))
+                return
+            if not line.strip():  # not a row: only counted, so that the rows after it keep their line numbers
+                continue
+            self.ahead.append((self.lines_ahead, line))
+            yield self.lines_ahead, line
 
     @staticmethod
     def _record(line_number: int, line: bytes, required: Sequence[str]) -> Any:
