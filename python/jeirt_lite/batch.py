@@ -168,7 +168,7 @@ def _pipelined_chunks(
 
 
 def _chunk_source(router: Router, reader: Any, progress: Progress, state: ScoreState) -> tuple[Chunks, Router]:
-    """The (ids, vectors, features) chunks of the input, and the router that scores them."""
+    """The (ids, group values or None, encoded questions) chunks of the input, and the router that scores them."""
     if isinstance(reader, TextReader) and pipelines(router):
         return _pipelined_chunks(router, reader, progress, state), scoring_copy(router)
     if isinstance(reader, TextReader):
