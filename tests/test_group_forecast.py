@@ -207,6 +207,20 @@ def test_router_forecast_by_refuses_groups_a_bank_s_column_would_refuse(
         router.forecast_by(["What is 2 + 2?", "Who wrote Hamlet?"], groups)  # type: ignore[arg-type]
 
 
+def test_router_forecast_by_takes_the_groups_as_a_column_of_numpy_pandas_or_arrow_as_the_texts(
+    router: Router,
+) -> None:
+    pandas = pytest.importorskip("pandas")
+    pyarrow = pytest.importorskip("pyarrow")
+    texts = ["What is 2 + 2?", "Who wrote Hamlet?", "What is 3 * 7?"]
+    wanted = router.forecast_by(texts, ["3", "law", "3"])
+    for groups in (np.array(["3", "law", "3"]), pandas.Series([3, "law", 3]), pyarrow.array(["3", "law", "3"]),
+                   [np.int64(3), "law", 3]):
+        assert router.forecast_by(pandas.Series(texts), groups) == wanted, type(groups).__name__
+    with pytest.raises(JeirtError, match="not a DataFrame"):
+        router.forecast_by(texts, pandas.DataFrame({"subject": ["3", "law", "3"]}))
+
+
 # Row 1 is also the row whose fields name the text column (read ahead): the group field is looked for past it.
 @pytest.mark.parametrize("lacking", [{0}, {1, 2, 3, 4, 5}], ids=["first row", "every row but the first"])
 def test_a_jsonl_bank_whose_first_rows_leave_the_field_out_has_bad_rows_not_a_missing_column(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -38,10 +38,10 @@ class GroupForecast:
 
 def checked_groups(groups: object, count: int) -> list[str]:
     """One group per question, as text (an integer is read as its digits, as a CSV cell is), checked by the rules
-    a bank's group column is read by; a JeirtError naming the first bad one. A single string is refused: it would
+    a bank's group column is read by; a JeirtError naming the first bad one. A list, or a table's column as the
+    texts may be one (a NumPy array, a pandas Series, a pyarrow array); a single string is refused: it would
     otherwise be read as one group per character."""
-    if isinstance(groups, (str, bytes)) or not isinstance(groups, Sequence):
-        raise JeirtError(f"groups must be a list of one group per question, not a {type(groups).__name__}")
+    groups = _listed(groups)
     if len(groups) != count:
         raise JeirtError(f"{counted(len(groups), 'group value')} for {counted(count, 'question')}: "
                          "give one per question")
@@ -50,6 +50,19 @@ def checked_groups(groups: object, count: int) -> list[str]:
         if problem is not None:
             raise JeirtError(f"groups[{i}]: {problem}")
     return [str(group) for group in groups]
+
+
+def _listed(groups: object) -> list[Any]:
+    """The groups as a list of Python values: a table's column gives them as its own list method does (NumPy's
+    int64 is not an int, a pyarrow scalar not a str); a whole table or anything else is refused."""
+    kind = type(groups).__name__
+    if hasattr(groups, "columns") or hasattr(groups, "column_names"):  # a DataFrame, a pyarrow Table
+        raise JeirtError(f"groups must be one group per question, not a {kind} (pass its group column)")
+    convert = getattr(groups, "to_pylist", None) or getattr(groups, "tolist", None)  # pyarrow; NumPy and pandas
+    values = convert() if callable(convert) else groups
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise JeirtError(f"groups must be a list of one group per question, not a {kind}")
+    return [value.item() if isinstance(value, np.generic) else value for value in values]
 
 
 class GroupSums:
