@@ -1,5 +1,5 @@
-"""How a message names many things: the first few, then how many more, so that it stays one readable line; and a
-count with its noun."""
+"""How a message names many things: the first few, then how many more, so that it stays one readable line; a
+count with its noun; and text a user gave, made writable on any stream."""
 
 from __future__ import annotations
 
@@ -21,3 +21,32 @@ def first_and_more(
 def counted(n: int, noun: str) -> str:
     """`n` and `noun`, plural unless n is 1: "1 question", "12,288 questions"."""
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
+def printable(text: str, encoding: str) -> str:
+    """`text` as a stream in `encoding` can take it: each character the encoding lacks (an emoji on an ASCII
+    locale's stdout; a lone surrogate, what a byte that is not UTF-8 becomes once decoded, on a strict UTF-8 one) as
+    JSON's escape of it, `\\u00e9` (two for a character beyond U+FFFF), so that a JSON line stays JSON and reads back
+    as the same text."""
+    try:
+        text.encode(encoding)
+        return text
+    except UnicodeEncodeError:
+        return "".join(char if _encodes(char, encoding) else _json_escape(char) for char in text)
+
+
+def _encodes(char: str, encoding: str) -> bool:
+    try:
+        char.encode(encoding)
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code > 0xFFFF:  # a UTF-16 surrogate pair, as JSON writes one
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+

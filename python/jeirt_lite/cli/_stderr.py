@@ -11,6 +11,8 @@ import io
 import os
 from typing import Any, Optional, TextIO
 
+from ._stdout import write_printable
+
 
 def reserve_closed_descriptors() -> None:
     """Open the null device on descriptors 1 and 2 where they are closed, so that no file the command opens gets
@@ -34,7 +36,7 @@ class LossyStderr:
     def write(self, text: str) -> int:
         if self._stream is not None:
             try:
-                self._stream.write(text)
+                write_printable(self._stream, text)  # an unencodable character escaped, not the message lost
             except (OSError, ValueError):  # closed, full or gone: the message is lost, the command goes on
                 pass
         return len(text)

@@ -4,6 +4,7 @@
 A command whose job is to print (`route`, `info`, `score` without -o) fails on it as coreutils' commands do: one
 line, `stdout: write error: Bad file descriptor`, exit 1; a broken pipe alone ends it quietly with status 0 (`_run`).
 A command whose result is a file or folder writes it all the same: what it prints is dropped (`OutlivesItsReader`).
+A character the stream's encoding lacks is printed escaped (`write_printable`), never a traceback.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, NoReturn, TextIO
 
 from .._errors import JeirtError
+from .._text import printable
 from ._prog import PROG
 
 
@@ -35,6 +37,17 @@ def write_error(error: OSError) -> JeirtError:
     """The one-line error of a stdout that cannot be written; what it still buffers goes nowhere at exit."""
     silence_stdout()
     return JeirtError(f"stdout: write error: {error.strerror or error}")
+
+
+def write_printable(stream: TextIO, text: str) -> int:
+    """Writes `text` to `stream`; a character its encoding lacks (a question's emoji on an ASCII locale, a path's
+    byte that is not UTF-8 on a strict stdout: PYTHONIOENCODING=utf-8:strict) is written as its \\u escape
+    (_text.printable) rather than failing the command, which printed it only to show it. (A text stream encodes a
+    write whole before any of it goes out, so the failed write wrote nothing.)"""
+    try:
+        return stream.write(text)
+    except UnicodeEncodeError:
+        return stream.write(printable(text, getattr(stream, "encoding", None) or "utf-8"))
 
 
 class _Lines:
@@ -84,7 +97,7 @@ class FailsInOneLine(_Lines):
 
     def write(self, text: str) -> int:
         with _one_line_errors():
-            return self._stream.write(text)
+            return write_printable(self._stream, text)
 
     def flush(self) -> None:
         with _one_line_errors():
@@ -116,7 +129,7 @@ class OutlivesItsReader(_Lines):
     def write(self, text: str) -> int:
         if not self.reader_gone:
             try:
-                self.stream.write(text)
+                write_printable(self.stream, text)
             except OSError as error:
                 self._gone(error)
         return len(text)
