@@ -1,12 +1,12 @@
 """How a message names many things (`_text.first_and_more`): every one up to the number shown, then how many more;
-and how text a user gave is made printable (`printable`)."""
+and how text a user gave is made printable (`printable`) or recordable (`bytes_escaped`)."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from jeirt_lite._text import first_and_more, printable
+from jeirt_lite._text import bytes_escaped, first_and_more, printable
 
 
 @pytest.mark.parametrize(
@@ -27,3 +27,7 @@ def test_printable_escapes_only_what_the_encoding_lacks_as_json_reads_it_back(en
     assert printable(text, encoding) == shown
     assert json.loads(f'"{shown}"') == text
 
+
+def test_bytes_escaped_writes_a_byte_that_was_not_utf8_as_that_byte() -> None:
+    assert bytes_escaped("caf\udcff \u00e9 \ud800") == "caf\\xff \u00e9 \\ud800"
+    assert bytes_escaped("plain") == "plain"

@@ -1,8 +1,9 @@
 """How a message names many things: the first few, then how many more, so that it stays one readable line; a
-count with its noun; and text a user gave, made writable on any stream."""
+count with its noun; and text a user gave, made writable wherever it is shown or recorded."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Callable, TypeVar
 
@@ -50,3 +51,17 @@ def _json_escape(char: str) -> str:
         return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
     return f"\\u{code:04x}"
 
+
+def bytes_escaped(text: str) -> str:
+    """`text` from the command line or a file name with each byte that is not UTF-8 (kept by Python as a lone
+    surrogate, which strict JSON readers and a strict stdout refuse) written `\\xff`, any other lone surrogate
+    `\\ud800`: for a record that names what was given to a reader (router.json), never one that opens it."""
+    return _SURROGATE.sub(_escaped_surrogate, text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escaped_surrogate(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"

@@ -3,13 +3,13 @@ how it was trained."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ._runtime import bytes_escaped
 from .encoders import get_spec
 from .model import JeirtPredictor
 from .prepared import Prepared
@@ -18,20 +18,19 @@ from .prepared import Prepared
 def _display_path(source: str) -> str:
     """Relative to the working folder when the data lies under it (a repository's own data, trained from its root),
     so a router written there does not record a machine's paths; else as given. A byte of the path that is not UTF-8
-    (a lone surrogate once decoded, which strict JSON readers and a strict stdout refuse: `jeirt-lite info`) is
-    recorded escaped, as `\\xff`: the record names the data for a reader, nothing opens it."""
+    is recorded escaped, as `\\xff` (_text.bytes_escaped): the record names the data for a reader, nothing opens it."""
     try:
         shown = str(Path(source).resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         shown = str(source)
-    return os.fsencode(shown).decode("utf-8", "backslashreplace")
+    return bytes_escaped(shown)
 
 
 def training_summary(prep: Prepared, predictor: JeirtPredictor) -> dict[str, Any]:
     return {
         "method": "JE-IRT (frozen encoder + 2-layer MLP adapter, LLM vectors; logit = q·m/|q| - |q|)",
         "data": _display_path(prep.source),
-        "dataset": prep.data.name,
+        "dataset": bytes_escaped(prep.data.name),  # the data's folder or file name, as --data gave it
         "n_questions": prep.data.n_questions,
         "n_llms": prep.data.n_llms,
         "split": {
@@ -90,9 +89,12 @@ def export_trained(
 
     reference_parts: (questions whose vectors are the alignment reference, questions that set its threshold).
     learned_from: the questions whose answers the predictor was trained on (training_questions.npy records their
-    texts' hashes; add_llm reads it)."""
+    texts' hashes; add_llm reads it).
+    label: --label, recorded with a byte that is not UTF-8 escaped, as the data's path is."""
     from ._runtime import training_question_set
     from .reference import alignment_reference
+
+    label = None if label is None else bytes_escaped(label)
 
     reference, center, alignment = alignment_reference(
         predictor.question_vectors(prep.embeddings[reference_parts[0]]),
