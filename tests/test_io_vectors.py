@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jeirt_lite import JeirtError
-from jeirt_lite._io import vectors
 from jeirt_lite._io.vectors import (
     NPY_MAX_HEADER,
     IdReader,
@@ -286,9 +285,16 @@ def test_question_id_lines_name_the_line_for_every_line_ending(tmp_path: Path) -
     assert read_id_lines(path) == ["q1", "q2", "q3"]
 
 
-def test_the_bad_byte_is_found_in_the_bytes_even_when_decoding_ran_ahead() -> None:
-    assert vectors._first_bad_utf8(b"ok\r\nok\rok\n\xc3") == "line 4 (byte 10) is not valid UTF-8"
-    assert vectors._first_bad_utf8(b"all fine") == "is not valid UTF-8"
+def test_an_ids_byte_that_is_not_utf8_is_named_from_what_was_read_without_reading_again(tmp_path: Path) -> None:
+    # `take` read the whole file again to name the line: a read without bound, and one a pipe (`--ids <(...)`)
+    # cannot give (it waited for a writer long gone). The file opened is the one named, here replaced since.
+    path = _ids_file(tmp_path, b"\xef\xbb\xbfok\r\nok\rok\n\xc3\n")
+    reader = IdReader(path, 4)
+    path.unlink()
+    path.write_bytes(b"\xff\n")
+    with pytest.raises(JeirtError, match=r"ids\.txt: line 4 \(byte 13\) is not valid UTF-8"):
+        reader.take(4)
+    reader.close()
 
 
 def test_a_question_ids_byte_that_is_not_utf8_is_counted_in_the_file_s_bytes(tmp_path: Path) -> None:

@@ -210,6 +210,7 @@ class IdReader:
         self.path = path
         self.expected = expected
         self.taken = 0
+        self.bytes_taken = 0  # of the lines taken, in the file's bytes
         self.array: Optional[NpyRows] = None
         self.handle: Optional[IO[str]] = None
         if path.suffix.lower() == ".npy":
@@ -222,8 +223,9 @@ class IdReader:
         else:
             try:
                 # a pipe read so that Ctrl-C stops a wait for its next line (_io.pipes); closed by close()
+                # A byte that is not UTF-8 is kept escaped, to be named with its line as it is reached.
                 self.handle = io.TextIOWrapper(
-                    io.BufferedReader(open_stoppable(path)), encoding="utf-8-sig", newline=""
+                    io.BufferedReader(open_stoppable(path)), encoding="utf-8", errors="surrogateescape", newline=""
                 )
             except FileNotFoundError:
                 raise JeirtError(f"{path}: no such file") from None
@@ -260,19 +262,17 @@ class IdReader:
         else:
             assert self.handle is not None
             out = []
-            try:
-                lines = _id_lines(self.handle, self.path, self.taken)
-                for _ in range(n):
-                    line = next(lines, "")
-                    if not line:
-                        raise JeirtError(
-                            f"{self.path}: has {counted(self.taken + len(out), 'id')} "
-                            f"but the vectors have {counted(self.expected, 'row')}"
-                        )
-                    out.append(line.rstrip("\r\n"))
-            except UnicodeDecodeError:
-                # The text layer decodes ahead of the line it returns, so the failing line is found in the bytes.
-                raise JeirtError(f"{self.path}: {_first_bad_utf8(self.path.read_bytes())}") from None
+            lines = _id_lines(self.handle, self.path, self.taken)
+            for _ in range(n):
+                line = next(lines, "")
+                if not line:
+                    raise JeirtError(
+                        f"{self.path}: has {counted(self.taken + len(out), 'id')} "
+                        f"but the vectors have {counted(self.expected, 'row')}"
+                    )
+                number = self.taken + len(out) + 1
+                self.bytes_taken += _utf8_bytes(line, self.path, number, self.bytes_taken)
+                out.append(_without_bom(line, number).rstrip("\r\n"))
         for i, ident in enumerate(out):
             problem = id_problem(ident)
             if problem is not None:
@@ -319,23 +319,21 @@ def read_id_lines(path: Path) -> list[str]:
     offset = 0  # of the line in the file's bytes
     with handle:
         for number, line in enumerate(_id_lines(handle, path), 1):
-            raw = line.encode("utf-8", "surrogateescape")
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise JeirtError(f"{path}: line {number} (byte {offset + err.start}) is not valid UTF-8") from None
-            offset += len(raw)
-            text = line[1:] if number == 1 and line.startswith("\ufeff") else line  # a BOM
-            ids += [part.strip() for part in text.splitlines() if part.strip()]
+            offset += _utf8_bytes(line, path, number, offset)
+            ids += [part.strip() for part in _without_bom(line, number).splitlines() if part.strip()]
     return ids
 
 
-def _first_bad_utf8(raw: bytes) -> str:
-    """Which line (1-based, \\n, \\r\\n or \\r ending a line) and byte (0-based) of `raw` are not UTF-8."""
+def _utf8_bytes(line: str, path: Path, number: int, offset: int) -> int:
+    """How many bytes line `number` of an ids file, read with surrogateescape from byte `offset`, holds; a byte of it
+    that is not UTF-8 is an error naming its line and byte, found in what was read (a pipe cannot be read again)."""
+    raw = line.encode("utf-8", "surrogateescape")
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        before = raw[: err.start]
-        line = before.count(b"\n") + before.count(b"\r") - before.count(b"\r\n") + 1
-        return f"line {line} (byte {err.start}) is not valid UTF-8"
-    return "is not valid UTF-8"  # the file changed between the two reads
+        raise JeirtError(f"{path}: line {number} (byte {offset + err.start}) is not valid UTF-8") from None
+    return len(raw)
+
+
+def _without_bom(line: str, number: int) -> str:
+    return line[1:] if number == 1 and line.startswith("\ufeff") else line
