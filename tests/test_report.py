@@ -6,7 +6,9 @@ from __future__ import annotations
 import base64
 import csv
 import html
+import os
 import re
+import sys
 import warnings
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from jeirt_lite.analysis.data import read_response_folder
 from jeirt_lite.analysis.report import SECTIONS, _answers_in_router_order, build_report
 from jeirt_lite.artifact import load_artifact, save_artifact
 from jeirt_lite.cli import main
-from tiny_router import WORDS, copy_router
+from tiny_router import WORDS, copy_router, edit_and_reseal
 
 SUBJECTS = ("math", "law", "biology")
 
@@ -240,6 +242,22 @@ def test_report_output_is_refused_inside_the_router_a_folder_or_without_a_data_f
     assert f"{tmp_path / 'nowhere'}: no such data folder or table" in capsys.readouterr().err
     assert not (tmp_path / "x.html").exists()
 
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a name of bytes that are not UTF-8 is POSIX's")
+def test_the_page_escapes_a_data_path_of_any_bytes_and_html_in_paths_and_llm_names(
+    tiny_router_path: Path, tmp_path: Path
+) -> None:
+    # A --data path holding a byte that is not UTF-8 (a lone surrogate once decoded, which UTF-8 cannot hold) ended
+    # the page's write in a traceback, with no page.
+    router = copy_router(tiny_router_path, tmp_path / "r<1>")
+    edit_and_reseal(router, lambda manifest: manifest["llms"].__setitem__(0, '<b>llm&"0'))
+    data = _write_folder(tmp_path / os.fsdecode(b'da<ta>&"\xff'), list(Router.load(router, threads=1).llms))
+    out = tmp_path / "page.html"
+    assert main(["report", str(router), "--data", str(data), "-o", str(out), "--threads", "1"]) == 0
+    page = out.read_bytes().decode("utf-8")
+    assert f"<th>data</th><td>{html.escape(str(tmp_path))}/da&lt;ta&gt;&amp;&quot;\\udcff</td>" in page
+    assert "<h1>jeirt-lite report: r&lt;1&gt;</h1>" in page
+    assert "&lt;b&gt;llm&amp;&quot;0" in page and "<b>llm" not in page
 
 def test_report_on_the_shipped_router_says_it_learned_from_every_question(tmp_path: Path) -> None:
     pytest.importorskip("pandas", reason="drawing the router's split again needs the train extra")

@@ -106,7 +106,7 @@ def build_report(
         router: the router to describe.
         data_dir: a data folder (questions.csv, models.csv, responses.csv), or a long or wide table of answers,
             read as `train` reads it (needs the train extra).
-        output: the .html file to write.
+        output: the .html file to write (a path's byte that is not UTF-8 shown escaped on it, `\\udcff`).
         question_ids: only these questions; None: the router's test split where it can be drawn again
             (_router_split), else all of the folder's.
         max_questions: embed a subject-stratified seeded sample of at most this many questions (None: all).
@@ -146,7 +146,7 @@ def build_report(
         _alignment(plt, router, vectors),
     ]
     with atomic_output(output) as temporary:
-        temporary.write_text(_html(router, sections), encoding="utf-8")
+        temporary.write_text(_html(router, sections), encoding="utf-8", errors="backslashreplace")
     return output
 
 
