@@ -154,6 +154,7 @@ def test_the_number_of_llms_is_bounded_at_the_limit() -> None:
     ("a\x1fb", r"holds a control character \('\\x1f'\)"),
     ("a\x7fb", r"holds a control character \('\\x7f'\)"),
     ("a\nb", r"holds a control character \('\\n'\)"),
+    ("caf\udcff", r"holds a lone surrogate \('\\udcff'\), not a character"),
     ("n" * (MAX_NAME_CHARS + 1), r"is too long: 1,001 characters, at most 1,000"),
 ])
 def test_a_name_too_long_or_with_a_control_character_is_refused_saying_which(name: str, why: str) -> None:

@@ -107,7 +107,8 @@ def check_llm_names(names: Any, where: str) -> tuple[str, ...]:
 
 
 def check_llm_name(name: Any, what: str) -> str:
-    """A non-blank string of at most MAX_NAME_CHARS characters, none of them a control character."""
+    """A non-blank string of at most MAX_NAME_CHARS characters, none of them a control character or a lone
+    surrogate."""
     if not isinstance(name, str) or not name.strip():
         raise JeirtError(f"{what} must be a non-empty string, got {name!r}")
     if len(name) > MAX_NAME_CHARS:
@@ -115,4 +116,8 @@ def check_llm_name(name: Any, what: str) -> str:
     control = next((c for c in name if ord(c) < 32 or ord(c) == 127), None)
     if control is not None:  # a tab or line break would break every table and line that names it
         raise JeirtError(f"{what} ({name!r}) holds a control character ({control!r}), which no LLM name may hold")
+    lone = next((c for c in name if "\ud800" <= c <= "\udfff"), None)
+    if lone is not None:  # router.json's "\udcff": no output file can hold it (`score -o` failed half-way)
+        raise JeirtError(f"{what} ({name!r}) holds a lone surrogate ({lone!r}), not a character (a byte that "
+                         "is not UTF-8?)")
     return name
