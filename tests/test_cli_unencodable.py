@@ -1,7 +1,8 @@
-"""What a command prints that its stream's encoding cannot take: an emoji of a question on an ASCII locale's stdout
-(LC_ALL=C without Python's UTF-8 mode), a router's label holding a byte that is not UTF-8 (a lone surrogate) on a
-strict one (PYTHONIOENCODING=utf-8:strict). Each is printed as JSON's escape of it, `\\ud83d\\ude00`, so the command
-still prints its result (and a JSON line stays JSON); it ended in a traceback."""
+"""What a command prints that its stream's encoding cannot take: an emoji of a question on an ASCII locale's
+stdout (LC_ALL=C without Python's UTF-8 mode), a router's label holding a byte that is not UTF-8 (a lone
+surrogate) on a strict one (PYTHONIOENCODING=utf-8:strict). Each is printed as JSON's escape of it,
+`\\ud83d\\ude00`, so the command still prints its result (and a JSON line stays JSON); it ended in a
+traceback."""
 
 from __future__ import annotations
 
@@ -26,13 +27,14 @@ STRICT = {"PYTHONIOENCODING": "utf-8:strict"}
 
 
 def _jeirt(locale: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {name: value for name, value in cli_env().items() if name not in ("PYTHONIOENCODING", "PYTHONUTF8", "LANG")}
+    unset = ("PYTHONIOENCODING", "PYTHONUTF8", "LANG")
+    env = {name: value for name, value in cli_env().items() if name not in unset}
     done = subprocess.run([sys.executable, "-m", "jeirt_lite", *args, "--threads", "1"], input=stdin.encode(),
                           capture_output=True, env={**env, **locale}, timeout=300)
     stdout = done.stdout.decode("ascii")  # every character the stream lacked is escaped
     assert "Traceback" not in done.stderr.decode(errors="replace"), done.stderr
     assert done.returncode == 0, done.stderr
-    return subprocess.CompletedProcess(done.args, done.returncode, stdout, done.stderr.decode(errors="replace"))
+    return subprocess.CompletedProcess(done.args, 0, stdout, done.stderr.decode(errors="replace"))
 
 
 def test_route_prints_a_question_with_an_emoji_on_an_ascii_locale(tiny_router_path: Path) -> None:
@@ -49,7 +51,8 @@ def test_score_forecast_by_prints_a_group_with_an_emoji_on_an_ascii_locale(
     tiny_router_path: Path, tmp_path: Path
 ) -> None:
     bank = tmp_path / "bank.csv"
-    bank.write_text("id,text,subject\n1,what is an acid,bio \U0001f600\n2,who wrote it,history\n", encoding="utf-8")
+    rows = "1,what is an acid,bio \U0001f600\n2,who wrote it,history\n"
+    bank.write_text(f"id,text,subject\n{rows}", encoding="utf-8")
     done = _jeirt(ASCII, "score", str(bank), "--forecast-by", "subject", "--router", str(tiny_router_path))
     assert "bio \\ud83d\\ude00" in done.stdout
 
@@ -73,7 +76,9 @@ def _ascii_stream() -> tuple[io.BytesIO, io.TextIOWrapper]:
 
 
 @pytest.mark.parametrize("wrap", [FailsInOneLine, OutlivesItsReader, LossyStderr])
-def test_each_stand_in_of_a_standard_stream_escapes_what_its_encoding_lacks(wrap: Callable[[Any], Any]) -> None:
+def test_each_stand_in_of_a_standard_stream_escapes_what_its_encoding_lacks(
+    wrap: Callable[[Any], Any]
+) -> None:
     # LossyStderr dropped the whole message (a UnicodeEncodeError is a ValueError); the others raised it.
     raw, stream = _ascii_stream()
     wrap(stream).write("caf\u00e9\n")

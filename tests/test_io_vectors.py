@@ -285,7 +285,9 @@ def test_question_id_lines_name_the_line_for_every_line_ending(tmp_path: Path) -
     assert read_id_lines(path) == ["q1", "q2", "q3"]
 
 
-def test_an_ids_byte_that_is_not_utf8_is_named_from_what_was_read_without_reading_again(tmp_path: Path) -> None:
+def test_an_ids_byte_that_is_not_utf8_is_named_from_what_was_read_without_reading_again(
+    tmp_path: Path,
+) -> None:
     # `take` read the whole file again to name the line: a read without bound, and one a pipe (`--ids <(...)`)
     # cannot give (it waited for a writer long gone). The file opened is the one named, here replaced since.
     path = _ids_file(tmp_path, b"\xef\xbb\xbfok\r\nok\rok\n\xc3\n")

@@ -247,8 +247,8 @@ def test_report_output_is_refused_inside_the_router_a_folder_or_without_a_data_f
 def test_the_page_escapes_a_data_path_of_any_bytes_and_html_in_paths_and_llm_names(
     tiny_router_path: Path, tmp_path: Path
 ) -> None:
-    # A --data path holding a byte that is not UTF-8 (a lone surrogate once decoded, which UTF-8 cannot hold) ended
-    # the page's write in a traceback, with no page.
+    # A --data path holding a byte that is not UTF-8 (a lone surrogate once decoded, which UTF-8 cannot hold)
+    # ended the page's write in a traceback, with no page.
     router = copy_router(tiny_router_path, tmp_path / "r<1>")
     edit_and_reseal(router, lambda manifest: manifest["llms"].__setitem__(0, '<b>llm&"0'))
     data = _write_folder(tmp_path / os.fsdecode(b'da<ta>&"\xff'), list(Router.load(router, threads=1).llms))

@@ -1,5 +1,5 @@
-"""How a message names many things (`_text.first_and_more`): every one up to the number shown, then how many more;
-and how text a user gave is made printable (`printable`) or recordable (`bytes_escaped`)."""
+"""How a message names many things (`_text.first_and_more`): every one up to the number shown, then how many
+more; and how text a user gave is made printable (`printable`) or recordable (`bytes_escaped`)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ def test_more_is_said_only_past_the_number_shown(items: str, expected: str) -> N
     [("ascii", "caf\\u00e9 \\ud83d\\ude00 \\udcff"), ("latin-1", "caf\u00e9 \\ud83d\\ude00 \\udcff"),
      ("utf-8", "caf\u00e9 \U0001f600 \\udcff")],
 )
-def test_printable_escapes_only_what_the_encoding_lacks_as_json_reads_it_back(encoding: str, shown: str) -> None:
+def test_printable_escapes_only_what_the_encoding_lacks_as_json_reads_it_back(
+    encoding: str, shown: str
+) -> None:
     text = "caf\u00e9 \U0001f600 \udcff"
     assert printable(text, encoding) == shown
     assert json.loads(f'"{shown}"') == text

@@ -26,9 +26,9 @@ def counted(n: int, noun: str) -> str:
 
 def printable(text: str, encoding: str) -> str:
     """`text` as a stream in `encoding` can take it: each character the encoding lacks (an emoji on an ASCII
-    locale's stdout; a lone surrogate, what a byte that is not UTF-8 becomes once decoded, on a strict UTF-8 one) as
-    JSON's escape of it, `\\u00e9` (two for a character beyond U+FFFF), so that a JSON line stays JSON and reads back
-    as the same text."""
+    locale's stdout; a lone surrogate, what a byte that is not UTF-8 becomes once decoded, on a strict UTF-8
+    one) as JSON's escape of it, `\\u00e9` (two for a character beyond U+FFFF), so that a JSON line stays JSON
+    and reads back as the same text."""
     try:
         text.encode(encoding)
         return text

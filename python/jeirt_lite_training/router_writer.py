@@ -16,9 +16,10 @@ from .prepared import Prepared
 
 
 def _display_path(source: str) -> str:
-    """Relative to the working folder when the data lies under it (a repository's own data, trained from its root),
-    so a router written there does not record a machine's paths; else as given. A byte of the path that is not UTF-8
-    is recorded escaped, as `\\xff` (_text.bytes_escaped): the record names the data for a reader, nothing opens it."""
+    """Relative to the working folder when the data lies under it (a repository's own data, trained from its
+    root), so a router written there does not record a machine's paths; else as given. A byte of the path that
+    is not UTF-8 is recorded escaped, as `\\xff` (_text.bytes_escaped): the record names the data for a
+    reader, nothing opens it."""
     try:
         shown = str(Path(source).resolve().relative_to(Path.cwd().resolve()))
     except ValueError:

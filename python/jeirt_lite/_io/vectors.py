@@ -224,9 +224,8 @@ class IdReader:
             try:
                 # a pipe read so that Ctrl-C stops a wait for its next line (_io.pipes); closed by close()
                 # A byte that is not UTF-8 is kept escaped, to be named with its line as it is reached.
-                self.handle = io.TextIOWrapper(
-                    io.BufferedReader(open_stoppable(path)), encoding="utf-8", errors="surrogateescape", newline=""
-                )
+                self.handle = io.TextIOWrapper(io.BufferedReader(open_stoppable(path)), encoding="utf-8",
+                                               errors="surrogateescape", newline="")
             except FileNotFoundError:
                 raise JeirtError(f"{path}: no such file") from None
             except OSError as err:
@@ -325,8 +324,9 @@ def read_id_lines(path: Path) -> list[str]:
 
 
 def _utf8_bytes(line: str, path: Path, number: int, offset: int) -> int:
-    """How many bytes line `number` of an ids file, read with surrogateescape from byte `offset`, holds; a byte of it
-    that is not UTF-8 is an error naming its line and byte, found in what was read (a pipe cannot be read again)."""
+    """How many bytes line `number` of an ids file, read with surrogateescape from byte `offset`, holds; a
+    byte of it that is not UTF-8 is an error naming its line and byte, found in what was read (a pipe cannot
+    be read again)."""
     raw = line.encode("utf-8", "surrogateescape")
     try:
         raw.decode("utf-8")

@@ -40,10 +40,10 @@ def write_error(error: OSError) -> JeirtError:
 
 
 def write_printable(stream: TextIO, text: str) -> int:
-    """Writes `text` to `stream`; a character its encoding lacks (a question's emoji on an ASCII locale, a path's
-    byte that is not UTF-8 on a strict stdout: PYTHONIOENCODING=utf-8:strict) is written as its \\u escape
-    (_text.printable) rather than failing the command, which printed it only to show it. (A text stream encodes a
-    write whole before any of it goes out, so the failed write wrote nothing.)"""
+    """Writes `text` to `stream`; a character its encoding lacks (a question's emoji on an ASCII locale, a
+    path's byte that is not UTF-8 on a strict stdout: PYTHONIOENCODING=utf-8:strict) is written as its \\u
+    escape (_text.printable) rather than failing the command, which printed it only to show it. (A text stream
+    encodes a write whole before any of it goes out, so the failed write wrote nothing.)"""
     try:
         return stream.write(text)
     except UnicodeEncodeError:
