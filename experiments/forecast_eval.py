@@ -151,7 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, values in named:
         print(f"{name}: " + ", ".join(f"{key} {value:.4f}" for key, value in values.items()))
     if args.json is not None:
-        out = {"data": Path(args.data).name, "reference": Path(args.reference).name, "router": args.router,
+        router_name = args.router if args.router == "shipped" else Path(args.router).name  # no machine's path
+        out = {"data": Path(args.data).name, "reference": Path(args.reference).name, "router": router_name,
                **result}
         args.json.write_text(json.dumps(out, indent=1) + "\n")
     return 0
