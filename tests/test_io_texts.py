@@ -41,6 +41,24 @@ def test_a_parquet_bank_gives_its_row_count_before_a_row_is_read(tmp_path: Path)
         assert reader.total_rows == 3 and reader.estimated_rows() == 3.0 and reader.rows_read == 0
 
 
+@pytest.mark.parametrize(("columns", "group", "refused"), [
+    ({"id": pa.array([1.0, 2.0])}, None, "id column 'id' is of type double: "),  # found by its name, not named
+    ({"qid": pa.array([7, 8]), "flag": pa.array([True, False])}, "flag", "group column 'flag' is of type bool: "),
+    ({"subject": pa.array([[1], [2]])}, "subject", "group column 'subject' is of type list<element: int64>: "),
+])
+def test_a_parquet_id_or_group_column_of_a_type_no_row_can_use_is_refused_before_any_row(
+    tmp_path: Path, columns: dict[str, pa.Array], group: Optional[str], refused: str
+) -> None:
+    # Skipping bad rows would skip every row: the column is refused whole, naming its type.
+    path = tmp_path / "bank.parquet"
+    pq.write_table(pa.table({"text": ["one?", "two?"], **columns}), path)
+    with pytest.raises(JeirtError) as raised:
+        open_text_reader(path, skip_bad=True, group_column=group)
+    assert str(raised.value).startswith(f"{path}: {refused}") and "a string or an integer" in str(raised.value)
+    with open_text_reader(path, read_ids=False) as reader:  # a column not read is not checked
+        assert [chunk.texts for chunk in reader] == [["one?", "two?"]]
+
+
 def test_a_jsonl_first_row_decides_the_id_column_for_the_whole_file(tmp_path: Path) -> None:
     # Row 1 has no id field: every row is named by its row number, and a later row that carries an id is bad (its
     # id would give way to a row number), as a later row without one is when row 1 has one.

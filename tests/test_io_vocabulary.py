@@ -8,6 +8,7 @@ import decimal
 from typing import Any, Optional
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from jeirt_lite._io.vocabulary import (
     EMPTY_LABELS,
@@ -15,6 +16,8 @@ from jeirt_lite._io.vocabulary import (
     TRUE_LABELS,
     column_missing,
     id_problem,
+    key_column_problem,
+    key_columns_problem,
     label_missing,
     label_of,
     llm_name_problem,
@@ -113,3 +116,47 @@ def test_a_missing_column_is_said_one_way_with_the_near_miss_of_a_name_wanted() 
         "no text column (looked for 'text', 'question', 'prompt'; columns: Prompt, QUESTION; did you mean 'QUESTION'?)")
     assert column_missing("text", None, ["id", "body"], looked_for) == (
         "no text column (looked for 'text', 'question', 'prompt'; columns: id, body)")
+
+
+# A one-value Arrow array of each type a Parquet column may have: the values its rows give.
+TYPED_COLUMNS = [
+    pa.array(["law"]), pa.array(["law"], pa.large_string()), pa.array([7], pa.int8()), pa.array([7], pa.uint64()),
+    pa.array([datetime.date(2026, 12, 5)]), pa.array([datetime.time(12, 30)]),
+    pa.array([datetime.datetime(2026, 12, 5, 12, 30)], pa.timestamp("s", tz="UTC")),
+    pa.array([decimal.Decimal("1.5")]), pa.array(["law"]).dictionary_encode(),
+    pa.array([True]), pa.array([1.0]), pa.array([1.0], pa.float32()), pa.array([b"law"]), pa.array([[1]]),
+    pa.array([{"a": 1}]), pa.array([datetime.timedelta(1)]), pa.array([1.0]).dictionary_encode(),
+]
+
+
+@pytest.mark.parametrize("column", TYPED_COLUMNS, ids=lambda column: str(column.type))
+@pytest.mark.parametrize("what", ["id", "group"])
+def test_a_typed_column_is_refused_whole_exactly_when_its_values_are_refused_row_by_row(
+    column: pa.Array, what: str
+) -> None:
+    # One rule, said twice: the column's type is refused before any row is read iff each of its rows would be.
+    problem = key_column_problem("key", column.type, what)
+    assert (problem is None) == (id_problem(column.to_pylist()[0]) is None)
+    if problem is not None:
+        assert problem.startswith(f"{what} column 'key' is of type {column.type}: ")
+        assert "a string or an integer" in problem
+
+
+def test_a_refused_column_says_which_types_name_groups_and_suspects_pandas_for_floats() -> None:
+    assert key_column_problem("subject", pa.bool_(), "group") == (
+        "group column 'subject' is of type bool: a group is named by a string or an integer (or a date, time or "
+        "decimal), as an id is, so no row of it names one")
+    assert key_column_problem("id", pa.float64(), "id") == (
+        "id column 'id' is of type double: an id is a string or an integer (or a date, time or decimal), so no row "
+        "of it has one (integers with gaps, which pandas writes as floats? cast the column to integers)")
+    assert key_column_problem("id", pa.null(), "id") is None  # a column of nulls: each row says it has none
+    assert key_column_problem("id", object, "id") is None  # not an Arrow type: left to the rows
+
+
+def test_the_id_column_is_checked_before_the_group_column_as_a_row_s_values_are() -> None:
+    types = {"id": pa.float64(), "subject": pa.bool_(), "text": pa.string()}
+    assert key_columns_problem(types.get, "id", "subject") == (key_column_problem("id", pa.float64(), "id"),
+                                                                "id_column")
+    assert key_columns_problem(types.get, None, "subject") == (key_column_problem("subject", pa.bool_(), "group"),
+                                                                "forecast_by")
+    assert key_columns_problem(types.get, "text", None) is None

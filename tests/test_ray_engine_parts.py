@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -195,13 +196,14 @@ def test_the_default_pool_starts_ray_when_none_runs_and_counts_the_usable_cores_
 class FakeDataset:
     """Records what `score_dataset` asks of a Ray Dataset."""
 
-    def __init__(self, names: list[str], streaming_repartition: bool = True) -> None:
+    def __init__(self, names: list[str], streaming_repartition: bool = True, types: Optional[dict[str, Any]] = None):
         self.names, self.streaming_repartition = names, streaming_repartition
+        self.types = types or {}  # a column's Arrow type, when not a string
         self.repartitioned: Optional[int] = None
         self.mapped: dict[str, Any] = {}
 
     def schema(self) -> Any:
-        return pa.schema([(name, pa.string()) for name in self.names])
+        return pa.schema([(name, self.types.get(name, pa.string())) for name in self.names])
 
     def repartition(self, *, target_num_rows_per_block: int) -> FakeDataset:
         if not self.streaming_repartition:
@@ -261,6 +263,19 @@ def test_score_dataset_without_a_text_column_says_what_it_looked_for(tiny_router
     # The words of one machine's reader (TextReader), not a column `text` the caller never named.
     with pytest.raises(JeirtError, match=r"no text column \(looked for 'text', 'question', 'prompt'; columns: id, body\)"):
         engine.score_dataset(FakeDataset(["id", "body"]), tiny_router_path, concurrency=1)
+
+
+@pytest.mark.parametrize(("types", "group", "refused"), [
+    ({"id": pa.float64()}, None, "id column 'id' is of type double: "),
+    ({"subject": pa.bool_()}, "subject", "group column 'subject' is of type bool: "),
+])
+def test_score_dataset_refuses_an_id_or_group_column_of_a_type_no_row_can_use_before_any_work(
+    tiny_router_path: Path, types: dict[str, Any], group: Optional[str], refused: str
+) -> None:
+    ds = FakeDataset(["id", "text", "subject"], types=types)
+    with pytest.raises(JeirtError, match="^" + re.escape(refused)):
+        engine.score_dataset(ds, tiny_router_path, concurrency=1, skip_bad=True, group_column=group)
+    assert ds.mapped == {}
 
 
 def test_score_dataset_hands_the_workers_route_s_rules_checked_before_any_work(

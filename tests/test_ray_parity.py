@@ -215,3 +215,31 @@ def test_without_skip_bad_both_engines_stop_at_the_first_bad_group_value_and_ref
         assert local_error == first_line
         # The workers name a bad row by its number alone; a missing column is refused as one machine words it.
         assert ray_error == (local_error.replace(f"{bank}: ", "") if column == "subject" else local_error)
+
+
+# a column's name and its values for row i, of a type no row can take its id or group value from
+UNUSABLE_COLUMNS = {
+    "bool-groups": ("subject", lambda row: row % 2 == 0),
+    "float-groups": ("subject", lambda row: float(row % 4)),
+    "list-groups": ("subject", lambda row: [row]),
+    "float-ids": ("id", float),
+}
+
+
+@needs_ray
+@pytest.mark.usefixtures("ray_runtime")
+@pytest.mark.parametrize("case", list(UNUSABLE_COLUMNS))
+def test_both_engines_refuse_an_id_or_group_column_no_row_can_use_before_any_row_alike(
+    capsys: pytest.CaptureFixture[str], texts: list[Any], tmp_path: Path, case: str
+) -> None:
+    # With --skip-bad, each row of it would be skipped: the column is refused whole, from the file's footer.
+    column, value_of = UNUSABLE_COLUMNS[case]
+    bank = bank_of(tmp_path / "bank.parquet", texts, "none")
+    values = pa.array([value_of(row) for row in range(len(texts))])
+    pq.write_table(pq.read_table(bank).append_column(column, values), bank)
+    flags = ["--forecast-by", column] if column == "subject" else []
+    local_error, ray_error = errors_of_both_engines(capsys, tmp_path, bank, "--skip-bad", *flags)
+    what, stored = ("group" if flags else "id"), pq.read_schema(bank).field(column).type  # a list's item is renamed
+    assert local_error.startswith(f"jeirt-lite: error: {bank}: {what} column {column!r} is of type {stored}: ")
+    assert local_error.endswith(f"; see {'--forecast-by' if flags else '--id-column'}")
+    assert ray_error == local_error

@@ -19,9 +19,11 @@ def parquet_rows(path: Path) -> int:
     return int(_footer(path).num_rows)
 
 
-def parquet_columns(path: Path) -> list[str]:
-    """The columns of the Parquet file at `path`, from its footer (nothing else is read)."""
-    return list(_footer(path).schema.to_arrow_schema().names)
+def parquet_column_types(path: Path) -> dict[str, Any]:
+    """The columns of the Parquet file at `path` and their Arrow types, in order, from its footer (nothing else is
+    read)."""
+    schema = _footer(path).schema.to_arrow_schema()
+    return dict(zip(schema.names, schema.types))
 
 
 def _footer(path: Path) -> Any:

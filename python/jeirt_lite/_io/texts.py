@@ -28,6 +28,7 @@ from .vocabulary import (
     default_text_column,
     group_problem,
     id_problem,
+    key_columns_problem,
     label_missing,
     label_of,
     llm_name_problem,
@@ -126,6 +127,15 @@ class TextReader:
         elif self.id_column not in columns:
             raise hinted_error(f"{self.path}: {column_missing('id', self.id_column, columns)}",
                                column_hint("id_column"))
+        self._check_column_types()
+
+    def _check_column_types(self) -> None:
+        """Refuse an id or group column of a typed table (Parquet) whose type no row's value can be an id or name a
+        group by (a float, a bool, a list), before any row is read, rather than every row as a bad row."""
+        column_type = getattr(self.records, "column_type", None)
+        found = key_columns_problem(column_type, self.id_column, self.group_column) if column_type else None
+        if found is not None:
+            raise hinted_error(f"{self.path}: {found[0]}", column_hint(found[1]))
 
     @property
     def rows_read(self) -> int:

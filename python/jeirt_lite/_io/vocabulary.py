@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime
 import decimal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Optional
+
+from .optional import require_pyarrow
 
 TEXT_COLUMN = "text"
 LABEL_COLUMN = "correct"
@@ -156,4 +158,44 @@ def key_problem(value: Any, what: str) -> Optional[str]:
                 value.encode("utf-8")
             except UnicodeEncodeError:
                 return f"{what} holds bytes that are not valid UTF-8"
+    return None
+
+
+# Why a column of another type is refused (`key_column_problem`), by what its rows would give.
+_KEY_TYPE_RULES = {
+    "id": "an id is a string or an integer (or a date, time or decimal), so no row of it has one",
+    "group": "a group is named by a string or an integer (or a date, time or decimal), as an id is, so no row of it "
+             "names one",
+}
+
+
+def key_column_problem(column: str, arrow_type: Any, what: str) -> Optional[str]:
+    """Why no row of a typed (Parquet, Arrow) column of `arrow_type` can give its `what` ("id" or "group"), or None
+    when its rows may: such a column is refused before any row is read (a skip rule would skip every row). The
+    types are those whose values `key_problem` takes: strings, integers, dates, times, timestamps (dates with a
+    time), decimals, and a dictionary (a pandas category) of them; a column of nulls, or a type that is not Arrow's,
+    is left to its rows."""
+    pa = require_pyarrow()
+    if not isinstance(arrow_type, pa.DataType):
+        return None
+    types = pa.types
+    values = arrow_type.value_type if types.is_dictionary(arrow_type) else arrow_type
+    tests = (types.is_string, types.is_large_string, getattr(types, "is_string_view", None), types.is_integer,
+             types.is_date, types.is_time, types.is_timestamp, types.is_decimal, types.is_null)
+    if any(test(values) for test in tests if test is not None):
+        return None
+    pandas_gaps = (" (integers with gaps, which pandas writes as floats? cast the column to integers)"
+                   if types.is_floating(values) else "")
+    return f"{what} column {column!r} is of type {arrow_type}: {_KEY_TYPE_RULES[what]}{pandas_gaps}"
+
+
+def key_columns_problem(
+    column_type: Callable[[str], Any], id_column: Optional[str], group_column: Optional[str]
+) -> Optional[tuple[str, str]]:
+    """The first of a typed table's id and group columns (in the order a row's values are checked; None: not read)
+    whose type `key_column_problem` refuses: (why, the keyword argument that names the column), or None."""
+    for column, what, option in ((id_column, "id", "id_column"), (group_column, "group", "forecast_by")):
+        problem = None if column is None else key_column_problem(column, column_type(column), what)
+        if problem is not None:
+            return problem, option
     return None

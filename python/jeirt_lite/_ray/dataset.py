@@ -20,6 +20,7 @@ from .._io.vocabulary import (
     column_missing,
     default_id_column,
     default_text_column,
+    key_columns_problem,
     probability_column,
 )
 from .._limits import MAX_CHUNK_ROWS, bounded_int, check_chunk_rows, check_threads
@@ -60,6 +61,14 @@ def find_id_column(column_names_: list[str], text_column: str, id_column: Option
             Hint("id_column", "or name one with {option}", "id_column"),
         )
     return found
+
+
+def check_key_types(column_types: Mapping[str, Any], id_column: Optional[str], group_column: Optional[str]) -> None:
+    """Refuse an id or group column whose Arrow type (in `column_types`, by name) no row's value can be an id or
+    name a group by, before any worker starts, in the single-machine reader's words and order."""
+    found = key_columns_problem(column_types.get, id_column, group_column)
+    if found is not None:
+        raise hinted_error(found[0], column_hint(found[1]))
 
 
 def text_column_of(names: list[str], text_column: Optional[str]) -> str:
@@ -136,10 +145,12 @@ def score_dataset(
     check_chunk_rows(batch_size, "batch_size")
     if concurrency is not None:
         bounded_int(concurrency, "concurrency", 1, MAX_CHUNK_ROWS)
-    names = list(ds.schema().names)
+    schema = ds.schema()
+    names = list(schema.names)
     text_column = text_column_of(names, text_column)
     resolved_id = find_id_column(names, text_column, id_column)
     check_group_column(names, group_column)
+    check_key_types(dict(zip(names, schema.types)), resolved_id, group_column)
     try:
         # A bank read as one big block (one Parquet row group) would go to one worker: streaming re-blocking to
         # batch-sized blocks (no shuffle, order kept) lets every worker take part.

@@ -22,14 +22,21 @@ from .._errors import JeirtError, in_file, rehint, reraised_as
 from .._group_forecast import GroupForecast
 from .._io.optional import require_pyarrow
 from .._io.outputs import check_output_path
-from .._io.parquet_stream import parquet_columns, parquet_rows, write_tables
+from .._io.parquet_stream import parquet_column_types, parquet_rows, write_tables
 from .._io.vocabulary import default_id_column, probability_column
 from .._router import DEFAULT_ROUTER_PATH
 from .._router_tables import usable_cores
 from .._score_request import RAY, ScoreOptions, check_score_request
 from ..artifact import PathLike, read_manifest
 from ..batch import ScoreState, ScoreSummary
-from .dataset import checked_routing, expected_accuracy, find_id_column, score_dataset, text_column_of
+from .dataset import (
+    check_key_types,
+    checked_routing,
+    expected_accuracy,
+    find_id_column,
+    score_dataset,
+    text_column_of,
+)
 from .group_sums import GROUP_COLUMN, check_group_column, expected_accuracy_by
 from .quiet import init_logging_level, ray_data_console
 from .row_numbers import ROW_NUMBER_COLUMN, ROW_TYPE, read_numbered
@@ -105,7 +112,7 @@ def score_file_on_ray(
     if target is not None:
         check_output_path(target, [source], router_path)
     total = parquet_rows(source)  # from the file's footer: a Ray count would be one more job to schedule
-    _columns(source, parquet_columns(source), text_column, id_column, options.forecast_by)  # before Ray starts
+    _columns(source, parquet_column_types(source), text_column, id_column, options.forecast_by)  # before Ray starts
     started_here = not ray.is_initialized()
     if started_here:
         # Without an address: a local runtime on the CPUs this process may use; with one: join that cluster.
@@ -246,26 +253,30 @@ def _bank(run: _FileRun) -> tuple[Any, str, str, Any]:
     path = run.input_path.resolve()
     ds = ray.data.read_parquet(str(path))
     schema = ds.schema()  # from the file's footer: no row is read
-    names = list(schema.names)
-    text_column, id_column = _columns(run.input_path, names, run.text_column, run.id_column, run.options.forecast_by)
+    column_types = dict(zip(schema.names, schema.types))
+    text_column, id_column = _columns(run.input_path, column_types, run.text_column, run.id_column,
+                                      run.options.forecast_by)
     if id_column is None:
         also = [run.options.forecast_by] if run.options.forecast_by is not None else []
         numbered = read_numbered(path, text_column, run.options.chunk_size, also)
         return numbered, text_column, ROW_NUMBER_COLUMN, ROW_TYPE
-    return ds, text_column, id_column, dict(zip(names, schema.types))[id_column]
+    return ds, text_column, id_column, column_types[id_column]
 
 
 def _columns(
-    path: Path, names: list[str], text_column: Optional[str], id_column: Optional[str], group_column: Optional[str]
+    path: Path, column_types: Mapping[str, Any], text_column: Optional[str], id_column: Optional[str],
+    group_column: Optional[str],
 ) -> tuple[str, Optional[str]]:
-    """The text and id columns (None: the rows are numbered) of the bank at `path` of columns `names`, and its group
-    column checked, in the order and the words of one machine's reader."""
+    """The text and id columns (None: the rows are numbered) of the bank at `path` of `column_types` (Arrow types by
+    name), its group column checked, and both columns' types, in the order and the words of one machine's reader."""
+    names = list(column_types)
     try:
         text = text_column_of(names, text_column)
         without_ids = id_column is None and default_id_column(names) is None
         numbered = without_ids and text in names and text != ROW_NUMBER_COLUMN
         ids = None if numbered else find_id_column(names, text, id_column)
         check_group_column(names, group_column)
+        check_key_types(column_types, ids, group_column)
     except JeirtError as error:  # named by the bank, as one machine's reader names it
         raise in_file(path, error) from None
     return text, ids
