@@ -192,6 +192,43 @@ def test_a_typed_id_or_text_is_refused_as_the_package_s_readers_refuse_it(
         load_dataset(wide)
 
 
+@pytest.mark.parametrize(("field", "what"), [("llm", "LLM name"), ("text", "text"), ("question_id", "question id"),
+                                             ("subject", "subject")])
+def test_a_lone_surrogate_is_a_bad_row_naming_the_file_the_row_and_the_column(
+    tmp_path: Path, field: str, what: str
+) -> None:
+    # JSON's "\udcff" escapes no character: pandas' Arrow strings could not hold it, which stopped training with
+    # a line naming neither the file nor the row.
+    rows = [{"question_id": q, "text": f"t{q}", "subject": "s", "llm": m, "correct": 1} for q in "ab" for m in ("m1", "m2")]
+    rows[2][field] = "bad\udcff"
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with pytest.raises(DataError) as raised:
+        load_dataset(path)
+    assert str(raised.value) == (f"{path}: data row 3 (1-based, blank lines not counted): {what} not valid UTF-8: "
+                                 f"{field} = 'bad\\udcff' holds a lone surrogate (JSON's \\udcff), which is not UTF-8")
+    data, report = load_dataset_with_report(path, skip_bad=True)
+    assert report.skipped == {f"{what} not valid UTF-8": 1} and report.cells == 3
+    if field != "llm":  # the wide layout checks its question id, text, subject and benchmark alike
+        wide = tmp_path / "w.jsonl"
+        wide.write_text("".join(json.dumps({key: row[key] for key in ("question_id", "text", "subject")}
+                                           | {"m1": 1, "m2": 0}) + "\n" for row in rows[::2]))
+        with pytest.raises(DataError, match=rf"w\.jsonl: data row 2 .*: {what} not valid UTF-8: {field} = "):
+            load_dataset(wide)
+        data, report = load_dataset_with_report(wide, skip_bad=True)
+        assert data.question_ids == ["a"] and report.skipped == {f"{what} not valid UTF-8": 1}
+
+
+def test_a_lone_surrogate_in_a_label_is_a_bad_label_and_in_a_column_name_refuses_the_table(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text('{"question_id": "a", "text": "ta", "llm": "m1", "correct": "\\udcff"}\n')
+    with pytest.raises(DataError, match=r"data row 1 .*: label not 0/1/true/false: correct = '\\udcff'"):
+        load_dataset(path)
+    path.write_text('{"question_id": "a", "text": "ta", "m\\udcff": 1}\n')
+    with pytest.raises(DataError, match=r"t\.jsonl: column 'm\\udcff' holds a lone surrogate .*; rename it$"):
+        load_dataset(path, skip_bad=True)
+
+
 def test_long_bad_cases(tmp_path: Path) -> None:
     bad_label = LONG.copy()
     bad_label.loc[3, "correct"] = "0.5"

@@ -50,6 +50,7 @@ from .data_rows import (
     RowChecker,
     as_str,
     named_llms,
+    not_utf8_cells,
     parse_labels,
     read_frame,
     wrong_type,
@@ -83,13 +84,12 @@ def _pick(frame: pd.DataFrame, given: str | None, defaults: Sequence[str], role:
 
 
 def _questions(qid: np.ndarray, text: np.ndarray, subject: np.ndarray, benchmark: np.ndarray, rows: np.ndarray,
-               check: RowChecker, report: LoadReport, kept: np.ndarray | None = None) -> tuple[pd.DataFrame, np.ndarray]:
-    """One row per question id in first-appearance order, plus the keep-mask over the input rows (`kept`: the rows
-    still kept by earlier checks, default all).
+               check: RowChecker, report: LoadReport) -> tuple[pd.DataFrame, np.ndarray]:
+    """One row per question id in first-appearance order, plus the keep-mask over the input rows.
 
     Rows with an empty id or text are bad; an id given with two different texts is bad (all its rows).
     """
-    keep = np.ones(len(qid), dtype=bool) if kept is None else kept.copy()
+    keep = np.ones(len(qid), dtype=bool)
     keep &= check.check(keep & (qid == ""), rows, "empty question id", LazyDetail("question id is empty", qid))
     keep &= check.check(keep & (text == ""), rows, "empty question text",
                         LazyDetail("question {!r} has an empty text", qid))
@@ -107,14 +107,21 @@ def _questions(qid: np.ndarray, text: np.ndarray, subject: np.ndarray, benchmark
     return unique.reset_index(drop=True), keep
 
 
-def _typed(frame: pd.DataFrame, qcol: str, tcol: str, rows: np.ndarray, check: RowChecker) -> np.ndarray:
-    """The keep-mask of a table's rows whose question id is a string or an integer and whose text is a string."""
+def _typed(frame: pd.DataFrame, qcol: str, tcol: str, rows: np.ndarray, check: RowChecker,
+           named: Sequence[tuple[str | None, str]] = ()) -> np.ndarray:
+    """The keep-mask of a table's rows whose question id is a string or an integer and whose text is a string, and
+    whose strings of those columns and the `named` ones ((column or None, what it holds)) are valid UTF-8."""
     keep = np.ones(len(rows), dtype=bool)
     for column, allowed, what in ((qcol, ID_TYPES, "question id"), (tcol, TEXT_TYPES, "text")):
         bad, names = wrong_type(frame[column], allowed)
         kinds = "a string or an integer" if allowed is ID_TYPES else "a string"
         keep &= check.check(keep & bad, rows, f"{what} not {kinds}",
                             LazyDetail(f"{what} {{!r}} is a {{}}, not {kinds}", frame[column].to_numpy(), names))
+    for column, what in ((qcol, "question id"), (tcol, "text"), *named):
+        if column is not None:  # a JSONL string such as "\udcff": a JSON escape of no character
+            keep &= check.check(keep & not_utf8_cells(frame[column]), rows, f"{what} not valid UTF-8",
+                                LazyDetail(f"{column} = {{!r}} holds a lone surrogate (JSON's \\udcff), which is "
+                                           "not UTF-8", frame[column].to_numpy()))
     return keep
 
 
@@ -216,7 +223,7 @@ def _load_long(frame: pd.DataFrame, kind: str, file: str, name: str, cols: Colum
     rows = np.arange(len(frame))
     empty_col = np.full(len(frame), "", dtype=object)
     qid, llm = as_str(frame[qcol]), as_str(frame[lcol])
-    keep = _typed(frame, qcol, tcol, rows, check)
+    keep = _typed(frame, qcol, tcol, rows, check, [(lcol, "LLM name"), (scol, "subject"), (bcol, "benchmark")])
     keep &= check.check(keep & (llm == ""), rows, "empty LLM name", LazyDetail("LLM name is empty", llm))
     label, empty, bad = parse_labels(frame[ccol])
     keep &= check.check(keep & bad, rows, "label not 0/1/true/false",
@@ -265,10 +272,15 @@ def _load_wide(frame: pd.DataFrame, kind: str, file: str, name: str, cols: Colum
     bench = as_str(frame[bcol]) if bcol else empty_col
     assert qcol and tcol
     qid = as_str(frame[qcol])
-    questions, qkeep = _questions(qid, as_str(frame[tcol]), subject, bench, rows, check, report,
-                                  _typed(frame, qcol, tcol, rows, check))
+    # The rows kept so far only, as in the long layout: a skipped row's value may be no string pandas can hold.
+    sub = np.flatnonzero(_typed(frame, qcol, tcol, rows, check, [(scol, "subject"), (bcol, "benchmark")]))
+    questions, sub_keep = _questions(qid[sub], as_str(frame[tcol])[sub], subject[sub], bench[sub], rows[sub], check,
+                                     report)
+    qkeep = np.zeros(n, dtype=bool)
+    qkeep[sub] = sub_keep
     report.duplicate_question_rows += int(qkeep.sum() - len(questions))
-    q_index = pd.Index(questions["qid"]).get_indexer(qid)  # -1 for skipped rows
+    q_index = np.full(n, -1)  # -1 for skipped rows
+    q_index[qkeep] = pd.Index(questions["qid"]).get_indexer(qid[qkeep])
 
     # Column-major cells: cell c belongs to LLM c // n and row c % n.
     labels = pd.concat([frame[c].reset_index(drop=True) for c in llm_cols], ignore_index=True)

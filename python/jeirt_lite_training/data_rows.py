@@ -19,6 +19,7 @@ from ._runtime import (
     JeirtError,
     counted,
     first_and_more,
+    not_utf8,
     read_table,
     reraised_as,
     table_format,
@@ -175,21 +176,40 @@ def read_frame(path: Path, skip_bad: bool = False, skipped: dict[str, int] | Non
         if skipped is not None:
             skipped["unreadable row"] = skipped.get("unreadable row", 0) + table.skipped
         logger.warning("%s: skipped %s, first: %s", path, counted(table.skipped, "unreadable row"), table.problems[0])
+    unwritable = next((name for name in table.columns if not_utf8(name)), None)
+    if unwritable is not None:  # a JSONL field name: no row to skip, and no LLM or column can be named by it
+        raise DataError(f"{path}: column {unwritable!r} holds a lone surrogate (JSON's \\udcff), which is not UTF-8; "
+                        "rename it")
     frame = pd.DataFrame({name: pd.Series(table.values[name], dtype=object) for name in table.columns})
     return frame, "csv" if kind == "tsv" else kind
 
 
 def as_str(values: pd.Series) -> np.ndarray:
     """Strings with missing values as "" (ids, texts, names)."""
+    return _strings(values).str.strip().to_numpy(dtype=object)
+
+
+def _strings(values: pd.Series) -> pd.Series:
+    """The values as strings, missing ones as "". A lone surrogate (`not_utf8_cells`' bad rows) cannot become an
+    Arrow string, pandas' str type: the strings then stay Python objects, so that the row's check can name it."""
     out = values.astype(object).where(values.notna(), "")
-    return out.astype(str).str.strip().to_numpy(dtype=object)
+    try:
+        return out.astype(str)
+    except UnicodeEncodeError:
+        return pd.Series([str(value) for value in out], index=out.index, dtype=object)
+
+
+def not_utf8_cells(values: pd.Series) -> np.ndarray:
+    """(N,) bool: a string value holding a lone surrogate (JSON's "\\udcff"), which is not UTF-8."""
+    return np.fromiter((isinstance(value, str) and not_utf8(value) for value in values.to_numpy(dtype=object)),
+                       dtype=bool, count=len(values))
 
 
 def parse_labels(values: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return (label as float32, empty mask, bad mask); 0/1/0.0/1.0/true/false in any case, vectorised."""
     if pd.api.types.is_bool_dtype(values):
         return values.to_numpy(dtype=np.float32), np.zeros(len(values), bool), np.zeros(len(values), bool)
-    text = values.astype(object).where(values.notna(), "").astype(str).str.strip().str.lower()
+    text = _strings(values).str.strip().str.lower()
     is_true = text.isin(TRUE_LABELS).to_numpy()
     is_false = text.isin(FALSE_LABELS).to_numpy()
     empty = text.isin(EMPTY_LABELS).to_numpy()

@@ -102,16 +102,25 @@ def text_problem(value: Any) -> Optional[str]:
         return "has no text (missing or null)"
     if not isinstance(value, str):
         return f"text is a {type(value).__name__}, not a string"
-    if not value.isascii():
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:  # lone surrogates: bytes that were not UTF-8, kept by surrogateescape
-            return "text holds bytes that are not valid UTF-8"
+    if not_utf8(value):
+        return "text holds bytes that are not valid UTF-8"
     if not value.strip():
         return "text is empty"
     if "\x00" in value:
         return "text holds a NUL character (a binary file, or UTF-16 read as UTF-8?)"
     return None
+
+
+def not_utf8(value: str) -> bool:
+    """Whether `value` holds a lone surrogate, which no UTF-8 file can hold: a byte that was not UTF-8 (kept by
+    surrogateescape) or a JSON escape such as "\\udcff"; it cannot be written out, hashed by Arrow or encoded."""
+    if value.isascii():
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def llm_name_problem(value: Any) -> Optional[str]:
@@ -153,11 +162,8 @@ def key_problem(value: Any, what: str) -> Optional[str]:
             return f"{what} is empty"
         if "\x00" in value:
             return f"{what} holds a NUL character"
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                return f"{what} holds bytes that are not valid UTF-8"
+        if not_utf8(value):
+            return f"{what} holds bytes that are not valid UTF-8"
     return None
 
 
