@@ -600,5 +600,39 @@ def test_too_few_questions_to_hold_one_out_are_named_before_any_embedding(tmp_pa
     with pytest.raises(DataError, match="got 1; give more questions, or a smaller --val-fraction$"):
         prepare(table(3), val_fraction=0.6, test_fraction=0.0, encoder=STATIC, progress=False)
     with pytest.raises(DataError, match=r"the validation part holds no answers \(3 questions with answers to learn "
-                       r"from, dealt within each of their subjects \(1\)\).*a larger --val-fraction"):
+                       r"from, dealt within each of their subjects \(1\)\).*; give a --val-fraction from 0.2 to 0.8, "
+                       "which leaves both the training and the validation part answers$"):
         prepare(table(3), test_fraction=0.0, progress=False)
+
+
+def test_the_fractions_that_split_a_tiny_set_are_named_by_both_parts_errors_alike(tmp_path: Path) -> None:
+    # Too small a --val-fraction left the validation part empty and said "a larger one"; too large a one emptied
+    # the training part and said "smaller fractions". Both now name the fractions that work, or say none can.
+    from jeirt_lite_training.prepared import prepare
+    from jeirt_lite_training.split_advice import working_val_fractions
+    from jeirt_lite_training.splits import make_split
+
+    def table(name: str, subjects: list[str]) -> Path:
+        path = tmp_path / f"{name}.csv"
+        pd.DataFrame([{"question_id": f"q{i}", "text": f"What is {i} + {i}?", "subject": subject, "llm": llm,
+                       "correct": i % 2} for i, subject in enumerate(subjects) for llm in ("alpha", "beta")]
+                     ).to_csv(path, index=False)
+        return path
+
+    one_subject = table("one", ["math", "math"])
+    works = "give a --val-fraction from 0.3 to 0.75, which leaves both the training and the validation part answers"
+    for val_fraction in (0.1, 0.9):  # one too small, one too large: the same fractions named
+        with pytest.raises((DataError, ValueError), match=re.escape(works) + "$"):
+            prepare(one_subject, val_fraction=val_fraction, test_fraction=0.0, progress=False)
+    with pytest.raises(ValueError, match="give a smaller --holdout: without one, a --val-fraction from 0.3 to 0.75"):
+        prepare(one_subject, val_fraction=0.1, test_fraction=0.7, progress=False)
+    data = load_dataset(one_subject)
+    for val_fraction in working_val_fractions(data, 0, 0.0):  # each named fraction splits the questions in two
+        split = make_split(data, val_fraction=val_fraction, test_fraction=0.0)
+        assert (len(split.train), len(split.val)) == (1, 1), val_fraction
+    # One question a subject: each subject's goes whole to one part, at any fraction.
+    none = "no --val-fraction can leave both the training and the validation part answers: the questions are dealt "
+    for val_fraction in (0.5, 0.9):
+        with pytest.raises((DataError, ValueError), match=re.escape(none) + r".*give more questions per subject, or "
+                           "fewer subjects"):
+            prepare(table("two", ["math", "law"]), val_fraction=val_fraction, test_fraction=0.0, progress=False)

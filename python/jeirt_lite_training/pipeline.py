@@ -166,7 +166,7 @@ def _choice_parts(
     """The folds (None: `auto_fold_parts`) and the (training, held-out) parts the settings are chosen on: the
     validation part for 1, else the folds of `pool`. A validation part without answers is refused (a Prepared not made
     by `prepare`)."""
-    check_validation_part(prep.data, prep.train, prep.val, prep.test)  # the alignment threshold reads it too
+    check_validation_part(prep.data, prep.split, prep.split_seed)  # the alignment threshold reads it too
     if folds is None:
         n_cells = len(prep.train) + len(prep.val)
         folds, parts = auto_fold_parts(prep.data, pool, n_cells, seed=prep.split_seed)

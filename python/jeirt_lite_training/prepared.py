@@ -16,6 +16,7 @@ from .data import Columns, DataError, LoadReport, load_dataset_with_report
 from .data_rows import named_llms
 from .embeddings import embed_dataset
 from .encoders import DEFAULT_ENCODER, DEFAULT_MAX_LENGTH
+from .split_advice import val_fraction_advice
 from .splits import make_split
 from .types import Dataset, Responses, Split
 
@@ -55,10 +56,12 @@ def _check_every_llm_learnable(data: Dataset, train: Responses, val: Responses) 
                         "questions, which training never reads: give it more answers, or hold out fewer questions")
 
 
-def check_validation_part(data: Dataset, train: Responses, val: Responses, test: Responses) -> None:
+def check_validation_part(data: Dataset, split: Split, seed: int) -> None:
     """The validation part must hold answers: the settings are chosen on held-out questions and the alignment
     threshold is read from it. Said before the (long) embedding, in the words that help: a larger --val-fraction
-    cannot give one question a validation part."""
+    cannot give one question a validation part, and with small subjects a fraction may empty the training part
+    instead (`val_fraction_advice` says which work, if any; `seed` drew the split)."""
+    train, val, test = (split.responses(data, part) for part in ("train", "val", "test"))
     if len(val):
         return
     learned = len(np.unique(train.question))
@@ -68,8 +71,9 @@ def check_validation_part(data: Dataset, train: Responses, val: Responses, test:
                         "needs at least 2 answered questions (with different texts); give more"
                         f"{', or a smaller --holdout' if len(test) else ''}")
     subjects = len(set(np.asarray(data.subjects)[np.unique(train.question)].tolist()))
+    advice = val_fraction_advice(data, seed, split.test_fraction or 0.0)
     raise DataError(f"the validation part holds no answers ({questions}, dealt within each of their subjects "
-                    f"({subjects})): too few questions to choose on; give more, or a larger --val-fraction")
+                    f"({subjects})): too few questions to choose on; {advice}")
 
 
 def prepare(
@@ -99,8 +103,9 @@ def prepare(
     if len(split.train) == 0:  # each subject's questions are dealt out, so this comes before the fractions' sum is 1
         raise ValueError(f"val_fraction {val_fraction:g} (--val-fraction) and test_fraction {test_fraction:g} "
                          f"(--holdout) leave no question to train on: each of the {len(set(data.subjects))} subjects' "
-                         f"questions ({data.n_questions} in all) is dealt to them first; give smaller fractions")
-    check_validation_part(data, *(split.responses(data, part) for part in ("train", "val", "test")))
+                         f"questions ({data.n_questions} in all) is dealt to them first; "
+                         f"{val_fraction_advice(data, split_seed, test_fraction)}")
+    check_validation_part(data, split, split_seed)
     prep = prepare_split(data, split, split_seed=split_seed, encoder=encoder, max_length=max_length,
                          progress=progress, source=str(data_dir), teacher=teacher, fit_sentences=fit_sentences)
     prep.load_report = report
