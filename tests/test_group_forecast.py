@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from jeirt_lite import JeirtError, Router
-from jeirt_lite._group_forecast import MAX_GROUPS
+from jeirt_lite._group_forecast import GroupSums
 from jeirt_lite._io.vocabulary import probability_column
 from jeirt_lite.batch import ScoreOptions, score_file
 from jeirt_lite.cli import main
@@ -152,17 +152,22 @@ def test_a_row_without_a_group_value_stops_the_run_naming_it_or_is_skipped_and_c
     assert code == 0 and "on 11 questions" in out and "skipped 1 bad row" in err and output.exists()
 
 
-def test_a_column_of_too_many_values_is_refused_with_the_bound_and_writes_nothing(
-    rows: list[dict[str, Any]], tmp_path: Path, tiny_router_path: Path, capsys: pytest.CaptureFixture[str],
+def test_a_column_of_more_than_100_values_is_refused_with_the_bound_and_writes_nothing(
+    router: Router, tmp_path: Path, tiny_router_path: Path, capsys: pytest.CaptureFixture[str],
     real_texts: list[str],
 ) -> None:
-    many = [{"id": f"q{i}", "text": text} for i, text in enumerate(real_texts[: MAX_GROUPS + 1])]
+    # The guide's number (docs/guide/scoring.md: at most 100 groups), not the module's constant, which would
+    # move with a bound changed by mistake.
+    many = [{"id": f"q{i}", "text": text} for i, text in enumerate(real_texts[:101])]
     bank = write_bank(tmp_path / "bank.csv", many)
     output = tmp_path / "scores.csv"
     code, out, err = run_cli(capsys, bank, "--router", tiny_router_path, "-q", "-o", output, "--forecast-by", "id")
     assert (code, out) == (1, "")
-    assert f"column 'id' has more than {MAX_GROUPS} distinct values" in err
+    assert "column 'id' has more than 100 distinct values" in err
     assert sorted(path.name for path in tmp_path.iterdir()) == [bank.name]
+    hundred = write_bank(tmp_path / "hundred.csv", many[:100])  # the bound itself is a table
+    summary = score_file(router, input_path=hundred, options=ScoreOptions(forecast_by="id"))
+    assert summary.group_forecast is not None and len(summary.group_forecast.groups) == 100
 
 
 def test_where_there_is_no_column_to_group_by_the_option_is_refused(
@@ -217,7 +222,7 @@ def test_router_forecast_by_takes_the_groups_as_a_column_of_numpy_pandas_or_arro
     for groups in (np.array(["3", "law", "3"]), pandas.Series([3, "law", 3]), pyarrow.array(["3", "law", "3"]),
                    [np.int64(3), "law", 3]):
         assert router.forecast_by(pandas.Series(texts), groups) == wanted, type(groups).__name__
-    with pytest.raises(JeirtError, match="not a DataFrame"):
+    with pytest.raises(JeirtError, match=r"not a DataFrame \(pass its group column\)"):
         router.forecast_by(texts, pandas.DataFrame({"subject": ["3", "law", "3"]}))
 
 
@@ -238,3 +243,45 @@ def test_a_jsonl_bank_whose_first_rows_leave_the_field_out_has_bad_rows_not_a_mi
     assert re.search(rf"bank.jsonl: data row {first_bad} \([^)]*\): has no group value \(missing or null\);", err)
     code, out, err = run_cli(capsys, *common, "--skip-bad")
     assert code == 0 and f"on {6 - len(lacking)} question" in out and f"skipped {len(lacking)} bad row" in err
+
+
+def test_a_bank_whose_every_row_is_skipped_has_no_forecast_per_group(
+    router: Router, rows: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    bank = write_bank(tmp_path / "bank.jsonl", [{**row, "subject": " "} for row in rows[:3]])
+    with pytest.raises(JeirtError, match="no question was scored, so there is no forecast"):
+        score_file(router, input_path=bank, options=ScoreOptions(forecast_by="subject", skip_bad=True))
+
+
+@pytest.mark.parametrize(("groups", "problem"), [
+    (["math", None, "law"], "3 group values for 2 questions"), ([None], "1 group value for 2 questions"),
+])
+def test_router_forecast_by_names_a_wrong_number_of_groups_before_any_bad_value(
+    router: Router, groups: list[Any], problem: str
+) -> None:
+    with pytest.raises(JeirtError, match=problem):
+        router.forecast_by(["What is 2 + 2?", "Who wrote Hamlet?"], groups)
+
+
+def test_router_forecast_by_takes_any_number_of_questions_and_of_groups(router: Router) -> None:
+    # Counts past CPython's cached small integers, and more groups than the command's table takes: in memory
+    # the caller's groups have no bound (docs/guide/scoring.md).
+    many = [f"What is {i} + {i}?" for i in range(300)]
+    got = router.forecast_by(many, [f"g{i % 150:03d}" for i in range(300)])
+    assert list(got) == [f"g{i:03d}" for i in range(150)]
+
+
+@pytest.mark.parametrize(("groups", "questions", "problem"), [
+    (3, 2, "3 group values for 2 questions"), (2, 1, "2 group values for 1 question"),
+    (1, 2, "1 group value for 2 questions"),
+])
+def test_the_sums_refuse_a_chunk_whose_group_values_and_rows_differ_in_number(
+    groups: int, questions: int, problem: str
+) -> None:
+    """Every caller hands a chunk's groups with its rows; a mismatch is a fault to name, never a sum that
+    NumPy broadcasts one row's probabilities into."""
+    sums = GroupSums(["a", "b"], "subject")
+    with pytest.raises(JeirtError, match=problem):
+        sums.add(["law"] * groups, np.full((questions, 2), 0.5))
+    sums.add(["law"] * 300, np.full((300, 2), 0.25))  # counts past CPython's cached small integers
+    assert sums.result().counts == {"law": 300}

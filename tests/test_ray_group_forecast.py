@@ -143,9 +143,15 @@ def test_the_driver_s_forecast_is_one_machine_s_over_every_batch_whatever_the_ba
     assert got.overall == pytest.approx(expected.overall, rel=1e-12)
 
 
-def test_more_groups_than_a_table_can_show_are_refused_across_batches_in_one_machine_s_words() -> None:
-    # No batch holds more than a few groups: only the driver sees them all.
-    batches = [scored_table([f"g{i}", f"g{i + 1}"], [[0.5, 0.5]] * 2) for i in range(0, MAX_GROUPS + 1, 2)]
+@pytest.mark.parametrize("per_batch", [2, MAX_GROUPS + 1], ids=["a few groups a batch", "all in one batch"])
+def test_more_groups_than_a_table_can_show_are_refused_across_batches_in_one_machine_s_words(
+    per_batch: int,
+) -> None:
+    # With a few groups a batch, only the driver sees them all; with all of them in one, the worker's sums
+    # must not refuse them first, naming its own column rather than the bank's.
+    groups = [f"g{i}" for i in range(MAX_GROUPS + 1)]
+    batches = [scored_table(groups[lo:lo + per_batch], [[0.5, 0.5]] * len(groups[lo:lo + per_batch]))
+               for lo in range(0, len(groups), per_batch)]
     with pytest.raises(JeirtError) as raised:
         expected_accuracy_by(FakeScored(batches), LLMS, "subject")
     oracle = GroupSums(LLMS, "subject")
