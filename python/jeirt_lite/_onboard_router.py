@@ -4,6 +4,7 @@ the features given with its answers and the manifest's record of its fit."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Optional, TypeVar, Union
 
 import numpy as np
@@ -19,6 +20,22 @@ from ._onboarding import check_labels
 from ._router_tables import RouterTables
 
 RouterT = TypeVar("RouterT", bound=RouterTables)
+
+
+@dataclass(frozen=True)
+class AnsweredQuestions:
+    """The questions an LLM answered, as add_llm and update_llm read them."""
+
+    vectors: np.ndarray  # checked question vectors
+    features: Optional[np.ndarray]  # the encoder's features, None where not given
+    learned: Optional[np.ndarray]  # which the router learned from, None when unknown
+    alignment: Optional[AlignmentResult]  # their alignment with the router's, None when it carries no reference
+    groups: Optional[np.ndarray]  # a key per answer naming its question (None: equal vectors are one question)
+
+    def details(self) -> dict[str, Any]:
+        """The keyword arguments of with_new_llm and with_updated_llm besides the vectors."""
+        return {"features": self.features, "learned": self.learned, "alignment": self.alignment,
+                "groups": self.groups}
 
 
 def with_new_llm(
@@ -46,19 +63,10 @@ def with_new_llm(
     questions = router._check_vectors(vectors)
     labels = check_labels(correct, questions.shape[0])
     if features is not None:
-        spec = router.manifest["encoder"]
-        feature_dim = int(spec.get("feature_dim") or 0) if spec.get("feature_output") else 0
-        features = check_features(features, questions.shape[0], feature_dim)
-    gate: dict[str, Any] = {}
-    if alignment is not None:
-        gate["in_distribution"] = alignment.in_distribution
-        spec = router.manifest.alignment
-        percentile = spec.details.get("percentile") if spec is not None else None
-        if isinstance(percentile, (int, float)) and 0 <= percentile < 50:  # the router's own flag rate, in %
-            gate["percentile"] = float(percentile)
+        features = router_features(router, features, questions.shape[0])
     fit = fit_onboarding(
         questions, features, labels, prior_mean=router.llm_vectors.mean(axis=0), l2=l2, learned=learned, groups=groups,
-        **gate,
+        **alignment_gate(router, alignment),
     )
     record = onboarding_record(name, l2, fit, alignment)
     changes: dict[str, Any] = {"onboarded": (*(router.manifest.onboarded or ()), freeze(record))}
@@ -82,6 +90,25 @@ def with_new_llm(
     return router._with_llms(router.llms + (name,), table, corrections=corrections, **changes)
 
 
+def alignment_gate(router: RouterTables, alignment: Optional[AlignmentResult]) -> dict[str, Any]:
+    """The answered questions' in-distribution flags and the router's own flag rate (in %), as fit_onboarding reads
+    them; empty without an alignment."""
+    gate: dict[str, Any] = {}
+    if alignment is not None:
+        gate["in_distribution"] = alignment.in_distribution
+        spec = router.manifest.alignment
+        percentile = spec.details.get("percentile") if spec is not None else None
+        if isinstance(percentile, (int, float)) and 0 <= percentile < 50:  # the router's own flag rate, in %
+            gate["percentile"] = float(percentile)
+    return gate
+
+
+def router_features(router: RouterTables, features: object, rows: int) -> np.ndarray:
+    """`features` checked against the router's encoder (check_features)."""
+    spec = router.manifest["encoder"]
+    return check_features(features, rows, int(spec.get("feature_dim") or 0) if spec.get("feature_output") else 0)
+
+
 def check_features(features: object, rows: int, feature_dim: int) -> np.ndarray:
     """Encoder features as float32 (rows, feature_dim); the router's encoder must expose features of that size."""
     if feature_dim < 1:
@@ -97,12 +124,17 @@ def onboarding_record(name: str, l2: float, fit: OnboardingFit, alignment: Optio
     """The manifest's record of one onboarded LLM: its fit report and how its questions align with the router's."""
     record: dict[str, Any] = {"name": name, "l2": float(l2), **fit.report}
     if alignment is not None:
-        share = float(np.mean(alignment.in_distribution))
-        record["alignment"] = {
-            "mean_score": float(np.mean(alignment.scores)),
-            "in_distribution_share": share,
-            # The threshold flags about 5% of the router's own validation questions, so a majority flagged
-            # means these questions are unlike the router's training questions.
-            "mostly_out_of_distribution": share < 0.5,
-        }
+        record["alignment"] = alignment_record(alignment)
     return record
+
+
+def alignment_record(alignment: AlignmentResult) -> dict[str, Any]:
+    """How the answered questions align with the router's, as the manifest's record of a fit keeps it."""
+    share = float(np.mean(alignment.in_distribution))
+    return {
+        "mean_score": float(np.mean(alignment.scores)),
+        "in_distribution_share": share,
+        # The threshold flags about 5% of the router's own validation questions, so a majority flagged
+        # means these questions are unlike the router's training questions.
+        "mostly_out_of_distribution": share < 0.5,
+    }

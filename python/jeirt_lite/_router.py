@@ -16,7 +16,7 @@ from ._errors import JeirtError
 from ._group_forecast import GroupSums, checked_groups
 from ._llm_params import check_costs, cost_vector
 from ._manifest import thaw
-from ._onboard_router import with_new_llm
+from ._onboard_router import AnsweredQuestions, with_new_llm
 from ._onboarding import DEFAULT_L2
 from ._questions import EncodedQuestions, Questions, VotedQuestions, distinct_texts
 from ._results import RouteResult
@@ -24,6 +24,7 @@ from ._router_tables import RouterTables
 from ._routing import route_rows, routing_rows
 from ._static_path import StaticEncoder
 from ._training_questions import normalise_question
+from ._update_llm import with_updated_llm
 from .artifact import load_artifact, save_artifact
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -302,6 +303,36 @@ class Router(RouterTables):
             learned: which of the questions the router learned from; from texts it is read off the router's
                 record (`learned_from`); for encoded questions None means unknown.
         """
+        answered = self._answered(questions, learned)
+        return with_new_llm(self, name, answered.vectors, correct, l2=l2, cost=cost, **answered.details())
+
+    def update_llm(
+        self,
+        name: str,
+        questions: Questions,
+        correct: Sequence[Union[int, bool]],
+        *,
+        learned: Optional[Union[Sequence[bool], np.ndarray]] = None,
+    ) -> Router:
+        """A router whose LLM `name` (one it holds) is adapted to its answers on the user's questions.
+
+        The LLM keeps its vector, neighbour votes and calibration; on top of its logit z a correction on the
+        encoder's features is fitted, logit = s·z + f·w + b, weighted over add_llm's grid by cross-validated
+        likelihood with "no change" in the grid (`jeirt_lite._update_llm`), and stored as its calibration and feature
+        correction. Where the router's P(correct) levels are off on questions unlike its own, a few hundred answers
+        set them right (docs/research/onboarding.md). The fit is in `manifest["onboarded"][-1]` ("update": true).
+
+        Args:
+            name: an LLM of this router.
+            questions, correct, learned: as `add_llm` takes them; encoded questions need their features.
+        """
+        answered = self._answered(questions, learned)
+        return with_updated_llm(self, name, answered.vectors, correct, **answered.details())
+
+    def _answered(
+        self, questions: Questions, learned: Optional[Union[Sequence[bool], np.ndarray]]
+    ) -> AnsweredQuestions:
+        """An LLM's answered questions as add_llm and update_llm fit on them."""
         groups = None  # encoded questions: equal vectors are one question's answers
         if not isinstance(questions, EncodedQuestions):
             texts = check_texts(questions)  # read once: a generator of texts is spent by its first reading
@@ -311,10 +342,7 @@ class Router(RouterTables):
         vectors = self._check_vectors(questions.vectors)
         alignment = self.alignment(EncodedQuestions(vectors)) if self.has_alignment else None
         mask = None if learned is None else np.asarray(learned)
-        return with_new_llm(
-            self, name, vectors, correct, features=questions.features, l2=l2, cost=cost, learned=mask,
-            alignment=alignment, groups=groups,
-        )
+        return AnsweredQuestions(vectors, questions.features, mask, alignment, groups)
 
     def learned_from(self, texts: Sequence[str]) -> Optional[np.ndarray]:
         """(N,) bool: which of `texts` this router was trained on (texts equal up to whitespace count as the same
