@@ -439,3 +439,36 @@ def test_a_jsonl_row_without_the_correct_field_is_a_question_without_an_answer_a
                  "-o", str(tmp_path / "out")]) == 0, capsys.readouterr().err
     assert "added 'x' from 23 answers (12 correct; 1 row with an empty label left out; 24 rows of 1 other LLM in " \
         "column 'model' left out)" in capsys.readouterr().out
+
+
+def test_add_llm_update_adapts_an_llm_the_router_holds(tmp_path: Path) -> None:
+    import csv
+
+    with open(Path(__file__).resolve().parents[1] / "data" / "zeroeval_crux_gsm_math" / "questions.csv",
+              encoding="utf-8") as handle:
+        texts = [row["text"] for _, row in zip(range(40), csv.DictReader(handle))]
+    answers = tmp_path / "answers.csv"
+    with open(answers, "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([("text", "correct"), *((t, int(i % 4 == 0)) for i, t in enumerate(texts))])
+    done = run_cli("add-llm", "--name", "Yi-34B", "--answers", str(answers), "--update", "-o", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert "updated 'Yi-34B' from 40 answers (10 correct)" in done.stdout
+    assert "(unchanged: AUC" in done.stdout
+    shipped, updated = Router.load(), Router.load(tmp_path / "out")
+    assert updated.llms == shipped.llms and updated.manifest["onboarded"][-1]["update"] is True
+    assert updated.corrections is not None and updated.corrections.llms == ("Yi-34B",)
+
+
+def test_add_llm_update_is_refused_where_it_cannot_apply(tiny_router_path: Path, tmp_path: Path) -> None:
+    answers = _answers(tmp_path / "answers.csv")
+    out = str(tmp_path / "out")
+    done = run_cli("add-llm", str(tiny_router_path), "--name", "llm-1", "--answers", str(answers), "-o", out)
+    assert done.returncode != 0 and "already in" in done.stderr and "pass --update" in done.stderr
+    done = run_cli("add-llm", str(tiny_router_path), "--name", "newbie", "--answers", str(answers), "--update", "-o", out)
+    assert done.returncode != 0 and "has no 'newbie'; drop --update to add it" in done.stderr
+    done = run_cli("add-llm", str(tiny_router_path), "--name", "llm-1", "--answers", str(answers), "--update", "-o", out)
+    assert done.returncode != 0 and "exposes no features" in done.stderr
+    done = run_cli("add-llm", str(tiny_router_path), "--name", "llm-1", "--answers", str(answers), "--update",
+                   "--cost", "2", "-o", out)
+    assert done.returncode != 0 and "--update keeps the LLM's cost" in done.stderr
+    assert not (tmp_path / "out").exists()

@@ -33,9 +33,11 @@ def add_parser(subparsers: Any) -> None:
         positional_router=True,
         help="add a new LLM to a router from its answers to some questions",
         description="A router with one more LLM, fitted from its answers (--router: the router to extend).",
-        epilog=f"example:\n  {PROG} add-llm --name my-llm --answers answers.csv -o router-plus",
+        epilog=f"examples:\n  {PROG} add-llm --name my-llm --answers answers.csv -o router-plus\n"
+        f"  {PROG} add-llm --name Yi-34B --answers my_answers.csv --update -o router-adapted",
     )
-    add.add_argument("--name", required=True, help="the new LLM's name (must not be in the router)")
+    add.add_argument("--name", required=True, help="the new LLM's name (must not be in the router; with --update, "
+                     "an LLM it holds)")
     add.add_argument(
         "--answers",
         type=Path,
@@ -64,6 +66,11 @@ def add_parser(subparsers: Any) -> None:
     add.add_argument(
         "--cost", type=number_in(0.0, math.inf), default=None, help="the new LLM's cost, stored for cost-aware routing"
     )
+    add.add_argument(
+        "--update", action="store_true",
+        help="adapt --name, an LLM the router holds, to these answers instead (Router.update_llm: its P(correct) on "
+        "questions like these corrected; needs an encoder with features)",
+    )
     add.add_argument("--overwrite", action="store_true", help="replace NEW_ROUTER if it exists")
 
 
@@ -77,8 +84,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.output.exists() and not args.output.is_dir():
         raise JeirtError(f"{args.output}: is a file, not a router folder; give a folder path with -o")
     router = load_router(router_path, args.threads)
-    if args.name in router.llms:
-        raise JeirtError(f"LLM {args.name!r} is already in {router.path}; pick another --name")
+    if args.name in router.llms and not args.update:
+        raise JeirtError(f"LLM {args.name!r} is already in {router.path}; pick another --name, or pass --update to "
+                         "adapt it to these answers")
+    if args.update and args.name not in router.llms:
+        raise JeirtError(f"--update adapts an LLM the router holds, and {router.path} has no {args.name!r}; "
+                         "drop --update to add it")
+    if args.update and args.cost is not None:
+        raise JeirtError("--cost is the new LLM's cost; --update keeps the LLM's cost as it is")
     if args.output.exists() and not args.overwrite:
         raise JeirtError(f"{args.output} already exists (pass --overwrite to replace it)")
     refuse_existing(args.output, args.overwrite)  # before the fit: --overwrite replaces only a router folder
@@ -88,7 +101,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if empty and len(texts) < MIN_LABELS:  # the rows left out are why there are too few: say so
         raise JeirtError(f"{args.answers}: need at least {MIN_LABELS} answers to fit an LLM, got {len(texts)} "
                          f"({empty}: no answer)")
-    grown = router.add_llm(args.name, texts, labels, cost=args.cost)
+    if args.update:
+        grown = router.update_llm(args.name, texts, labels)
+    else:
+        grown = router.add_llm(args.name, texts, labels, cost=args.cost)
     path = grown.save(args.output, overwrite=args.overwrite)
     left_out = f"; {empty}" if empty else ""
     others = answers.other_llms
@@ -99,7 +115,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     # some asked more than once: held out together
     to = f" to {counted(asked, 'question')}" if asked < len(texts) else ""
     console.out.write(
-        f"added {args.name!r} from {len(texts)} answers{to} ({sum(labels)} correct{left_out}); wrote {path}\n"
+        f"{'updated' if args.update else 'added'} {args.name!r} from {len(texts)} answers{to} ({sum(labels)} "
+        f"correct{left_out}); wrote {path}\n"
     )
     console.out.write(fit_summary(grown.manifest["onboarded"][-1]))
     return 0
@@ -109,6 +126,7 @@ def fit_summary(record: dict[str, Any]) -> str:
     """How well the new LLM fits its answers (cross-validated), and whether its questions look like the router's."""
     lines = []
     answers = record.get("answers")
+    alone = "unchanged" if record.get("update") else "vector alone"  # an update's grid holds the LLM as it was
     if "on_training_questions" in record:  # records written before it was counted lack it
         seen = record["on_training_questions"]
         if seen is None:
@@ -116,14 +134,15 @@ def fit_summary(record: dict[str, Any]) -> str:
         else:
             lines.append(
                 f"  {seen} of its {answers} answers are on questions the router learned from"
-                + (": they fit its vector, not the feature correction" if seen else "")
+                + ((": left out of the update (the router's logit looks too good there)" if record.get("update")
+                    else ": they fit its vector, not the feature correction") if seen else "")
             )
     if record.get("cv_auc") is not None:
         cv_answers = record.get("cv_answers", answers)
         which = "its answers" if cv_answers == answers else f"its {cv_answers} answers on other questions"
         lines.append(
             f"  cross-validated on {which} ({record['folds']} folds): AUC {record['cv_auc']:.3f}, log-loss "
-            f"{record['cv_log_loss']:.3f} (vector alone: AUC {record['cv_auc_vector_only']:.3f}, log-loss "
+            f"{record['cv_log_loss']:.3f} ({alone}: AUC {record['cv_auc_vector_only']:.3f}, log-loss "
             f"{record['cv_log_loss_vector_only']:.3f})"
         )
     details = ""
@@ -132,10 +151,10 @@ def fit_summary(record: dict[str, Any]) -> str:
     if record.get("correction") == "on" and len(fits) == 1:
         details = f" (strength {fits[0]['strength']:g}; {scaled})"
     elif record.get("correction") == "on" and fits:
-        alone = sum(fit["weight"] for fit in fits if fit.get("strength") is None)
+        share = sum(fit["weight"] for fit in fits if fit.get("strength") is None)
         details = (
-            f" (an average of {len(fits)} fits weighted by their cross-validated likelihood, {alone:.0%} on the "
-            f"vector alone; {scaled})"
+            f" (an average of {len(fits)} fits weighted by their cross-validated likelihood, {share:.0%} on the "
+            f"{alone}; {scaled})"
         )
     lines.append(f"  feature correction: {record['correction']}{details}")
     alignment = record.get("alignment")
