@@ -327,7 +327,7 @@ class Router(RouterTables):
             questions, correct, learned: as `add_llm` takes them; encoded questions need their features.
         """
         answered = self._answered(questions, learned)
-        return with_updated_llm(self, name, answered.vectors, correct, **answered.details())
+        return with_updated_llm(self, name, answered.vectors, correct, self._offsets, **answered.details())
 
     def _answered(
         self, questions: Questions, learned: Optional[Union[Sequence[bool], np.ndarray]]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import Any, Callable, Optional, TypeVar, Union
 
 import numpy as np
 
@@ -54,9 +54,11 @@ from ._manifest import freeze
 from ._onboard_router import alignment_gate, alignment_record, router_features
 from ._onboarding import check_labels
 from ._ridge import ridge_path
+from ._router_tables import RouterTables
 
-if TYPE_CHECKING:
-    from ._router import Router
+RouterT = TypeVar("RouterT", bound=RouterTables)
+# The router's logit offsets (votes, corrections) of the questions (vectors, features) for the LLMs named.
+OffsetsOf = Callable[[np.ndarray, np.ndarray, Sequence[str]], Optional[np.ndarray]]
 
 
 @dataclass(frozen=True)
@@ -109,13 +111,14 @@ def fit_update(
 
 
 def with_updated_llm(
-    router: Router, name: str, vectors: np.ndarray, correct: Sequence[Union[int, bool]], *,
+    router: RouterT, name: str, vectors: np.ndarray, correct: Sequence[Union[int, bool]], offsets_of: OffsetsOf, *,
     features: Optional[np.ndarray], learned: Optional[np.ndarray] = None,
     alignment: Optional[AlignmentResult] = None, groups: Optional[np.ndarray] = None,
-) -> Router:
+) -> RouterT:
     """A copy of `router` whose LLM `name` is adapted to its answers `correct` on the questions with checked
     `vectors` and their `features` (see `Router.update_llm`), the fit recorded in `manifest["onboarded"]` with
-    "update": true; `learned`, `alignment`, `groups` as `with_new_llm` reads them."""
+    "update": true; `offsets_of`: the router's offsets (`Router._offsets`); `learned`, `alignment`, `groups` as
+    `with_new_llm` reads them."""
     if name not in router.llms:
         raise JeirtError(f"LLM {name!r} is not in this router, so it cannot be updated; add it with add_llm")
     if not router.manifest["encoder"].get("feature_output"):
@@ -129,7 +132,7 @@ def with_updated_llm(
     f = checked.astype(np.float64)
     j = router.llms.index(name)
     current = base_logits(vectors.astype(np.float64), router.llm_vectors[j].astype(np.float64))
-    offsets = router._offsets(vectors, checked, [name])  # its votes and any correction it has
+    offsets = offsets_of(vectors, checked, [name])  # its votes and any correction it has
     if offsets is not None:
         current = current + offsets[:, 0].astype(np.float64)
     cal = router.calibration
