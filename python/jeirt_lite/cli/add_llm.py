@@ -32,7 +32,8 @@ def add_parser(subparsers: Any) -> None:
         "add-llm",
         positional_router=True,
         help="add a new LLM to a router from its answers to some questions",
-        description="A router with one more LLM, fitted from its answers (--router: the router to extend).",
+        description="A router with one more LLM, fitted from its answers, or (--update) with one of its LLMs adapted "
+        "to them (--router: the router to extend).",
         epilog=f"examples:\n  {PROG} add-llm --name my-llm --answers answers.csv -o router-plus\n"
         f"  {PROG} add-llm --name Yi-34B --answers my_answers.csv --update -o router-adapted",
     )
