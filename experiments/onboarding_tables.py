@@ -49,10 +49,13 @@ def write_result(out: Path, result: dict[str, Any]) -> None:
     print(json.dumps(result["summary"], indent=1))
 
 
-def paired(rows: list[dict[str, Any]], a: str, b: str) -> dict[str, float]:
-    """Method a's AUC and log-loss minus b's over the same draws: mean, standard error, and the draws a's AUC is above."""
+def paired(
+    rows: list[dict[str, Any]], a: str, b: str, stats: tuple[str, ...] = ("auc", "log_loss")
+) -> dict[str, float]:
+    """Method a's `stats` (AUC and log-loss) minus b's over the same draws: mean, standard error, and the draws a's
+    AUC is above."""
     out: dict[str, float] = {}
-    for stat in ("auc", "log_loss"):
+    for stat in stats:
         diff = np.array([row[a][stat] - row[b][stat] for row in rows])
         out[stat] = float(diff.mean())
         out[f"{stat}_se"] = float(diff.std(ddof=1) / np.sqrt(len(diff))) if len(diff) > 1 else float("nan")
