@@ -99,3 +99,14 @@ def test_an_llm_the_router_lacks_or_questions_without_features_are_refused(
         shipped.update_llm(NAME, EncodedQuestions(encoded.vectors), [1, 0] * (len(TEXTS) // 2))
     with pytest.raises(JeirtError, match="labels"):
         shipped.update_llm(NAME, encoded, [1, 0])
+
+
+def test_answers_on_questions_the_router_learned_from_are_left_out_and_it_says_so(shipped: Router) -> None:
+    import csv
+
+    with open(Path(__file__).resolve().parents[1] / "data" / "mmlu_pro" / "questions.csv", encoding="utf-8") as f:
+        trained_on = [row["text"] for _, row in zip(range(20), csv.DictReader(f))]
+    updated = shipped.update_llm(NAME, trained_on, [1, 0] * 10)
+    record = updated.manifest["onboarded"][-1]
+    assert record["on_training_questions"] == 20 and updated.corrections is None
+    assert record["correction"].startswith("off: 20 of the 20 answers are on questions the router learned from")
