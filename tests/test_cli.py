@@ -209,6 +209,15 @@ def test_info_shows_the_calibration_the_llms_add_llm_added_and_counts_as_counts(
     assert f"  heldout.n: {int(n)}\n" in out  # stored as 34365.0, a count
 
 
+def test_info_tells_an_updated_llm_from_an_added_one(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    texts = [f"Compute {a} * {b} and give the remainder modulo {b + 3}." for a in range(3, 11) for b in range(2, 9)]
+    updated = Router.load().update_llm("Yi-34B", texts, [int(i % 4 == 0) for i in range(len(texts))])
+    updated.save(tmp_path / "adapted")
+    assert main(["info", "--router", str(tmp_path / "adapted")]) == 0
+    out = capsys.readouterr().out
+    assert f"updated by add-llm --update: Yi-34B (from {len(texts)} answers)\n" in out and "added by" not in out
+
+
 def test_info_shows_training_and_metrics(
     tiny_router_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -93,8 +93,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
         out.write(f"calibration: {calibration.kind} (P = sigmoid(scale * logit + bias))\n")
     else:
         out.write("calibration: none (P = sigmoid(logit))\n")
-    for record in manifest.get("onboarded") or []:  # what add-llm printed when it added the LLM
-        out.write(f"added by add-llm: {record.get('name')} (from {record.get('answers')} answers)\n")
+    for record in manifest.get("onboarded") or []:  # what add-llm printed when it added (or updated) the LLM
+        how = "updated by add-llm --update" if record.get("update") else "added by add-llm"
+        out.write(f"{how}: {record.get('name')} (from {record.get('answers')} answers)\n")
         out.write(textwrap.indent(fit_summary(dict(record)), "  "))
     for section in ("training", "metrics"):
         block = manifest.get(section)
