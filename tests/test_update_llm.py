@@ -99,6 +99,9 @@ def test_an_llm_the_router_lacks_or_questions_without_features_are_refused(
         shipped.update_llm(NAME, EncodedQuestions(encoded.vectors), [1, 0] * (len(TEXTS) // 2))
     with pytest.raises(JeirtError, match="labels"):
         shipped.update_llm(NAME, encoded, [1, 0])
+    for few in (0, 1):  # as add_llm refuses them; none used to leave a record with NaN alignment scores
+        with pytest.raises(JeirtError, match=f"^need at least 2 answers to update an LLM, got {few}$"):
+            shipped.update_llm(NAME, encoded.rows(np.arange(few)), [1] * few)
 
 
 def test_answers_on_questions_the_router_learned_from_are_left_out_and_it_says_so(shipped: Router) -> None:

@@ -52,7 +52,7 @@ from ._feature_offsets import FeatureCorrections, new_corrections
 from ._llm_params import Calibration
 from ._manifest import freeze
 from ._onboard_router import alignment_gate, alignment_record, router_features
-from ._onboarding import check_labels
+from ._onboarding import MIN_LABELS, check_labels
 from ._ridge import ridge_path
 from ._router_tables import RouterTables
 
@@ -128,6 +128,8 @@ def with_updated_llm(
         raise JeirtError("updating an LLM fits a correction on the encoder's features: give the questions as texts "
                          "or as router.encode(texts, features=True)'s result")
     labels = check_labels(correct, vectors.shape[0])
+    if len(labels) < MIN_LABELS:  # as add_llm: none would leave a record of nothing (and NaN alignment scores)
+        raise JeirtError(f"need at least {MIN_LABELS} answers to update an LLM, got {len(labels)}")
     checked = router_features(router, features, vectors.shape[0])
     f = checked.astype(np.float64)
     j = router.llms.index(name)
