@@ -77,6 +77,10 @@ def test_answers_that_agree_with_the_router_or_are_too_few_leave_it_unchanged(
     assert few.manifest["onboarded"][-1]["correction"].startswith("off: fewer than 5 answers of each kind")
     np.testing.assert_array_equal(few.predict_proba(encoded), shipped.predict_proba(encoded))
     assert few.corrections is None
+    # Ten answers to one question: a fold would train on nothing, and the fit then rescaled the LLM everywhere.
+    once = shipped.update_llm(NAME, [TEXTS[0]] * 10, [1, 0] * 5)
+    assert once.manifest["onboarded"][-1]["correction"].startswith("off: the answers are all to one question")
+    assert once.corrections is None
 
 
 def test_a_level_shifted_by_a_constant_is_recovered() -> None:

@@ -85,6 +85,9 @@ def fit_update(
     need = max(MIN_PER_CLASS_FOR_CV, folds)
     if _per_class(y) < need:
         return UpdateFit(1.0, None, 0.0, {**report, "correction": f"off: fewer than {need} answers of each kind"})
+    if groups is not None and np.unique(np.asarray(groups)).size < 2:  # one fold would train on no answer at all
+        return UpdateFit(1.0, None, 0.0, {**report, "correction": "off: the answers are all to one question, and "
+                                          "cross-validation needs answers to two or more"})
     design, center, feature_scale = _standardised_design(features, len(y))
     finite = [s for s in strengths if np.isfinite(s)]
     fold = stratified_folds(y, folds, seed, groups)
