@@ -32,7 +32,7 @@ Everything is numpy; a fit on a few hundred answers takes under a second, on 7,5
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 import numpy as np
 
@@ -63,6 +63,15 @@ def like_the_routers_share(count: int, percentile: float = DEFAULT_PERCENTILE_FO
     its own share 1 − percentile/100, less two binomial standard errors."""
     own = 1.0 - percentile / 100.0
     return own - 2.0 * float(np.sqrt(own * (1.0 - own) / max(count, 1)))
+
+
+def like_the_routers(in_distribution: Optional[np.ndarray], rows: np.ndarray, percentile: float) -> bool:
+    """Whether the answers `rows` (bool) count as on questions like the router's own by their in-distribution flags
+    (like_the_routers_share); False where the flags are unknown (None) or no answer is left."""
+    if in_distribution is None or not rows.any():
+        return False
+    share = float(np.mean(np.asarray(in_distribution)[rows]))
+    return share >= like_the_routers_share(int(rows.sum()), percentile)
 
 
 @dataclass(frozen=True)
@@ -170,17 +179,31 @@ def _cross_validated(
     or not the grid holds an infinite strength. `anchor`: (questions, answers) that join every fold's fit of m but
     are never held out nor read by the correction (answers on questions the router learned from); `groups`: each
     answer's question (stratified_folds)."""
-    fold = stratified_folds(y, folds, seed, groups)
-    finite = [s for s in strengths if np.isfinite(s)]
-    choices = [VECTOR_ALONE, *[(scale, strength) for scale in scales for strength in finite]]
-    held_out = {c: np.empty(len(y)) for c in choices}
     anchor_q, anchor_y = anchor if anchor is not None else (q[:0], y[:0])
-    for k in range(folds):
-        train, test = fold != k, fold == k
+
+    def fold_logits(train: np.ndarray, test: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         vector = fit_llm_vector(
             np.vstack([q[train], anchor_q]), np.concatenate([y[train], anchor_y]), prior_mean=prior, l2=l2
         ).astype(np.float64)
-        offset_train, offset_test = base_logits(q[train], vector), base_logits(q[test], vector)
+        return base_logits(q[train], vector), base_logits(q[test], vector)
+
+    return grid_held_out(design, y, stratified_folds(y, folds, seed, groups), folds, scales, strengths, fold_logits)
+
+
+def grid_held_out(
+    design: np.ndarray, y: np.ndarray, fold: np.ndarray, folds: int, scales: tuple[float, ...],
+    strengths: tuple[float, ...], fold_logits: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+) -> dict[Choice, np.ndarray]:
+    """Held-out logits of every answer under the vector alone (VECTOR_ALONE: the router's logit whole) and under
+    each (router scale, finite strength), its correction fitted on the other folds around the scaled logit;
+    `fold_logits(train, test)`: the router's logits of a fold's training and held-out answers (add_llm refits the
+    LLM's vector per fold, update_llm's logits are fixed)."""
+    finite = [s for s in strengths if np.isfinite(s)]
+    choices = [VECTOR_ALONE, *[(scale, strength) for scale in scales for strength in finite]]
+    held_out = {c: np.empty(len(y)) for c in choices}
+    for k in range(folds):
+        train, test = fold != k, fold == k
+        offset_train, offset_test = fold_logits(train, test)
         held_out[VECTOR_ALONE][test] = offset_test
         for scale in scales if finite else ():
             for strength, w in ridge_path(design[train], y[train], scale * offset_train, finite).items():
@@ -323,8 +346,7 @@ def _correction_answers(
         (np.ones((count, 1)), np.zeros(0), 1.0) if off  # the vector alone reads no design
         else _standardised_design(np.asarray(features)[rows], count)
     )
-    share = None if in_distribution is None else float(np.mean(np.asarray(in_distribution)[rows]))
-    like_router = share is not None and share >= like_the_routers_share(count, percentile)
+    like_router = like_the_routers(in_distribution, rows, percentile)
     grid = (float("inf"),) if off else tuple(strengths)
     return _CorrectionAnswers(rows, design, center, feature_scale, grid, like_router, _question_keys(q, groups)[rows])
 
@@ -354,10 +376,7 @@ def _weighted_fit(
     """The fit the weights make: the weighted average of the corrections, folded into plain weights on the features,
     or the vector alone when cross-validation left it the only fit."""
     report["like_router"] = answers.like_router
-    report["averaged_fits"] = [
-        {"router_scale": s, "strength": None if np.isinf(a) else a, "weight": round(w, 4)}
-        for (s, a), w in sorted(weights.items(), key=lambda item: -item[1])
-    ]
+    report["averaged_fits"] = averaged_fits(weights)
     if set(weights) <= {VECTOR_ALONE}:
         report["router_scale"] = 1.0
         return _uncorrected(vector, report, "off: cross-validation prefers the vector alone" + (
@@ -365,11 +384,24 @@ def _weighted_fit(
             if answers.like_router else ""))
     rows = answers.rows
     scale, w = _averaged_weights(answers.design, y[rows], base_logits(q[rows], vector), weights)
-    # Fold the standardisation and the router scale into plain weights: logit = s̄·(base + f·weights + bias).
-    plain = w[:-1] * answers.feature_scale / scale
-    bias = float(w[-1] * INTERCEPT_COLUMN / scale - answers.center @ plain)
+    # Fold the router scale in too: logit = s̄·(base + f·weights + bias).
+    plain, bias = plain_weights(w, answers.center, answers.feature_scale, scale)
     report.update(router_scale=scale, correction="on")
     return OnboardingFit(vector.astype(np.float32), plain.astype(np.float32), bias, report, scale)
+
+
+def averaged_fits(weights: dict[Choice, float]) -> list[dict[str, object]]:
+    """The report's fits of the average (router scale, strength: None for the router's logit alone), heaviest first."""
+    return [
+        {"router_scale": s, "strength": None if np.isinf(a) else a, "weight": round(w, 4)}
+        for (s, a), w in sorted(weights.items(), key=lambda item: -item[1])
+    ]
+
+
+def plain_weights(w: np.ndarray, center: np.ndarray, feature_scale: float, divisor: float = 1.0) -> tuple[np.ndarray, float]:
+    """(weights, bias) on the features as given from `w` on the standardised design (_design), divided by `divisor`."""
+    plain = w[:-1] * feature_scale / divisor
+    return plain, float(w[-1] * INTERCEPT_COLUMN / divisor - center @ plain)
 
 
 def _cv_scores(y: np.ndarray, fitted: np.ndarray, vector_alone: np.ndarray) -> dict[str, object]:

@@ -31,20 +31,21 @@ from ._corrections import (
     DEFAULT_PERCENTILE_FOR_GATE,
     DEFAULT_ROUTER_SCALES,
     DEFAULT_STRENGTHS,
-    INTERCEPT_COLUMN,
     LIKE_ROUTER_ALONE_PRIOR,
     MIN_PER_CLASS_FOR_CV,
     VECTOR_ALONE,
-    Choice,
     _averaged_weights,
     _cv_scores,
     _learned_mask,
     _per_class,
     _question_keys,
     _standardised_design,
+    averaged_fits,
     base_logits,
     evidence_weights,
-    like_the_routers_share,
+    grid_held_out,
+    like_the_routers,
+    plain_weights,
     stratified_folds,
 )
 from ._errors import JeirtError
@@ -53,7 +54,6 @@ from ._llm_params import Calibration
 from ._manifest import freeze
 from ._onboard_router import alignment_gate, alignment_record, router_features
 from ._onboarding import MIN_LABELS, check_labels
-from ._ridge import ridge_path
 from ._router_tables import RouterTables
 
 RouterT = TypeVar("RouterT", bound=RouterTables)
@@ -89,27 +89,16 @@ def fit_update(
         return UpdateFit(1.0, None, 0.0, {**report, "correction": "off: the answers are all to one question, and "
                                           "cross-validation needs answers to two or more"})
     design, center, feature_scale = _standardised_design(features, len(y))
-    finite = [s for s in strengths if np.isfinite(s)]
-    fold = stratified_folds(y, folds, seed, groups)
-    held_out: dict[Choice, np.ndarray] = {VECTOR_ALONE: z, **{(s, a): np.empty(len(y)) for s in scales for a in finite}}
-    for k in range(folds):
-        train, test = fold != k, fold == k
-        for s in scales:
-            for strength, w in ridge_path(design[train], y[train], s * z[train], finite).items():
-                held_out[(s, strength)][test] = design[test] @ w + s * z[test]
+    held_out = grid_held_out(design, y, stratified_folds(y, folds, seed, groups), folds, scales, strengths,
+                             lambda train, test: (z[train], z[test]))
     weights = evidence_weights(y, held_out, alone_prior)
     averaged = np.sum([weight * held_out[c] for c, weight in weights.items()], axis=0)
-    report.update(cv_answers=int(len(y)), **_cv_scores(y, averaged, z))
-    report["averaged_fits"] = [
-        {"router_scale": s, "strength": None if np.isinf(a) else a, "weight": round(w, 4)}
-        for (s, a), w in sorted(weights.items(), key=lambda item: -item[1])
-    ]
+    report.update(cv_answers=int(len(y)), **_cv_scores(y, averaged, z), averaged_fits=averaged_fits(weights))
     if set(weights) <= {VECTOR_ALONE}:
         return UpdateFit(1.0, None, 0.0, {**report, "router_scale": 1.0,
                                           "correction": "off: cross-validation prefers the LLM unchanged"})
     scale, w = _averaged_weights(design, y, z, weights)
-    plain = w[:-1] * feature_scale
-    bias = float(w[-1] * INTERCEPT_COLUMN - center @ plain)
+    plain, bias = plain_weights(w, center, feature_scale)
     return UpdateFit(scale, plain, bias, {**report, "router_scale": scale, "correction": "on"})
 
 
@@ -146,10 +135,7 @@ def with_updated_llm(
     # As add_llm's correction: answers on the router's training questions are left out (there z looks too good).
     rows = ~_learned_mask(learned, len(labels))
     gate = alignment_gate(router, alignment)
-    like_router = False
-    if "in_distribution" in gate and rows.any():
-        share = float(np.mean(np.asarray(gate["in_distribution"])[rows]))
-        like_router = share >= like_the_routers_share(int(rows.sum()), gate.get("percentile", DEFAULT_PERCENTILE_FOR_GATE))
+    like_router = like_the_routers(gate.get("in_distribution"), rows, gate.get("percentile", DEFAULT_PERCENTILE_FOR_GATE))
     fit = fit_update(current[rows], f[rows], labels[rows], groups=_question_keys(vectors, groups)[rows],
                      alone_prior=LIKE_ROUTER_ALONE_PRIOR if like_router else None)
     if learned is not None and (~rows).any() and fit.weights is None and str(fit.report["correction"]).startswith(
