@@ -117,3 +117,7 @@ def test_answers_on_questions_the_router_learned_from_are_left_out_and_it_says_s
     record = updated.manifest["onboarded"][-1]
     assert record["on_training_questions"] == 20 and updated.corrections is None
     assert record["correction"].startswith("off: 20 of the 20 answers are on questions the router learned from")
+    assert record["answers"] == 20 and record["correct"] == 10  # counted over every answer, as add_llm counts them
+    # Too few answers of a kind even with those on its training questions: that is the reason given, as add_llm's.
+    few = shipped.update_llm(NAME, trained_on[:8], [1, 1, 1, 1, 1, 1, 0, 0]).manifest["onboarded"][-1]
+    assert few["on_training_questions"] == 8 and few["correction"] == "off: fewer than 5 answers of each kind"

@@ -138,13 +138,14 @@ def with_updated_llm(
     like_router = like_the_routers(gate.get("in_distribution"), rows, gate.get("percentile", DEFAULT_PERCENTILE_FOR_GATE))
     fit = fit_update(current[rows], f[rows], labels[rows], groups=_question_keys(vectors, groups)[rows],
                      alone_prior=LIKE_ROUTER_ALONE_PRIOR if like_router else None)
-    if learned is not None and (~rows).any() and fit.weights is None and str(fit.report["correction"]).startswith(
-            "off: fewer"):
+    enough = _per_class(labels) >= max(MIN_PER_CLASS_FOR_CV, DEFAULT_FOLDS)  # else too few whichever are left out
+    if enough and (~rows).any() and fit.weights is None and str(fit.report["correction"]).startswith("off: fewer"):
         fit.report["correction"] = (
             f"off: {int((~rows).sum())} of the {len(labels)} answers are on questions the router learned from, and "
             f"the update is fitted only on the others, which have fewer than {MIN_PER_CLASS_FOR_CV} of each kind")
     record: dict[str, Any] = {
-        "name": name, "update": True, **fit.report, "answers": int(len(labels)), "like_router": like_router,
+        "name": name, "update": True, **fit.report, "answers": int(len(labels)), "correct": int(labels.sum()),
+        "like_router": like_router,
         "on_training_questions": None if learned is None else int((~rows).sum()),
     }
     if alignment is not None:
