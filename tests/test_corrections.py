@@ -75,6 +75,16 @@ def test_too_few_answers_of_one_kind_leave_the_correction_off() -> None:
     assert fit.weights is None and "fewer than" in str(fit.report["correction"])
 
 
+def test_answers_all_to_one_question_fit_the_vector_with_the_correction_off() -> None:
+    # The folds hold a question's answers together: one of them would fit the vector on no answer, which was
+    # refused as "need at least 2 answers to fit an LLM, got 0" whatever the answers given.
+    q, f, _, _ = _problem(3, 1, 0.0)
+    fit = fit_onboarding(np.repeat(q, 12, axis=0), np.repeat(f, 12, axis=0), np.tile([1.0, 0.0], 6),
+                         prior_mean=np.zeros(8))
+    assert fit.weights is None and fit.report["correction"] == _corrections.ONE_QUESTION
+    assert fit.report["answers"] == 12 and np.isfinite(fit.vector).all()
+
+
 def test_kernels_add_offsets_before_the_calibration() -> None:
     rng = np.random.default_rng(3)
     q, m = rng.normal(size=(37, 5)).astype(np.float32), rng.normal(size=(4, 5)).astype(np.float32)

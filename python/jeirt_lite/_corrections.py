@@ -112,6 +112,8 @@ VECTOR_ALONE: Choice = (1.0, float("inf"))
 # Questions of the router's own kind: the prior weight of the vector alone in the average (the other fits share the
 # rest evenly); otherwise every fit of the grid is equally likely beforehand.
 LIKE_ROUTER_ALONE_PRIOR = 0.9
+# Why there is no correction when the folds, which hold each question's answers together, would have one question.
+ONE_QUESTION = "off: the answers are all to one question, and cross-validation needs answers to two or more"
 
 
 def log_likelihoods(y: np.ndarray, logits: np.ndarray) -> np.ndarray:
@@ -302,6 +304,8 @@ def fit_onboarding(
     _check_grid(strengths, router_scales)
     off = _why_no_correction(features, y, seen, need)
     answers = _correction_answers(q, features, seen, off, strengths, in_distribution, percentile, groups)
+    if np.unique(answers.keys).size < 2:  # a fold would fit the vector on no answer at all
+        return _uncorrected(vector, report, ONE_QUESTION)
     weights, scores = _weigh_the_grid(q, y, prior, l2, answers, tuple(router_scales), folds, seed)
     report.update(scores)
     if off:

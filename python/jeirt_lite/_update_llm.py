@@ -33,6 +33,7 @@ from ._corrections import (
     DEFAULT_STRENGTHS,
     LIKE_ROUTER_ALONE_PRIOR,
     MIN_PER_CLASS_FOR_CV,
+    ONE_QUESTION,
     VECTOR_ALONE,
     _averaged_weights,
     _cv_scores,
@@ -86,8 +87,7 @@ def fit_update(
     if _per_class(y) < need:
         return UpdateFit(1.0, None, 0.0, {**report, "correction": f"off: fewer than {need} answers of each kind"})
     if groups is not None and np.unique(np.asarray(groups)).size < 2:  # one fold would train on no answer at all
-        return UpdateFit(1.0, None, 0.0, {**report, "correction": "off: the answers are all to one question, and "
-                                          "cross-validation needs answers to two or more"})
+        return UpdateFit(1.0, None, 0.0, {**report, "correction": ONE_QUESTION})
     design, center, feature_scale = _standardised_design(features, len(y))
     held_out = grid_held_out(design, y, stratified_folds(y, folds, seed, groups), folds, scales, strengths,
                              lambda train, test: (z[train], z[test]))
