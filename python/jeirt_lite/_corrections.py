@@ -396,10 +396,8 @@ def _weighted_fit(
 
 def averaged_fits(weights: dict[Choice, float]) -> list[dict[str, object]]:
     """The report's fits of the average (router scale, strength: None for the router's logit alone), heaviest first."""
-    return [
-        {"router_scale": s, "strength": None if np.isinf(a) else a, "weight": round(w, 4)}
-        for (s, a), w in sorted(weights.items(), key=lambda item: -item[1])
-    ]
+    return [{"router_scale": s, "strength": None if np.isinf(a) else a, "weight": round(w, 4)}
+            for (s, a), w in sorted(weights.items(), key=lambda item: -item[1])]
 
 
 def plain_weights(w: np.ndarray, center: np.ndarray, feature_scale: float, divisor: float = 1.0) -> tuple[np.ndarray, float]:
