@@ -19,12 +19,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from jeirt_lite import Router
 from jeirt_lite._artifact_files import read_router_files
 from jeirt_lite._errors import JeirtError
 from jeirt_lite._io.parquet_stream import write_tables
 from jeirt_lite._router import DEFAULT_ROUTER_PATH
 from jeirt_lite.artifact import read_manifest
-from jeirt_lite.batch import ScoreOptions
+from jeirt_lite.batch import ScoreOptions, score_file
 
 pytest.importorskip("ray", reason='needs Ray: pip install "jeirt-lite[ray]"')
 
@@ -575,6 +576,22 @@ def test_an_output_that_would_replace_the_bank_is_refused_before_ray_starts(
     with pytest.raises(JeirtError, match="bank.parquet"):
         engine.score_file_on_ray(parquet_bank, router_path=tiny_router_path, output=parquet_bank)
     assert runtime.inits == [] and parquet_bank.read_bytes() == before
+
+
+def test_a_bank_naming_a_column_twice_is_refused_as_on_one_machine_before_ray_starts(
+    monkeypatch: pytest.MonkeyPatch, tiny_router_path: Path, tmp_path: Path
+) -> None:
+    # The footer's columns were read into a mapping, which kept one of the two: Ray then failed in its reader.
+    runtime = FakeRuntime(monkeypatch, running=False)
+    bank = tmp_path / "bank.parquet"
+    pq.write_table(pa.table([pa.array(["a"]), pa.array(["What is 2 + 2?"]), pa.array(["b"])],
+                            names=["id", "text", "id"]), bank)
+    with pytest.raises(JeirtError, match=r"bank.parquet: the header names the column 'id' twice$") as on_ray:
+        engine.score_file_on_ray(bank, router_path=tiny_router_path, output=tmp_path / "out.parquet")
+    with pytest.raises(JeirtError) as locally:
+        score_file(Router.load(tiny_router_path), input_path=bank, output=tmp_path / "local.parquet")
+    assert str(on_ray.value) == str(locally.value)
+    assert runtime.inits == [] and not (tmp_path / "out.parquet").exists()
 
 
 class Materializing(FakeScored):

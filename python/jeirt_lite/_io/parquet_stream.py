@@ -12,6 +12,7 @@ from typing import Any
 from .._errors import JeirtError
 from .optional import require_pyarrow
 from .outputs import atomic_output
+from .records import check_unique_columns
 
 
 def parquet_rows(path: Path) -> int:
@@ -21,8 +22,9 @@ def parquet_rows(path: Path) -> int:
 
 def parquet_column_types(path: Path) -> dict[str, Any]:
     """The columns of the Parquet file at `path` and their Arrow types, in order, from its footer (nothing else is
-    read)."""
+    read); a column named twice is refused, as one machine's reader refuses it (a mapping would keep one of them)."""
     schema = _footer(path).schema.to_arrow_schema()
+    check_unique_columns(path, schema.names)
     return dict(zip(schema.names, schema.types))
 
 
