@@ -594,6 +594,21 @@ def test_a_bank_naming_a_column_twice_is_refused_as_on_one_machine_before_ray_st
     assert runtime.inits == [] and not (tmp_path / "out.parquet").exists()
 
 
+def test_a_bank_missing_both_its_id_and_group_columns_is_named_for_the_same_one_as_on_one_machine(
+    monkeypatch: pytest.MonkeyPatch, tiny_router_path: Path, tmp_path: Path
+) -> None:
+    runtime = FakeRuntime(monkeypatch, running=False)
+    bank = tmp_path / "bank.parquet"
+    pq.write_table(pa.table({"text": ["What is 2 + 2?"]}), bank)
+    options = ScoreOptions(forecast_by="subject")
+    with pytest.raises(JeirtError, match="no group column 'subject'") as on_ray:
+        engine.score_file_on_ray(bank, router_path=tiny_router_path, options=options, id_column="qid")
+    with pytest.raises(JeirtError) as locally:
+        score_file(Router.load(tiny_router_path), input_path=bank, id_column="qid", options=options)
+    assert str(on_ray.value) == str(locally.value)
+    assert runtime.inits == []
+
+
 class Materializing(FakeScored):
     def __init__(self, tables: list[pa.Table]) -> None:
         super().__init__(tables)

@@ -272,10 +272,10 @@ def _columns(
     names = list(column_types)
     try:
         text = text_column_of(names, text_column)
+        check_group_column(names, group_column)  # before the id column, as one machine's reader checks them
         without_ids = id_column is None and default_id_column(names) is None
         numbered = without_ids and text in names and text != ROW_NUMBER_COLUMN
         ids = None if numbered else find_id_column(names, text, id_column)
-        check_group_column(names, group_column)
         check_key_types(column_types, ids, group_column)
     except JeirtError as error:  # named by the bank, as one machine's reader names it
         raise in_file(path, error) from None
