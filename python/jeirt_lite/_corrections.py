@@ -359,8 +359,7 @@ def _weigh_the_grid(
     q: np.ndarray, y: np.ndarray, prior: np.ndarray, l2: float, answers: _CorrectionAnswers,
     router_scales: tuple[float, ...], folds: int, seed: int,
 ) -> tuple[dict[Choice, float], dict[str, object]]:
-    """Each fit's weight in the average (evidence_weights of its held-out logits), and the report's cross-validated
-    scores of the average and of the vector alone."""
+    """add_llm's grid cross-validated (its vector refitted in each fold) and weighed (weighed_fits)."""
     rows = answers.rows
     held_out = _cross_validated(
         q[rows], answers.design, y[rows], prior, l2, answers.grid, router_scales, folds, seed, (q[~rows], y[~rows]),
@@ -368,9 +367,16 @@ def _weigh_the_grid(
     )
     alone_in_grid = any(np.isinf(s) for s in answers.grid)
     averaged_over = held_out if alone_in_grid else {c: v for c, v in held_out.items() if c != VECTOR_ALONE}
-    weights = evidence_weights(y[rows], averaged_over, LIKE_ROUTER_ALONE_PRIOR if answers.like_router else None)
+    return weighed_fits(y[rows], held_out, averaged_over, LIKE_ROUTER_ALONE_PRIOR if answers.like_router else None)
+
+
+def weighed_fits(y: np.ndarray, held_out: dict[Choice, np.ndarray], averaged_over: dict[Choice, np.ndarray],
+                 alone_prior: Optional[float]) -> tuple[dict[Choice, float], dict[str, object]]:
+    """Each fit of `averaged_over`'s weight in the average (evidence_weights), and the report's cross-validated
+    scores of the average and of the router's logit alone (`held_out`: every fit's held-out logits)."""
+    weights = evidence_weights(y, averaged_over, alone_prior)
     averaged = np.sum([weight * held_out[c] for c, weight in weights.items()], axis=0)
-    return weights, {"cv_answers": int(rows.sum()), **_cv_scores(y[rows], averaged, held_out[VECTOR_ALONE])}
+    return weights, {"cv_answers": int(len(y)), **_cv_scores(y, averaged, held_out[VECTOR_ALONE])}
 
 
 def _weighted_fit(

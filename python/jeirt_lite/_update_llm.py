@@ -36,18 +36,17 @@ from ._corrections import (
     ONE_QUESTION,
     VECTOR_ALONE,
     _averaged_weights,
-    _cv_scores,
     _learned_mask,
     _per_class,
     _question_keys,
     _standardised_design,
     averaged_fits,
     base_logits,
-    evidence_weights,
     grid_held_out,
     like_the_routers,
     plain_weights,
     stratified_folds,
+    weighed_fits,
 )
 from ._errors import JeirtError
 from ._feature_offsets import FeatureCorrections, new_corrections
@@ -91,9 +90,8 @@ def fit_update(
     design, center, feature_scale = _standardised_design(features, len(y))
     held_out = grid_held_out(design, y, stratified_folds(y, folds, seed, groups), folds, scales, strengths,
                              lambda train, test: (z[train], z[test]))
-    weights = evidence_weights(y, held_out, alone_prior)
-    averaged = np.sum([weight * held_out[c] for c, weight in weights.items()], axis=0)
-    report.update(cv_answers=int(len(y)), **_cv_scores(y, averaged, z), averaged_fits=averaged_fits(weights))
+    weights, scores = weighed_fits(y, held_out, held_out, alone_prior)  # "no change" is always in the average
+    report.update(**scores, averaged_fits=averaged_fits(weights))
     if set(weights) <= {VECTOR_ALONE}:
         return UpdateFit(1.0, None, 0.0, {**report, "router_scale": 1.0,
                                           "correction": "off: cross-validation prefers the LLM unchanged"})
