@@ -221,15 +221,7 @@ class IdReader:
                     f"{path}: ids must be a 1-D array of {expected} entries, got {self.array.shape}"
                 )
         else:
-            try:
-                # a pipe read so that Ctrl-C stops a wait for its next line (_io.pipes); closed by close()
-                # A byte that is not UTF-8 is kept escaped, to be named with its line as it is reached.
-                self.handle = io.TextIOWrapper(io.BufferedReader(open_stoppable(path)), encoding="utf-8",
-                                               errors="surrogateescape", newline="")
-            except FileNotFoundError:
-                raise JeirtError(f"{path}: no such file") from None
-            except OSError as err:
-                raise JeirtError(f"{path}: cannot read ids ({err.strerror or err})") from err
+            self.handle = _open_ids(path, "ids")  # closed by close()
             # A pipe (`--ids <(cut -f1 ids.tsv)`, /dev/stdin) can be read once: counting its lines first would leave
             # `take` none. Its count is checked as the rows go (`take`, `finish`).
             if not path.is_file():
@@ -305,28 +297,34 @@ def _id_lines(handle: IO[str], path: Path, read: int = 0) -> Iterator[str]:
 def read_id_lines(path: Path) -> list[str]:
     """The non-blank lines of a UTF-8 text file of ids, one per line (`report --question-ids`), each read with the
     bound of a line: the file may be a pipe that never ends one."""
-    try:
-        # a pipe read so that Ctrl-C stops a wait for its next line (_io.pipes); closed below. A byte that is not
-        # UTF-8 is kept escaped, to be named with its line.
-        handle = io.TextIOWrapper(io.BufferedReader(open_stoppable(path)), encoding="utf-8", errors="surrogateescape",
-                                  newline="")
-    except FileNotFoundError:
-        raise JeirtError(f"{path}: no such file") from None
-    except OSError as err:
-        raise JeirtError(f"{path}: cannot read it ({err.strerror or err})") from err
     ids: list[str] = []
     offset = 0  # of the line in the file's bytes
-    with handle:
+    with _open_ids(path, "it") as handle:
         for number, line in enumerate(_id_lines(handle, path), 1):
             offset += _utf8_bytes(line, path, number, offset)
             ids += [part.strip() for part in _without_bom(line, number).splitlines() if part.strip()]
     return ids
 
 
+def _open_ids(path: Path, reading: str) -> IO[str]:
+    """An ids file opened as a pipe is read, so that Ctrl-C stops a wait for its next line (_io.pipes); a byte that
+    is not UTF-8 is kept escaped, to be named with its line as it is reached (_utf8_bytes). `reading`: what an error
+    says could not be read."""
+    try:
+        return io.TextIOWrapper(io.BufferedReader(open_stoppable(path)), encoding="utf-8", errors="surrogateescape",
+                                newline="")
+    except FileNotFoundError:
+        raise JeirtError(f"{path}: no such file") from None
+    except OSError as err:
+        raise JeirtError(f"{path}: cannot read {reading} ({err.strerror or err})") from err
+
+
 def _utf8_bytes(line: str, path: Path, number: int, offset: int) -> int:
     """How many bytes line `number` of an ids file, read with surrogateescape from byte `offset`, holds; a
     byte of it that is not UTF-8 is an error naming its line and byte, found in what was read (a pipe cannot
     be read again)."""
+    if line.isascii():  # most ids: one byte a character, and no escaped byte among them
+        return len(line)
     raw = line.encode("utf-8", "surrogateescape")
     try:
         raw.decode("utf-8")
