@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from jeirt_lite._corrections import VECTOR_ALONE, like_the_routers_share
+from jeirt_lite._correction_grid import VECTOR_ALONE, like_the_routers_share
 from jeirt_lite._metrics import log_loss, roc_auc
 from jeirt_lite._ridge import sigmoid
 from jeirt_lite_training.data import load_dataset

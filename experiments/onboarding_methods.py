@@ -28,14 +28,14 @@ from typing import Any
 
 import numpy as np
 from jeirt_lite import Router
-from jeirt_lite._corrections import (
+from jeirt_lite._correction_grid import (
     _design,
     _standardised_design,
     base_logits,
     evidence_weights,
-    fit_onboarding,
     stratified_folds,
 )
+from jeirt_lite._corrections import fit_onboarding
 from jeirt_lite._metrics import log_loss
 from jeirt_lite._onboarding import fit_llm_vector
 from jeirt_lite._ridge import ridge_logistic, ridge_path, sigmoid

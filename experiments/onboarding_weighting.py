@@ -35,14 +35,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from jeirt_lite._corrections import (
+from jeirt_lite._correction_grid import (
     DEFAULT_FOLDS,
     DEFAULT_ROUTER_SCALES,
     DEFAULT_STRENGTHS,
     LIKE_ROUTER_ALONE_PRIOR,
     VECTOR_ALONE,
     Choice,
-    _cross_validated,
     _design,
     _standardised_design,
     base_logits,
@@ -50,6 +49,7 @@ from jeirt_lite._corrections import (
     like_the_routers_share,
     log_likelihoods,
 )
+from jeirt_lite._corrections import _cross_validated
 from jeirt_lite._metrics import roc_auc
 from jeirt_lite._onboarding import DEFAULT_L2, fit_llm_vector
 from jeirt_lite._ridge import ridge_logistic, sigmoid

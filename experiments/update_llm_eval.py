@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 from jeirt_lite import EncodedQuestions
-from jeirt_lite._corrections import base_logits
+from jeirt_lite._correction_grid import base_logits
 from jeirt_lite._metrics import log_loss, roc_auc
 from jeirt_lite._ridge import sigmoid
 

@@ -8,19 +8,18 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from jeirt_lite import EncodedQuestions, JeirtError, Router, _corrections, kernels
-from jeirt_lite._corrections import (
+from jeirt_lite import EncodedQuestions, JeirtError, Router, _correction_grid, kernels
+from jeirt_lite._correction_grid import (
     INTERCEPT_COLUMN,
     MIN_WEIGHT,
     VECTOR_ALONE,
-    OnboardingFit,
     _standardised_design,
     base_logits,
     evidence_weights,
-    fit_onboarding,
     like_the_routers_share,
     stratified_folds,
 )
+from jeirt_lite._corrections import OnboardingFit, fit_onboarding
 from jeirt_lite._feature_offsets import FeatureCorrections, parse_corrections
 from jeirt_lite._onboard_router import check_features, onboarding_record
 from jeirt_lite._onboarding import fit_llm_vector
@@ -81,7 +80,7 @@ def test_answers_all_to_one_question_fit_the_vector_with_the_correction_off() ->
     q, f, _, _ = _problem(3, 1, 0.0)
     fit = fit_onboarding(np.repeat(q, 12, axis=0), np.repeat(f, 12, axis=0), np.tile([1.0, 0.0], 6),
                          prior_mean=np.zeros(8))
-    assert fit.weights is None and fit.report["correction"] == _corrections.ONE_QUESTION
+    assert fit.weights is None and fit.report["correction"] == _correction_grid.ONE_QUESTION
     assert fit.report["answers"] == 12 and np.isfinite(fit.vector).all()
 
 
@@ -511,9 +510,9 @@ def test_the_reported_auc_counts_ties_as_half_and_is_none_for_answers_of_one_kin
     tied = rng.integers(0, 5, 300).astype(np.float64) + y  # few distinct scores: many ties across the classes
     spread = rng.normal(size=300) + y
     for scores in (tied, spread, -spread):
-        assert _corrections._auc(y, scores) == pytest.approx(_auc(y, scores), abs=1e-12)
-    assert _corrections._auc(np.ones(6), np.arange(6.0)) is None
-    assert _corrections._auc(np.zeros(6), np.arange(6.0)) is None
+        assert _correction_grid._auc(y, scores) == pytest.approx(_auc(y, scores), abs=1e-12)
+    assert _correction_grid._auc(np.ones(6), np.arange(6.0)) is None
+    assert _correction_grid._auc(np.zeros(6), np.arange(6.0)) is None
 
 
 def test_the_design_centres_the_features_and_gives_their_rows_a_mean_square_norm_of_their_count() -> None:

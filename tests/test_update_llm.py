@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from jeirt_lite import EncodedQuestions, JeirtError, Router
-from jeirt_lite._corrections import LIKE_ROUTER_ALONE_PRIOR, base_logits
+from jeirt_lite._correction_grid import LIKE_ROUTER_ALONE_PRIOR, base_logits
 from jeirt_lite._ridge import sigmoid
 from jeirt_lite._update_llm import fit_update
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from jeirt_lite._corrections import LIKE_ROUTER_ALONE_PRIOR, VECTOR_ALONE, evidence_weights
+from jeirt_lite._correction_grid import LIKE_ROUTER_ALONE_PRIOR, VECTOR_ALONE, evidence_weights
 
 from experiments.onboarding_weighting import rule_weights, simplest_within, summary
 

@@ -4,8 +4,8 @@
     router.json "corrections": {"llms": [C names, in row order], "feature_dim": p}
 
 For question features f (the encoder's pre-adapter embedding, the graph's `encoder.feature_output`) the corrected
-LLM j gets `offset = f·weights[j] + bias[j]` added to its logit; every other LLM gets 0. See _corrections.py for
-how they are fitted.
+LLM j gets `offset = f·weights[j] + bias[j]` added to its logit; every other LLM gets 0. See _corrections.py and
+_correction_grid.py for how they are fitted.
 """
 
 from __future__ import annotations

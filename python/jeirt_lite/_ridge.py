@@ -1,5 +1,5 @@
 """Ridge-penalised logistic regression with a fixed offset on the logit, the fit behind add_llm's feature correction
-(_corrections.py): exact by Newton's method, and approximate over many strengths at once for cross-validation."""
+(_correction_grid.py): exact by Newton's method, and approximate over many strengths at once for cross-validation."""
 
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 On questions unlike the router's, its LLMs keep their order well but their P(correct) levels can be far off
 (docs/research/forecast.md). The update keeps everything the LLM has (its vector, neighbour votes, calibration and
 any correction: its full logit z) and fits on top of it the feature correction add_llm fits for a new LLM
-(`jeirt_lite._corrections`), with z in place of the new vector's logit:
+(`jeirt_lite._corrections`, through the grid both share: `jeirt_lite._correction_grid`), with z in place of the
+new vector's logit:
 
     logit = s̄·z + f·w + b
 
@@ -26,7 +27,7 @@ from typing import Any, Callable, Optional, TypeVar, Union
 import numpy as np
 
 from ._alignment import AlignmentResult
-from ._corrections import (
+from ._correction_grid import (
     DEFAULT_FOLDS,
     DEFAULT_PERCENTILE_FOR_GATE,
     DEFAULT_ROUTER_SCALES,
