@@ -1,9 +1,10 @@
-"""`score --forecast-by COLUMN --engine ray` in parts, without a Ray runtime (as tests/test_ray_engine_parts.py, whose
-fakes it takes): the worker carries each row's group value beside its scores under the single-machine reader's
-rules, each batch is summed per group where it is, the driver adds those rows into the forecast one machine gives
-(`_group_forecast.GroupSums` fed row by row, the oracle here), and the file run checks the column before Ray
-starts, drops the group column from the output and returns the forecast per group. tests/test_ray_parity.py
-compares both engines on a real runtime."""
+"""`score --forecast-by COLUMN --engine ray` in parts, without a Ray runtime (as the tests of the engine's other
+parts, tests/test_ray_worker.py, test_ray_dataset.py and test_ray_file_run.py, whose fakes in tests/ray_fakes.py it
+takes): the worker carries each row's group value beside its scores under the single-machine reader's rules, each
+batch is summed per group where it is, the driver adds those rows into the forecast one machine gives
+(`_group_forecast.GroupSums` fed row by row, the oracle here), and the file run checks the column before Ray starts,
+drops the group column from the output and returns the forecast per group. tests/test_ray_parity.py compares both
+engines on a real runtime."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ from jeirt_lite._ray import dataset, file_run  # noqa: E402
 from jeirt_lite._ray.group_sums import GROUP_COLUMN, batch_group_sums, expected_accuracy_by  # noqa: E402
 from jeirt_lite._ray.row_numbers import ROW_NUMBER_COLUMN, read_row_groups, row_groups  # noqa: E402
 from jeirt_lite._ray.worker import BankScorer  # noqa: E402
-from test_ray_engine_parts import (  # noqa: E402 - the fakes of the engine's other parts
+from ray_fakes import (  # noqa: E402 - the fakes of the engine's other parts' tests
+    IDS,
     FakeBank,
     FakeDataset,
     FakeRuntime,
@@ -36,7 +38,6 @@ from test_ray_engine_parts import (  # noqa: E402 - the fakes of the engine's ot
     fake_pipeline,
 )
 
-IDS = ["q0", "q1", "q2", "q3"]
 LLMS = ["b", "a"]
 
 
