@@ -185,6 +185,7 @@ def test_info_shows_stored_costs(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["info"]) == 0  # the shipped router
     out = capsys.readouterr().out
     assert "LLMs (32; cost stored for 27):" in out
+    assert "calibration: global (one scale and bias for every LLM; P = sigmoid(scale * logit + bias))\n" in out
     assert "  Llama-2-70b-hf" in out and "cost 70\n" in out and "  gemini-3.1-pro\n" in out
     votes = Router.load().neighbours
     assert votes is not None and votes.short_space
@@ -203,7 +204,9 @@ def test_info_shows_the_calibration_the_llms_add_llm_added_and_counts_as_counts(
     capsys.readouterr()
     assert main(["info", "--router", str(tmp_path / "plus")]) == 0
     out = capsys.readouterr().out
-    assert "calibration: global (P = sigmoid(scale * logit + bias))\n" in out
+    # The new LLM has a pair of its own, so the shipped router's "global" (one pair for all) is no longer true.
+    assert "calibration: per_llm (a scale and bias per LLM; P = sigmoid(scale * logit + bias))\n" in out
+    assert json.loads((tmp_path / "plus" / "router.json").read_text())["calibration"]["kind"] == "per_llm"
     assert "added by add-llm: my-llm (from 3 answers)\n    0 of its 3 answers are on questions the router" in out
     n = Router.load(tmp_path / "plus").manifest["metrics"]["heldout"]["n"]
     assert f"  heldout.n: {int(n)}\n" in out  # stored as 34365.0, a count

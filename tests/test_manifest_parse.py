@@ -137,6 +137,15 @@ def test_values_just_inside_the_ranges_are_accepted(raw: dict[str, Any]) -> None
     assert manifest.encoder.features_width == MAX_DIM
 
 
+def test_a_global_calibration_whose_llms_have_different_pairs_is_read_as_per_llm(raw: dict[str, Any]) -> None:
+    # add-llm and add-llm --update of earlier versions wrote such files: they load, under the kind that is true.
+    raw["calibration"]["bias"][-1] = 0.0
+    calibration = parse_manifest(raw, WHERE).calibration
+    assert calibration is not None and calibration.kind == "per_llm" and calibration.bias[-1] == 0.0
+    raw["calibration"]["bias"][-1] = raw["calibration"]["bias"][0]  # one pair for all again, as shipped
+    assert parse_manifest(raw, WHERE).calibration.kind == "global"  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize("names", ["abc", b"abc", {"a": 1}, None])
 def test_llm_names_must_be_a_list(names: Any) -> None:
     with pytest.raises(JeirtError, match="LLM names must be a list of strings"):

@@ -4,6 +4,7 @@ an LLM twice, merging or replacing costs, removing one LLM from the middle, and 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -129,3 +130,27 @@ def test_the_record_of_unanswered_benchmarks_follows_the_llms_a_copy_keeps(route
     assert record(recorded.rename_llms({"llm-3": "x"}).remove_llm("x")) == {"llm-1": ["gsm"]}
     saved = Router.load(recorded.remove_llm("llm-3").save(tmp_path / "router"))
     assert record(saved) == {"llm-1": ["gsm"]}
+
+
+def _answers() -> tuple[EncodedQuestions, list[int]]:
+    """Answers of a new LLM on the tiny router's questions (no features: no correction, router scale 1)."""
+    return EncodedQuestions(np.eye(4, dtype=np.float32)), [1, 0, 1, 0]
+
+
+def test_a_calibration_is_global_only_while_every_llm_has_the_one_pair(router: Router, tmp_path: Path) -> None:
+    # add_llm gives the new LLM its own pair (scale 1, bias 0); router.json and info said "global" after it.
+    shared = router.with_calibration([2.0] * 5, [0.5] * 5, kind="global")
+    grown = shared.add_llm("new", *_answers())
+    assert grown.calibration is not None and grown.calibration.kind == "per_llm"
+    saved = grown.save(tmp_path / "grown")
+    assert json.loads((saved / "router.json").read_text())["calibration"]["kind"] == "per_llm"
+    assert Router.load(saved).calibration.kind == "per_llm"  # type: ignore[union-attr]
+    # The new LLM's pair is the others' one: the calibration is still one pair for all, through a save.
+    identity = router.with_calibration([1.0] * 5, [0.0] * 5, kind="global").add_llm("new", *_answers())
+    assert identity.calibration is not None and identity.calibration.kind == "global"
+    assert Router.load(identity.save(tmp_path / "identity")).calibration.kind == "global"  # type: ignore[union-attr]
+    assert grown.select_llms(["llm-1", "llm-0"]).calibration.kind == "per_llm"  # type: ignore[union-attr]
+    with pytest.raises(JeirtError, match=r"kind 'global' is one scale and bias for every LLM, but LLM 2 \(in table "
+                                         r"order\) has \(3, 0\) and LLM 0 \(1, 0\); give kind 'per_llm'"):
+        router.with_calibration([1.0, 1.0, 3.0, 1.0, 1.0], [0.0] * 5, kind="global")
+

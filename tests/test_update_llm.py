@@ -47,6 +47,9 @@ def test_a_level_far_off_is_set_right_and_only_that_llm_changes(shipped: Router,
     record = updated.manifest["onboarded"][-1]
     assert record["name"] == NAME and record["update"] is True and record["correction"] == "on"
     assert shipped.corrections is None and updated.corrections is not None and updated.corrections.llms == (NAME,)
+    # Its refitted pair is its own now: the shipped calibration's one shared pair ("global") is no more.
+    assert shipped.calibration is not None and shipped.calibration.kind == "global"
+    assert updated.calibration is not None and updated.calibration.kind == "per_llm"
 
 
 def test_the_stored_update_is_the_fitted_one_through_votes_calibration_and_a_save(
@@ -77,6 +80,7 @@ def test_answers_that_agree_with_the_router_or_are_too_few_leave_it_unchanged(
     assert few.manifest["onboarded"][-1]["correction"].startswith("off: fewer than 5 answers of each kind")
     np.testing.assert_array_equal(few.predict_proba(encoded), shipped.predict_proba(encoded))
     assert few.corrections is None
+    assert few.calibration is not None and few.calibration.kind == "global"  # every LLM keeps the one shared pair
     # Ten answers to one question: a fold would train on nothing, and the fit then rescaled the LLM everywhere.
     once = shipped.update_llm(NAME, [TEXTS[0]] * 10, [1, 0] * 5)
     assert once.manifest["onboarded"][-1]["correction"].startswith("off: the answers are all to one question")

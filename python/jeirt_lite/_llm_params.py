@@ -2,7 +2,9 @@
 
     "calibration": {"kind": "per_llm" | "global", "scale": [K floats > 0], "bias": [K floats]}
         P(correct) = sigmoid(scale[j] * logit + bias[j]); fitted on validation data (python/jeirt_lite_training/calibration.py)
-        and applied inside the Rust kernels.
+        and applied inside the Rust kernels. "global": one (scale, bias) pair shared by every LLM; "per_llm": a pair
+        per LLM. A change that leaves the LLMs with different pairs (add_llm's new LLM, update_llm's refit of one)
+        makes a "global" calibration "per_llm".
     "costs": {"llm name": cost >= 0, ...}
         what one call of each LLM costs, in any unit the user picks (the shipped router uses billions of
         parameters as a proxy); LLMs may be left out (their cost is unknown; routing that needs it says so).
@@ -21,7 +23,8 @@ import numpy as np
 
 from ._errors import JeirtError
 
-CALIBRATION_KINDS = ("per_llm", "global")
+PER_LLM, GLOBAL = "per_llm", "global"
+CALIBRATION_KINDS = (PER_LLM, GLOBAL)
 
 
 @dataclass(frozen=True)
@@ -35,8 +38,18 @@ class Calibration:
     def to_manifest(self) -> dict[str, Any]:
         return {"kind": self.kind, "scale": self.scale.tolist(), "bias": self.bias.tolist()}
 
+    @property
+    def shared(self) -> bool:
+        """Whether every LLM has the same (scale, bias) pair, as kind "global" says."""
+        return bool(np.all(self.scale == self.scale[0]) and np.all(self.bias == self.bias[0]))
+
     def select(self, rows: Sequence[int]) -> Calibration:
         return Calibration(self.kind, self.scale[list(rows)], self.bias[list(rows)])
+
+    def with_pairs(self, scale: np.ndarray, bias: np.ndarray) -> Calibration:
+        """This calibration with other per-LLM pairs: "global" while they are still one pair, else "per_llm"."""
+        changed = Calibration(self.kind, scale, bias)
+        return changed if changed.kind != GLOBAL or changed.shared else Calibration(PER_LLM, scale, bias)
 
     def extended(self, count: int = 1, scale: float = 1.0) -> Calibration:
         """With `count` more LLMs at scale `scale` and bias 0: an onboarded LLM's vector is fitted by maximum a
@@ -44,8 +57,7 @@ class Calibration:
         fit scales its logit (`OnboardingFit.router_scale`)."""
         if not (0 < scale < float("inf")):
             raise JeirtError(f"calibration scale must be a positive number, got {scale!r}")
-        return Calibration(
-            self.kind,
+        return self.with_pairs(
             np.concatenate([self.scale, np.full(count, scale, np.float32)]),
             np.concatenate([self.bias, np.zeros(count, np.float32)]),
         )
@@ -67,8 +79,7 @@ def _as_list(value: Any) -> Any:
     return value.tolist() if isinstance(value, np.ndarray) else value
 
 
-def make_calibration(scale: Any, bias: Any, kind: str, k: int, where: str = "calibration") -> Calibration:
-    """A validated calibration for K LLMs (lists or arrays of K finite numbers, scale > 0)."""
+def _checked_calibration(scale: Any, bias: Any, kind: Any, k: int, where: str) -> Calibration:
     if kind not in CALIBRATION_KINDS:
         raise JeirtError(f"{where}: kind must be one of {', '.join(CALIBRATION_KINDS)}, got {kind!r}")
     s = _floats(_as_list(scale), "calibration.scale", k, where)
@@ -77,6 +88,20 @@ def make_calibration(scale: Any, bias: Any, kind: str, k: int, where: str = "cal
     if bad.size:
         raise JeirtError(f"{where}: calibration.scale[{int(bad[0])}] must be > 0, got {float(s[bad[0]])!r}")
     return Calibration(kind, s.astype(np.float32), b.astype(np.float32))
+
+
+def make_calibration(scale: Any, bias: Any, kind: str, k: int, where: str = "calibration") -> Calibration:
+    """A validated calibration for K LLMs (lists or arrays of K finite numbers, scale > 0); kind "global" needs one
+    pair shared by all."""
+    calibration = _checked_calibration(scale, bias, kind, k, where)
+    if kind == GLOBAL and not calibration.shared:
+        s, b = calibration.scale, calibration.bias
+        j = int(np.flatnonzero((s != s[0]) | (b != b[0]))[0])
+        raise JeirtError(
+            f"{where}: kind 'global' is one scale and bias for every LLM, but LLM {j} (in table order) has "
+            f"({float(s[j]):g}, {float(b[j]):g}) and LLM 0 ({float(s[0]):g}, {float(b[0]):g}); give kind 'per_llm'"
+        )
+    return calibration
 
 
 def parse_calibration(manifest: Mapping[str, Any], k: int, where: str) -> Optional[Calibration]:
@@ -88,7 +113,9 @@ def parse_calibration(manifest: Mapping[str, Any], k: int, where: str) -> Option
     missing = [f for f in ("kind", "scale", "bias") if f not in value]
     if missing:
         raise JeirtError(f"{where}: calibration lacks {', '.join(missing)}")
-    return make_calibration(value["scale"], value["bias"], value["kind"], k, where)
+    calibration = _checked_calibration(value["scale"], value["bias"], value["kind"], k, where)
+    # Read as what the pairs are: add_llm and update_llm of earlier versions kept "global" over differing pairs.
+    return calibration.with_pairs(calibration.scale, calibration.bias)
 
 
 def check_costs(value: Any, llm_names: Sequence[str], where: str) -> dict[str, float]:

@@ -179,7 +179,8 @@ class RouterTables:
         self: RouterT, scale: Sequence[float], bias: Sequence[float], *, kind: str = "per_llm"
     ) -> RouterT:
         """A router whose probabilities are sigmoid(scale[j] * logit + bias[j]) (one entry per LLM, in table
-        order; scale > 0). Fit them on held-out answers, e.g. with python/jeirt_lite_training/calibration.py."""
+        order; scale > 0; kind "global" only where every LLM has the same pair). Fit them on held-out answers, e.g.
+        with python/jeirt_lite_training/calibration.py."""
         calibration = make_calibration(scale, bias, kind, len(self.llms))
         return self._with_llms(self.llms, self._llm_vectors, calibration=calibration)
 

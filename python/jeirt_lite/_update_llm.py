@@ -157,7 +157,7 @@ def with_updated_llm(
         new_scale = fit.scale * float(old.scale[j])
         scale, bias = old.scale.copy(), old.bias.copy()
         scale[j], bias[j] = new_scale, fit.scale * float(old.bias[j])
-        changes["calibration"] = Calibration(old.kind, scale, bias)
+        changes["calibration"] = old.with_pairs(scale, bias)  # "per_llm" once its pair is not the others'
         corrections = _added_correction(corrections, name, fit.weights / new_scale, fit.bias / new_scale)
     return router._with_llms(router.llms, router.llm_vectors, corrections=corrections, **changes)
 

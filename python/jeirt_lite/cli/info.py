@@ -8,6 +8,7 @@ import textwrap
 from collections.abc import Iterator
 from typing import Any
 
+from .._llm_params import GLOBAL
 from ._shared import (
     PROG,
     Console,
@@ -90,7 +91,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     )
     calibration = router.calibration
     if calibration is not None:
-        out.write(f"calibration: {calibration.kind} (P = sigmoid(scale * logit + bias))\n")
+        pairs = "one scale and bias for every LLM" if calibration.kind == GLOBAL else "a scale and bias per LLM"
+        out.write(f"calibration: {calibration.kind} ({pairs}; P = sigmoid(scale * logit + bias))\n")
     else:
         out.write("calibration: none (P = sigmoid(logit))\n")
     for record in manifest.get("onboarded") or []:  # what add-llm printed when it added (or updated) the LLM
