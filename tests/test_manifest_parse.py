@@ -91,6 +91,8 @@ def test_alignment_top_k_defaults_to_its_documented_value(raw: dict[str, Any]) -
         (lambda m: m.update(format_version=3), "format_version 3 is not supported"),
         (lambda m: m.update(format_version=1), "older router format"),
         (lambda m: m.update(onboarded={"name": "x"}), "onboarded must be a list"),
+        (lambda m: m["onboarded"].append({"name": "gpt-9"}), r"onboarded\[1\] records LLM 'gpt-9', which this router"),
+        (lambda m: m["onboarded"].append({"answers": 3}), r"onboarded\[1\] must be a record with the name of its LLM"),
         (lambda m: m["encoder"].pop("output_name"), "encoder lacks output_name"),
         (lambda m: m["encoder"].pop("name"), "encoder lacks name"),
         (lambda m: m["encoder"].update(input_names=["input_ids"]), "must name two inputs"),

@@ -154,3 +154,18 @@ def test_a_calibration_is_global_only_while_every_llm_has_the_one_pair(router: R
                                          r"order\) has \(3, 0\) and LLM 0 \(1, 0\); give kind 'per_llm'"):
         router.with_calibration([1.0, 1.0, 3.0, 1.0, 1.0], [0.0] * 5, kind="global")
 
+
+def test_removing_an_onboarded_llm_leaves_no_record_of_it(router: Router, tmp_path: Path) -> None:
+    # remove_llm and select_llms kept a removed LLM's onboarding record, which info then printed for an LLM the
+    # router no longer held (and a new LLM added later under its name would have shown two histories).
+    grown = router.add_llm("gone-llm", *_answers(), cost=2.0).add_llm("kept-llm", *_answers(), cost=3.0)
+    smaller = grown.remove_llm("gone-llm")
+    assert [record["name"] for record in smaller.manifest["onboarded"]] == ["kept-llm"]
+    assert smaller.costs == {"kept-llm": 3.0}
+    text = (smaller.save(tmp_path / "smaller") / "router.json").read_text()
+    assert "gone-llm" not in text and Router.load(tmp_path / "smaller").manifest["onboarded"][0]["name"] == "kept-llm"
+    selected = grown.select_llms(["llm-0", "llm-1"])
+    assert "onboarded" not in selected.manifest and "costs" in selected.manifest and not selected.costs
+    assert "-llm" not in (selected.save(tmp_path / "selected") / "router.json").read_text()
+    renamed = grown.rename_llms({"gone-llm": "x"}).remove_llm("x")
+    assert [record["name"] for record in renamed.manifest["onboarded"]] == ["kept-llm"]

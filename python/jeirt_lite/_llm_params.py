@@ -1,4 +1,4 @@
-"""Per-LLM fields of the router manifest: probability calibration and costs.
+"""Per-LLM fields of the router manifest: probability calibration, costs and onboarding records.
 
     "calibration": {"kind": "per_llm" | "global", "scale": [K floats > 0], "bias": [K floats]}
         P(correct) = sigmoid(scale[j] * logit + bias[j]); fitted on validation data (python/jeirt_lite_training/calibration.py)
@@ -8,8 +8,10 @@
     "costs": {"llm name": cost >= 0, ...}
         what one call of each LLM costs, in any unit the user picks (the shipped router uses billions of
         parameters as a proxy); LLMs may be left out (their cost is unknown; routing that needs it says so).
+    "onboarded": [{"name": "llm name", ...}, ...]
+        the fit report of each add_llm and update_llm, oldest first; every record names an LLM of the router.
 
-Both are checked when a router loads, and errors name the field and the entry at fault.
+All are checked when a router loads, and errors name the field and the entry at fault.
 """
 
 from __future__ import annotations
@@ -116,6 +118,24 @@ def parse_calibration(manifest: Mapping[str, Any], k: int, where: str) -> Option
     calibration = _checked_calibration(value["scale"], value["bias"], value["kind"], k, where)
     # Read as what the pairs are: add_llm and update_llm of earlier versions kept "global" over differing pairs.
     return calibration.with_pairs(calibration.scale, calibration.bias)
+
+
+def parse_onboarded(manifest: Mapping[str, Any], llm_names: Sequence[str], where: str) -> Optional[list[Any]]:
+    """The onboarding records, each an object naming an LLM of the router: a record of an LLM the router does
+    not hold belongs to another router (remove_llm and select_llms drop a removed LLM's records)."""
+    value = manifest.get("onboarded")
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise JeirtError(f"{where}: onboarded must be a list of records")
+    known = set(llm_names)
+    for i, record in enumerate(value):
+        name = record.get("name") if isinstance(record, Mapping) else None
+        if not isinstance(name, str):
+            raise JeirtError(f"{where}: onboarded[{i}] must be a record with the name of its LLM")
+        if name not in known:
+            raise JeirtError(f"{where}: onboarded[{i}] records LLM {name!r}, which this router does not hold")
+    return value
 
 
 def check_costs(value: Any, llm_names: Sequence[str], where: str) -> dict[str, float]:

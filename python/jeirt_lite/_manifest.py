@@ -28,7 +28,7 @@ from ._limits import (
     bounded_int,
     finite_float,
 )
-from ._llm_params import Calibration, parse_calibration, parse_costs
+from ._llm_params import Calibration, parse_calibration, parse_costs, parse_onboarded
 from ._manifest_values import check_llm_name as check_llm_name  # re-exported: the writers check names too
 from ._manifest_values import check_llm_names as check_llm_names
 from ._manifest_values import check_values
@@ -357,9 +357,7 @@ def parse_manifest(raw: Any, where: str, *, allow_legacy: bool = False) -> Manif
     for field in ("training", "metrics"):
         if raw.get(field) is not None and not isinstance(raw.get(field), Mapping):
             raise JeirtError(f"{where}: {field} must be an object or null")
-    onboarded = raw.get("onboarded")
-    if onboarded is not None and not isinstance(onboarded, list):
-        raise JeirtError(f"{where}: onboarded must be a list of records")
+    onboarded = parse_onboarded(raw, llms, where)
     has_alignment = raw.get("alignment") is not None
     if has_alignment != isinstance(raw["files"].get("reference"), Mapping):
         raise JeirtError(f"{where}: the alignment block and files.reference go together (one is missing)")

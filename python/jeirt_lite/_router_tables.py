@@ -156,7 +156,8 @@ class RouterTables:
     # -- changing the set of LLMs (the question side stays frozen) ----------------------------------------------
 
     def select_llms(self: RouterT, names: Sequence[str]) -> RouterT:
-        """A router restricted to `names` (in that order), e.g. the LLMs a service actually has."""
+        """A router restricted to `names` (in that order), e.g. the LLMs a service actually has; what router.json
+        keeps by name of the others (costs, onboarding records, corrections, neighbour votes' tallies) goes too."""
         if isinstance(names, str):
             raise JeirtError("select_llms takes a list of LLM names, not one string (wrap it: [name])")
         wanted = list(names)
@@ -170,6 +171,9 @@ class RouterTables:
             changes["calibration"] = self._calibration.select(rows)
         if self.manifest.costs is not None:
             changes["costs"] = {name: cost for name, cost in self.costs.items() if name in wanted}
+        if self.manifest.onboarded is not None:  # a record of an LLM the router lacks would be refused at load
+            kept = tuple(record for record in self.manifest.onboarded if record.get("name") in wanted)
+            changes["onboarded"] = kept or None  # as a router never onboarded: no empty list
         corrections = None if self.corrections is None else self.corrections.restricted(wanted)
         neighbours = None if self.neighbours is None else self.neighbours.restricted(wanted)
         return self._with_llms(tuple(wanted), self._llm_vectors[rows], corrections=corrections,
