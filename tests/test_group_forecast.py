@@ -75,7 +75,7 @@ def test_router_forecast_by_groups_in_memory_questions(router: Router, rows: lis
     for group in SUBJECTS:
         mine = probabilities[[s == group for s in subjects]].astype(np.float64).mean(axis=0)
         assert list(got[group].values()) == pytest.approx(mine.tolist(), abs=1e-7)
-    with pytest.raises(JeirtError, match="2 group values for 3 questions"):
+    with pytest.raises(JeirtError, match="groups holds 2 values for 3 questions: give one group per question"):
         router.forecast_by(texts[:3], subjects[:2])
 
 
@@ -254,7 +254,7 @@ def test_a_bank_whose_every_row_is_skipped_has_no_forecast_per_group(
 
 
 @pytest.mark.parametrize(("groups", "problem"), [
-    (["math", None, "law"], "3 group values for 2 questions"), ([None], "1 group value for 2 questions"),
+    (["math", None, "law"], "groups holds 3 values for 2 questions"), ([None], "groups holds 1 value for 2 questions"),
 ])
 def test_router_forecast_by_names_a_wrong_number_of_groups_before_any_bad_value(
     router: Router, groups: list[Any], problem: str

@@ -23,7 +23,13 @@ from aiohttp.test_utils import make_mocked_request
 from jeirt_lite import JeirtError, Router
 from jeirt_lite._service.app import Limits, json_errors, listening_socket
 from jeirt_lite._service.app import Service as ServiceApp
-from jeirt_lite._service.requests import RouteParams, RouteRequest, parse_body, route_request
+from jeirt_lite._service.requests import (
+    RouteParams,
+    RouteRequest,
+    forecast_request,
+    parse_body,
+    route_request,
+)
 from service_process import Service, running_service
 
 MAX_BODY = 4096
@@ -135,11 +141,15 @@ BAD_REQUESTS = [
     ("empty body", "POST", "/v1/route", b"", 400, "body is empty"),
     ("NaN", "POST", "/v1/route", b'{"texts": ["a"], "cost_weight": NaN}', 400, "NaN is not a JSON number"),
     ("key twice", "POST", "/v1/route", b'{"texts": ["a"], "k": 1, "k": 2}', 400, "names 'k' twice"),
-    ("array body", "POST", "/v1/route", b'["a"]', 400, "must be a JSON object, not a list"),
+    ("array body", "POST", "/v1/route", b'["a"]', 400, "must be a JSON object, not an array"),
     ("no texts", "POST", "/v1/route", b'{"k": 1}', 400, 'has no "texts"'),
     ("texts a string", "POST", "/v1/route", b'{"texts": "a"}', 400, "not a single string"),
-    ("texts an object", "POST", "/v1/route", b'{"texts": {"a": 1}}', 400, "texts must be a list of strings"),
-    ("text a number", "POST", "/v1/route", b'{"texts": ["a", 7]}', 400, "texts[1]: text is a int"),
+    # A value's type is named in JSON's words (an object, null, a number), not Python's (a dict, None, an int).
+    ("texts an object", "POST", "/v1/route", b'{"texts": {"a": 1}}', 400,
+     "texts must be a list of strings, not an object"),
+    ("texts null", "POST", "/v1/forecast", b'{"texts": null}', 400, "texts must be a list of strings, not null"),
+    ("text a number", "POST", "/v1/route", b'{"texts": ["a", 7]}', 400, "texts[1]: text is a number, not a string"),
+    ("text an array", "POST", "/v1/route", b'{"texts": [["a"]]}', 400, "texts[0]: text is an array, not a string"),
     ("text null", "POST", "/v1/route", b'{"texts": [null]}', 400, "texts[0]: has no text"),
     ("empty texts", "POST", "/v1/route", b'{"texts": []}', 400, "texts is empty"),
     ("blank text", "POST", "/v1/route", b'{"texts": ["a", "  "]}', 400, "texts[1]: text is empty"),
@@ -170,14 +180,16 @@ BAD_REQUESTS = [
     ("unknown field", "POST", "/v1/route", b'{"texts": ["a"], "top_k": 2}', 400, "unknown field 'top_k'"),
     ("forecast field", "POST", "/v1/forecast", b'{"texts": ["a"], "k": 2}', 400, "unknown field 'k'"),
     ("groups a string", "POST", "/v1/forecast", b'{"texts": ["a"], "groups": "law"}', 400,
-     "groups must be a list of one group per text, not a string"),
+     "groups must be a list of one group per question, not a string"),
+    ("groups an object", "POST", "/v1/forecast", b'{"texts": ["a"], "groups": {"a": "law"}}', 400,
+     "groups must be a list of one group per question, not an object"),
     ("groups too few", "POST", "/v1/forecast", b'{"texts": ["a", "b"], "groups": ["law"]}', 400,
-     "groups holds 1 value for 2 texts"),
+     "groups holds 1 value for 2 questions: give one group per question"),
     ("group null", "POST", "/v1/forecast", b'{"texts": ["a", "b"], "groups": ["law", null]}', 400,
      "groups[1]: has no group value"),
     ("group blank", "POST", "/v1/forecast", b'{"texts": ["a"], "groups": [" "]}', 400, "groups[0]: group value is empty"),
     ("group a float", "POST", "/v1/forecast", b'{"texts": ["a"], "groups": [1.5]}', 400,
-     "groups[0]: group value '1.5' is a float"),
+     "groups[0]: group value '1.5' is a number, not a string or an integer"),
     ("too many texts", "POST", "/v1/route", json.dumps({"texts": ["a"] * (MAX_TEXTS + 1)}).encode(), 413,
      f"limit of {MAX_TEXTS} per request"),
     ("oversized body", "POST", "/v1/route", json.dumps({"texts": ["a" * MAX_BODY]}).encode(), 413,
@@ -261,6 +273,38 @@ def test_a_cost_aware_request_is_checked_before_it_joins_a_batch(
     """Found while the request is read, so a batch never holds a request the router would refuse."""
     with pytest.raises(JeirtError, match=re.escape(message)):
         route_request({"texts": ["a"], **fields}, router, MAX_TEXTS)
+
+
+# Bad groups, with the type each path names where the fault is a value's type: Python's to a caller of
+# Router.forecast_by, JSON's to a client of the service; the sentence is otherwise the same (one check).
+BAD_GROUPS = [
+    (["law"], None),
+    (["law", "law", "law"], None),
+    (["law", None], None),
+    (["law", " "], None),
+    (["law", "a\x00b"], None),
+    ("ab", ("a str", "a string")),
+    ({"a": "law"}, ("a dict", "an object")),
+    (["law", 1.5], ("a float", "a number")),
+    (["law", True], ("a bool", "a boolean")),
+    (["law", ["x"]], ("a list", "an array")),
+]
+
+
+@pytest.mark.parametrize(("groups", "types"), BAD_GROUPS)
+def test_a_forecast_request_refuses_bad_groups_in_router_forecast_by_s_words(
+    router: Router, groups: Any, types: Optional[tuple[str, str]]
+) -> None:
+    texts = ["What is 2 + 2?", "Who wrote Hamlet?"]
+    with pytest.raises(JeirtError) as python:
+        router.forecast_by(texts, groups)
+    with pytest.raises(JeirtError) as service:
+        forecast_request({"texts": texts, "groups": groups}, MAX_TEXTS)
+    said = str(python.value)
+    if types is not None:
+        assert said.count(types[0]) == 1, said
+        said = said.replace(types[0], types[1])
+    assert str(service.value) == said
 
 
 def test_nesting_deeper_than_the_stack_is_refused(service: Service) -> None:

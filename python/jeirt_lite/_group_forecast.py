@@ -15,6 +15,7 @@ import numpy as np
 from ._errors import JeirtError
 from ._io.vocabulary import group_problem
 from ._text import counted
+from ._type_names import TypeOf, python_type
 
 # A group is a column of the printed table: past this many, the column is more likely an id than a category, and
 # the table would be unreadable. Enough for every subject of MMLU-Pro or MMLU's 57 subjects.
@@ -36,32 +37,34 @@ class GroupForecast:
         return sum(self.counts.values())
 
 
-def checked_groups(groups: object, count: int) -> list[str]:
+def checked_groups(groups: object, count: int, type_of: TypeOf = python_type) -> list[str]:
     """One group per question, as text (an integer is read as its digits, as a CSV cell is), checked by the rules
     a bank's group column is read by; a JeirtError naming the first bad one. A list, or a table's column as the
     texts may be one (a NumPy array, a pandas Series, a pyarrow array); a single string is refused: it would
-    otherwise be read as one group per character."""
-    groups = _listed(groups)
+    otherwise be read as one group per character.
+
+    The one check of `Router.forecast_by`'s groups and of a `/v1/forecast` request's, so both refuse the same
+    groups in the same words; `type_of` names a wrong value's type (the service passes JSON's names)."""
+    groups = _listed(groups, type_of)
     if len(groups) != count:
-        raise JeirtError(f"{counted(len(groups), 'group value')} for {counted(count, 'question')}: "
-                         "give one per question")
+        raise JeirtError(f"groups holds {counted(len(groups), 'value')} for {counted(count, 'question')}: "
+                         "give one group per question")
     for i, group in enumerate(groups):
-        problem = group_problem(group)
+        problem = group_problem(group, type_of)
         if problem is not None:
             raise JeirtError(f"groups[{i}]: {problem}")
     return [str(group) for group in groups]
 
 
-def _listed(groups: object) -> list[Any]:
+def _listed(groups: object, type_of: TypeOf) -> list[Any]:
     """The groups as a list of Python values: a table's column gives them as its own list method does (NumPy's
     int64 is not an int, a pyarrow scalar not a str); a whole table or anything else is refused."""
-    kind = type(groups).__name__
     if hasattr(groups, "columns") or hasattr(groups, "column_names"):  # a DataFrame, a pyarrow Table
-        raise JeirtError(f"groups must be one group per question, not a {kind} (pass its group column)")
+        raise JeirtError(f"groups must be one group per question, not {type_of(groups)} (pass its group column)")
     convert = getattr(groups, "to_pylist", None) or getattr(groups, "tolist", None)  # pyarrow; NumPy and pandas
     values = convert() if callable(convert) else groups
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise JeirtError(f"groups must be a list of one group per question, not a {kind}")
+        raise JeirtError(f"groups must be a list of one group per question, not {type_of(groups)}")
     return [value.item() if isinstance(value, np.generic) else value for value in values]
 
 

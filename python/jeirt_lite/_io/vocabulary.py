@@ -7,6 +7,7 @@ import decimal
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
+from .._type_names import TypeOf, python_type
 from .optional import require_pyarrow
 
 TEXT_COLUMN = "text"
@@ -96,12 +97,13 @@ def score_columns(k: int, llm_names: Sequence[str], all_probabilities: bool) -> 
     return columns
 
 
-def text_problem(value: Any) -> Optional[str]:
-    """Why `value` cannot be a question text, or None when it can."""
+def text_problem(value: Any, type_of: TypeOf = python_type) -> Optional[str]:
+    """Why `value` cannot be a question text, or None when it can; `type_of` names a value's type (JSON's names
+    where the value came from a request body)."""
     if value is None:
         return "has no text (missing or null)"
     if not isinstance(value, str):
-        return f"text is a {type(value).__name__}, not a string"
+        return f"text is {type_of(value)}, not a string"
     if not_utf8(value):
         return "text holds bytes that are not valid UTF-8"
     if not value.strip():
@@ -145,18 +147,18 @@ def id_problem(value: Any) -> Optional[str]:
     return key_problem(value, "id")
 
 
-def group_problem(value: Any) -> Optional[str]:
+def group_problem(value: Any, type_of: TypeOf = python_type) -> Optional[str]:
     """Why `value` cannot name a question's group (`score --forecast-by`), or None: the rules of an id, which is
     read the same way (a group is printed as a column of the forecast's table, as an id is copied to the output)."""
-    return key_problem(value, "group value")
+    return key_problem(value, "group value", type_of)
 
 
-def key_problem(value: Any, what: str) -> Optional[str]:
-    """Why `value` cannot be a row's `what` (id, group value): see `id_problem`."""
+def key_problem(value: Any, what: str, type_of: TypeOf = python_type) -> Optional[str]:
+    """Why `value` cannot be a row's `what` (id, group value): see `id_problem`; `type_of` as `text_problem`'s."""
     if value is None:
         return f"has no {what} (missing or null)"
     if isinstance(value, bool) or not isinstance(value, (str, int, *TYPED_IDS)):
-        return f"{what} {str(value)[:40]!r} is a {type(value).__name__}, not a string or an integer"
+        return f"{what} {str(value)[:40]!r} is {type_of(value)}, not a string or an integer"
     if isinstance(value, str):
         if not value.strip():  # nothing to join the output back by, as an empty text has nothing to route
             return f"{what} is empty"

@@ -4,7 +4,8 @@ Everything a request can get wrong is found here, per request, before it joins a
 only requests the router can answer, so one client's mistake never fails another client's answer. The checks
 reuse the command line's (its argument types, `text_problem`, the router's own LLM-name and cost checks), so a
 service user and a command-line user read the same sentence for the same mistake; only the option's spelling
-differs (the JSON field `k` where the command line says `--k`).
+differs (the JSON field `k` where the command line says `--k`), and a value's type is named in JSON's words (an
+array, a number: `json_type`), never Python's.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .._group_forecast import checked_groups
 from .._io.vocabulary import text_problem
 from .._json_keys import RepeatedKey, unique_keys
 from .._routing import routing_rows, subset_rows
-from .._text import counted
+from .._type_names import json_type
 from ..cli._shared import number_in, positive_int
 
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ def parse_body(body: bytes) -> dict[str, Any]:
     except ValueError:  # an integer of more digits than Python converts (its message advises a Python setting)
         raise JeirtError("the request body holds an integer too long to read (over 4,300 digits)") from None
     if not isinstance(value, dict):
-        raise JeirtError(f"the request body must be a JSON object, not {_kind(value)}")
+        raise JeirtError(f"the request body must be a JSON object, not {json_type(value)}")
     return value
 
 
@@ -114,16 +115,9 @@ def forecast_request(value: dict[str, Any], max_texts: int) -> ForecastRequest:
 
 
 def _groups(value: Any, count: int) -> Optional[list[str]]:
-    """One group per text (a string, or an integer read as text), with the rules `score --forecast-by` reads a
-    column's values by; null: no groups."""
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise JeirtError(f"groups must be a list of one group per text, not {_kind(value)}")
-    if len(value) != count:
-        raise JeirtError(f"groups holds {counted(len(value), 'value')} for {counted(count, 'text')}: give one group "
-                         "per text")
-    return checked_groups(value, count)
+    """One group per text (a string, or an integer read as text), checked by `Router.forecast_by`'s own check, in
+    its words; null: no groups."""
+    return None if value is None else checked_groups(value, count, json_type)
 
 
 def _texts(value: dict[str, Any], max_texts: int) -> list[str]:
@@ -133,7 +127,7 @@ def _texts(value: dict[str, Any], max_texts: int) -> list[str]:
     if isinstance(texts, str):
         raise JeirtError("texts must be a list of strings, not a single string (wrap it: [text])")
     if not isinstance(texts, list):
-        raise JeirtError(f"texts must be a list of strings, not {_kind(texts)}")
+        raise JeirtError(f"texts must be a list of strings, not {json_type(texts)}")
     if not texts:
         raise JeirtError("texts is empty: give at least one question text")
     if len(texts) > max_texts:
@@ -142,7 +136,7 @@ def _texts(value: dict[str, Any], max_texts: int) -> list[str]:
             "(serve --max-texts)"
         )
     for i, text in enumerate(texts):
-        problem = text_problem(text)
+        problem = text_problem(text, json_type)
         if problem is not None:
             raise JeirtError(f"texts[{i}]: {problem}")
     return texts
@@ -154,10 +148,10 @@ def _llm_names(value: Any) -> Optional[tuple[str, ...]]:
     if isinstance(value, str):
         raise JeirtError("llms must be a list of LLM names, not one string")
     if not isinstance(value, list):
-        raise JeirtError(f"llms must be a list of LLM names, not {_kind(value)}")
+        raise JeirtError(f"llms must be a list of LLM names, not {json_type(value)}")
     for i, name in enumerate(value):
         if not isinstance(name, str):
-            raise JeirtError(f"llms[{i}]: an LLM name is a string, not {_kind(name)}")
+            raise JeirtError(f"llms[{i}]: an LLM name is a string, not {json_type(name)}")
     return tuple(value)
 
 
@@ -166,7 +160,7 @@ def _argument(value: Any, field: str, parse: Callable[[str], Any], kind: type) -
     the command line's; JSON's own types are checked first (true is not 1, 2.0 is not the integer 2)."""
     if isinstance(value, bool) or not isinstance(value, (int, float) if kind is float else int):
         wanted = "a number" if kind is float else "a whole number"
-        given = repr(value) if isinstance(value, float) else _kind(value)  # "not 2.0", where "not a number" misleads
+        given = repr(value) if isinstance(value, float) else json_type(value)  # "not 2.0", where "not a number" misleads
         raise JeirtError(f"{field} must be {wanted}, not {given}")
     try:
         return parse(repr(value))
@@ -178,12 +172,6 @@ def _known_fields(value: dict[str, Any], fields: Sequence[str], what: str) -> No
     unknown = [key for key in value if key not in fields]
     if unknown:
         raise JeirtError(f"unknown field {unknown[0]!r}; {what} takes {', '.join(fields)}")
-
-
-def _kind(value: Any) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
-             float: "a number", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
 
 
 def _no_constant(name: str) -> Any:
