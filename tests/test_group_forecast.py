@@ -263,6 +263,42 @@ def test_router_forecast_by_names_a_wrong_number_of_groups_before_any_bad_value(
         router.forecast_by(["What is 2 + 2?", "Who wrote Hamlet?"], groups)
 
 
+@pytest.mark.parametrize(("groups", "problem"), [
+    ([], "groups holds 0 values for 2 questions: give one group per question"),
+    (None, "groups must be a list of one group per question, not None"),
+    (["law", "law", "law"], "groups holds 3 values for 2 questions: give one group per question"),
+])
+def test_router_forecast_by_names_groups_missing_or_of_another_length_before_encoding(
+    router: Router, groups: Any, problem: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Texts are counted before the encoding, the costly part, so the groups' fault is named without it."""
+    monkeypatch.setattr(router, "encode", lambda *args, **kwargs: pytest.fail("encoded before the groups' check"))
+    with pytest.raises(JeirtError) as refused:
+        router.forecast_by(iter(["What is 2 + 2?", "Who wrote Hamlet?"]), groups)  # type: ignore[arg-type]
+    assert str(refused.value) == problem
+
+
+def test_router_forecast_by_without_groups_is_python_s_missing_argument(router: Router) -> None:
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'groups'"):
+        router.forecast_by(["What is 2 + 2?"])  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("groups", [[], ["law"], None], ids=["no groups", "a group", "None"])
+def test_router_forecast_by_refuses_no_questions_as_router_forecast_does(router: Router, groups: Any) -> None:
+    with pytest.raises(JeirtError) as whole:
+        router.forecast([])
+    empty: list[str] = []
+    for questions in (empty, iter(empty)):
+        with pytest.raises(JeirtError) as grouped:
+            router.forecast_by(questions, groups)  # type: ignore[arg-type]
+        assert str(grouped.value) == str(whole.value) == "cannot forecast on an empty question bank"
+
+
+def test_router_forecast_by_reads_texts_given_as_an_iterator(router: Router) -> None:
+    texts, groups = ["What is 2 + 2?", "Who wrote Hamlet?", "What is 3 * 7?"], ["math", "literature", "math"]
+    assert router.forecast_by(iter(texts), groups) == router.forecast_by(texts, groups)  # type: ignore[arg-type]
+
+
 def test_router_forecast_by_takes_any_number_of_questions_and_of_groups(router: Router) -> None:
     # Counts past CPython's cached small integers, and more groups than the command's table takes: in memory
     # the caller's groups have no bound (docs/guide/scoring.md).

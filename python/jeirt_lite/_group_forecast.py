@@ -21,6 +21,8 @@ from ._type_names import TypeOf, python_type
 # the table would be unreadable. Enough for every subject of MMLU-Pro or MMLU's 57 subjects.
 MAX_GROUPS = 100
 NO_FORECAST = "no question was scored, so there is no forecast (empty bank, or every row skipped)"
+# Router.forecast's words for no questions at all (the kernel's, rust/src/error.rs), which forecast_by gives too.
+EMPTY_BANK = "cannot forecast on an empty question bank"
 
 
 @dataclass(frozen=True)
@@ -41,10 +43,12 @@ def checked_groups(groups: object, count: int, type_of: TypeOf = python_type) ->
     """One group per question, as text (an integer is read as its digits, as a CSV cell is), checked by the rules
     a bank's group column is read by; a JeirtError naming the first bad one. A list, or a table's column as the
     texts may be one (a NumPy array, a pandas Series, a pyarrow array); a single string is refused: it would
-    otherwise be read as one group per character.
+    otherwise be read as one group per character. No questions at all is refused as `Router.forecast` refuses it.
 
     The one check of `Router.forecast_by`'s groups and of a `/v1/forecast` request's, so both refuse the same
     groups in the same words; `type_of` names a wrong value's type (the service passes JSON's names)."""
+    if count == 0:  # no questions, whatever the groups: refused as Router.forecast refuses them
+        raise JeirtError(EMPTY_BANK)
     groups = _listed(groups, type_of)
     if len(groups) != count:
         raise JeirtError(f"groups holds {counted(len(groups), 'value')} for {counted(count, 'question')}: "

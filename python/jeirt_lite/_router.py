@@ -233,10 +233,19 @@ class Router(RouterTables):
 
         >>> router.forecast_by(["What is 2 + 2?", "Who wrote Hamlet?"], ["math", "literature"])  # doctest: +SKIP
         {'literature': {'llm-a': 0.81, ...}, 'math': {'llm-a': 0.64, ...}}
+
+        Raises:
+            JeirtError: no questions (as `forecast` refuses them), or groups that are not one per question.
         """
-        probabilities = self.predict_proba(questions)
+        if isinstance(questions, EncodedQuestions):
+            probabilities = self.predict_proba(questions)
+            checked = checked_groups(groups, len(probabilities))
+        else:  # texts are counted before their encoding, the costly part (listed once by their check: an iterator too)
+            texts = check_texts(questions)
+            checked = checked_groups(groups, len(texts))
+            probabilities = self.predict_proba(texts)
         sums = GroupSums(self.llms, "groups", max_groups=None)  # in memory: as many groups as the caller has
-        sums.add(checked_groups(groups, len(probabilities)), probabilities)
+        sums.add(checked, probabilities)
         return sums.result().groups
 
     # -- alignment with the training questions (routers that carry reference directions) ------------------------
