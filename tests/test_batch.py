@@ -312,7 +312,7 @@ def _bad_jsonl(path: Path) -> Path:
     ("make", "row", "problem", "skipped", "kept"),
     [
         (_bad_csv, 2, "text is empty", 3, ["a", "c", "f"]),
-        (_bad_jsonl, 2, "text is a int, not a string", 6, ["a", "c", "h"]),
+        (_bad_jsonl, 2, "text is an int, not a string", 6, ["a", "c", "h"]),
     ],
 )
 def test_bad_rows_stop_the_run_with_their_row_number_or_are_skipped_and_counted(
@@ -337,7 +337,7 @@ def test_each_kind_of_bad_jsonl_row_is_named(router: Router, tmp_path: Path) -> 
     path = _bad_jsonl(tmp_path / "bank.jsonl")
     lines = path.read_bytes().split(b"\n")
     expected = {
-        2: "text is a int",
+        2: "text is an int, not a string",
         4: "has no text",
         5: "not valid UTF-8",
         6: "not valid JSON",
@@ -371,7 +371,7 @@ def test_null_and_non_text_parquet_values(router: Router, tmp_path: Path) -> Non
     assert [r["id"] for r in read_scores(tmp_path / "s.csv")] == ["1", "3"]  # row numbers keep the gap
     numbers = tmp_path / "numbers.parquet"
     pq.write_table(pa.table({"text": [1, 2]}), numbers)
-    with pytest.raises(JeirtError, match=r"data row 1 .*text is a int, not a string"):
+    with pytest.raises(JeirtError, match=r"data row 1 .*text is an int, not a string"):
         score_file(router, input_path=numbers, output=tmp_path / "s.csv")
 
 

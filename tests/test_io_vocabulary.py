@@ -56,7 +56,7 @@ def test_a_missing_answer_is_null_nan_or_an_empty_word(value: Any, missing: bool
     ("value", "problem"),
     [
         (None, "has no text (missing or null)"),
-        (7, "text is a int, not a string"),
+        (7, "text is an int, not a string"),
         ("", "text is empty"),
         (" \t\n", "text is empty"),
         ("a\x00b", "text holds a NUL character (a binary file, or UTF-16 read as UTF-8?)"),
@@ -98,6 +98,7 @@ def test_an_id_is_a_string_an_integer_or_a_typed_columns_value(value: Any, probl
         (float("nan"), "has no LLM name"),  # was "LLM name 'nan' is a float, not a string": a missing name
         (7.0, "LLM name '7.0' is a float, not a string or an integer"),  # integers are names: the message says so
         (True, "LLM name 'True' is a bool, not a string or an integer"),
+        (np.array([1, 2]), "LLM name '[1 2]' is an ndarray, not a string or an integer"),  # a list cell, via pandas
         ("gpt 4", None),
         (7, None),
     ],

@@ -162,9 +162,9 @@ def test_options_are_keyword_only(router: Router, tiny_router_path: Path, tmp_pa
         ("a single string", "not a single string"),
         (["fine", ""], "text 1 is empty"),
         (["fine", "   "], "text 1 is empty"),
-        (["fine", 3], "text 1 is a int"),
-        ([None], "text 0 is a NoneType"),
-        (5, "sequence of strings"),
+        (["fine", 3], "text 1 is an int, not a string"),
+        ([None], "text 0 is None, not a string"),
+        (5, "sequence of strings, got an int$"),
     ],
 )
 def test_bad_texts_are_named(router: Router, texts: object, message: str) -> None:

@@ -177,7 +177,7 @@ def test_a_pyarrow_column_is_a_sequence_of_texts_and_a_pyarrow_table_is_refused_
         with pytest.raises(JeirtError, match=rf"got a {type(whole).__name__} \(pass its text column, e\.g\. "
                                              r"table\['text'\]\)"):
             router.route(whole)
-    with pytest.raises(JeirtError, match="text 1 is a NoneType, not a string"):
+    with pytest.raises(JeirtError, match="text 1 is None, not a string"):
         router.route(pa.array(["Who wrote Hamlet?", None]))
 
 
@@ -186,7 +186,7 @@ def test_a_wrong_argument_is_named_with_what_to_pass_instead(tiny_router_path: P
     with pytest.raises(JeirtError, match=r"select_llms takes a list of LLM names, not one string \(wrap it"):
         router.select_llms("llm-1")
     encoded = router.encode(["what is the price", "acid and base"])
-    with pytest.raises(JeirtError, match=r"text 0 is a ndarray, not a string \(question vectors go in as Encoded"):
+    with pytest.raises(JeirtError, match=r"text 0 is an ndarray, not a string \(question vectors go in as Encoded"):
         router.predict_proba((encoded.vectors, encoded.features))  # type: ignore[arg-type]
     with pytest.raises(JeirtError, match=r"calibration.scale\[0\] must be > 0, got -1.0$"):
         router.with_calibration([-1.0] * len(router.llms), [0.0] * len(router.llms))

@@ -169,7 +169,7 @@ def test_long_jsonl_with_booleans_and_custom_columns(tmp_path: Path) -> None:
     [("question_id", 7.0, "question id 7.0 is a float, not a string or an integer"),
      ("question_id", True, "question id True is a bool, not a string or an integer"),
      ("question_id", [1], "question id [1] is a list, not a string or an integer"),
-     ("text", 5, "text 5 is a int, not a string")],
+     ("text", 5, "text 5 is an int, not a string")],
 )
 def test_a_typed_id_or_text_is_refused_as_the_package_s_readers_refuse_it(
     tmp_path: Path, field: str, value: object, problem: str

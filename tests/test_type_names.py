@@ -21,6 +21,9 @@ def test_json_type_names_a_value_json_cannot_hold_in_python_s_words() -> None:
     assert json_type(np.float32(1.0)) == "a float32"
 
 
-@pytest.mark.parametrize(("value", "name"), [([1], "a list"), ({}, "a dict"), (None, "None"), (1.5, "a float")])
+@pytest.mark.parametrize(("value", "name"), [
+    ([1], "a list"), ({}, "a dict"), (None, "None"), (1.5, "a float"), ("a", "a str"), (7, "an int"),
+    (np.zeros(2), "an ndarray"), (np.int64(7), "an int64"), (np.uint8(7), "a uint8"), (object(), "an object"),
+])
 def test_python_type_names_the_type_itself(value: object, name: str) -> None:
     assert python_type(value) == name

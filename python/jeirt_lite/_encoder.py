@@ -11,6 +11,7 @@ import numpy as np
 from ._errors import JeirtError
 from ._limits import MAX_CHUNK_ROWS, bounded_int
 from ._manifest import EncoderSpec
+from ._type_names import python_type
 
 # Small batches of length-sorted texts: on a CPU, big padded batches cost more than they save.
 # A router may name its own in the manifest (encoder.batch_size), chosen per encoder from measurements in
@@ -31,24 +32,24 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     # A pandas DataFrame (columns, iloc) or a pyarrow Table or RecordBatch (column_names, schema).
     if (hasattr(texts, "columns") and hasattr(texts, "iloc")) or (hasattr(texts, "column_names") and
                                                                   hasattr(texts, "schema")):
-        raise JeirtError(f"texts must be a list of strings, got a {type(texts).__name__} (pass its text column, "
+        raise JeirtError(f"texts must be a list of strings, got {python_type(texts)} (pass its text column, "
                          "e.g. table['text'])")
     if isinstance(texts, Mapping):
-        raise JeirtError(f"texts must be a list of strings, got a {type(texts).__name__} (pass its values, e.g. "
+        raise JeirtError(f"texts must be a list of strings, got {python_type(texts)} (pass its values, e.g. "
                          "list(texts.values()))")
     if isinstance(texts, (set, frozenset)):  # a mapping's key view is a set too, but an ordered one
-        raise JeirtError(f"texts must be a list of strings, got a {type(texts).__name__}, which has no order "
+        raise JeirtError(f"texts must be a list of strings, got {python_type(texts)}, which has no order "
                          "(pass a list, e.g. sorted(texts))")
     try:
         # A pyarrow column iterates as scalars, not strings: its to_pylist gives the strings (None for a null).
         items = list(texts.to_pylist() if hasattr(texts, "to_pylist") else texts)
     except TypeError as err:
-        raise JeirtError(f"texts must be a sequence of strings, got {type(texts).__name__}") from err
+        raise JeirtError(f"texts must be a sequence of strings, got {python_type(texts)}") from err
     for i, text in enumerate(items):
         if not isinstance(text, str):
             hint = " (question vectors go in as EncodedQuestions(vectors, features))" if isinstance(
                 text, np.ndarray) else ""
-            raise JeirtError(f"text {i} is a {type(text).__name__}, not a string{hint}")
+            raise JeirtError(f"text {i} is {python_type(text)}, not a string{hint}")
         if not text.strip():
             raise JeirtError(f"text {i} is empty")
         if "\x00" in text:  # refused as the table readers refuse it: a binary file, or UTF-16 read as UTF-8

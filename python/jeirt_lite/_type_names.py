@@ -16,8 +16,15 @@ _JSON_TYPES = ((bool, "a boolean"), (str, "a string"), (int, "a number"), (float
 
 
 def python_type(value: Any) -> str:
-    """"a str", "a dict", ...: the type's own name (None is "None", not "a NoneType")."""
-    return "None" if value is None else f"a {type(value).__name__}"
+    """"a str", "an int", "an ndarray", ...: the type's own name after its article (None is "None", not "a
+    NoneType")."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    # "an" before a vowel's sound: a leading u is read "you" in the names met here (uint8, UUID, UserDict), numpy's
+    # ndarray "en-dee-array".
+    vowel = name[:1].lower() in "aeio" or name.startswith("nd")
+    return f"{'an' if vowel else 'a'} {name}"
 
 
 def json_type(value: Any) -> str:

@@ -116,7 +116,7 @@ def _typed(frame: pd.DataFrame, qcol: str, tcol: str, rows: np.ndarray, check: R
         bad, names = wrong_type(frame[column], allowed)
         kinds = "a string or an integer" if allowed is ID_TYPES else "a string"
         keep &= check.check(keep & bad, rows, f"{what} not {kinds}",
-                            LazyDetail(f"{what} {{!r}} is a {{}}, not {kinds}", frame[column].to_numpy(), names))
+                            LazyDetail(f"{what} {{!r}} is {{}}, not {kinds}", frame[column].to_numpy(), names))
     for column, what in ((qcol, "question id"), (tcol, "text"), *named):
         if column is not None:  # a JSONL string such as "\udcff": a JSON escape of no character
             keep &= check.check(keep & not_utf8_cells(frame[column]), rows, f"{what} not valid UTF-8",

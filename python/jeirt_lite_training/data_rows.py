@@ -20,6 +20,7 @@ from ._runtime import (
     counted,
     first_and_more,
     not_utf8,
+    python_type,
     read_table,
     reraised_as,
     table_format,
@@ -140,9 +141,10 @@ TEXT_TYPES = (str,)
 
 
 def wrong_type(values: pd.Series, allowed: tuple[type, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """((N,) bool: a value present and not of `allowed` (a bool is no int here), (N,) its type's name)."""
+    """((N,) bool: a value present and not of `allowed` (a bool is no int here), (N,) its type as errors name it:
+    "an int", "a list", in Python's words as the package's readers name a cell's)."""
     items = values.to_numpy(dtype=object)
-    names = np.asarray([type(value).__name__ for value in items], dtype=object)
+    names = np.asarray([python_type(value) for value in items], dtype=object)
     bad = np.fromiter(
         (value is not None and not _missing_number(value) and (isinstance(value, bool) or not isinstance(value, allowed))
          for value in items),

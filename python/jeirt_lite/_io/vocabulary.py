@@ -131,7 +131,7 @@ def llm_name_problem(value: Any) -> Optional[str]:
     if value is None or (isinstance(value, str) and not value.strip()) or (isinstance(value, float) and value != value):
         return "has no LLM name"
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        return f"LLM name {str(value)[:40]!r} is a {type(value).__name__}, not a string or an integer"
+        return f"LLM name {str(value)[:40]!r} is {python_type(value)}, not a string or an integer"
     return None
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from .._alignment import unit_rows
 from .._errors import JeirtError
 from .._limits import check_finite_rows
+from .._type_names import python_type
 
 if TYPE_CHECKING:
     from .._router import Router
@@ -87,7 +88,7 @@ def needs_calculation(text: str) -> bool:
     """The rule: at least 75% of the lettered options (A. … J.) are numbers (with optional units), or, with
     fewer than two options, the text contains a calculation keyword (calculate, compute, how many, …)."""
     if not isinstance(text, str):
-        raise JeirtError(f"needs_calculation takes a question text, got {type(text).__name__}")
+        raise JeirtError(f"needs_calculation takes a question text, got {python_type(text)}")
     options = [match.group(2) for match in _OPTION.finditer(text)]
     if len(options) >= 2:
         numeric = sum(1 for option in options if _NUMBER.match(option))
