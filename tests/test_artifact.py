@@ -59,8 +59,8 @@ def test_corrupt_manifest_json(tiny_router_path: Path, tmp_path: Path) -> None:
     [
         ({"format": "something-else"}, "format is 'something-else'"),
         ({"format_version": 99}, "format_version 99 is not supported"),
-        ({"dim": "four"}, "field 'dim' must be a int"),
-        ({"llms": "a,b"}, "field 'llms' must be a list"),
+        ({"dim": "four"}, "field 'dim' must be an integer"),
+        ({"llms": "a,b"}, "field 'llms' must be an array"),
         ({"encoder": {"name": "x"}}, "encoder lacks max_seq_length"),
     ],
 )

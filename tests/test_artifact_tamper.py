@@ -83,7 +83,7 @@ def _set_alignment(top_k: int) -> Callable[[dict[str, Any]], None]:
     ("edit", "message"),
     [
         (lambda m: m.update(dim=0), r"dim must be in 1\.\.65536, got 0"),
-        (lambda m: m.update(dim=True), "field 'dim' must be a int"),
+        (lambda m: m.update(dim=True), "field 'dim' must be an integer"),
         (lambda m: m["encoder"].update(max_seq_length=10**9), r"encoder.max_seq_length must be in 1\.\.32768"),
         (lambda m: m["encoder"].update(max_seq_length=0), r"encoder.max_seq_length must be in 1\.\."),
         (lambda m: m["encoder"].update(input_names=["a", "b", "c"]), "must name two inputs"),
@@ -94,6 +94,9 @@ def _set_alignment(top_k: int) -> Callable[[dict[str, Any]], None]:
         (lambda m: m.update(label=7), "label must be a string or null"),
         (lambda m: m.update(calibration={"kind": "per_llm", "scale": [1.0] * 4, "bias": [0.0] * 5}),
          "calibration.scale must be a list of 5 numbers"),
+        (lambda m: m.update(calibration={"kind": "per_llm", "scale": {"llm-0": 1.0}, "bias": [0.0] * 5}),
+         r"calibration.scale must be a list of 5 numbers \(one per LLM\), got an object$"),
+        (lambda m: m.update(costs=[1.0] * 5), "costs must map LLM names to numbers, got an array$"),
         (lambda m: m.update(calibration={"kind": "per_llm", "scale": [1.0] * 5, "bias": [0.0] * 4 + ["x"]}),
          r"calibration.bias\[4\] must be a finite number"),
         (lambda m: m.update(costs={"llm-0": -3.0}), "finite and >= 0"),

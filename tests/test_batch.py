@@ -341,7 +341,7 @@ def test_each_kind_of_bad_jsonl_row_is_named(router: Router, tmp_path: Path) -> 
         4: "has no text",
         5: "not valid UTF-8",
         6: "not valid JSON",
-        7: "JSON list, not an object",
+        7: "line is an array, not a JSON object",
         8: "no field 'text' (fields: id, question)",
     }
     good = [line for n, line in enumerate(lines, 1) if line]

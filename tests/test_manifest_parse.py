@@ -15,6 +15,7 @@ from typing import Any, Callable
 import pytest
 from jeirt_lite import JeirtError
 from jeirt_lite._limits import MAX_CHARS_PER_TOKEN, MAX_DIM, MAX_LLMS, MAX_NAME_CHARS, MAX_REFERENCE
+from jeirt_lite._llm_params import check_costs
 from jeirt_lite._manifest import (
     DEFAULT_ALIGNMENT_TOP_K,
     block_llms,
@@ -106,6 +107,7 @@ def test_alignment_top_k_defaults_to_its_documented_value(raw: dict[str, Any]) -
         (lambda m: m["files"]["llms"].update(sha256="A" * 64), "files.llms.sha256 must be 64 lowercase hex"),
         (lambda m: m["files"]["llms"].update(sha256=7), "files.llms.sha256 must be 64 lowercase hex"),
         (lambda m: m["alignment"].pop("n_reference"), "alignment must give threshold and n_reference"),
+        (lambda m: m.update(alignment=[0.5]), "field 'alignment' must be an object, got an array$"),
         (lambda m: m["alignment"].pop("threshold"), "alignment must give threshold and n_reference"),
         (lambda m: m["alignment"].update(n_reference=0), "alignment.n_reference"),
         (lambda m: m["alignment"].update(n_reference=MAX_REFERENCE + 1), "alignment.n_reference"),
@@ -148,10 +150,20 @@ def test_a_global_calibration_whose_llms_have_different_pairs_is_read_as_per_llm
     assert parse_manifest(raw, WHERE).calibration.kind == "global"  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("names", ["abc", b"abc", {"a": 1}, None])
-def test_llm_names_must_be_a_list(names: Any) -> None:
-    with pytest.raises(JeirtError, match="LLM names must be a list of strings"):
+@pytest.mark.parametrize(("names", "got"), [("abc", "a string"), (b"abc", "a bytes"), ({"a": 1}, "an object"),
+                                           (None, "null")])
+def test_llm_names_must_be_a_list(names: Any, got: str) -> None:
+    # router.json's llms, named by their JSON type: "an object", never Python's "dict"
+    with pytest.raises(JeirtError, match=f"LLM names must be a list of strings, got {got}$"):
         check_llm_names(names, WHERE)
+
+
+def test_costs_of_the_wrong_type_are_named_in_the_words_of_whoever_gave_them(raw: dict[str, Any]) -> None:
+    raw["costs"] = [1.0] * len(raw["llms"])
+    with pytest.raises(JeirtError, match="costs must map LLM names to numbers, got an array$"):  # router.json's JSON
+        parse_manifest(raw, WHERE)
+    with pytest.raises(JeirtError, match="costs must map LLM names to numbers, got a list$"):  # a Python caller's
+        check_costs(raw["costs"], raw["llms"], "costs")
 
 
 def test_the_number_of_llms_is_bounded_at_the_limit() -> None:

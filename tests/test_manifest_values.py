@@ -51,7 +51,7 @@ def test_a_non_finite_or_huge_number_anywhere_is_a_jeirt_error_naming_the_field(
         (lambda m: m.update(metrics={"heldout": {"auc": "high"}}), "field metrics.heldout.auc must be a number"),
         (lambda m: m.update(metrics={"test": {"log_loss": [0.5]}}), "field metrics.test.log_loss must be a number"),
         (lambda m: m.update(metrics={"heldout": {"ece": True}}), "field metrics.heldout.ece must be a number"),
-        (lambda m: m.update(training={"split": "0.8/0.2"}), "field training.split must be an object"),
+        (lambda m: m.update(training={"split": "0.8/0.2"}), "field training.split must be an object, got a string$"),
         (lambda m: m.update(training={"split": {"seed": "0"}}), "field training.split.seed must be an integer"),
         (lambda m: m.update(training={"split": {"n_test_questions": -1}}), "training.split.n_test_questions must"),
         (lambda m: m.update(training={"split": {"val_fraction": 0.1, "test_fraction": 1.0}}),

@@ -24,6 +24,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ._errors import JeirtError
+from ._type_names import TypeOf, json_type, python_type
 
 PER_LLM, GLOBAL = "per_llm", "global"
 CALIBRATION_KINDS = (PER_LLM, GLOBAL)
@@ -67,7 +68,7 @@ class Calibration:
 
 def _floats(value: Any, field: str, k: int, where: str) -> np.ndarray:
     if not isinstance(value, list) or len(value) != k:
-        size = len(value) if isinstance(value, list) else type(value).__name__
+        size = len(value) if isinstance(value, list) else json_type(value)
         raise JeirtError(f"{where}: {field} must be a list of {k} numbers (one per LLM), got {size}")
     out = np.empty(k, dtype=np.float64)
     for i, x in enumerate(value):
@@ -138,10 +139,11 @@ def parse_onboarded(manifest: Mapping[str, Any], llm_names: Sequence[str], where
     return value
 
 
-def check_costs(value: Any, llm_names: Sequence[str], where: str) -> dict[str, float]:
-    """A validated {name: cost} mapping: known LLM names, finite costs >= 0."""
+def check_costs(value: Any, llm_names: Sequence[str], where: str, type_of: TypeOf = python_type) -> dict[str, float]:
+    """A validated {name: cost} mapping: known LLM names, finite costs >= 0; `type_of` names a value that is not a
+    mapping (JSON's words for router.json's costs, Python's for a caller's)."""
     if not isinstance(value, Mapping):
-        raise JeirtError(f"{where}: costs must map LLM names to numbers, got {type(value).__name__}")
+        raise JeirtError(f"{where}: costs must map LLM names to numbers, got {type_of(value)}")
     known = set(llm_names)
     out: dict[str, float] = {}
     for name, cost in value.items():
@@ -159,7 +161,7 @@ def parse_costs(
     manifest: Mapping[str, Any], llm_names: Sequence[str], where: str
 ) -> Optional[dict[str, float]]:
     value = manifest.get("costs")
-    return None if value is None else check_costs(value, llm_names, where)
+    return None if value is None else check_costs(value, llm_names, where, json_type)
 
 
 def cost_vector(costs: Mapping[str, float], llm_names: Sequence[str], what: str) -> np.ndarray:

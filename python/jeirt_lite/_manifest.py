@@ -32,6 +32,7 @@ from ._llm_params import Calibration, parse_calibration, parse_costs, parse_onbo
 from ._manifest_values import check_llm_name as check_llm_name  # re-exported: the writers check names too
 from ._manifest_values import check_llm_names as check_llm_names
 from ._manifest_values import check_values
+from ._type_names import json_type
 
 FORMAT_NAME = "jeirt-lite-router"
 # 2: router.json is bound to its tables (LLM names and a digest of router.json in llms.safetensors' metadata).
@@ -222,7 +223,7 @@ def _text(value: Any, field: str, where: str) -> str:
 
 def _object(value: Any, field: str, where: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
-        raise JeirtError(f"{where}: field {field!r} must be a dict (a JSON object), got {type(value).__name__}")
+        raise JeirtError(f"{where}: field {field!r} must be an object, got {json_type(value)}")
     return value
 
 
@@ -344,9 +345,11 @@ def parse_manifest(raw: Any, where: str, *, allow_legacy: bool = False) -> Manif
     """Validate router.json's content; every problem names `where` and the field."""
     version = check_format(raw, where, allow_legacy=allow_legacy)
     check_values(raw, where)  # NaN, infinities, huge integers, mistyped metrics anywhere, named by field
-    for field, kind in (("dim", int), ("llms", list), ("encoder", dict), ("files", dict)):
+    # The types named in JSON's words, as router.json holds them: "an integer", never Python's "a int".
+    for field, kind, name in (("dim", int, "an integer"), ("llms", list, "an array"), ("encoder", dict, "an object"),
+                              ("files", dict, "an object")):
         if not isinstance(raw.get(field), kind) or isinstance(raw.get(field), bool):
-            raise JeirtError(f"{where}: field {field!r} must be a {kind.__name__}")
+            raise JeirtError(f"{where}: field {field!r} must be {name}")
     llms = check_llm_names(raw["llms"], where)
     label = raw.get("label")
     if label is not None and not isinstance(label, str):

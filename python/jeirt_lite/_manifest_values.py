@@ -15,6 +15,7 @@ from typing import Any
 
 from ._errors import JeirtError
 from ._limits import MAX_LLMS, MAX_NAME_CHARS
+from ._type_names import json_type
 
 MAX_DEPTH = 32
 INT_LIMIT = 1 << 63
@@ -73,7 +74,7 @@ def _check_metrics(block: Mapping[str, Any], path: str, where: str) -> None:
 
 def _check_split(split: Any, where: str) -> None:
     if not isinstance(split, Mapping):
-        raise JeirtError(f"{where}: field training.split must be an object, got {type(split).__name__}")
+        raise JeirtError(f"{where}: field training.split must be an object, got {json_type(split)}")
     seed = split.get("seed")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
         raise JeirtError(f"{where}: field training.split.seed must be an integer, got {seed!r}"[:300])
@@ -90,9 +91,10 @@ def _check_split(split: Any, where: str) -> None:
 
 
 def check_llm_names(names: Any, where: str) -> tuple[str, ...]:
-    """1..MAX_LLMS unique, non-blank names without control characters, as a tuple."""
+    """1..MAX_LLMS unique, non-blank names without control characters, as a tuple. Only router.json's llms can be
+    other than a list here (the writers and training pass a list), so a wrong type is named in JSON's words."""
     if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple)):
-        raise JeirtError(f"{where}: LLM names must be a list of strings, got {type(names).__name__}")
+        raise JeirtError(f"{where}: LLM names must be a list of strings, got {json_type(names)}")
     if not names:
         raise JeirtError(f"{where}: a router needs at least one LLM")
     if len(names) > MAX_LLMS:

@@ -22,6 +22,7 @@ from .. import _core
 from .._errors import JeirtError
 from .._json_keys import RepeatedKey, unique_keys
 from .._limits import MAX_LINE_BYTES, bounded_lines, bounded_readline
+from .._type_names import json_type
 from .optional import require_pyarrow
 from .pipes import open_stoppable
 
@@ -341,7 +342,7 @@ class JsonlRecords(RecordReader):
         except ValueError:  # after JSONDecodeError, its subclass: an integer of more digits than int() reads
             return "line holds an integer too long to read (over 4,300 digits)"
         if not isinstance(record, dict):
-            return f"line is a JSON {type(record).__name__}, not an object"
+            return f"line is {json_type(record)}, not a JSON object"
         for name in required:
             if name not in record:
                 fields = ", ".join(list(record)[:10])
