@@ -23,7 +23,7 @@ import numpy.typing as npt
 from jeirt_lite import _core
 from jeirt_lite._errors import JeirtError
 from jeirt_lite._limits import MAX_THREADS
-from jeirt_lite._type_names import python_type
+from jeirt_lite._type_names import python_type as _type_name
 
 __all__ = ["JeirtError", "bf16_supported", "mean_probability", "probabilities", "top_k"]
 
@@ -68,7 +68,7 @@ def _threads(threads: int | None) -> int:
     if threads is None:
         return 0
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)):
-        raise JeirtError(f"threads must be an int or None, got {python_type(threads)}")
+        raise JeirtError(f"threads must be an int or None, got {_type_name(threads)}")
     if threads < 0 or threads > MAX_THREADS:  # the bound of Router.load, whatever the problem's size
         raise JeirtError(f"threads must be in 0..{MAX_THREADS} (0 or None = all cores), got {threads}")
     return int(threads)
@@ -195,7 +195,7 @@ def top_k(
     """
     q, m = _as_matrix(questions, "questions"), _as_matrix(llms, "llms")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
-        raise JeirtError(f"k must be an int, got {python_type(k)}")
+        raise JeirtError(f"k must be an int, got {_type_name(k)}")
     if not 1 <= k <= m.shape[0]:
         raise JeirtError(f"k must be in 1..=K (K = {m.shape[0]}), got {k}")
     n_llms = m.shape[0]
