@@ -38,6 +38,12 @@ class Calibration:
     scale: np.ndarray  # (K,) float32, > 0
     bias: np.ndarray  # (K,) float32
 
+    @classmethod
+    def identity(cls, count: int) -> Calibration:
+        """Scale 1 and bias 0 for `count` LLMs: where a router without calibration needs one changed for a single LLM
+        (add_llm's scaled logit, update_llm's refit), the others keep their raw probabilities."""
+        return cls(PER_LLM, np.ones(count, np.float32), np.zeros(count, np.float32))
+
     def to_manifest(self) -> dict[str, Any]:
         return {"kind": self.kind, "scale": self.scale.tolist(), "bias": self.bias.tolist()}
 

@@ -75,8 +75,7 @@ def with_new_llm(
     calibration = router.calibration
     if calibration is None and fit.router_scale != 1.0:
         # Identity for the existing LLMs: only the new one's logit is scaled (see OnboardingFit).
-        count = len(router.llms)
-        calibration = Calibration("per_llm", np.ones(count, np.float32), np.zeros(count, np.float32))
+        calibration = Calibration.identity(len(router.llms))
     if calibration is not None:
         changes["calibration"] = calibration.extended(scale=fit.router_scale)
     corrections = router.corrections

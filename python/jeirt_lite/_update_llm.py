@@ -152,8 +152,7 @@ def with_updated_llm(
     changes: dict[str, Any] = {"onboarded": (*(router.manifest.onboarded or ()), freeze(record))}
     corrections = router.corrections
     if fit.weights is not None:
-        count = len(router.llms)
-        old = router.calibration or Calibration("per_llm", np.ones(count, np.float32), np.zeros(count, np.float32))
+        old = router.calibration or Calibration.identity(len(router.llms))
         new_scale = fit.scale * float(old.scale[j])
         scale, bias = old.scale.copy(), old.bias.copy()
         scale[j], bias[j] = new_scale, fit.scale * float(old.bias[j])
