@@ -85,11 +85,16 @@ class Router(RouterTables):
         (`add_llm` fits a correction on them); False never. Texts longer than `manifest.encoder.max_chars`
         characters (MAX_CHARS_PER_TOKEN x max_seq_length) count only up to there.
         """
+        return self._encode_listed(check_texts(texts), batch_size, features)
+
+    def _encode_listed(
+        self, texts: list[str], batch_size: Optional[int], features: Optional[bool]
+    ) -> EncodedQuestions:
+        """`encode` of texts `check_texts` has passed."""
         # Cut before tokenising: the encoder reads at most max_seq_length tokens, and tokenising a 10 MB text in
         # full costs seconds and gigabytes for nothing (the cut, `manifest.encoder.max_chars`, is in _limits).
         limit = self.manifest.encoder.max_chars
-        checked = [text[:limit] for text in check_texts(texts)]
-        once, rows = distinct_texts(checked)  # a text given more than once is encoded once
+        once, rows = distinct_texts([text[:limit] for text in texts])  # a text given more than once is encoded once
         encoded = self._encode_checked(once, batch_size, features)
         return encoded if rows is None else encoded.rows(rows)
 
@@ -240,10 +245,10 @@ class Router(RouterTables):
         if isinstance(questions, EncodedQuestions):
             probabilities = self.predict_proba(questions)
             checked = checked_groups(groups, len(probabilities))
-        else:  # texts are counted before their encoding, the costly part (listed once by their check: an iterator too)
+        else:  # texts are counted before their encoding, the costly part (checked and listed once: an iterator too)
             texts = check_texts(questions)
             checked = checked_groups(groups, len(texts))
-            probabilities = self.predict_proba(texts)
+            probabilities = self.predict_proba(self._encode_listed(texts, None, None))
         sums = GroupSums(self.llms, "groups", max_groups=None)  # in memory: as many groups as the caller has
         sums.add(checked, probabilities)
         return sums.result().groups
