@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from .residual_features import headline_metrics
+
 WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
@@ -35,12 +37,6 @@ def blended(p_router: np.ndarray, p_other: np.ndarray, weight: float) -> np.ndar
         return np.log(p / (1 - p))
 
     return 1.0 / (1.0 + np.exp(-(weight * logit(p_router) + (1 - weight) * logit(p_other))))
-
-
-def _metrics(y: np.ndarray, p: np.ndarray) -> dict[str, float]:
-    from jeirt_lite._metrics import accuracy, log_loss, roc_auc
-
-    return {"auc": roc_auc(y, p), "accuracy": accuracy(y, p), "log_loss": log_loss(y, p)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -84,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                            "mirt_epochs": mirt.epochs, "mirt_seconds": seconds, "by_router_weight": {}}
     print(f"MIRT on the router's features: {mirt.config}, {seconds:.0f} s")
     for weight in WEIGHTS:
-        row = _metrics(y, blended(p_router, p_mirt, weight))
+        row = headline_metrics(y, blended(p_router, p_mirt, weight))
         out["by_router_weight"][str(weight)] = row
         print(f"router weight {weight:.2f}: " + ", ".join(f"{key} {value:.4f}" for key, value in row.items()))
     if args.json is not None:
