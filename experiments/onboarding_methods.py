@@ -29,10 +29,10 @@ from typing import Any
 import numpy as np
 from jeirt_lite import Router
 from jeirt_lite._correction_grid import (
-    _design,
-    _standardised_design,
     base_logits,
     evidence_weights,
+    feature_design,
+    standardised_design,
     stratified_folds,
 )
 from jeirt_lite._corrections import fit_onboarding
@@ -169,7 +169,7 @@ def _scaling(f: np.ndarray, kind: str) -> Scaling:
     standardisation; `per_feature` gives each feature unit variance, a constant one scale 0 (it carries nothing the
     intercept does not)."""
     if kind == "global":
-        _, center, scale = _standardised_design(f, len(f))
+        _, center, scale = standardised_design(f, len(f))
         return center, np.full(f.shape[1], scale)
     sd = f.std(axis=0)
     return f.mean(axis=0), np.divide(1.0, sd, out=np.zeros_like(sd), where=sd > 0)
@@ -177,7 +177,7 @@ def _scaling(f: np.ndarray, kind: str) -> Scaling:
 
 def _free_intercept_design(f: np.ndarray, scaling: Scaling) -> np.ndarray:
     """add_llm's design (its large constant column makes the ridge penalty on the intercept negligible)."""
-    return _design(f, *scaling)
+    return feature_design(f, *scaling)
 
 
 def _logistic_same_care(f: np.ndarray, y: np.ndarray, seed: int, average: bool) -> tuple[Scorer, Chosen]:

@@ -42,12 +42,12 @@ from jeirt_lite._correction_grid import (
     LIKE_ROUTER_ALONE_PRIOR,
     VECTOR_ALONE,
     Choice,
-    _design,
-    _standardised_design,
     base_logits,
     evidence_weights,
+    feature_design,
     like_the_routers_share,
     log_likelihoods,
+    standardised_design,
 )
 from jeirt_lite._corrections import _cross_validated
 from jeirt_lite._metrics import roc_auc
@@ -67,8 +67,8 @@ def grid_draw(q: np.ndarray, f: np.ndarray, y: np.ndarray, prior: np.ndarray, q2
               seed: int) -> tuple[dict[Choice, np.ndarray], dict[Choice, np.ndarray]]:
     """(held-out logits, logits on the scored questions) of every fit of the grid, as add_llm computes them."""
     q, y, q2 = q.astype(np.float64), y.astype(np.float64), q2.astype(np.float64)
-    design, center, scale = _standardised_design(f, len(y))
-    scored = _design(f2.astype(np.float64), center, scale)
+    design, center, scale = standardised_design(f, len(y))
+    scored = feature_design(f2.astype(np.float64), center, scale)
     held_out = _cross_validated(q, design, y, prior.astype(np.float64), DEFAULT_L2, DEFAULT_STRENGTHS,
                                 DEFAULT_ROUTER_SCALES, DEFAULT_FOLDS, seed)
     m = fit_llm_vector(q, y, prior_mean=prior, l2=DEFAULT_L2).astype(np.float64)

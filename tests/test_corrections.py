@@ -13,10 +13,10 @@ from jeirt_lite._correction_grid import (
     INTERCEPT_COLUMN,
     MIN_WEIGHT,
     VECTOR_ALONE,
-    _standardised_design,
     base_logits,
     evidence_weights,
     like_the_routers_share,
+    standardised_design,
     stratified_folds,
 )
 from jeirt_lite._corrections import OnboardingFit, fit_onboarding
@@ -419,7 +419,7 @@ def test_the_stored_correction_is_exactly_the_weighted_average_of_the_fits() -> 
     fits = fit.report["averaged_fits"]
     assert fit.weights is not None and len(fits) > 1  # type: ignore[arg-type]
     assert sum(entry["weight"] for entry in fits) == pytest.approx(1.0, abs=1e-3)  # type: ignore[union-attr]
-    design, _, _ = _standardised_design(f, len(y))
+    design, _, _ = standardised_design(f, len(y))
     base = base_logits(q, fit.vector.astype(np.float64))
     want = np.zeros(len(y))
     for entry in fits:  # type: ignore[union-attr]
@@ -517,13 +517,13 @@ def test_the_reported_auc_counts_ties_as_half_and_is_none_for_answers_of_one_kin
 
 def test_the_design_centres_the_features_and_gives_their_rows_a_mean_square_norm_of_their_count() -> None:
     f = np.random.default_rng(4).normal(size=(50, 7)) * 3.0 + 2.0
-    design, center, scale = _standardised_design(f, 50)
+    design, center, scale = standardised_design(f, 50)
     np.testing.assert_allclose(center, f.mean(axis=0))
     np.testing.assert_allclose(design[:, :-1], (f - center) * scale)
     np.testing.assert_allclose(design[:, :-1].mean(axis=0), 0.0, atol=1e-12)
     assert np.mean(np.sum(design[:, :-1] ** 2, axis=1)) == pytest.approx(7.0)
     np.testing.assert_array_equal(design[:, -1], INTERCEPT_COLUMN)
-    design, center, scale = _standardised_design(np.full((4, 3), 2.5), 4)  # no spread: nothing to scale
+    design, center, scale = standardised_design(np.full((4, 3), 2.5), 4)  # no spread: nothing to scale
     assert scale == 1.0 and not design[:, :-1].any()
 
 
@@ -567,11 +567,11 @@ def test_features_given_with_answers_are_checked_and_the_first_bad_row_is_named(
 def test_the_design_refuses_features_that_are_not_finite_rows_of_the_answers() -> None:
     for bad, rows in ((np.ones((4, 3, 1)), 4), (np.ones((5, 3)), 4), (np.ones((3, 3)), 4), (np.ones(4), 4)):
         with pytest.raises(JeirtError, match=rf"features must be a finite \({rows}, p\) array"):
-            _standardised_design(bad, rows)
+            standardised_design(bad, rows)
     features = np.ones((4, 3))
     features[2, 1] = np.nan
     with pytest.raises(JeirtError, match=r"features must be a finite \(4, p\) array"):
-        _standardised_design(features, 4)
+        standardised_design(features, 4)
 
 
 def test_folds_are_stratified_by_answer_and_seeded() -> None:

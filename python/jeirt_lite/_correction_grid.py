@@ -3,7 +3,7 @@ fit (`_corrections.fit_onboarding`: z the new LLM's vector logit, refitted in ea
 (`_update_llm`: z the LLM's full logit as the router scores it) share.
 
 Each fit of the grid adds to s·z an offset linear in the encoder's features f, (w, b) fitted by a logistic regression
-with s·z as a fixed offset and a ridge penalty ½α‖w̃‖² on the standardised weights (_design):
+with s·z as a fixed offset and a ridge penalty ½α‖w̃‖² on the standardised weights (feature_design):
 
     logit = s·z + f·w + b
 
@@ -32,7 +32,7 @@ from ._errors import JeirtError
 from ._ranks import roc_auc
 from ._ridge import ridge_logistic, ridge_path
 
-# Ridge strengths tried, in units of the standardised feature scale (see _design); inf = no correction.
+# Ridge strengths tried, in units of the standardised feature scale (see feature_design); inf = no correction.
 DEFAULT_STRENGTHS = (np.inf, 3000.0, 1000.0, 300.0, 100.0, 30.0, 10.0, 3.0)
 # How much of the router's logit the corrected fit keeps (s above); 1 first: the router is trusted unless the
 # answers say otherwise.
@@ -79,7 +79,7 @@ def base_logits(questions: np.ndarray, vector: np.ndarray) -> np.ndarray:
 INTERCEPT_COLUMN = 100.0
 
 
-def _design(features: np.ndarray, center: np.ndarray, scale: Union[float, np.ndarray]) -> np.ndarray:
+def feature_design(features: np.ndarray, center: np.ndarray, scale: Union[float, np.ndarray]) -> np.ndarray:
     """Standardised features and a constant column: the ridge penalty treats every feature direction alike (one
     scale for all features; experiments.onboarding_methods also passes one per feature)."""
     return np.hstack([(features - center) * scale, np.full((features.shape[0], 1), INTERCEPT_COLUMN)])
@@ -171,18 +171,18 @@ def grid_held_out(
     return held_out
 
 
-def _standardised_design(features: np.ndarray, rows: int) -> tuple[np.ndarray, np.ndarray, float]:
-    """(design, center, scale) of the features (see _design); finite (rows, p) features required."""
+def standardised_design(features: np.ndarray, rows: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """(design, center, scale) of the features (see feature_design); finite (rows, p) features required."""
     f = np.asarray(features, dtype=np.float64)
     if f.ndim != 2 or f.shape[0] != rows or not np.isfinite(f).all():
         raise JeirtError(f"features must be a finite ({rows}, p) array, got shape {f.shape}")
     center = f.mean(axis=0)
     spread = float(np.sqrt(np.mean(np.sum((f - center) ** 2, axis=1))))
     scale = float(np.sqrt(f.shape[1]) / spread) if spread > 0 else 1.0
-    return _design(f, center, scale), center, scale
+    return feature_design(f, center, scale), center, scale
 
 
-def _question_keys(q: np.ndarray, groups: Optional[np.ndarray]) -> np.ndarray:
+def question_keys(q: np.ndarray, groups: Optional[np.ndarray]) -> np.ndarray:
     """One key per answer naming its question: `groups` checked, or (None) equal question vectors as one."""
     keys = np.unique(q, axis=0, return_inverse=True)[1].ravel() if groups is None else np.asarray(groups)
     if keys.shape != (q.shape[0],):
@@ -190,7 +190,7 @@ def _question_keys(q: np.ndarray, groups: Optional[np.ndarray]) -> np.ndarray:
     return keys
 
 
-def _averaged_weights(
+def averaged_weights(
     design: np.ndarray, y: np.ndarray, base: np.ndarray, weights: dict[Choice, float]
 ) -> tuple[float, np.ndarray]:
     """(s̄, w̄): the weighted average of every fit's router scale and design weights, each fitted exactly on all
@@ -219,7 +219,7 @@ def averaged_fits(weights: dict[Choice, float]) -> list[dict[str, object]]:
 
 
 def plain_weights(w: np.ndarray, center: np.ndarray, feature_scale: float, divisor: float = 1.0) -> tuple[np.ndarray, float]:
-    """(weights, bias) on the features as given from `w` on the standardised design (_design), divided by `divisor`."""
+    """(weights, bias) on the features as given from `w` on the standardised design (feature_design), divided by `divisor`."""
     plain = w[:-1] * feature_scale / divisor
     return plain, float(w[-1] * INTERCEPT_COLUMN / divisor - center @ plain)
 
@@ -235,11 +235,12 @@ def _cv_scores(y: np.ndarray, fitted: np.ndarray, vector_alone: np.ndarray) -> d
     }
 
 
-def _per_class(y: np.ndarray) -> int:
+def minority_count(y: np.ndarray) -> int:
+    """How many answers have the rarer label (0/1 `y`): cross-validation needs MIN_PER_CLASS_FOR_CV of each."""
     return int(min(y.sum(), len(y) - y.sum()))
 
 
-def _learned_mask(learned: Optional[np.ndarray], rows: int) -> np.ndarray:
+def learned_mask(learned: Optional[np.ndarray], rows: int) -> np.ndarray:
     """(rows,) bool from `learned` (None: no answer is on a training question)."""
     if learned is None:
         return np.zeros(rows, dtype=bool)

@@ -35,16 +35,16 @@ from ._correction_grid import (
     ONE_QUESTION,
     VECTOR_ALONE,
     Choice,
-    _averaged_weights,
-    _learned_mask,
-    _per_class,
-    _question_keys,
-    _standardised_design,
     averaged_fits,
+    averaged_weights,
     base_logits,
     grid_held_out,
+    learned_mask,
     like_the_routers,
+    minority_count,
     plain_weights,
+    question_keys,
+    standardised_design,
     stratified_folds,
     weighed_fits,
 )
@@ -133,14 +133,14 @@ def fit_onboarding(
     q = np.asarray(questions, dtype=np.float64)
     y = np.asarray(correct, dtype=np.float64)
     prior = np.asarray(prior_mean, dtype=np.float64)
-    seen = _learned_mask(learned, len(y))
+    seen = learned_mask(learned, len(y))
     vector = fit_llm_vector(q, y, prior_mean=prior, l2=l2).astype(np.float64)
     report: dict[str, object] = {
         "answers": int(len(y)), "correct": int(y.sum()), "folds": int(folds),
         "on_training_questions": None if learned is None else int(seen.sum()),
     }
     need = max(MIN_PER_CLASS_FOR_CV, folds)
-    if _per_class(y) < need:
+    if minority_count(y) < need:
         return _uncorrected(vector, report, f"off: fewer than {need} answers of each kind")
     _check_grid(strengths, router_scales)
     off = _why_no_correction(features, y, seen, need)
@@ -172,12 +172,12 @@ class _CorrectionAnswers:
     """The answers the folds hold out and the correction reads, and what is read of them."""
 
     rows: np.ndarray  # (n,) bool: the answers on questions new to the router, or all of them for the vector alone
-    design: np.ndarray  # their features standardised (_design); one constant column for the vector alone
+    design: np.ndarray  # their features standardised (feature_design); one constant column for the vector alone
     center: np.ndarray  # the standardisation: its centre and scale, which the stored weights fold in
     feature_scale: float
     grid: tuple[float, ...]  # the ridge strengths to cross-validate; inf alone for the vector alone
     like_router: bool  # their in-distribution share counts them as the router's own kind (like_the_routers_share)
-    keys: np.ndarray  # each one's question (_question_keys)
+    keys: np.ndarray  # each one's question (question_keys)
 
 
 def _correction_answers(
@@ -189,11 +189,11 @@ def _correction_answers(
     count = int(rows.sum())
     design, center, feature_scale = (
         (np.ones((count, 1)), np.zeros(0), 1.0) if off  # the vector alone reads no design
-        else _standardised_design(np.asarray(features)[rows], count)
+        else standardised_design(np.asarray(features)[rows], count)
     )
     like_router = like_the_routers(in_distribution, rows, percentile)
     grid = (float("inf"),) if off else tuple(strengths)
-    return _CorrectionAnswers(rows, design, center, feature_scale, grid, like_router, _question_keys(q, groups)[rows])
+    return _CorrectionAnswers(rows, design, center, feature_scale, grid, like_router, question_keys(q, groups)[rows])
 
 
 def _weigh_the_grid(
@@ -225,7 +225,7 @@ def _weighted_fit(
             " (the questions look like the router's training questions: the vector alone had most of the prior)"
             if answers.like_router else ""))
     rows = answers.rows
-    scale, w = _averaged_weights(answers.design, y[rows], base_logits(q[rows], vector), weights)
+    scale, w = averaged_weights(answers.design, y[rows], base_logits(q[rows], vector), weights)
     # Fold the router scale in too: logit = s̄·(base + f·weights + bias).
     plain, bias = plain_weights(w, answers.center, answers.feature_scale, scale)
     report.update(router_scale=scale, correction="on")
@@ -237,7 +237,7 @@ def _why_no_correction(features: Optional[np.ndarray], y: np.ndarray, seen: np.n
     """Why no correction can be fitted (the report's `correction`), or None when one can."""
     if features is None:
         return "off: this router's encoder exposes no features"
-    if _per_class(y[~seen]) < need:
+    if minority_count(y[~seen]) < need:
         return (
             f"off: {int(seen.sum())} of the {len(y)} answers are on questions the router learned from, and a "
             f"correction is fitted only on the others, which have fewer than {need} answers of each kind"

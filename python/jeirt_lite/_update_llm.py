@@ -36,16 +36,16 @@ from ._correction_grid import (
     MIN_PER_CLASS_FOR_CV,
     ONE_QUESTION,
     VECTOR_ALONE,
-    _averaged_weights,
-    _learned_mask,
-    _per_class,
-    _question_keys,
-    _standardised_design,
     averaged_fits,
+    averaged_weights,
     base_logits,
     grid_held_out,
+    learned_mask,
     like_the_routers,
+    minority_count,
     plain_weights,
+    question_keys,
+    standardised_design,
     stratified_folds,
     weighed_fits,
 )
@@ -84,11 +84,11 @@ def fit_update(
     z = np.asarray(current, dtype=np.float64)
     report: dict[str, object] = {"answers": int(len(y)), "correct": int(y.sum()), "folds": int(folds)}
     need = max(MIN_PER_CLASS_FOR_CV, folds)
-    if _per_class(y) < need:
+    if minority_count(y) < need:
         return UpdateFit(1.0, None, 0.0, {**report, "correction": f"off: fewer than {need} answers of each kind"})
     if groups is not None and np.unique(np.asarray(groups)).size < 2:  # one fold would train on no answer at all
         return UpdateFit(1.0, None, 0.0, {**report, "correction": ONE_QUESTION})
-    design, center, feature_scale = _standardised_design(features, len(y))
+    design, center, feature_scale = standardised_design(features, len(y))
     held_out = grid_held_out(design, y, stratified_folds(y, folds, seed, groups), folds, scales, strengths,
                              lambda train, test: (z[train], z[test]))
     weights, scores = weighed_fits(y, held_out, held_out, alone_prior)  # "no change" is always in the average
@@ -96,7 +96,7 @@ def fit_update(
     if set(weights) <= {VECTOR_ALONE}:
         return UpdateFit(1.0, None, 0.0, {**report, "router_scale": 1.0,
                                           "correction": "off: cross-validation prefers the LLM unchanged"})
-    scale, w = _averaged_weights(design, y, z, weights)
+    scale, w = averaged_weights(design, y, z, weights)
     plain, bias = plain_weights(w, center, feature_scale)
     return UpdateFit(scale, plain, bias, {**report, "router_scale": scale, "correction": "on"})
 
@@ -132,12 +132,12 @@ def with_updated_llm(
     if cal is not None:
         current = float(cal.scale[j]) * current + float(cal.bias[j])
     # As add_llm's correction: answers on the router's training questions are left out (there z looks too good).
-    rows = ~_learned_mask(learned, len(labels))
+    rows = ~learned_mask(learned, len(labels))
     gate = alignment_gate(router, alignment)
     like_router = like_the_routers(gate.get("in_distribution"), rows, gate.get("percentile", DEFAULT_PERCENTILE_FOR_GATE))
-    fit = fit_update(current[rows], f[rows], labels[rows], groups=_question_keys(vectors, groups)[rows],
+    fit = fit_update(current[rows], f[rows], labels[rows], groups=question_keys(vectors, groups)[rows],
                      alone_prior=LIKE_ROUTER_ALONE_PRIOR if like_router else None)
-    enough = _per_class(labels) >= max(MIN_PER_CLASS_FOR_CV, DEFAULT_FOLDS)  # else too few whichever are left out
+    enough = minority_count(labels) >= max(MIN_PER_CLASS_FOR_CV, DEFAULT_FOLDS)  # else too few whichever are left out
     if enough and (~rows).any() and fit.weights is None and str(fit.report["correction"]).startswith("off: fewer"):
         fit.report["correction"] = (
             f"off: {int((~rows).sum())} of the {len(labels)} answers are on questions the router learned from, and "
