@@ -9,6 +9,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ._errors import JeirtError
+from ._io.vocabulary import SINGLE_STRING_TEXTS
 from ._limits import MAX_CHUNK_ROWS, bounded_int
 from ._manifest import EncoderSpec
 from ._type_names import python_type
@@ -23,7 +24,7 @@ DEFAULT_BATCH_SIZE = 8
 def check_texts(texts: Sequence[str]) -> list[str]:
     """Validate a batch of question texts; return it as a list."""
     if isinstance(texts, (str, bytes)):
-        raise JeirtError("texts must be a list of strings, not a single string (wrap it: [text])")
+        raise JeirtError(SINGLE_STRING_TEXTS)
     if isinstance(texts, np.ndarray) and np.issubdtype(texts.dtype, np.number):
         raise JeirtError("texts must be a list of strings, got a numeric array (question vectors embedded elsewhere: "
                          "pass EncodedQuestions(vectors))")

@@ -97,6 +97,10 @@ def score_columns(k: int, llm_names: Sequence[str], all_probabilities: bool) -> 
     return columns
 
 
+# A list of texts given as one string: Python callers and HTTP requests are refused in these words.
+SINGLE_STRING_TEXTS = "texts must be a list of strings, not a single string (wrap it: [text])"
+
+
 def text_problem(value: Any, type_of: TypeOf = python_type) -> Optional[str]:
     """Why `value` cannot be a question text, or None when it can; `type_of` names a value's type (JSON's names
     where the value came from a request body)."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from .._errors import JeirtError
 from .._group_forecast import checked_groups
-from .._io.vocabulary import text_problem
+from .._io.vocabulary import SINGLE_STRING_TEXTS, text_problem
 from .._json_keys import RepeatedKey, unique_keys
 from .._routing import routing_rows, subset_rows
 from .._type_names import json_type
@@ -125,7 +125,7 @@ def _texts(value: dict[str, Any], max_texts: int) -> list[str]:
         raise JeirtError('the request has no "texts": give a list of question texts')
     texts = value["texts"]
     if isinstance(texts, str):
-        raise JeirtError("texts must be a list of strings, not a single string (wrap it: [text])")
+        raise JeirtError(SINGLE_STRING_TEXTS)
     if not isinstance(texts, list):
         raise JeirtError(f"texts must be a list of strings, not {json_type(texts)}")
     if not texts:
