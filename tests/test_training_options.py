@@ -129,8 +129,8 @@ def test_trains_defaults_are_the_documented_recipe_and_help_states_them() -> Non
     parser = fit_parser("jeirt-lite train")
     args = parser.parse_args(["--data", "d", "--out", "r"])
     # Every question learned from, the published split seed, a held-out tenth (what a router's test part is
-    # drawn again with first, training.router_split), two torch threads.
-    assert (args.holdout, args.split_seed, args.val_fraction, args.threads) == (0.0, 0, 0.1, 2)
+    # drawn again with first, training.router_split), threads left to the cores this process may use.
+    assert (args.holdout, args.split_seed, args.val_fraction, args.threads) == (0.0, 0, 0.1, None)
     assert (args.folds, args.dims, args.dropouts) == (AUTO, list(DEFAULT_DIMS), list(DEFAULT_DROPOUTS))
     assert (args.calibration, args.table_pulls, args.neighbours, args.encoder) == ("global", None, True,
                                                                                      DEFAULT_ENCODER)
@@ -138,7 +138,8 @@ def test_trains_defaults_are_the_documented_recipe_and_help_states_them() -> Non
                                                                         DEFAULTS.max_epochs, DEFAULTS.seed)
     widest = parser.parse_args(["--data", "d", "--out", "r", "--seed", str((1 << 63) - 1), "--split-seed", "0"])
     assert (widest.seed, widest.split_seed) == ((1 << 63) - 1, 0)
-    assert _help_of(parser, "--threads").endswith("torch threads, 1..256 (default: 2)")
+    assert _help_of(parser, "--threads").endswith("1..256; default: the cores this process may use (its CPU "
+                                                  "affinity and its container's CPU limit)")
     assert _help_of(parser, "--holdout").endswith("in [0, 1) (default: 0)")
     assert _help_of(parser, "--split-seed").endswith("--holdout's part) (default: 0)")
     assert _help_of(parser, "--val-fraction").endswith("on a large set) (default: 0.1)")
@@ -329,3 +330,22 @@ def test_fits_summary_prints_what_the_run_measured_and_wrote(
     if written:
         want.append(f"  router: {folder} (1.5 MB), ONNX parity max abs diff 2.50e-07")
     assert lines[4:] == want
+
+
+@pytest.mark.parametrize("given, cores, expected", [(None, 3, 3), (None, 1, 1), (2, 5, 2)])
+def test_train_threads_default_to_the_cores_this_process_may_use(
+    monkeypatch: pytest.MonkeyPatch, given: int | None, cores: int, expected: int
+) -> None:
+    # The runtime's commands size their pools by the cores they may use (affinity, a container's CPU limit); train's
+    # torch threads follow the same rule where --threads is not given, and --threads wins where it is.
+    import jeirt_lite._router_tables as router_tables
+    import torch
+    from jeirt_lite_training.__main__ import _set_threads
+
+    monkeypatch.setattr(router_tables, "usable_cores", lambda: cores)
+    before = torch.get_num_threads()
+    try:
+        _set_threads(argparse.Namespace(threads=given))
+        assert torch.get_num_threads() == expected
+    finally:
+        torch.set_num_threads(before)

@@ -20,6 +20,7 @@ from ._runtime import (
     option_error,
     read_costs,
     refuse_inputs,
+    resolve_threads,
     run_command,
     run_training,
     stderr_is_terminal,
@@ -64,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     embed.add_argument("data_dirs", nargs="+", type=Path)
     embed.add_argument("--encoder", default=DEFAULT_ENCODER, choices=sorted(ENCODER_NAMES))
     embed.add_argument("--max-length", type=opt.tokens, default=DEFAULT_MAX_LENGTH)
-    embed.add_argument("--threads", type=opt.threads, default=2)
+    embed.add_argument("--threads", type=opt.threads, default=None)
     return parser
 
 
@@ -224,15 +225,16 @@ def cmd_embed(args: argparse.Namespace) -> int:
     from .embeddings import _main as embed_main
 
     argv = [str(d) for d in args.data_dirs]
-    argv += ["--encoder", args.encoder, "--max-length", str(args.max_length), "--threads", str(args.threads)]
+    argv += ["--encoder", args.encoder, "--max-length", str(args.max_length), "--threads", str(resolve_threads(args.threads))]
     return embed_main(argv)
 
 
 def _set_threads(args: argparse.Namespace) -> None:
-    if getattr(args, "threads", None):
-        import torch
+    """torch's threads: --threads, or (None) every core this process may use, as the runtime's commands default to
+    (torch's own default counts the machine's cores, not a container's CPU limit)."""
+    import torch
 
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(resolve_threads(getattr(args, "threads", None)))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -51,6 +51,7 @@ from jeirt_lite._neighbours import (
     vote_logits,
 )
 from jeirt_lite._onnx_external import safetensors_layout
+from jeirt_lite._router_tables import resolve_threads  # --threads' default: the cores this process may use
 from jeirt_lite._text import bytes_escaped, counted, first_and_more
 from jeirt_lite._training_questions import normalise_question, training_question_set
 from jeirt_lite._type_names import python_type
@@ -64,7 +65,7 @@ __all__ = [
     "CORRECT_COLUMNS", "EMPTY_LABELS", "ENCODER_FILE", "FALSE_LABELS", "HIDDEN_WRITE_KINDS", "LLM_COLUMNS", "NOT_ASKED", "QUESTION_COLUMNS", "STATIC_ENCODER_FILE", "TEXT_COLUMNS", "TRUE_LABELS", "TYPED_IDS", "WRITING_KIND", "JeirtError",
     "NeighbourVotes", "Router", "alignment", "all_metrics", "atomic_output", "cell_log_losses", "check_output_folder", "check_seed",
     "check_llm_names", "cli_options", "counted", "error_text", "first_and_more", "hidden_prefix", "log_loss", "merge_repeated_cells", "move_into_place", "neighbour_sums", "normalise_question", "not_utf8", "option_error", "python_type",
-    "read_costs", "read_table", "reraised_as", "refuse_existing", "run_command", "run_training", "refuse_inputs", "remove_stale_folders", "remove_stale_partials_like", "safetensors_layout", "save_artifact", "short_rows",
+    "read_costs", "read_table", "reraised_as", "refuse_existing", "run_command", "run_training", "refuse_inputs", "remove_stale_folders", "remove_stale_partials_like", "resolve_threads", "safetensors_layout", "save_artifact", "short_rows",
     "smoothed", "stderr_is_terminal", "table_format", "training_question_set", "unit_rows", "vote_logits",
     "write_tensors", "bytes_escaped",
 ]

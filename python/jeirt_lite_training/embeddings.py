@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._runtime import atomic_output, remove_stale_partials_like
+from ._runtime import atomic_output, remove_stale_partials_like, resolve_threads
 from .encoders import (
     DEFAULT_ENCODER,
     DEFAULT_MAX_LENGTH,
@@ -153,9 +153,9 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("data_dirs", nargs="+", type=Path)
     parser.add_argument("--encoder", default=DEFAULT_ENCODER)
     parser.add_argument("--max-length", type=int, default=DEFAULT_MAX_LENGTH)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=None, help="default: the cores this process may use")
     args = parser.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(resolve_threads(args.threads))
     for d in args.data_dirs:
         texts = pd.read_csv(d / "questions.csv", usecols=["text"])["text"].astype(str).tolist()
         t0 = time.perf_counter()

@@ -81,7 +81,9 @@ def common_arguments(p: argparse.ArgumentParser, data_required: bool = True) -> 
     p.add_argument("--val-fraction", type=opt.open_fraction, default=0.1,
                    help="held-out part for the choices (of all questions), in (0, 1); fit chooses on it when it "
                    "chooses on one part (--folds 1, or auto on a large set)")
-    p.add_argument("--threads", type=opt.threads, default=2, help="torch threads, 1..256")
+    p.add_argument("--threads", type=opt.threads, default=None,
+                   help="torch threads (training, and MiniLM encoding one text a thread), 1..256; default: the cores "
+                   "this process may use (its CPU affinity and its container's CPU limit)")
     p.add_argument("--lr", type=opt.positive, default=DEFAULTS.lr, help="the adapter's learning rate (AdamW)")
     p.add_argument("--batch-size", type=opt.positive_int, default=DEFAULTS.batch_size,
                    help="answers per training step, about (a step takes every answer to a few questions)")
