@@ -52,20 +52,23 @@ def test_ray_progress_bars_follow_the_local_progress_line_s_rule_and_q_quiets_ra
     assert [(call["show_progress"], call["quiet"]) for call in calls] == [(progress, quiet)]
 
 
-def failing_after(rows: int) -> Callable[[ScoreState], None]:
+def failing_after(rows: int, started: bool = True) -> Callable[[ScoreState], None]:
     def run(state: ScoreState) -> None:
-        state.rows_scored = rows
+        state.workers_started, state.rows_scored = started, rows
         raise JeirtError("row with id 'q9': has no text (missing or null)")
     return run
 
 
-@pytest.mark.parametrize(("rows", "note"), [(0, "stopped before any row's scores came back from the Ray workers"),
-                                            (80, "stopped after scoring 80 rows")])
+@pytest.mark.parametrize(("rows", "started", "note"), [
+    (0, True, "stopped before any row's scores came back from the Ray workers"),
+    (80, True, "stopped after scoring 80 rows"),
+    (0, False, "stopped before Ray started"),  # a check of the bank failed: no worker was given a row
+])
 def test_a_failed_ray_run_says_how_far_it_got_and_that_no_output_was_written(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tiny_router_path: Path, tmp_path: Path,
-    rows: int, note: str,
+    rows: int, started: bool, note: str,
 ) -> None:
-    fake_engine(monkeypatch, failing_after(rows))
+    fake_engine(monkeypatch, failing_after(rows, started))
     bank, output = tmp_path / "bank.parquet", tmp_path / "s.parquet"
     bank.write_bytes(b"PAR1")
     code = main(["score", str(bank), "-o", str(output), "--router", str(tiny_router_path), "--engine", "ray"])

@@ -21,7 +21,7 @@ from jeirt_lite._errors import JeirtError
 from jeirt_lite._io.parquet_stream import write_tables
 from jeirt_lite._router import DEFAULT_ROUTER_PATH
 from jeirt_lite.artifact import read_manifest
-from jeirt_lite.batch import ScoreOptions, score_file
+from jeirt_lite.batch import ScoreOptions, ScoreState, score_file
 
 pytest.importorskip("ray", reason='needs Ray: pip install "jeirt-lite[ray]"')
 
@@ -215,12 +215,30 @@ def test_a_bank_naming_a_column_twice_is_refused_as_on_one_machine_before_ray_st
     bank = tmp_path / "bank.parquet"
     pq.write_table(pa.table([pa.array(["a"]), pa.array(["What is 2 + 2?"]), pa.array(["b"])],
                             names=["id", "text", "id"]), bank)
+    state = ScoreState()
     with pytest.raises(JeirtError, match=r"bank.parquet: the header names the column 'id' twice$") as on_ray:
-        engine.score_file_on_ray(bank, router_path=tiny_router_path, output=tmp_path / "out.parquet")
+        engine.score_file_on_ray(bank, router_path=tiny_router_path, output=tmp_path / "out.parquet", state=state)
     with pytest.raises(JeirtError) as locally:
         score_file(Router.load(tiny_router_path), input_path=bank, output=tmp_path / "local.parquet")
     assert str(on_ray.value) == str(locally.value)
     assert runtime.inits == [] and not (tmp_path / "out.parquet").exists()
+    assert not state.workers_started  # what lets `score` say the run stopped before Ray started
+
+
+def test_a_bank_that_passes_the_checks_is_marked_as_handed_to_the_workers(
+    monkeypatch: pytest.MonkeyPatch, tiny_router_path: Path, parquet_bank: Path, tmp_path: Path
+) -> None:
+    runtime = FakeRuntime(monkeypatch, running=False)
+
+    def fails(*args: Any) -> None:
+        raise JeirtError("a worker failed")
+
+    monkeypatch.setattr(file_run, "_score_on_ray", fails)
+    state = ScoreState()
+    with pytest.raises(JeirtError, match="a worker failed"):
+        engine.score_file_on_ray(parquet_bank, router_path=tiny_router_path, output=tmp_path / "out.parquet",
+                                 state=state)
+    assert state.workers_started and len(runtime.inits) == 1 and runtime.shutdowns == 1
 
 
 def test_a_bank_missing_both_its_id_and_group_columns_is_named_for_the_same_one_as_on_one_machine(

@@ -66,6 +66,7 @@ class ScoreState:
     rows_read: int = 0  # input rows consumed, good or bad
     rows_scored: int = 0  # rows encoded, scored and (when there is an output) written
     rows_skipped: int = 0
+    workers_started: bool = False  # on Ray: the run passed its checks and handed the bank to the workers
 
 
 @dataclass

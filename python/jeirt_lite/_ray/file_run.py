@@ -113,6 +113,8 @@ def score_file_on_ray(
         check_output_path(target, [source], router_path)
     total = parquet_rows(source)  # from the file's footer: a Ray count would be one more job to schedule
     _columns(source, parquet_column_types(source), text_column, id_column, options.forecast_by)  # before Ray starts
+    state = state if state is not None else ScoreState()
+    state.workers_started = True  # from here on, workers may score rows this process has not counted yet
     started_here = not ray.is_initialized()
     if started_here:
         # Without an address: a local runtime on the CPUs this process may use; with one: join that cluster.
@@ -125,7 +127,7 @@ def score_file_on_ray(
         )
     try:
         run = _FileRun(source, target, text_column, id_column, options, threads_per_worker, ship_router, costs,
-                       state if state is not None else ScoreState())
+                       state)
         with ray_data_console(quiet):
             rows, forecast, seconds = _score_on_ray(run, router_path, llms, show_progress)
     finally:

@@ -211,10 +211,13 @@ def _checked_options(
 
 # On Ray the workers score while this process waits: with no row counted yet, some may have been scored anyway.
 NONE_SCORED, NONE_BACK_FROM_RAY = "before any row was scored", "before any row's scores came back from the Ray workers"
+BEFORE_RAY = "before Ray started"  # a check of the bank or its options failed: no worker was given a row
 
 
 def _stopped_note(state: ScoreState, output: Optional[Path], how: str, nothing_yet: str = NONE_SCORED) -> str:
     target = f"; no output was written ({output} left untouched)" if output is not None else ""
+    if nothing_yet == NONE_BACK_FROM_RAY and not state.workers_started:
+        nothing_yet = BEFORE_RAY
     if state.rows_scored == 0:  # stopped within the first chunk: its rows were never counted as read
         return f"{PROG}: {how} {nothing_yet}{target}\n"
     # On Ray the workers read the rows: this process counts only those scored (rows_read stays 0).
