@@ -65,6 +65,22 @@ def build_table(kind: str, prep: Any, unlabelled: list[str], tokenizer: Any) -> 
     return static.table, {"sentence_fit": fit.record()}
 
 
+def split_and_tokens(args: Any) -> tuple[Any, Any, Any, dict[str, Any]]:
+    """(prepared split, tokenizer, every text's token bag, the adapter's setting) of a one-split parser's `args`,
+    torch on `args.threads`: the split and texts only, each table is made apart (build_table)."""
+    import torch
+    from jeirt_lite_training.encoders import DEFAULT_ENCODER, load_tokenizer
+    from jeirt_lite_training.prepared import STATIC, prepare
+    from jeirt_lite_training.static_finetune import token_bags
+
+    torch.set_num_threads(args.threads)
+    prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False,
+                   fit_sentences=False)
+    tokenizer = load_tokenizer(DEFAULT_ENCODER, prep.max_length)
+    hyper = {"dim": args.dim, "dropout": args.dropout, "seed": args.split_seed}
+    return prep, tokenizer, token_bags(prep.data.texts, tokenizer), hyper
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = one_split_parser(__doc__.split("\n")[0], "docs/results/static_sentences_runs.jsonl", None)
     parser.add_argument("--tables", default="distilled,sentences", help=f"comma list of {', '.join(TABLES)}")
@@ -73,17 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     kinds = [k for k in args.tables.split(",") if k]
     if unknown := sorted(set(kinds) - set(TABLES)):
         parser.error(f"unknown tables {unknown}: choose from {', '.join(TABLES)}")
-    import torch
-    from jeirt_lite_training.encoders import DEFAULT_ENCODER, load_tokenizer
-    from jeirt_lite_training.prepared import STATIC, prepare
-    from jeirt_lite_training.static_finetune import rounded, token_bags
+    from jeirt_lite_training.static_finetune import rounded
 
-    torch.set_num_threads(args.threads)
-    prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False,
-                   fit_sentences=False)  # the split and texts only: build_table makes each table
-    tokenizer = load_tokenizer(DEFAULT_ENCODER, prep.max_length)
-    bags = token_bags(prep.data.texts, tokenizer)
-    hyper = {"dim": args.dim, "dropout": args.dropout, "seed": args.split_seed}
+    prep, tokenizer, bags, hyper = split_and_tokens(args)
     for kind in kinds:
         t0 = time.perf_counter()
         table, extra = build_table(kind, prep, args.unlabelled, tokenizer)

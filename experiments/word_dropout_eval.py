@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .ensemble_eval import emit_line, fine_tuned, one_split_parser, run_record, scores
-from .static_sentences_eval import build_table
+from .static_sentences_eval import build_table, split_and_tokens
 
 
 def _rates(text: str) -> list[float]:
@@ -86,17 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = one_split_parser(__doc__.split("\n")[0], "docs/results/word_dropout_runs.jsonl", None)
     parser.add_argument("--rates", type=_rates, default=[0.0, 0.1, 0.2], help="comma list, each in [0, 1)")
     args = parser.parse_args(argv)
-    import torch
-    from jeirt_lite_training.encoders import DEFAULT_ENCODER, load_tokenizer
-    from jeirt_lite_training.prepared import STATIC, prepare
-    from jeirt_lite_training.static_finetune import rounded, token_bags
+    from jeirt_lite_training.static_finetune import rounded
 
-    torch.set_num_threads(args.threads)
-    prep = prepare(args.data, split_seed=args.split_seed, encoder=STATIC, test_fraction=0.2, progress=False,
-                   fit_sentences=False)  # the split and texts only: build_table makes the table
-    tokenizer = load_tokenizer(DEFAULT_ENCODER, prep.max_length)
-    bags = token_bags(prep.data.texts, tokenizer)
-    hyper = {"dim": args.dim, "dropout": args.dropout, "seed": args.split_seed}
+    prep, tokenizer, bags, hyper = split_and_tokens(args)
     table, extra = build_table("sentences_train", prep, [], tokenizer)
     for rate in args.rates:
         t0 = time.perf_counter()
