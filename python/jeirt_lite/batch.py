@@ -117,7 +117,8 @@ class ForecastSums:
 
 
 def score_chunk(router: Router, ids: list[Any], questions: EncodedQuestions, options: ScoreOptions) -> ScoredChunk:
-    """Top-k LLMs, difficulty and (optionally) every probability for one chunk of encoded questions."""
+    """Top-k LLMs, difficulty and (optionally) every probability for one chunk of encoded questions; with
+    `options.min_probability`, which rows fell back to the most likely LLM."""
     result = router.route(
         questions, k=options.k, llms=options.llms, cost_weight=options.cost_weight,
         min_probability=options.min_probability,
@@ -128,6 +129,7 @@ def score_chunk(router: Router, ids: list[Any], questions: EncodedQuestions, opt
         probabilities=result.probabilities,
         difficulty=router.difficulty(questions),
         all_probabilities=router.predict_proba(questions) if options.all_probabilities else None,
+        fallback=result.fallback,
     )
 
 
@@ -320,7 +322,8 @@ def _score_into(
         id_type = reader.id_arrow_type() if isinstance(reader, TextReader) and fmt == "parquet" else None
         with _naming(output):
             writer = (
-                open_writer(temporary, fmt, options.k, llms, options.all_probabilities, id_type)
+                open_writer(temporary, fmt, options.k, llms, options.all_probabilities, id_type,
+                            fallback=options.min_probability is not None)
                 if temporary is not None and fmt is not None
                 else None
             )

@@ -122,10 +122,12 @@ def open_vector_reader(
 
 
 def open_writer(
-    path: Path, fmt: str, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: object = None
+    path: Path, fmt: str, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: object = None,
+    fallback: bool = False,
 ) -> Writer:
-    """A scored-bank writer for the format named `fmt`; `id_type` is the input's Arrow id type, when known."""
-    return _BY_NAME[fmt].writer(path, k, llm_names, all_probabilities, id_type)
+    """A scored-bank writer for the format named `fmt`; `id_type` is the input's Arrow id type, when known;
+    `fallback`: with the `fallback` column (routing by a minimum probability)."""
+    return _BY_NAME[fmt].writer(path, k, llm_names, all_probabilities, id_type, fallback)
 
 
 def read_question_table(

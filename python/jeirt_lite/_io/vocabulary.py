@@ -86,14 +86,24 @@ def probability_column(llm: str) -> str:
     return f"p[{llm}]"
 
 
-def score_columns(k: int, llm_names: Sequence[str], all_probabilities: bool) -> list[str]:
-    """Columns of a scored bank, in order: id, llm_1, p_1, ..., llm_k, p_k, difficulty[, p[<llm>]...]."""
+# The output column marking, under `--min-probability`, a row where no LLM cleared the threshold (its llm_1 is then
+# the most likely LLM: `RouteResult.fallback`).
+FALLBACK_COLUMN = "fallback"
+
+
+def score_columns(k: int, llm_names: Sequence[str], all_probabilities: bool, fallback: bool = False) -> list[str]:
+    """Columns of a scored bank, in order: id, llm_1, p_1, ..., llm_k, p_k, difficulty[, p[<llm>]...][, fallback].
+
+    `fallback` (routing by a minimum probability) comes last, so every other column keeps the place it has without
+    that rule."""
     columns = ["id"]
     for rank in range(1, k + 1):
         columns += [f"llm_{rank}", f"p_{rank}"]
     columns.append("difficulty")
     if all_probabilities:
         columns += [probability_column(name) for name in llm_names]
+    if fallback:
+        columns.append(FALLBACK_COLUMN)
     return columns
 
 

@@ -1,8 +1,10 @@
 """Chunk-by-chunk writers for scored question banks (CSV, JSONL, Parquet).
 
 Columns, in order: id, llm_1, p_1, ..., llm_k, p_k, difficulty, and with all probabilities one `p[<llm>]`
-column per LLM in the router's table order (`vocabulary.score_columns`). Probabilities and difficulties are
-float32 values; the text formats print them with 7 significant digits (float32 carries about 7).
+column per LLM in the router's table order, then with routing by a minimum probability the `fallback` column
+(`vocabulary.score_columns`). Probabilities and difficulties are float32 values; the text formats print them with 7
+significant digits (float32 carries about 7). A fallback is a bool in Parquet and `true`/`false` in CSV, TSV and
+JSONL: JSON's words, which `id_text` already writes for a bool in every text format and the label vocabulary reads.
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ class ScoredChunk:
     probabilities: np.ndarray  # (n, k) float32
     difficulty: np.ndarray  # (n,) float32
     all_probabilities: Optional[np.ndarray] = None  # (n, K) float32, with --all
+    # (n,) bool, with --min-probability: True where no LLM cleared it (`RouteResult.fallback`)
+    fallback: Optional[np.ndarray] = None
 
     @classmethod
-    def empty(cls, k: int, n_llms: int, all_probabilities: bool) -> ScoredChunk:
+    def empty(cls, k: int, n_llms: int, all_probabilities: bool, fallback: bool = False) -> ScoredChunk:
         """The scores of no rows, with the shapes and types of any chunk's: written alone, they give an output
         its columns and types when no row is scored (an empty bank, or every row skipped)."""
         return cls(
@@ -45,6 +49,18 @@ class ScoredChunk:
             probabilities=np.empty((0, k), dtype=np.float32),
             difficulty=np.empty(0, dtype=np.float32),
             all_probabilities=np.empty((0, n_llms), dtype=np.float32) if all_probabilities else None,
+            fallback=np.empty(0, dtype=bool) if fallback else None,
+        )
+
+    def row(self, i: int) -> ScoredChunk:
+        """The scores of row `i` alone, as a chunk of one row."""
+        return ScoredChunk(
+            ids=self.ids[i : i + 1],
+            indices=self.indices[i : i + 1],
+            probabilities=self.probabilities[i : i + 1],
+            difficulty=self.difficulty[i : i + 1],
+            all_probabilities=None if self.all_probabilities is None else self.all_probabilities[i : i + 1],
+            fallback=None if self.fallback is None else self.fallback[i : i + 1],
         )
 
 
@@ -62,21 +78,36 @@ def _floats(values: np.ndarray) -> list[str]:
     return [f"{x:.7g}" for x in values.tolist()]
 
 
+def _booleans(values: np.ndarray) -> list[str]:
+    """Bools as the text formats write them: JSON's `true` and `false` (see the module's docstring)."""
+    return ["true" if value else "false" for value in values.tolist()]
+
+
 class Writer:
-    """Writes the scored chunks of one bank; `id_type` is the input's Arrow id type, when it has one."""
+    """Writes the scored chunks of one bank; `id_type` is the input's Arrow id type, when it has one; `fallback`:
+    the chunks carry `ScoredChunk.fallback` (routing by a minimum probability), written as the last column."""
 
     def __init__(
-        self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: Any = None
+        self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: Any = None,
+        fallback: bool = False,
     ):
         self.path = path
         self.id_type_of_input = id_type
         self.k = k
         self.llm_names = list(llm_names)
         self.all_probabilities = all_probabilities
-        self.columns = score_columns(k, llm_names, all_probabilities)
+        self.fallback = fallback
+        self.columns = score_columns(k, llm_names, all_probabilities, fallback)
 
     def write(self, chunk: ScoredChunk) -> None:
         raise NotImplementedError
+
+    def _fallback_of(self, chunk: ScoredChunk) -> Optional[np.ndarray]:
+        """The chunk's fallback flags, which it carries exactly when this writer's columns hold them."""
+        if (chunk.fallback is not None) != self.fallback:
+            raise ValueError(f"a chunk {'without' if self.fallback else 'with'} fallback flags for columns "
+                             f"{'with' if self.fallback else 'without'} them")
+        return chunk.fallback
 
     def close(self) -> None:
         raise NotImplementedError
@@ -90,17 +121,27 @@ class CsvWriter(Writer):
     delimiter = ","
 
     def __init__(
-        self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: Any = None
+        self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: Any = None,
+        fallback: bool = False,
     ):
-        super().__init__(path, k, llm_names, all_probabilities, id_type)
+        super().__init__(path, k, llm_names, all_probabilities, id_type, fallback)
         self.handle: IO[bytes] = open(path, "wb")  # noqa: SIM115 - closed by close()
         header = io.StringIO(newline="")
         csv.writer(header, delimiter=self.delimiter).writerow(self.columns)
         self.handle.write(header.getvalue().encode("utf-8"))
 
     def write(self, chunk: ScoredChunk) -> None:
+        rows = self._rows(chunk)
+        fallback = self._fallback_of(chunk)
+        if fallback is not None:
+            rows = self._with_last_field(chunk, rows, _booleans(fallback))
+        self.handle.write(rows)
+        self.handle.flush()  # so the rows written so far are on disk at every chunk boundary
+
+    def _rows(self, chunk: ScoredChunk) -> bytes:
+        """The chunk's rows without the fallback column, each ended by `\r\n` (`_core.format_score_rows`)."""
         all_probabilities = chunk.all_probabilities
-        rows = _core.format_score_rows(
+        rows: bytes = _core.format_score_rows(
             [ident if type(ident) is str else "" if ident is None else id_text(ident) for ident in chunk.ids],
             self.llm_names,
             np.ascontiguousarray(chunk.indices, dtype=np.uint32),
@@ -109,8 +150,17 @@ class CsvWriter(Writer):
             None if all_probabilities is None else np.ascontiguousarray(all_probabilities, dtype=np.float32),
             self.delimiter,
         )
-        self.handle.write(rows)
-        self.handle.flush()  # so the rows written so far are on disk at every chunk boundary
+        return rows
+
+    def _with_last_field(self, chunk: ScoredChunk, rows: bytes, words: list[str]) -> bytes:
+        """The chunk's `rows` with one more field per row, `words` (plain words: never quoted). Each row ends in
+        the `\r\n` that ends it; when there are more `\r\n` than rows, a field (an id, an LLM name) holds one
+        itself, and that chunk's rows are formatted one at a time instead, to know where each ends."""
+        lines = rows.split(b"\r\n")[:-1]
+        if len(lines) != len(chunk.ids):
+            lines = [self._rows(chunk.row(i))[:-2] for i in range(len(chunk.ids))]
+        delimiter = self.delimiter.encode("ascii")
+        return b"".join(line + delimiter + word.encode("ascii") + b"\r\n" for line, word in zip(lines, words))
 
     def close(self) -> None:
         self.handle.close()
@@ -122,9 +172,10 @@ class TsvWriter(CsvWriter):
 
 class JsonlWriter(Writer):
     def __init__(
-        self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: Any = None
+        self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: Any = None,
+        fallback: bool = False,
     ):
-        super().__init__(path, k, llm_names, all_probabilities, id_type)
+        super().__init__(path, k, llm_names, all_probabilities, id_type, fallback)
         self.handle: IO[str] = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
         # Keys and LLM names are escaped once; each row is then plain string formatting.
         self.keys = [json.dumps(name) for name in self.columns]
@@ -139,6 +190,9 @@ class JsonlWriter(Writer):
         columns.append(_floats(chunk.difficulty))
         if chunk.all_probabilities is not None:
             columns += [_floats(chunk.all_probabilities[:, j]) for j in range(len(self.llm_names))]
+        fallback = self._fallback_of(chunk)
+        if fallback is not None:
+            columns.append(_booleans(fallback))
         keys = self.keys
         lines = [
             "{" + ", ".join(f"{key}: {value}" for key, value in zip(keys, row)) + "}\n"
@@ -161,9 +215,10 @@ class ParquetWriter(Writer):
     """
 
     def __init__(
-        self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: Any = None
+        self, path: Path, k: int, llm_names: Sequence[str], all_probabilities: bool, id_type: Any = None,
+        fallback: bool = False,
     ):
-        super().__init__(path, k, llm_names, all_probabilities, id_type)
+        super().__init__(path, k, llm_names, all_probabilities, id_type, fallback)
         self.pa = require_pyarrow()
         self.writer: Any = None
         if id_type is not None and self.pa.types.is_large_string(id_type):
@@ -214,6 +269,7 @@ class ParquetWriter(Writer):
             raise
 
     def _table(self, chunk: ScoredChunk) -> Any:
+        self._fallback_of(chunk)  # checked: the table's columns are this writer's
         return score_table(self.pa, self._ids(chunk.ids), chunk, self.name_array, self.columns)
 
     def write(self, chunk: ScoredChunk) -> None:
@@ -226,7 +282,7 @@ class ParquetWriter(Writer):
         if self.writer is None:  # no rows at all: still a valid, empty file with the columns and types of any
             # other: the input's id type where it declares one (as the Ray engine writes it), else int64 (no id
             # that is not an integer came)
-            empty = self._table(ScoredChunk.empty(self.k, len(self.llm_names), self.all_probabilities))
+            empty = self._table(ScoredChunk.empty(self.k, len(self.llm_names), self.all_probabilities, self.fallback))
             self.writer = self.pa.parquet.ParquetWriter(str(self.path), empty.schema)
         self.writer.close()
 
@@ -244,4 +300,6 @@ def score_table(pa: Any, ids: Any, chunk: ScoredChunk, name_array: Any, columns:
     arrays.append(pa.array(chunk.difficulty, type=pa.float32()))
     if chunk.all_probabilities is not None:
         arrays += [pa.array(chunk.all_probabilities[:, j], type=pa.float32()) for j in range(len(name_array))]
+    if chunk.fallback is not None:
+        arrays.append(pa.array(chunk.fallback, type=pa.bool_()))
     return pa.Table.from_arrays(arrays, names=list(columns))

@@ -126,7 +126,8 @@ def score_dataset(
         threads_per_worker: cores each worker's router uses (reserved as Ray CPUs).
         ship_router: read the router folder here, now, and send its files to the workers through the object store
             (each worker writes a private copy), instead of having every worker read `router_path`.
-        llms, cost_weight, min_probability: the routing rules of `Router.route` for the top-k columns.
+        llms, cost_weight, min_probability: the routing rules of `Router.route` for the top-k columns; with
+            min_probability, a last column `fallback` (bool) marks the rows where no LLM cleared it.
         costs: {LLM name: cost} for this run instead of the router's stored costs (an LLM left out has none), as
             `Router.route(costs=...)`; checked here, applied on every worker.
         group_column: carry each row's value of this column, as text, in the column `GROUP_COLUMN`, for

@@ -288,4 +288,5 @@ def _scored_schema(id_type: Any, options: ScoreOptions, llms: Sequence[str]) -> 
     """The schema of the scores, which the output has even when no row is scored: an empty bank, or one whose every
     row is skipped, gives a file of no rows, as on one machine."""
     all_probabilities = options.all_probabilities or options.forecasting
-    return empty_scores(require_pyarrow(), id_type, options.k, llms, all_probabilities).schema
+    fallback = options.min_probability is not None
+    return empty_scores(require_pyarrow(), id_type, options.k, llms, all_probabilities, fallback).schema

@@ -51,7 +51,8 @@ class BankScorer:
         # Each row's value of this column, as text, goes out beside its scores in GROUP_COLUMN (`--forecast-by`).
         self.group_column = group_column
         self.options = ScoreOptions(k=k, all_probabilities=all_probabilities, skip_bad=skip_bad, **(routing or {}))
-        self.columns = score_columns(k, self.router.llms, all_probabilities)
+        self.fallback = self.options.min_probability is not None  # the `fallback` column, as one machine writes it
+        self.columns = score_columns(k, self.router.llms, all_probabilities, self.fallback)
         self.name_array = self.pa.array(list(self.router.llms), type=self.pa.string())
 
     def __call__(self, batch: Any) -> Any:
@@ -73,7 +74,8 @@ class BankScorer:
             texts = [texts[i] for i in keep]
         ids = _as_written(pa, ids)
         if not texts:  # every row of the batch was bad and skipped
-            scores = empty_scores(pa, ids.type, self.options.k, self.router.llms, self.options.all_probabilities)
+            scores = empty_scores(pa, ids.type, self.options.k, self.router.llms, self.options.all_probabilities,
+                                  self.fallback)
         else:
             chunk = score_chunk(self.router, [], self.router.encode(texts), self.options)
             scores = score_table(pa, ids, chunk, self.name_array, self.columns)
@@ -90,14 +92,17 @@ class BankScorer:
         return f"row with {self.id_column} {ident!r}"
 
 
-def empty_scores(pa: Any, id_type: Any, k: int, llms: Sequence[str], all_probabilities: bool) -> Any:
+def empty_scores(
+    pa: Any, id_type: Any, k: int, llms: Sequence[str], all_probabilities: bool, fallback: bool = False
+) -> Any:
     """The scores of no rows: an empty Arrow table with the columns and types a scored batch of ids of `id_type`
-    has. A worker returns it for a batch whose every row was skipped; the driver writes its schema when no batch
-    comes at all (Ray Data drops empty batches)."""
-    chunk = ScoredChunk.empty(k, len(llms), all_probabilities)
+    has (`fallback`: routed by a minimum probability, with the `fallback` column). A worker returns it for a batch
+    whose every row was skipped; the driver writes its schema when no batch comes at all (Ray Data drops empty
+    batches)."""
+    chunk = ScoredChunk.empty(k, len(llms), all_probabilities, fallback)
     ids = _as_written(pa, pa.array([], type=id_type))
     names = pa.array(list(llms), type=pa.string())
-    return score_table(pa, ids, chunk, names, score_columns(k, llms, all_probabilities))
+    return score_table(pa, ids, chunk, names, score_columns(k, llms, all_probabilities, fallback))
 
 
 def _as_written(pa: Any, ids: Any) -> Any:

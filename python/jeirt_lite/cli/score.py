@@ -44,8 +44,9 @@ def add_parser(subparsers: Any) -> None:
         description=(
             "Score every question of a bank, chunk by chunk (memory stays flat whatever its size).\n"
             "The output has per question: id, llm_1, p_1, ... llm_k, p_k (best first), difficulty\n"
-            "(the question vector's norm) and with --all one p[<llm>] column per LLM. It is written to a\n"
-            "temporary file and renamed at the end: an interrupted or failed run leaves no output.\n"
+            "(the question vector's norm), with --all one p[<llm>] column per LLM, and with\n"
+            "--min-probability a last column, fallback: true where no LLM cleared T. It is written\n"
+            "to a temporary file and renamed at the end: an interrupted or failed run leaves no output.\n"
             "Row order is the input order."
         ),
         epilog=(
@@ -137,7 +138,7 @@ def _add_output_arguments(score: argparse.ArgumentParser) -> None:
     score.add_argument(
         "--k", type=positive_int, default=1, help="LLMs per question in the output (default 1)"
     )
-    add_routing_arguments(score, prefix="llm_k columns: ", fallback="its p_1 is then below T")
+    add_routing_arguments(score, prefix="llm_k columns: ", fallback="the output's fallback column is then true")
     add_costs_option(score)
     score.add_argument(
         "--all",
