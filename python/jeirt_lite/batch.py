@@ -323,7 +323,7 @@ def _score_into(
         with _naming(output):
             writer = (
                 open_writer(temporary, fmt, options.k, llms, options.all_probabilities, id_type,
-                            fallback=options.min_probability is not None)
+                            options.min_probability is not None)
                 if temporary is not None and fmt is not None
                 else None
             )

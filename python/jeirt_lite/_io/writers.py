@@ -3,8 +3,8 @@
 Columns, in order: id, llm_1, p_1, ..., llm_k, p_k, difficulty, and with all probabilities one `p[<llm>]`
 column per LLM in the router's table order, then with routing by a minimum probability the `fallback` column
 (`vocabulary.score_columns`). Probabilities and difficulties are float32 values; the text formats print them with 7
-significant digits (float32 carries about 7). A fallback is a bool in Parquet and `true`/`false` in CSV, TSV and
-JSONL: JSON's words, which `id_text` already writes for a bool in every text format and the label vocabulary reads.
+significant digits (float32 carries about 7). A fallback is a bool in Parquet and JSONL (`true`/`false`) and the
+same words in CSV and TSV: those `id_text` already writes for a bool id there, and the label vocabulary reads.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class CsvWriter(Writer):
         self.handle.flush()  # so the rows written so far are on disk at every chunk boundary
 
     def _rows(self, chunk: ScoredChunk) -> bytes:
-        """The chunk's rows without the fallback column, each ended by `\r\n` (`_core.format_score_rows`)."""
+        """The chunk's rows without the fallback column, each ended by `\\r\\n` (`_core.format_score_rows`)."""
         all_probabilities = chunk.all_probabilities
         rows: bytes = _core.format_score_rows(
             [ident if type(ident) is str else "" if ident is None else id_text(ident) for ident in chunk.ids],
@@ -153,9 +153,10 @@ class CsvWriter(Writer):
         return rows
 
     def _with_last_field(self, chunk: ScoredChunk, rows: bytes, words: list[str]) -> bytes:
-        """The chunk's `rows` with one more field per row, `words` (plain words: never quoted). Each row ends in
-        the `\r\n` that ends it; when there are more `\r\n` than rows, a field (an id, an LLM name) holds one
-        itself, and that chunk's rows are formatted one at a time instead, to know where each ends."""
+        """The chunk's `rows` with one more field per row, `words` (plain words: never quoted), added in Python
+        rather than by `_core.format_score_rows`. A row ends at the `\\r\\n` that ends it; when the chunk holds
+        more `\\r\\n` than rows, a field (an id, an LLM name) holds one itself, and its rows are formatted one
+        at a time instead, to know where each ends."""
         lines = rows.split(b"\r\n")[:-1]
         if len(lines) != len(chunk.ids):
             lines = [self._rows(chunk.row(i))[:-2] for i in range(len(chunk.ids))]
