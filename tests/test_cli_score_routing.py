@@ -71,12 +71,17 @@ def test_the_llm_columns_are_route_s_choices_under_the_same_rule(
     assert names != plain.names  # each rule changes some choice on these questions, so the test can fail
 
 
-def test_a_fallback_shows_as_a_first_probability_below_the_threshold(router: Router, bank: Path, tmp_path: Path) -> None:
+def test_a_fallback_is_marked_and_has_a_first_probability_below_the_threshold(
+    router: Router, bank: Path, tmp_path: Path
+) -> None:
+    # tests/test_score_fallback.py has the column in every format, and a p_1 that prints as the threshold.
     out = tmp_path / "scores.csv"
     assert main(["score", str(bank), "-o", str(out), "--min-probability", "0.8", "--threads", "1", "-q"]) == 0
-    p_1 = np.array([float(row["p_1"]) for row in read_csv_rows(out)])
+    rows = read_csv_rows(out)
+    p_1 = np.array([float(row["p_1"]) for row in rows])
     fallback = router.route(QUESTIONS, 1, min_probability=0.8).fallback
     assert fallback is not None and fallback.any() and not fallback.all()
+    assert [row["fallback"] for row in rows] == ["true" if fell else "false" for fell in fallback.tolist()]
     assert ((p_1 < 0.8) == fallback).all()
 
 

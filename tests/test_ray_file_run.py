@@ -315,3 +315,29 @@ def test_the_pipeline_writes_an_empty_file_of_the_bank_s_id_type_when_no_batch_c
     with pytest.raises(JeirtError, match="no question was scored, so there is no forecast"):
         file_run._run_pipeline(run, Path("router"), ["a", "b"], False)
     assert not output.exists() and not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("forecast", [False, True])
+def test_the_pipeline_keeps_the_fallback_column_of_a_minimum_probability_and_its_type_with_no_batch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, forecast: bool
+) -> None:
+    """The workers' last column, `fallback`, is written as they give it (the forecast's `p[<llm>]` columns dropped
+    before it); with no batch at all, the file of no rows still has it, a bool, as on one machine."""
+    columns = {"id": ["q0", "q1", "q2"], "llm_1": ["a", "b", "a"], "p_1": [0.5, 0.25, 1.0], "difficulty": [1.0] * 3,
+               "p[a]": [0.5, 0.25, 1.0], "p[b]": [0.5, 0.5, 0.5], "fallback": [True, False, True]}
+    options = ScoreOptions(k=1, forecast=forecast, min_probability=0.75)
+    output = tmp_path / "scores.parquet"
+    fake_pipeline(monkeypatch, Materializing([pa.table(columns)]))
+    run = file_run._FileRun(tmp_path / "bank.parquet", output, "body", "key", options, 1, False)
+    assert file_run._run_pipeline(run, Path("router"), ["a", "b"], False)[0] == 3
+    written = pq.read_table(output)
+    kept = ["id", "llm_1", "p_1", "difficulty", *([] if forecast else ["p[a]", "p[b]"]), "fallback"]
+    assert written.column_names == kept and written.column("fallback").to_pylist() == [True, False, True]
+    output.unlink()
+    fake_pipeline(monkeypatch, Materializing([]))
+    run = file_run._FileRun(tmp_path / "bank.parquet", output, "body", "key", ScoreOptions(min_probability=0.75), 1,
+                            False)
+    assert file_run._run_pipeline(run, Path("router"), ["a", "b"], False)[0] == 0
+    empty = pq.read_table(output)
+    assert empty.num_rows == 0 and empty.column_names == ["id", "llm_1", "p_1", "difficulty", "fallback"]
+    assert empty.schema.field("fallback").type == pa.bool_()

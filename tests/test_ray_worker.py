@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -148,3 +149,46 @@ def test_the_scores_of_no_rows_have_the_columns_and_types_of_a_scored_batch(
         empty = empty_scores(pa, id_type, k, llms, all_probabilities)
         assert empty.num_rows == 0 and empty.schema == full.schema
         assert empty.schema.field("id").type == written
+
+
+# -- routing by a minimum probability: the fallback column --------------------------------------------------------
+
+
+def test_a_worker_routing_by_a_minimum_probability_marks_the_fallbacks_as_route_does(
+    tiny_router_path: Path, texts: list[str]
+) -> None:
+    from jeirt_lite import Router
+
+    llms = read_manifest(tiny_router_path).llms
+    costs = {name: float(i + 1) for i, name in enumerate(llms)}
+    router = Router.load(tiny_router_path, threads=1).with_costs(costs, replace=True)
+    best = router.route(texts, 1).probabilities[:, 0]
+    threshold = float(np.sort(best)[len(best) // 2])  # the upper half clears it (>=), the lower half falls back
+    expected = router.route(texts, 2, min_probability=threshold)
+    assert expected.fallback is not None and expected.fallback.any() and not expected.fallback.all()
+    score = BankScorer(str(tiny_router_path), "text", "id", 2, True, True, 1, None,
+                       {"llms": None, "cost_weight": 0.0, "min_probability": threshold}, costs)
+    got = score(batch(IDS, texts))
+    assert got.column_names[-1] == "fallback" and got.schema.field("fallback").type == pa.bool_()
+    assert got.column("fallback").to_pylist() == expected.fallback.tolist()
+    assert [list(pair) for pair in zip(got.column("llm_1").to_pylist(), got.column("llm_2").to_pylist())] == \
+        expected.names
+    kept = score(batch(IDS, [texts[0], None, texts[2], " "]))  # --skip-bad: the kept rows keep their flags
+    assert kept.column("fallback").to_pylist() == expected.fallback[[0, 2]].tolist()
+    skipped = score(batch(IDS, [None, " ", "", None]))
+    assert skipped.num_rows == 0 and skipped.schema == got.schema
+    plain = BankScorer(str(tiny_router_path), "text", "id", 2, True, True, 1, None,
+                       {"llms": None, "cost_weight": 0.001, "min_probability": None}, costs)
+    assert "fallback" not in plain(batch(IDS, texts)).column_names
+
+
+def test_the_scores_of_no_rows_routed_by_a_minimum_probability_end_in_a_bool_fallback_column(
+    tiny_router_path: Path,
+) -> None:
+    from jeirt_lite._ray.worker import empty_scores
+
+    llms = read_manifest(tiny_router_path).llms
+    empty = empty_scores(pa, pa.string(), 1, llms, False, fallback=True)
+    assert empty.column_names == ["id", "llm_1", "p_1", "difficulty", "fallback"]
+    assert empty.schema.field("fallback").type == pa.bool_()
+    assert "fallback" not in empty_scores(pa, pa.string(), 1, llms, False).column_names
