@@ -224,8 +224,10 @@ def format_score_rows(
     difficulty: npt.NDArray[np.float32],
     all_probabilities: npt.NDArray[np.float32] | None,
     delimiter: str,
+    fallback: npt.NDArray[np.bool_] | None = None,
 ) -> bytes:
-    """``score``'s CSV/TSV rows of one chunk (id, per rank the LLM's name and probability, the difficulty, and
-    every LLM's probability when given), as the bytes ``csv.writer`` writes, floats as ``f"{x:.7g}"``; formatted
-    with the GIL released. Arrays C-contiguous: indices ``(n, k)`` into ``names``, probabilities ``(n, k)``,
-    difficulty ``(n,)``, all_probabilities ``(n, len(names))``."""
+    """``score``'s CSV/TSV rows of one chunk (id, per rank the LLM's name and probability, the difficulty, every
+    LLM's probability when given, and the fallback flag as ``true``/``false`` when given), as the bytes
+    ``csv.writer`` writes, floats as ``f"{x:.7g}"``; formatted with the GIL released. Arrays C-contiguous: indices
+    ``(n, k)`` into ``names``, probabilities ``(n, k)``, difficulty ``(n,)``, all_probabilities ``(n, len(names))``,
+    fallback ``(n,)``."""

@@ -52,17 +52,6 @@ class ScoredChunk:
             fallback=np.empty(0, dtype=bool) if fallback else None,
         )
 
-    def row(self, i: int) -> ScoredChunk:
-        """The scores of row `i` alone, as a chunk of one row."""
-        return ScoredChunk(
-            ids=self.ids[i : i + 1],
-            indices=self.indices[i : i + 1],
-            probabilities=self.probabilities[i : i + 1],
-            difficulty=self.difficulty[i : i + 1],
-            all_probabilities=None if self.all_probabilities is None else self.all_probabilities[i : i + 1],
-            fallback=None if self.fallback is None else self.fallback[i : i + 1],
-        )
-
 
 def id_text(ident: Any) -> str:
     """An id as text, the same in every output: strings as they are, other JSON values as JSON (true, 1.5;
@@ -131,17 +120,8 @@ class CsvWriter(Writer):
         self.handle.write(header.getvalue().encode("utf-8"))
 
     def write(self, chunk: ScoredChunk) -> None:
-        rows = self._rows(chunk)
-        fallback = self._fallback_of(chunk)
-        if fallback is not None:
-            rows = self._with_last_field(chunk, rows, _booleans(fallback))
-        self.handle.write(rows)
-        self.handle.flush()  # so the rows written so far are on disk at every chunk boundary
-
-    def _rows(self, chunk: ScoredChunk) -> bytes:
-        """The chunk's rows without the fallback column, each ended by `\\r\\n` (`_core.format_score_rows`)."""
-        all_probabilities = chunk.all_probabilities
-        rows: bytes = _core.format_score_rows(
+        all_probabilities, fallback = chunk.all_probabilities, self._fallback_of(chunk)
+        rows = _core.format_score_rows(
             [ident if type(ident) is str else "" if ident is None else id_text(ident) for ident in chunk.ids],
             self.llm_names,
             np.ascontiguousarray(chunk.indices, dtype=np.uint32),
@@ -149,19 +129,10 @@ class CsvWriter(Writer):
             np.ascontiguousarray(chunk.difficulty, dtype=np.float32),
             None if all_probabilities is None else np.ascontiguousarray(all_probabilities, dtype=np.float32),
             self.delimiter,
+            None if fallback is None else np.ascontiguousarray(fallback, dtype=bool),
         )
-        return rows
-
-    def _with_last_field(self, chunk: ScoredChunk, rows: bytes, words: list[str]) -> bytes:
-        """The chunk's `rows` with one more field per row, `words` (plain words: never quoted), added in Python
-        rather than by `_core.format_score_rows`. A row ends at the `\\r\\n` that ends it; when the chunk holds
-        more `\\r\\n` than rows, a field (an id, an LLM name) holds one itself, and its rows are formatted one
-        at a time instead, to know where each ends."""
-        lines = rows.split(b"\r\n")[:-1]
-        if len(lines) != len(chunk.ids):
-            lines = [self._rows(chunk.row(i))[:-2] for i in range(len(chunk.ids))]
-        delimiter = self.delimiter.encode("ascii")
-        return b"".join(line + delimiter + word.encode("ascii") + b"\r\n" for line, word in zip(lines, words))
+        self.handle.write(rows)
+        self.handle.flush()  # so the rows written so far are on disk at every chunk boundary
 
     def close(self) -> None:
         self.handle.close()

@@ -22,6 +22,8 @@ pub struct ScoreRows<'a> {
     pub difficulty: &'a [f32],
     /// `n x names.len()` probabilities of every LLM, or empty.
     pub all_probabilities: &'a [f32],
+    /// `n` flags, routing by a minimum probability: true where no LLM cleared it; or empty (no such column).
+    pub fallback: &'a [bool],
 }
 
 /// Appends `x` as Python's `format(x, ".7g")` gives it (for the float64 value of a float32).
@@ -113,8 +115,8 @@ pub fn push_field(out: &mut Vec<u8>, field: &str, delimiter: u8) {
 }
 
 /// The rows of `scores`, each ended by `\r\n` as `csv.writer` ends them: id, then per rank the LLM's name and
-/// probability, the difficulty, and every LLM's probability when given. `Err` names an index outside `names`
-/// or arrays of the wrong length.
+/// probability, the difficulty, every LLM's probability when given, and the fallback flag (`true`/`false`) when
+/// given. `Err` names an index outside `names` or arrays of the wrong length.
 pub fn format_score_rows(
     scores: &ScoreRows<'_>,
     names: &[&str],
@@ -127,18 +129,21 @@ pub fn format_score_rows(
     } else {
         names.len()
     };
+    let flags = if scores.fallback.is_empty() { 0 } else { 1 };
     if scores.indices.len() != n * k
         || scores.probabilities.len() != n * k
         || scores.difficulty.len() != n
         || scores.all_probabilities.len() != n * all
+        || scores.fallback.len() != n * flags
     {
         return Err(format!(
             "score rows of mismatched lengths: {n} ids, {} indices, {} probabilities, {} difficulties, {} \
-             probabilities of every LLM",
+             probabilities of every LLM, {} fallback flags",
             scores.indices.len(),
             scores.probabilities.len(),
             scores.difficulty.len(),
-            scores.all_probabilities.len()
+            scores.all_probabilities.len(),
+            scores.fallback.len()
         ));
     }
     let quoted: Vec<Vec<u8>> = names
@@ -167,6 +172,10 @@ pub fn format_score_rows(
         for &p in &scores.all_probabilities[row * all..(row + 1) * all] {
             out.push(delimiter);
             push_g7(&mut out, f64::from(p));
+        }
+        if let Some(&flag) = scores.fallback.get(row) {
+            out.push(delimiter);
+            out.extend_from_slice(if flag { b"true" } else { b"false" });
         }
         out.extend_from_slice(b"\r\n");
     }
@@ -243,11 +252,21 @@ mod tests {
             probabilities: &[0.75, 0.25, 0.5, 0.125],
             difficulty: &[1.5, 2.0],
             all_probabilities: &[0.25, 0.75, 0.5, 0.125],
+            fallback: &[],
         };
         let rows = format_score_rows(&scores, &["a", "b"], b',').unwrap_or_default();
         assert_eq!(
             String::from_utf8(rows).unwrap_or_default(),
             "q1,b,0.75,a,0.25,1.5,0.25,0.75\r\n\"q,2\",a,0.5,b,0.125,2,0.5,0.125\r\n"
+        );
+        let flagged = ScoreRows {
+            fallback: &[false, true],
+            ..scores
+        };
+        let rows = format_score_rows(&flagged, &["a", "b"], b'\t').unwrap_or_default();
+        assert_eq!(
+            String::from_utf8(rows).unwrap_or_default(),
+            "q1\tb\t0.75\ta\t0.25\t1.5\t0.25\t0.75\tfalse\r\nq,2\ta\t0.5\tb\t0.125\t2\t0.5\t0.125\ttrue\r\n"
         );
         let bad = ScoreRows {
             indices: &[2, 0, 0, 1],
@@ -265,6 +284,7 @@ mod tests {
             probabilities: &[0.75, 0.25, 0.5, 0.125, 0.5, 0.25],
             difficulty: &[1.5, 2.0, 1.0],
             all_probabilities: &[0.25, 0.75, 0.5, 0.125, 0.5, 0.25, 0.5, 0.25, 0.75],
+            fallback: &[true, false, true],
         };
         let names = ["a", "b", "c"];
         assert!(format_score_rows(&good, &names, b',').is_ok());
@@ -290,6 +310,10 @@ mod tests {
                 all_probabilities: &[0.25, 0.75, 0.5, 0.125, 0.5, 0.25],
                 ..good
             },
+            ScoreRows {
+                fallback: &[true, false],
+                ..good
+            },
         ];
         for scores in &wrong {
             let message = format_score_rows(scores, &names, b',').err();
@@ -297,11 +321,12 @@ mod tests {
                 message,
                 Some(format!(
                     "score rows of mismatched lengths: 3 ids, {} indices, {} probabilities, {} difficulties, {} \
-                     probabilities of every LLM",
+                     probabilities of every LLM, {} fallback flags",
                     scores.indices.len(),
                     scores.probabilities.len(),
                     scores.difficulty.len(),
-                    scores.all_probabilities.len()
+                    scores.all_probabilities.len(),
+                    scores.fallback.len()
                 ))
             );
         }

@@ -162,6 +162,7 @@ fn record_texts<'a>(fields: &[&'a [u8]], width: usize) -> Result<Vec<&'a str>, S
 /// `score`'s CSV/TSV rows of one chunk, as the bytes `csv.writer` would write (see `crate::io::score_rows`),
 /// formatted with the GIL released.
 #[pyfunction]
+#[pyo3(signature = (ids, names, indices, probabilities, difficulty, all_probabilities, delimiter, fallback=None))]
 #[allow(clippy::too_many_arguments)]
 fn format_score_rows<'py>(
     py: Python<'py>,
@@ -172,6 +173,7 @@ fn format_score_rows<'py>(
     difficulty: PyReadonlyArray1<'py, f32>,
     all_probabilities: Option<PyReadonlyArray2<'py, f32>>,
     delimiter: &str,
+    fallback: Option<PyReadonlyArray1<'py, bool>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let [delimiter] = *delimiter.as_bytes() else {
         return Err(JeirtError::new_err(format!(
@@ -187,6 +189,10 @@ fn format_score_rows<'py>(
         difficulty: contiguous(&difficulty, "difficulty")?,
         all_probabilities: match &all_probabilities {
             Some(array) => contiguous(array, "all_probabilities")?,
+            None => &[],
+        },
+        fallback: match &fallback {
+            Some(array) => contiguous(array, "fallback")?,
             None => &[],
         },
     };
