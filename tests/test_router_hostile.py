@@ -195,3 +195,22 @@ def test_a_wrong_argument_is_named_with_what_to_pass_instead(tiny_router_path: P
     assert result[np.int64(1)] == result[-1]
     with pytest.raises(TypeError, match="indexed by a question's position or a slice, not list"):
         result[[0]]  # type: ignore[call-overload]
+
+
+def test_a_router_folder_whose_path_is_not_utf8_is_refused_by_name(tiny_router_path: Path, tmp_path: Path) -> None:
+    # A Linux name may hold any byte; the tokenizer and ONNX Runtime open files by a UTF-8 name, which such a
+    # path has none of. The refusal says so and what to do, instead of the tokenizer's codec error.
+    import os
+    import shutil
+
+    from jeirt_lite.cli import main
+
+    try:
+        folder = Path(shutil.copytree(tiny_router_path, tmp_path / os.fsdecode(b"router\xff")))
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this file system takes only UTF-8 names")
+    with pytest.raises(JeirtError, match=r"the router folder's path is not valid UTF-8.*rename the folder"):
+        Router.load(folder, threads=1)
+    shutil.copytree(folder, tmp_path / "router")  # the same files under a UTF-8 name load
+    assert Router.load(tmp_path / "router", threads=1).llms == Router.load(tiny_router_path, threads=1).llms
+    assert main(["route", "What is 2 + 2?", "--router", str(folder)]) == 1  # the command line: one line, exit 1

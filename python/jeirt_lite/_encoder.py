@@ -21,6 +21,15 @@ from ._type_names import python_type
 DEFAULT_BATCH_SIZE = 8
 
 
+def _utf8_name(path: Path) -> bool:
+    """Whether `path` can be written in UTF-8 (a name's undecodable bytes come back from the OS as lone surrogates)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_texts(texts: Sequence[str]) -> list[str]:
     """Validate a batch of question texts; return it as a list."""
     if isinstance(texts, (str, bytes)):
@@ -74,6 +83,12 @@ class OnnxEncoder:
         self.feature_dim = spec.feature_dim
         self.dim = dim
         self.batch_size = DEFAULT_BATCH_SIZE if spec.batch_size is None else spec.batch_size
+        if not _utf8_name(tokenizer_path.parent):
+            # tokenizers and ONNX Runtime take a file by its name as UTF-8 text: a byte of another encoding in it
+            # (a Linux path may hold any) has no such form.
+            raise JeirtError(f"{tokenizer_path.parent}: the router folder's path is not valid UTF-8, and the "
+                             "tokenizer and ONNX Runtime open its files by a UTF-8 name: rename the folder, or copy it "
+                             "to a path that is")
         try:
             tokenizer = Tokenizer.from_file(str(tokenizer_path))
         except Exception as err:  # tokenizers raises a bare Exception on a bad file
