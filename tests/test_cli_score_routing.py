@@ -175,15 +175,42 @@ def test_the_ray_engine_is_handed_the_rules_and_a_bad_one_is_refused_before_it_i
     assert len(calls) == 1
 
 
+def _with_a_gap(router: Router, folder: Path) -> Path:
+    """The router saved with a record that Yi-34B, renamed yi, never answered gsm and math in training."""
+    training = {**thaw(router.manifest.training), "unanswered_benchmarks": {"Yi-34B": ["gsm", "math"]}}
+    recorded = router._with_llms(router.llms, router.llm_vectors, training=freeze(training))
+    return recorded.rename_llms({"Yi-34B": "yi"}).save(folder)
+
+
+NOTE = ("note: 1 LLM routed among never answered a benchmark in training, where their P(correct) is extrapolated "
+        "and can be far off: yi (gsm, math)")
+
+
+def test_route_and_score_note_an_llm_routed_among_that_never_answered_a_benchmark(
+    router: Router, bank: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # On block-missing data such an LLM drew 90 of 721 MATH questions it never answered (docs/guide/training-data.md).
+    folder = _with_a_gap(router, tmp_path / "router")
+    assert main(["route", "What is 2 + 2?", "--router", str(folder), "--threads", "1"]) == 0
+    assert capsys.readouterr().err.splitlines() == [NOTE]
+    assert main(["route", "What is 2 + 2?", "--router", str(folder), "--threads", "1", "--llms", "gemma-7b"]) == 0
+    assert capsys.readouterr().err == ""  # not routed among: nothing to note
+    assert main(["score", str(bank), "-o", str(tmp_path / "s.csv"), "--router", str(folder), "-q"]) == 0
+    assert capsys.readouterr().err.splitlines() == [NOTE]
+    assert main(["score", str(bank), "--router", str(folder), "--forecast", "-q"]) == 0
+    assert capsys.readouterr().err == ""  # no routes written: the forecast marks it instead
+    plain = router.save(tmp_path / "plain")
+    assert main(["route", "What is 2 + 2?", "--router", str(plain), "--threads", "1"]) == 0
+    assert capsys.readouterr().err == ""  # a router without the record
+
+
 def test_the_forecast_marks_an_llm_that_never_answered_a_benchmark_in_training(
     router: Router, bank: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # A router trained on block-missing data records such LLMs (train: training.unanswered_benchmarks); its forecast
     # for them is partly an extrapolation (zeroeval: a GSM8K-only LLM forecast 0.85 on MATH level 5, really 0.51).
     # Renamed, the record follows the LLM.
-    training = {**thaw(router.manifest.training), "unanswered_benchmarks": {"Yi-34B": ["gsm", "math"]}}
-    recorded = router._with_llms(router.llms, router.llm_vectors, training=freeze(training))
-    folder = recorded.rename_llms({"Yi-34B": "yi"}).save(tmp_path / "router")
+    folder = _with_a_gap(router, tmp_path / "router")
     assert main(["score", str(bank), "--router", str(folder), "--forecast", "--threads", "1", "-q"]) == 0
     lines = capsys.readouterr().out.splitlines()
     marked = [line for line in lines if "extrapolated" in line]

@@ -376,3 +376,22 @@ def test_an_address_that_cannot_be_resolved_is_a_clear_error() -> None:
     """A port outside 0..65535 is refused by the resolver itself, without asking a name server."""
     with pytest.raises(JeirtError, match=r"^cannot listen on 127\.0\.0\.1:-1: "):
         listening_socket("127.0.0.1", -1)
+
+
+def test_serve_notes_at_start_the_llms_that_never_answered_a_benchmark_in_training(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    # As route and score do: such an LLM's P(correct) on that benchmark's questions is an extrapolation.
+    from jeirt_lite._manifest import freeze, thaw
+    from jeirt_lite._service import app
+    from jeirt_lite.cli import main
+
+    router = Router.load()
+    training = {**thaw(router.manifest.training), "unanswered_benchmarks": {"Yi-34B": ["gsm"]}}
+    folder = router._with_llms(router.llms, router.llm_vectors, training=freeze(training)).save(tmp_path / "r")
+    started: list[Router] = []
+    monkeypatch.setattr(app, "serve", lambda served, limits, sock, announce: started.append(served))
+    assert main(["serve", "--router", str(folder), "--port", "0", "--threads", "1"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(started) == 1 and err[0].startswith("note: 1 LLM routed among never answered a benchmark in training")
+    assert err[0].endswith(": Yi-34B (gsm)") and err[-1] == "jeirt-lite serve: stopped"

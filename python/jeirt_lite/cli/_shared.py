@@ -213,6 +213,18 @@ def unanswered_benchmarks(training: object, llms: Sequence[str]) -> dict[str, li
             if name in llms and isinstance(gaps, Sequence) and not isinstance(gaps, str) and gaps}
 
 
+def note_unanswered(console: Console, training: object, routed: Sequence[str]) -> None:
+    """A note on stderr naming the LLMs routed among that never answered a benchmark of the router's training data
+    (`unanswered_benchmarks`): their P(correct) on such questions is an extrapolation, which can be far off and
+    draw that benchmark's questions to them (docs/guide/training-data.md, "Block-missing data")."""
+    gaps = unanswered_benchmarks(training, routed)
+    if gaps:
+        listed = first_and_more([f"{name} ({', '.join(benchmarks)})" for name, benchmarks in gaps.items()], 5,
+                                separator="; ", after_more=": jeirt-lite info lists them")
+        console.err.write(f"note: {counted(len(gaps), 'LLM')} routed among never answered a benchmark in training, "
+                          f"where their P(correct) is extrapolated and can be far off: {listed}\n")
+
+
 def print_forecast(out: TextIO, rows: int, forecast: dict[str, float],
                    unanswered: Optional[Mapping[str, Sequence[str]]] = None) -> None:
     """Each LLM's expected accuracy, best first; an LLM in `unanswered` marked with the benchmarks it never

@@ -25,6 +25,7 @@ from ._shared import (
     add_routing_arguments,
     checked_routing,
     load_router,
+    note_unanswered,
     positive_int,
     short,
     with_given_costs,
@@ -150,6 +151,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if not args.neighbours:
         router = router.with_neighbours(None)
     llms = checked_routing(args, router.llms, router.costs, console)
+    note_unanswered(console, router.manifest.training, router.llms if llms is None else llms)
     batches = _question_batches(args)
     width = max(len(name) for name in router.llms)
     scorer = router

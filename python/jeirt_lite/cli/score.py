@@ -28,6 +28,7 @@ from ._shared import (
     counted,
     given_costs,
     load_router,
+    note_unanswered,
     positive_int,
     print_score_summary,
     stderr_is_terminal,
@@ -191,12 +192,15 @@ def _add_engine_arguments(score: argparse.ArgumentParser) -> None:
 
 
 def _checked_options(
-    args: argparse.Namespace, names: Sequence[str], costs: Mapping[str, float], console: Console
+    args: argparse.Namespace, names: Sequence[str], costs: Mapping[str, float], console: Console, training: object
 ) -> ScoreOptions:
-    """The options, their routing rules checked before a row is read (with the note on the LLMs a cost rule leaves
-    out); k first, so that a k beyond the router's LLMs gets the words `score_file` and the Ray engine give it."""
+    """The options, their routing rules checked before a row is read (with the notes on the LLMs a cost rule leaves
+    out and, where the output holds routes, on those that never answered a benchmark of `training`, the router's
+    record); k first, so that a k beyond the router's LLMs gets the words `score_file` and the Ray engine give it."""
     check_k(args.k, len(names))
     llms = checked_routing(args, names, costs, console)
+    if args.output is not None:  # without one only the forecast is printed, which marks them itself
+        note_unanswered(console, training, names if llms is None else llms)
     return ScoreOptions(
         k=args.k,
         all_probabilities=args.all_probabilities,
@@ -234,7 +238,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     router = with_given_costs(load_router(args.router, args.threads), args.costs)
     if not args.neighbours:
         router = router.with_neighbours(None)
-    options = _checked_options(args, router.llms, router.costs, console)
+    options = _checked_options(args, router.llms, router.costs, console, router.manifest.training)
     state = ScoreState()
     console.stopped_note = partial(_stopped_note, state, args.output)  # how far an interrupted run got
     summary = score_file(
@@ -280,7 +284,8 @@ def _run_on_ray(args: argparse.Namespace, console: Console) -> int:
         raise JeirtError(f"--engine ray needs Ray Data, which is not installed: {RAY_EXTRA}") from err
     manifest = read_manifest(args.router if args.router is not None else DEFAULT_ROUTER_PATH)
     costs = given_costs(args.costs, manifest.llms)  # read here: the workers get the costs, not the file
-    options = _checked_options(args, manifest.llms, costs if costs is not None else manifest.costs or {}, console)
+    options = _checked_options(args, manifest.llms, costs if costs is not None else manifest.costs or {}, console,
+                               manifest.training)
     state = ScoreState()
     # how far a failed or interrupted run got
     console.stopped_note = partial(_stopped_note, state, args.output, nothing_yet=NONE_BACK_FROM_RAY)

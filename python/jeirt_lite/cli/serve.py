@@ -14,6 +14,7 @@ from ._shared import (
     add_no_neighbours,
     int_in,
     load_router,
+    note_unanswered,
     number_in,
     with_given_costs,
 )
@@ -97,6 +98,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         max_batch=args.max_batch,
     )
     sock = listening_socket(args.host, args.port)
+    note_unanswered(console, router.manifest.training, router.llms)
 
     def announce(address: str) -> None:
         console.err.write(
