@@ -155,6 +155,40 @@ def test_a_calibration_is_global_only_while_every_llm_has_the_one_pair(router: R
         router.with_calibration([1.0, 1.0, 3.0, 1.0, 1.0], [0.0] * 5, kind="global")
 
 
+@pytest.mark.parametrize(("scale", "bias", "named"), [
+    # The first LLM whose pair is not LLM 0's is named, whichever of its scale and bias differs (higher or lower),
+    # with LLM 0's own pair beside it: a mutation round found a later LLM, the pair of LLM 1 or of the last LLM,
+    # and a bias above LLM 0's read as the same pair, all passing the one case tested.
+    ([1.0, 1.0, 1.0, 1.0, 2.0], [0.0, 0.5, 0.0, 0.0, 0.0], r"LLM 1 \(in table order\) has \(1, 0\.5\) and LLM 0 \(1, 0\)"),
+    ([1.0] * 5, [0.0, 0.0, -0.5, 0.5, 0.25], r"LLM 2 \(in table order\) has \(1, -0\.5\) and LLM 0 \(1, 0\)"),
+    ([1.0] * 5, [0.0, 0.0, 0.0, 0.5, 0.0], r"LLM 3 \(in table order\) has \(1, 0\.5\) and LLM 0 \(1, 0\)"),
+    ([1.0, 2.0, 1.0, 1.0, 1.0], [0.0] * 5, r"LLM 1 \(in table order\) has \(2, 0\) and LLM 0 \(1, 0\)"),
+    ([2.0, 2.0, 1.0, 2.0, 2.0], [0.0] * 5, r"LLM 2 \(in table order\) has \(1, 0\) and LLM 0 \(2, 0\)"),
+    ([1.0, 1.0, 3.0, 1.0, 1.0], [0.0, 0.0, 0.5, 0.25, 0.0], r"LLM 2 \(in table order\) has \(3, 0\.5\) and LLM 0 \(1, 0\)"),
+])
+def test_a_global_calibration_refused_names_the_first_llm_whose_pair_differs(
+    router: Router, scale: list[float], bias: list[float], named: str
+) -> None:
+    with pytest.raises(JeirtError, match=rf"kind 'global' is one scale and bias for every LLM, but {named}; give kind"):
+        router.with_calibration(scale, bias, kind="global")
+
+
+def test_a_global_calibration_is_checked_whatever_string_object_names_its_kind(router: Router) -> None:
+    # A kind read from a file or a command line is a string equal to "global" but not the interned literal: it is
+    # refused over different pairs all the same (compared by identity, it passed unchecked).
+    kind = "".join(["glo", "bal"])
+    with pytest.raises(JeirtError, match="kind 'global' is one scale and bias for every LLM, but LLM 2"):
+        router.with_calibration([1.0, 1.0, 3.0, 1.0, 1.0], [0.0] * 5, kind=kind)
+
+
+def test_a_global_calibration_of_one_llm_is_one_pair(router: Router, tmp_path: Path) -> None:
+    one = router.select_llms(["llm-3"]).with_calibration([2.0], [0.5], kind="global")
+    assert one.calibration is not None and one.calibration.kind == "global"
+    selected = router.with_calibration([2.0] * 5, [0.5] * 5, kind="global").select_llms(["llm-1"])
+    loaded = Router.load(selected.save(tmp_path / "one")).calibration
+    assert loaded is not None and loaded.kind == "global" and loaded.scale.tolist() == [2.0]
+
+
 def test_removing_an_onboarded_llm_leaves_no_record_of_it(router: Router, tmp_path: Path) -> None:
     # remove_llm and select_llms kept a removed LLM's onboarding record, which info then printed for an LLM the
     # router no longer held (and a new LLM added later under its name would have shown two histories).

@@ -4,11 +4,13 @@ against a NumPy reference, routing restricted to a subset of LLMs."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 from jeirt_lite import EncodedQuestions, JeirtError, Router
+from jeirt_lite._llm_params import Calibration, cost_vector, make_calibration
 from jeirt_lite._routing import subset_rows
 from jeirt_lite.kernels import probabilities
 
@@ -152,6 +154,13 @@ def _edit_manifest(router_path: Path, tmp_path: Path, **fields: object) -> Path:
     ("fields", "message"),
     [
         ({"calibration": {"kind": "per_llm", "scale": [1.0] * 4, "bias": [0.0] * 5}}, "list of 5 numbers"),
+        # Too long as well as too short, and the length given, not the JSON type of the list (a mutation round).
+        ({"calibration": {"kind": "per_llm", "scale": [1.0] * 6, "bias": [0.0] * 5}},
+         r"calibration\.scale must be a list of 5 numbers \(one per LLM\), got 6$"),
+        ({"calibration": {"kind": "per_llm", "scale": [1.0] * 5, "bias": [0.0] * 4}},
+         r"calibration\.bias must be a list of 5 numbers \(one per LLM\), got 4$"),
+        ({"calibration": {"kind": "per_llm", "scale": [1.0] * 3 + [-2.0, 0.0], "bias": [0.0] * 5}},
+         r"calibration\.scale\[3\] must be > 0, got -2\.0$"),
         ({"calibration": {"kind": "per_llm", "scale": [1.0] * 5, "bias": [0.0] * 4 + ["x"]}}, r"bias\[4\]"),
         ({"calibration": {"kind": "per_llm", "scale": [1.0] * 4 + [0.0], "bias": [0.0] * 5}}, "must be > 0"),
         ({"calibration": {"kind": "isotonic", "scale": [1.0] * 5, "bias": [0.0] * 5}}, "kind must be one of"),
@@ -190,6 +199,38 @@ def test_an_onboarded_llm_gets_identity_calibration_and_its_cost(router: Router)
     assert grown.costs["new"] == 3.0
     with pytest.raises(JeirtError, match="cost of 'x' must be finite"):
         router.add_llm("x", EncodedQuestions(q), (np.arange(50) % 2), cost=float("inf"))
+
+
+@pytest.mark.parametrize("scale", [0.0, -1.0, float("inf"), float("nan")])
+def test_an_onboarded_llm_s_scale_must_be_a_positive_finite_number(scale: float) -> None:
+    # add_llm gives a new LLM its fit's router_scale: one of 0, below 0 or infinite would make its probabilities
+    # flat, inverted or 0 and 1 only (a mutation round found each of these but NaN accepted).
+    with pytest.raises(JeirtError, match=rf"calibration scale must be a positive number, got {re.escape(repr(scale))}$"):
+        Calibration.identity(2).extended(scale=scale)
+
+
+def test_an_extended_calibration_gives_each_new_llm_the_scale_and_bias_zero() -> None:
+    grown = Calibration.identity(2).extended(count=2, scale=0.5)
+    assert grown.kind == "per_llm" and grown.scale.tolist() == [1.0, 1.0, 0.5, 0.5] and grown.bias.tolist() == [0.0] * 4
+    assert Calibration.identity(3).extended().to_manifest() == {"kind": "per_llm", "scale": [1.0] * 4, "bias": [0.0] * 4}
+
+
+def test_a_calibration_of_more_than_256_llms_is_taken() -> None:
+    # Its length compared by identity (`is not` for `!=`) agrees only up to 256, CPython's cached integers.
+    calibration = make_calibration([1.5] * 300, [0.0] * 300, "global", 300)
+    assert calibration.kind == "global" and calibration.scale.shape == (300,)
+
+
+def test_a_cost_of_zero_or_below_one_is_a_cost(router: Router) -> None:
+    # A free (self-hosted) LLM costs 0, and a unit may make every cost a fraction: neither is refused.
+    priced = router.with_costs({"llm-0": 0.0, "llm-1": 0.25})
+    assert priced.costs["llm-0"] == 0.0 and priced.costs["llm-1"] == 0.25
+
+
+def test_a_missing_costs_error_names_the_first_five_llms_without_one() -> None:
+    names = [f"llm-{i}" for i in range(7)]
+    with pytest.raises(JeirtError, match=r"needs a cost for every LLM; missing: llm-1, llm-2, llm-3, llm-4, llm-5$"):
+        cost_vector({"llm-0": 1.0}, names, "cost-aware routing")
 
 
 def test_cost_proxy_parses_parameter_counts() -> None:
