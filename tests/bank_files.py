@@ -8,6 +8,15 @@ import json
 from pathlib import Path
 
 LARGE_BANK_ROWS = 20_000
+# A small bank the routing tests score: subjects apart, and one text twice (encoded once, scored in its place).
+ROUTED_QUESTIONS = [
+    "What is the derivative of x**3 at x = 2?",
+    "Which court hears a contract dispute?",
+    "Who wrote Hamlet?",
+    "Which enzyme unwinds DNA during replication?",
+    "What is the capital of Australia?",
+    "Who wrote Hamlet?",
+]
 
 
 def write_jsonl(path: Path, rows: list[object]) -> Path:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from bank_files import ROUTED_QUESTIONS as QUESTIONS
 from bank_files import read_csv_rows, write_csv_bank
 from jeirt_lite import Router
 from jeirt_lite._errors import JeirtError
@@ -17,14 +18,6 @@ from jeirt_lite._manifest import freeze, thaw
 from jeirt_lite.batch import ScoreOptions, score_file
 from jeirt_lite.cli import main
 
-QUESTIONS = [
-    "What is the derivative of x**3 at x = 2?",
-    "Which court hears a contract dispute?",
-    "Who wrote Hamlet?",
-    "Which enzyme unwinds DNA during replication?",
-    "What is the capital of Australia?",
-    "Who wrote Hamlet?",  # a repeated text: encoded once, scored in its place
-]
 TWO = ["Yi-34B", "gemma-7b"]
 
 

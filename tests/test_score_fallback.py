@@ -15,20 +15,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from bank_files import ROUTED_QUESTIONS as QUESTIONS
 from bank_files import write_csv_bank
 from jeirt_lite import Router
 from jeirt_lite._io.writers import CsvWriter, JsonlWriter, ParquetWriter, ScoredChunk, TsvWriter
 from jeirt_lite.batch import ScoreOptions, score_file
 from jeirt_lite.cli import main
 
-QUESTIONS = [
-    "What is the derivative of x**3 at x = 2?",
-    "Which court hears a contract dispute?",
-    "Who wrote Hamlet?",
-    "Which enzyme unwinds DNA during replication?",
-    "What is the capital of Australia?",
-    "Who wrote Hamlet?",  # a repeated text: encoded once, scored in its place
-]
 FORMATS = ["csv", "tsv", "jsonl", "parquet"]
 
 
