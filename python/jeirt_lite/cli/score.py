@@ -164,7 +164,8 @@ def _add_output_arguments(score: argparse.ArgumentParser) -> None:
         "-q",
         "--quiet",
         action="store_true",
-        help="no progress line and no summary on stderr (errors and the --skip-bad count still are)",
+        help="no progress line and no summary on stderr (errors, the --skip-bad count and the notes on the LLMs "
+        "routed among still are)",
     )
 
 
