@@ -243,7 +243,11 @@ def test_a_ray_run_started_with_stderr_closed_writes_its_output(
     script = 'exec "$0" -m jeirt_lite score "$1" -o "$2" --router "$3" --engine ray --threads 1 2>&-'
     done = subprocess.run(["sh", "-c", script, sys.executable, str(bank), str(output), str(tiny_router_path)],
                           capture_output=True, timeout=240, stdin=subprocess.DEVNULL, check=False)
-    assert done.returncode == 0 and done.stdout == b""
+    # Nothing of this run's own on stdout (its summary went to the closed stderr). Ray's raylet may print its own
+    # warnings there (on a busy machine: that it started more workers than it expected), which are not the run's.
+    ours = [line for line in done.stdout.decode(errors="replace").splitlines()
+            if line.strip() and "(raylet)" not in line]
+    assert done.returncode == 0 and ours == []
     assert pq.read_table(output).num_rows == pq.read_metadata(bank).num_rows
 
 
